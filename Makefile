@@ -1,0 +1,42 @@
+# Weir development tasks. Every target installs what it needs through `uv sync` (locked).
+SHELL := /bin/bash
+UV ?= uv
+PROTO_OUT := libs/weir/src
+PROTOS := $(wildcard proto/weir/v1/*.proto)
+
+.PHONY: setup proto proto-check lint test test-fast test-slow run node bench clean
+
+setup:  ## install the workspace (all services + dev tools) from uv.lock
+	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
+	$(UV) sync --locked --all-packages
+
+proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
+	$(UV) run python -m grpc_tools.protoc -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
+		--grpc_python_out=$(PROTO_OUT) $(PROTOS)
+
+proto-check: proto  ## fail when the committed stubs differ from what proto/ generates
+	@git diff --exit-code -- $(PROTO_OUT)/weir/v1 || { echo "stubs are stale: run 'make proto' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(PROTO_OUT)/weir/v1)" || { echo "untracked generated stubs: commit them"; exit 1; }
+
+lint: setup  ## ruff + mypy on our code (generated stubs excluded)
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run mypy libs/weir/src services/partition-node/src tests bench
+
+test: setup  ## every test tier: unit, integration over real gRPC, crash tests
+	$(UV) run pytest -q
+
+test-fast: setup  ## everything except the slow (crash/fault) tier
+	$(UV) run pytest -q -m "not slow"
+
+run: setup  ## the main job: start a partition node, publish and read a demo workload, stop it
+	$(UV) run weir demo
+
+node: setup  ## run one partition node in the foreground (settings from WEIR_NODE_* variables)
+	$(UV) run weir-partition-node
+
+bench: setup  ## single-node benchmarks; prints JSON
+	$(UV) run python -m bench.node_bench
+
+clean:
+	rm -rf .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,233 @@
+"""Typed Weir errors: one root error carrying a gRPC status, a result code and `retryable`.
+
+Errors are data (as in aiokafka): every failure has a seed-style result code (`no_such_stream`,
+`invalid_config`, `wrong_revision`, ...) that fixes its gRPC status code and whether retrying the
+same request can succeed. On the wire a failed call ends with that status; its details carry a
+`google.rpc.ErrorInfo` with domain ``"weir"``, ``reason`` = the result code and ``metadata`` =
+``{"retryable": "true"|"false", ...context}``. `WeirError.from_rpc_error` turns that back into the
+same typed error on the client side.
+
+Source: result codes of the streams seed (waymaker.streams `result_code` fields), status codes as
+the RocketMQ seed maps them (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, ...).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, ClassVar
+
+import grpc
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+ERROR_DOMAIN = "weir"
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class ResultCode(StrEnum):
+    """Seed-style result codes; each names exactly one failure."""
+
+    OK = "ok"
+    NO_SUCH_STREAM = "no_such_stream"
+    NO_SUCH_PARTITION = "no_such_partition"
+    NO_SUCH_MESSAGE = "no_such_message"
+    ALREADY_EXISTS = "already_exists"
+    INVALID_CONFIG = "invalid_config"
+    INVALID_NAME = "invalid_name"
+    INVALID_SUBJECT = "invalid_subject"
+    INVALID_ARGUMENT = "invalid_argument"
+    SUBJECT_REJECTED = "subject_rejected"
+    OVERSIZE = "oversize"
+    WRONG_REVISION = "wrong_revision"
+    CHANGE_FEED_TRUNCATED = "change_feed_truncated"
+    CORRUPT = "corrupt"
+    OVERLOADED = "overloaded"
+    SHUTTING_DOWN = "shutting_down"
+    STORAGE_FAILED = "storage_failed"
+    UNAVAILABLE = "unavailable"
+    INTERNAL = "internal"
+
+
+class WeirError(Exception):
+    """Root of every Weir error.
+
+    Attributes:
+        result_code: the seed-style code naming the failure.
+        status_code: the gRPC status the server answers with.
+        retryable: whether the same request may succeed later (overload, shutdown, lost
+            connection); never true for bad input.
+        message: what was wrong, for a person.
+        metadata: context (stream, partition, seq, ...), all strings.
+    """
+
+    result_code: ClassVar[ResultCode] = ResultCode.INTERNAL
+    status_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
+    retryable: ClassVar[bool] = False
+
+    _by_code: ClassVar[dict[str, type[WeirError]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        WeirError._by_code[cls.result_code.value] = cls
+
+    def __init__(self, message: str, **metadata: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata: dict[str, str] = {key: str(value) for key, value in metadata.items()}
+
+    def __str__(self) -> str:
+        return f"{self.result_code}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, metadata={self.metadata!r})"
+
+    @staticmethod
+    def for_code(result_code: str, message: str, **metadata: object) -> WeirError:
+        """The typed error for `result_code` (an unknown code gives an `InternalError`)."""
+        error_class = WeirError._by_code.get(result_code, InternalError)
+        return error_class(message, **metadata)
+
+    def to_status(self) -> grpc.Status:
+        """The gRPC status (with ErrorInfo details) a servicer aborts with."""
+        info = error_details_pb2.ErrorInfo(
+            reason=self.result_code.value,
+            domain=ERROR_DOMAIN,
+            metadata={"retryable": "true" if self.retryable else "false", **self.metadata},
+        )
+        status = status_pb2.Status(code=_google_code(self.status_code), message=self.message)
+        status.details.add().Pack(info)
+        return rpc_status.to_status(status)
+
+    @staticmethod
+    def from_rpc_error(error: grpc.RpcError) -> WeirError:
+        """The typed error behind a failed call (sync or asyncio stubs); transport failures map to
+        retryable errors."""
+        code: grpc.StatusCode | None = error.code() if hasattr(error, "code") else None
+        details: str = (error.details() if hasattr(error, "details") else None) or str(error)
+        trailing = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
+        for key, value in trailing or ():
+            if key != _STATUS_DETAILS_KEY or not isinstance(value, bytes):
+                continue
+            status = status_pb2.Status.FromString(value)
+            for detail in status.details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+                    context = {key: value for key, value in info.metadata.items() if key != "retryable"}
+                    return WeirError.for_code(info.reason, status.message, **context)
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            return UnavailableError(f"{code.name}: {details}")
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return OverloadedError(details)
+        if code == grpc.StatusCode.INVALID_ARGUMENT:
+            return InvalidArgumentError(details)
+        return InternalError(f"{code.name if code else 'UNKNOWN'}: {details}")
+
+
+def _google_code(status_code: grpc.StatusCode) -> int:
+    value: int = status_code.value[0]
+    assert 0 <= value <= code_pb2.UNAUTHENTICATED, status_code
+    return value
+
+
+class NoSuchStreamError(WeirError):
+    result_code = ResultCode.NO_SUCH_STREAM
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchPartitionError(WeirError):
+    result_code = ResultCode.NO_SUCH_PARTITION
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NoSuchMessageError(WeirError):
+    result_code = ResultCode.NO_SUCH_MESSAGE
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class AlreadyExistsError(WeirError):
+    result_code = ResultCode.ALREADY_EXISTS
+    status_code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class InvalidConfigError(WeirError):
+    result_code = ResultCode.INVALID_CONFIG
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class InvalidNameError(WeirError):
+    result_code = ResultCode.INVALID_NAME
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class InvalidSubjectError(WeirError):
+    result_code = ResultCode.INVALID_SUBJECT
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class InvalidArgumentError(WeirError):
+    result_code = ResultCode.INVALID_ARGUMENT
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class SubjectRejectedError(WeirError):
+    """The subject matches none of the stream's subject patterns."""
+
+    result_code = ResultCode.SUBJECT_REJECTED
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class OversizeError(WeirError):
+    result_code = ResultCode.OVERSIZE
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class WrongRevisionError(WeirError):
+    """expected_last_seq did not match; metadata["last_seq"] is the subject's actual last seq."""
+
+    result_code = ResultCode.WRONG_REVISION
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class ChangeFeedTruncatedError(WeirError):
+    """Retention removed the requested changes; metadata["first_change_seq"] says where to resume."""
+
+    result_code = ResultCode.CHANGE_FEED_TRUNCATED
+    status_code = grpc.StatusCode.OUT_OF_RANGE
+
+
+class CorruptRecordError(WeirError):
+    """A stored record failed its checksum; metadata names stream, partition and seq."""
+
+    result_code = ResultCode.CORRUPT
+    status_code = grpc.StatusCode.DATA_LOSS
+
+
+class OverloadedError(WeirError):
+    result_code = ResultCode.OVERLOADED
+    status_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    retryable = True
+
+
+class ShuttingDownError(WeirError):
+    result_code = ResultCode.SHUTTING_DOWN
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class StorageFailedError(WeirError):
+    """A commit failed on disk; the partition refuses writes until the node restarts (sticky)."""
+
+    result_code = ResultCode.STORAGE_FAILED
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class UnavailableError(WeirError):
+    result_code = ResultCode.UNAVAILABLE
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class InternalError(WeirError):
+    result_code = ResultCode.INTERNAL
+    status_code = grpc.StatusCode.INTERNAL

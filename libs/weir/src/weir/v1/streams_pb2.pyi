@@ -1,0 +1,293 @@
+from weir.v1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class AckLevel(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACK_LEVEL_LEADER: _ClassVar[AckLevel]
+    ACK_LEVEL_NONE: _ClassVar[AckLevel]
+    ACK_LEVEL_ALL: _ClassVar[AckLevel]
+
+class WatchEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WATCH_EVENT_TYPE_UNKNOWN: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_STREAM_CREATED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_STREAM_DELETED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_STREAM_UPDATED: _ClassVar[WatchEventType]
+ACK_LEVEL_LEADER: AckLevel
+ACK_LEVEL_NONE: AckLevel
+ACK_LEVEL_ALL: AckLevel
+WATCH_EVENT_TYPE_UNKNOWN: WatchEventType
+WATCH_EVENT_TYPE_STREAM_CREATED: WatchEventType
+WATCH_EVENT_TYPE_STREAM_DELETED: WatchEventType
+WATCH_EVENT_TYPE_STREAM_UPDATED: WatchEventType
+
+class CreateStreamRequest(_message.Message):
+    __slots__ = ("config",)
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ...) -> None: ...
+
+class CreateStreamResponse(_message.Message):
+    __slots__ = ("config", "created_at_ms")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    created_at_ms: int
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+
+class DeleteStreamRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteStreamResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetStreamInfoRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetStreamInfoResponse(_message.Message):
+    __slots__ = ("config", "stats", "created_at_ms")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    stats: _types_pb2.StreamStats
+    created_at_ms: int
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., stats: _Optional[_Union[_types_pb2.StreamStats, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+
+class ListStreamsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListStreamsResponse(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdateStreamRequest(_message.Message):
+    __slots__ = ("name", "max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes", "max_msgs_per_subject")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_MSG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_MSGS_PER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    max_age_ms: int
+    max_msgs: int
+    max_bytes: int
+    max_msg_bytes: int
+    max_msgs_per_subject: int
+    def __init__(self, name: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
+
+class UpdateStreamResponse(_message.Message):
+    __slots__ = ("config", "pruned")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PRUNED_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    pruned: int
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., pruned: _Optional[int] = ...) -> None: ...
+
+class PublishRequest(_message.Message):
+    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    TS_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ACK_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    subject: str
+    payload: bytes
+    headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
+    ts_ms: int
+    expected_last_seq: int
+    key: bytes
+    partition: int
+    ack_level: AckLevel
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ...) -> None: ...
+
+class PublishResponse(_message.Message):
+    __slots__ = ("partition", "seq")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    seq: int
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class PublishEntry(_message.Message):
+    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition")
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    TS_MS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    subject: str
+    payload: bytes
+    headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
+    ts_ms: int
+    expected_last_seq: int
+    key: bytes
+    partition: int
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class PublishBatchRequest(_message.Message):
+    __slots__ = ("stream", "entries", "ack_level")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    ACK_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    entries: _containers.RepeatedCompositeFieldContainer[PublishEntry]
+    ack_level: AckLevel
+    def __init__(self, stream: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[PublishEntry, _Mapping]]] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ...) -> None: ...
+
+class PublishResult(_message.Message):
+    __slots__ = ("partition", "seq", "result_code", "message")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    seq: int
+    result_code: str
+    message: str
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class PublishBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[PublishResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[PublishResult, _Mapping]]] = ...) -> None: ...
+
+class GetMessageRequest(_message.Message):
+    __slots__ = ("stream", "partition", "seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    seq: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class GetMessageResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: _types_pb2.Message
+    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ...) -> None: ...
+
+class ReadMessagesRequest(_message.Message):
+    __slots__ = ("stream", "partition", "from_seq", "max_messages", "max_bytes")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    from_seq: int
+    max_messages: int
+    max_bytes: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class ReadMessagesResponse(_message.Message):
+    __slots__ = ("messages", "next_seq", "last_seq")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    next_seq: int
+    last_seq: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_seq: _Optional[int] = ..., last_seq: _Optional[int] = ...) -> None: ...
+
+class ReadLatestAtSubjectRequest(_message.Message):
+    __slots__ = ("stream", "subject", "partition")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    subject: str
+    partition: int
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class ReadLatestAtSubjectResponse(_message.Message):
+    __slots__ = ("latest",)
+    LATEST_FIELD_NUMBER: _ClassVar[int]
+    latest: _types_pb2.Message
+    def __init__(self, latest: _Optional[_Union[_types_pb2.Message, _Mapping]] = ...) -> None: ...
+
+class ListSubjectsByPrefixRequest(_message.Message):
+    __slots__ = ("stream", "prefix", "partition", "limit")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    prefix: str
+    partition: int
+    limit: int
+    def __init__(self, stream: _Optional[str] = ..., prefix: _Optional[str] = ..., partition: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListSubjectsByPrefixResponse(_message.Message):
+    __slots__ = ("subjects", "truncated")
+    SUBJECTS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    subjects: _containers.RepeatedScalarFieldContainer[str]
+    truncated: bool
+    def __init__(self, subjects: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class ScanExactAtSubjectRequest(_message.Message):
+    __slots__ = ("stream", "subject", "partition", "from_seq", "limit")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    subject: str
+    partition: int
+    from_seq: int
+    limit: int
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ScanExactAtSubjectResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
+
+class WatchStreamsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchEvent(_message.Message):
+    __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TS_MS_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    type: WatchEventType
+    ts_ms: int
+    node_id: str
+    stream: str
+    change_seq: int
+    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., ts_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., stream: _Optional[str] = ..., change_seq: _Optional[int] = ...) -> None: ...

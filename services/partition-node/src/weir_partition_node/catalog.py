@@ -1,0 +1,119 @@
+"""The node catalog: stream configs, stream lifecycle changes and feed bookkeeping.
+
+One SQLite database (``<data_dir>/catalog.sqlite``, WAL, synchronous=FULL) accessed through
+aiosqlite: catalog writes are rare (create/update/delete stream, a change-seq lease every 10,000
+changes), so an async connection with its own thread is simpler than the partitions' group commit
+and costs nothing on the message path. Each lifecycle write stores the stream row and its change
+entry in one transaction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiosqlite
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS streams (
+    name TEXT PRIMARY KEY,
+    config BLOB NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS changes (
+    change_seq INTEGER PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    record BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+StoredChange = tuple[int, int, bytes]  # (change_seq, ts_ms, encoded weir.v1.Change)
+
+
+class Catalog:
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._db = db
+
+    @classmethod
+    async def open(cls, path: Path) -> Catalog:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = await aiosqlite.connect(path, isolation_level=None)
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.execute("PRAGMA synchronous=FULL")
+        await db.executescript(_SCHEMA)
+        return cls(db)
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    async def load_streams(self) -> list[tuple[str, bytes, int]]:
+        rows = await self._db.execute_fetchall("SELECT name, config, created_at_ms FROM streams ORDER BY name")
+        return [(str(name), bytes(config), int(created)) for name, config, created in rows]
+
+    async def get_meta(self, key: str, default: int = 0) -> int:
+        rows = list(await self._db.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,)))
+        return int(rows[0][0]) if rows else default
+
+    async def set_meta(self, key: str, value: int) -> None:
+        await self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    async def max_change_seq(self) -> int:
+        rows = list(await self._db.execute_fetchall("SELECT coalesce(max(change_seq), 0) FROM changes"))
+        return int(rows[0][0])
+
+    async def _transaction(self, statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]]) -> None:
+        db = self._db
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, parameters in statements:
+                if isinstance(parameters, list):
+                    await db.executemany(sql, parameters)
+                else:
+                    await db.execute(sql, parameters)
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+
+    async def create_stream(self, name: str, config: bytes, created_at_ms: int, change: StoredChange) -> None:
+        await self._transaction(
+            [
+                ("INSERT INTO streams (name, config, created_at_ms) VALUES (?, ?, ?)", (name, config, created_at_ms)),
+                ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
+            ]
+        )
+
+    async def update_stream(self, name: str, config: bytes, change: StoredChange) -> None:
+        await self._transaction(
+            [
+                ("UPDATE streams SET config = ? WHERE name = ?", (config, name)),
+                ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
+            ]
+        )
+
+    async def delete_stream(self, name: str, archived: list[StoredChange], change: StoredChange) -> None:
+        """Remove the stream; keep its partitions' retained changes (`archived`) in the catalog so
+        feed readers that have not reached them yet still see them."""
+        statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]] = [
+            ("DELETE FROM streams WHERE name = ?", (name,)),
+            ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
+        ]
+        if archived:
+            statements.append(
+                ("INSERT OR IGNORE INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", list(archived))
+            )
+        await self._transaction(statements)
+
+    async def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        rows = await self._db.execute_fetchall(
+            "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
+            "ORDER BY change_seq LIMIT ?",
+            (from_change_seq, to_change_seq, limit),
+        )
+        return [(int(seq), bytes(record)) for seq, record in rows]
+
+    async def drop_changes_before(self, change_seq: int) -> None:
+        await self._db.execute("DELETE FROM changes WHERE change_seq < ?", (change_seq,))

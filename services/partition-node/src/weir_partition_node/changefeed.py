@@ -1,0 +1,79 @@
+"""The node's change feed: change seq allocation, the committed horizon, and waiting for changes.
+
+Every mutation on a node (append, truncate, removal, stream create/update/delete; consumer changes
+later) is stored with a node-wide `change_seq`, in the same transaction as the mutation itself (the
+partition's database for partition changes, the catalog for stream lifecycle). Partitions commit
+concurrently, so change seqs can commit out of order; readers therefore read only up to the
+**horizon**: the highest seq below which every allocated seq has settled (committed or failed). A
+reader that stops at the horizon never skips a change that commits later.
+
+Allocation is leased from the catalog in blocks (`reserve`), so seqs handed out before a crash are
+never handed out again after it, even for memory streams whose changes are not persisted. Gaps in
+the seq are therefore possible (failed commits, restarts); order and uniqueness are not broken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+
+RESERVE_BLOCK = 10_000
+
+
+class ChangeFeedClock:
+    """Allocates change seqs and tracks the horizon. Single event loop; not thread-safe."""
+
+    def __init__(self, next_change_seq: int, reserved_through: int, reserve: Callable[[int], Awaitable[None]]) -> None:
+        assert next_change_seq >= 1
+        self._next = next_change_seq
+        self._reserved_through = reserved_through
+        self._reserve = reserve
+        self._reserve_lock = asyncio.Lock()
+        self._in_flight: set[int] = set()
+        self._horizon = next_change_seq - 1
+        self._changed = asyncio.get_running_loop().create_future()
+
+    @property
+    def horizon(self) -> int:
+        """Every change seq <= horizon has settled."""
+        return self._horizon
+
+    async def allocate(self, count: int) -> list[int]:
+        """`count` fresh change seqs; each must later be `settle`d exactly once."""
+        while self._next + count - 1 > self._reserved_through:
+            async with self._reserve_lock:
+                if self._next + count - 1 > self._reserved_through:
+                    target = self._next + count - 1 + RESERVE_BLOCK
+                    await self._reserve(target)
+                    self._reserved_through = target
+        seqs = list(range(self._next, self._next + count))
+        self._next += count
+        self._in_flight.update(seqs)
+        return seqs
+
+    def settle(self, seqs: Iterable[int]) -> None:
+        """Mark seqs committed (or abandoned after a failed commit) and advance the horizon."""
+        for seq in seqs:
+            self._in_flight.discard(seq)
+        horizon = min(self._in_flight) - 1 if self._in_flight else self._next - 1
+        if horizon > self._horizon:
+            self._horizon = horizon
+            changed, self._changed = self._changed, asyncio.get_running_loop().create_future()
+            changed.set_result(None)
+
+    async def wait_past(self, change_seq: int, timeout_s: float) -> bool:
+        """Wait until the horizon is past `change_seq` (or `timeout_s`); True if it is."""
+        if self._horizon > change_seq:
+            return True
+        try:
+            async with asyncio.timeout(timeout_s):
+                while self._horizon <= change_seq:
+                    await asyncio.shield(self._changed)
+        except TimeoutError:
+            return False
+        return True
+
+    def wake_all(self) -> None:
+        """Wake every waiter (used at shutdown so tails can end)."""
+        changed, self._changed = self._changed, asyncio.get_running_loop().create_future()
+        changed.set_result(None)

@@ -1,0 +1,31 @@
+"""Injectable clocks: the node reads time only through a `Clock`, so tests can move it."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds since the Unix epoch."""
+        ...
+
+
+class SystemClock:
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock that moves only when told to (tests)."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self._now_ms = start_ms
+
+    def now_ms(self) -> int:
+        return self._now_ms
+
+    def advance(self, delta_ms: int) -> None:
+        assert delta_ms >= 0
+        self._now_ms += delta_ms

@@ -1,0 +1,46 @@
+"""Prometheus metrics of a partition node (prometheus-client, default registry).
+
+Naming follows Prometheus conventions: counters end in `_total`, durations are `_seconds`
+histograms, sizes are `_bytes`. Labels: `stream`, `partition`, `method`, `code`.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+PUBLISHED_MESSAGES = Counter(
+    "weir_published_messages_total", "Messages committed to a partition log", ["stream", "partition"]
+)
+PUBLISHED_BYTES = Counter(
+    "weir_published_bytes_total", "Record bytes committed to a partition log", ["stream", "partition"]
+)
+RETENTION_REMOVED = Counter(
+    "weir_retention_removed_messages_total",
+    "Messages removed by Limits retention (age, count, bytes, per subject)",
+    ["stream", "partition"],
+)
+CHECKSUM_FAILURES = Counter(
+    "weir_checksum_failures_total", "Stored records that failed their checksum on read", ["stream", "partition"]
+)
+GROUP_COMMIT_MESSAGES = Histogram(
+    "weir_group_commit_messages",
+    "Messages per group commit",
+    buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
+)
+GROUP_COMMIT_SECONDS = Histogram(
+    "weir_group_commit_seconds",
+    "Time from taking a batch off the queue to its durable commit",
+    buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+)
+RPC_SECONDS = Histogram(
+    "weir_rpc_seconds",
+    "Server-side handling time of client RPCs",
+    ["method"],
+    buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0, 5.0),
+)
+RPC_ERRORS = Counter("weir_rpc_errors_total", "Client RPCs answered with an error", ["method", "code"])
+PARTITION_LAST_SEQ = Gauge("weir_partition_last_seq", "Last assigned seq of a partition", ["stream", "partition"])
+PARTITION_MESSAGES = Gauge("weir_partition_messages", "Messages stored in a partition", ["stream", "partition"])
+PARTITION_BYTES = Gauge("weir_partition_bytes", "Record bytes stored in a partition", ["stream", "partition"])
+CHANGE_FEED_LAST_SEQ = Gauge("weir_change_feed_last_change_seq", "Horizon of the node's change feed")
+STREAMS = Gauge("weir_streams", "Streams on this node")

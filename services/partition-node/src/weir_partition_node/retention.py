@@ -1,0 +1,129 @@
+"""Limits retention as a pure decision: which messages a commit (or a sweep) must remove.
+
+Semantics (NATS JetStream's Limits, per partition): `max_msgs_per_subject` keeps the N newest
+messages of each subject; then the oldest messages are removed while the partition holds more than
+`max_msgs` messages, more than `max_bytes` record bytes, or the oldest message is older than
+`max_age_ms`. Removal of the oldest messages is a prefix truncation (everything below a seq), so the
+log stays a contiguous range apart from per-subject removals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from weir_partition_node.storage.base import RowInfo
+
+SCAN_CHUNK_ROWS = 1024
+
+
+@dataclass(slots=True, frozen=True)
+class LimitsBounds:
+    """Limits in force; 0 means no bound on that dimension."""
+
+    max_age_ms: int = 0
+    max_msgs: int = 0
+    max_bytes: int = 0
+    max_msgs_per_subject: int = 0
+
+    @property
+    def any_prefix_bound(self) -> bool:
+        return bool(self.max_age_ms or self.max_msgs or self.max_bytes)
+
+
+@dataclass(slots=True)
+class RetentionPlan:
+    remove_seqs: list[int] = field(default_factory=list)
+    removed_bytes: int = 0
+    truncate_before: int = 0
+    truncated_count: int = 0
+    truncated_bytes: int = 0
+    truncate_reason: str = ""
+
+    @property
+    def removed_count(self) -> int:
+        return len(self.remove_seqs) + self.truncated_count
+
+    @property
+    def total_removed_bytes(self) -> int:
+        return self.removed_bytes + self.truncated_bytes
+
+
+@dataclass(slots=True, frozen=True)
+class NewRow:
+    seq: int
+    size: int
+    ts_ms: int
+    subject: str
+
+
+def plan_retention(
+    *,
+    bounds: LimitsBounds,
+    now_ms: int,
+    stored_count: int,
+    stored_bytes: int,
+    first_seq: int,
+    new_rows: Sequence[NewRow],
+    oldest: Callable[[int, int], list[RowInfo]],
+    subject_excess: Callable[[str, int], list[RowInfo]],
+) -> RetentionPlan:
+    """Decide removals for a partition holding `stored_count`/`stored_bytes` from `first_seq` on,
+    about to append `new_rows`.
+
+    `oldest(from_seq, limit)` lists stored rows (oldest first) and `subject_excess(subject, keep)`
+    the stored rows of a subject beyond its `keep` newest; both read committed storage only.
+    """
+    plan = RetentionPlan()
+    removed: set[int] = set()
+    if bounds.max_msgs_per_subject:
+        by_subject: dict[str, list[NewRow]] = {}
+        for row in new_rows:
+            by_subject.setdefault(row.subject, []).append(row)
+        for subject, rows in by_subject.items():
+            keep_stored = bounds.max_msgs_per_subject - len(rows)
+            doomed: list[tuple[int, int]] = [(r.seq, r.size) for r in subject_excess(subject, max(0, keep_stored))]
+            if keep_stored < 0:
+                doomed.extend((r.seq, r.size) for r in rows[:-keep_stored])
+            for seq, size in doomed:
+                removed.add(seq)
+                plan.remove_seqs.append(seq)
+                plan.removed_bytes += size
+    if not bounds.any_prefix_bound:
+        return plan
+
+    count = stored_count + len(new_rows) - len(removed)
+    total = stored_bytes + sum(row.size for row in new_rows) - plan.removed_bytes
+    age_cutoff = now_ms - bounds.max_age_ms if bounds.max_age_ms else None
+    for row in _rows_in_order(first_seq, new_rows, oldest):
+        if row.seq in removed:
+            continue
+        reason = ""
+        if bounds.max_msgs and count > bounds.max_msgs:
+            reason = "max_msgs"
+        elif bounds.max_bytes and total > bounds.max_bytes:
+            reason = "max_bytes"
+        elif age_cutoff is not None and row.ts_ms < age_cutoff:
+            reason = "max_age"
+        if not reason:
+            break
+        plan.truncate_reason = plan.truncate_reason or reason
+        plan.truncate_before = row.seq + 1
+        plan.truncated_count += 1
+        plan.truncated_bytes += row.size
+        count -= 1
+        total -= row.size
+    return plan
+
+
+def _rows_in_order(
+    first_seq: int, new_rows: Sequence[NewRow], oldest: Callable[[int, int], list[RowInfo]]
+) -> Iterator[RowInfo | NewRow]:
+    cursor = first_seq
+    while True:
+        chunk = oldest(cursor, SCAN_CHUNK_ROWS)
+        yield from chunk
+        if len(chunk) < SCAN_CHUNK_ROWS:
+            break
+        cursor = chunk[-1].seq + 1
+    yield from new_rows

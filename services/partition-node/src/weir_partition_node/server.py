@@ -1,0 +1,142 @@
+"""The partition node process: two grpc.aio servers (client port, internal port), health checking,
+server reflection, a Prometheus /metrics endpoint, and clean shutdown on SIGTERM/SIGINT.
+
+Shutdown order: health goes NOT_SERVING, the servers stop accepting and give in-flight RPCs
+`shutdown_grace_ms`, then the node commits what is queued and closes storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
+
+from weir_partition_node.node import Node
+from weir_partition_node.servicers import ChangeFeedServicer, StreamsServicer
+from weir_partition_node.settings import NodeSettings
+
+logger = logging.getLogger(__name__)
+
+MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+def _grpc_server(settings: NodeSettings) -> grpc.aio.Server:
+    return grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+    )
+
+
+class NodeProcess:
+    """A running node: `start()` binds and serves; `stop()` drains and closes."""
+
+    def __init__(self, settings: NodeSettings) -> None:
+        self.settings = settings
+        self.node: Node | None = None
+        self.client_port = 0
+        self.internal_port = 0
+        self.metrics_port = 0
+        self._client_server = _grpc_server(settings)
+        self._internal_server = _grpc_server(settings)
+        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._metrics_httpd: object | None = None
+
+    async def start(self) -> None:
+        settings = self.settings
+        self.node = await Node.open(settings)
+        streams_pb2_grpc.add_StreamsServicer_to_server(StreamsServicer(self.node), self._client_server)
+        internal_pb2_grpc.add_ChangeFeedServicer_to_server(ChangeFeedServicer(self.node), self._internal_server)
+        for server in (self._client_server, self._internal_server):
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            [
+                streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name,
+                health.SERVICE_NAME,
+                reflection.SERVICE_NAME,
+            ],
+            self._client_server,
+        )
+        reflection.enable_server_reflection(
+            [
+                internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name,
+                health.SERVICE_NAME,
+                reflection.SERVICE_NAME,
+            ],
+            self._internal_server,
+        )
+        self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
+        self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")
+        await self._client_server.start()
+        await self._internal_server.start()
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+        for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
+            await _set_health(self._health, service, health_pb2.HealthCheckResponse.SERVING)
+        logger.info(
+            "node %s serving: client %s:%d, internal %s:%d, metrics %s:%d, data %s, fsync=%s",
+            settings.node_id,
+            settings.host,
+            self.client_port,
+            settings.host,
+            self.internal_port,
+            settings.host,
+            self.metrics_port,
+            settings.data_dir,
+            settings.fsync,
+        )
+        if settings.ready_file is not None:
+            ready = {
+                "node_id": settings.node_id,
+                "pid": os.getpid(),
+                "client_port": self.client_port,
+                "internal_port": self.internal_port,
+                "metrics_port": self.metrics_port,
+            }
+            temporary = settings.ready_file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(ready))
+            temporary.replace(settings.ready_file)
+
+    async def stop(self) -> None:
+        grace_s = self.settings.shutdown_grace_ms / 1000
+        for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
+            await _set_health(self._health, service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        if self.node is not None:
+            self.node.feed.wake_all()
+        await asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s))
+        if self.node is not None:
+            await self.node.close()
+        if self._metrics_httpd is not None:
+            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
+        logger.info("node %s stopped", self.settings.node_id)
+
+
+async def _set_health(servicer: object, service: str, status: int) -> None:
+    result = servicer.set(service, status)  # type: ignore[attr-defined]
+    if asyncio.iscoroutine(result):
+        await result
+
+
+async def serve(settings: NodeSettings) -> None:
+    """Run a node until SIGTERM or SIGINT."""
+    process = NodeProcess(settings)
+    await process.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    logger.info("node %s: signal received, draining", settings.node_id)
+    await process.stop()

@@ -1,0 +1,220 @@
+"""gRPC servicers: thin adapters from weir.v1 requests to the `Node` core.
+
+Each handler decodes nothing by hand, calls the core, and turns a `WeirError` into an aborted call
+whose status carries the result code (`WeirError.to_status`). Unexpected exceptions become
+INTERNAL with the exception text, and are logged.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from weir.errors import InternalError, WeirError, WrongRevisionError
+from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
+
+from weir_partition_node import metrics
+from weir_partition_node.node import Node
+
+logger = logging.getLogger(__name__)
+Request = TypeVar("Request")
+Response = TypeVar("Response")
+
+_WATCH_TYPES = {
+    "stream_created": streams_pb2.WATCH_EVENT_TYPE_STREAM_CREATED,
+    "stream_updated": streams_pb2.WATCH_EVENT_TYPE_STREAM_UPDATED,
+    "stream_deleted": streams_pb2.WATCH_EVENT_TYPE_STREAM_DELETED,
+}
+
+
+def _as_weir_error(method: str, error: Exception) -> WeirError:
+    if isinstance(error, WeirError):
+        return error
+    logger.exception("%s failed unexpectedly", method)
+    return InternalError(f"{type(error).__name__}: {error}")
+
+
+def unary(
+    handler: Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Response]],
+) -> Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Response]]:
+    method = handler.__name__
+    histogram = metrics.RPC_SECONDS.labels(method)
+
+    @functools.wraps(handler)
+    async def wrapper(self: Any, request: Request, context: grpc.aio.ServicerContext) -> Response:
+        started = time.perf_counter()
+        try:
+            return await handler(self, request, context)
+        except Exception as raw:
+            error = _as_weir_error(method, raw)
+            metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
+            await context.abort_with_status(error.to_status())
+            raise AssertionError("unreachable: abort raises") from None
+        finally:
+            histogram.observe(time.perf_counter() - started)
+
+    return wrapper
+
+
+def server_stream(
+    handler: Callable[[Any, Request, grpc.aio.ServicerContext], AsyncIterator[Response]],
+) -> Callable[[Any, Request, grpc.aio.ServicerContext], AsyncIterator[Response]]:
+    method = handler.__name__
+
+    @functools.wraps(handler)
+    async def wrapper(self: Any, request: Request, context: grpc.aio.ServicerContext) -> AsyncIterator[Response]:
+        try:
+            async for item in handler(self, request, context):
+                yield item
+        except Exception as raw:
+            error = _as_weir_error(method, raw)
+            metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
+            await context.abort_with_status(error.to_status())
+
+    return wrapper
+
+
+class StreamsServicer(streams_pb2_grpc.StreamsServicer):
+    """weir.v1.Streams on the client port."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @unary
+    async def CreateStream(self, request: streams_pb2.CreateStreamRequest, context: Any) -> Any:
+        config, created_at_ms = await self.node.create_stream(request.config)
+        return streams_pb2.CreateStreamResponse(config=config, created_at_ms=created_at_ms)
+
+    @unary
+    async def DeleteStream(self, request: streams_pb2.DeleteStreamRequest, context: Any) -> Any:
+        await self.node.delete_stream(request.name)
+        return streams_pb2.DeleteStreamResponse()
+
+    @unary
+    async def GetStreamInfo(self, request: streams_pb2.GetStreamInfoRequest, context: Any) -> Any:
+        return self.node.stream_info(request.name)
+
+    @unary
+    async def ListStreams(self, request: streams_pb2.ListStreamsRequest, context: Any) -> Any:
+        return streams_pb2.ListStreamsResponse(names=self.node.list_streams())
+
+    @unary
+    async def UpdateStream(self, request: streams_pb2.UpdateStreamRequest, context: Any) -> Any:
+        config, pruned = await self.node.update_stream(request)
+        return streams_pb2.UpdateStreamResponse(config=config, pruned=pruned)
+
+    @unary
+    async def Publish(self, request: streams_pb2.PublishRequest, context: Any) -> Any:
+        (outcome,) = await self.node.publish(request.stream, [request], request.ack_level, batch=False)
+        if outcome.result_code == "wrong_revision":
+            raise WrongRevisionError(
+                outcome.message, stream=request.stream, partition=outcome.partition, last_seq=outcome.seq
+            )
+        if outcome.result_code != "ok":
+            raise WeirError.for_code(outcome.result_code, outcome.message)
+        return streams_pb2.PublishResponse(partition=outcome.partition, seq=outcome.seq)
+
+    @unary
+    async def PublishBatch(self, request: streams_pb2.PublishBatchRequest, context: Any) -> Any:
+        outcomes = await self.node.publish(request.stream, request.entries, request.ack_level, batch=True)
+        response = streams_pb2.PublishBatchResponse()
+        add = response.results.add
+        for outcome in outcomes:
+            add(
+                partition=outcome.partition,
+                seq=outcome.seq,
+                result_code=outcome.result_code,
+                message=outcome.message,
+            )
+        return response
+
+    @unary
+    async def GetMessage(self, request: streams_pb2.GetMessageRequest, context: Any) -> Any:
+        record = self.node.get_message(request.stream, request.partition, request.seq)
+        response = streams_pb2.GetMessageResponse()
+        response.message.MergeFromString(record)
+        return response
+
+    @unary
+    async def ReadMessages(self, request: streams_pb2.ReadMessagesRequest, context: Any) -> Any:
+        records, next_seq, last_seq = self.node.read_messages(
+            request.stream, request.partition, request.from_seq, request.max_messages, request.max_bytes
+        )
+        response = streams_pb2.ReadMessagesResponse(next_seq=next_seq, last_seq=last_seq)
+        add = response.messages.add
+        for _, record in records:
+            add().MergeFromString(record)
+        return response
+
+    @unary
+    async def ReadLatestAtSubject(self, request: streams_pb2.ReadLatestAtSubjectRequest, context: Any) -> Any:
+        record = self.node.latest_at_subject(request.stream, request.partition, request.subject)
+        response = streams_pb2.ReadLatestAtSubjectResponse()
+        if record is not None:
+            response.latest.MergeFromString(record)
+        return response
+
+    @unary
+    async def ListSubjectsByPrefix(self, request: streams_pb2.ListSubjectsByPrefixRequest, context: Any) -> Any:
+        subjects, truncated = self.node.subjects_with_prefix(
+            request.stream, request.partition, request.prefix, request.limit
+        )
+        return streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
+
+    @unary
+    async def ScanExactAtSubject(self, request: streams_pb2.ScanExactAtSubjectRequest, context: Any) -> Any:
+        records = self.node.scan_subject(
+            request.stream, request.partition, request.subject, request.from_seq, request.limit
+        )
+        response = streams_pb2.ScanExactAtSubjectResponse()
+        add = response.messages.add
+        for record in records:
+            add().MergeFromString(record)
+        return response
+
+    @server_stream
+    async def WatchStreams(self, request: streams_pb2.WatchStreamsRequest, context: Any) -> AsyncIterator[Any]:
+        async for change in self.node.watch_lifecycle():
+            yield streams_pb2.WatchEvent(
+                type=_WATCH_TYPES[change.WhichOneof("kind") or ""],
+                ts_ms=change.ts_ms,
+                node_id=self.node.node_id,
+                stream=change.stream,
+                change_seq=change.change_seq,
+            )
+
+
+def _change_batch(message: Any, records: list[bytes]) -> None:
+    add = message.changes.add
+    for record in records:
+        add().MergeFromString(record)
+
+
+class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
+    """weir.v1.ChangeFeed on the internal port."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @unary
+    async def ReadChanges(self, request: internal_pb2.ReadChangesRequest, context: Any) -> Any:
+        records, next_seq, horizon = await self.node.read_changes(request.from_change_seq, request.max_changes)
+        response = internal_pb2.ReadChangesResponse(
+            next_change_seq=next_seq, last_change_seq=horizon, node_id=self.node.node_id
+        )
+        _change_batch(response, records)
+        return response
+
+    @server_stream
+    async def TailChanges(self, request: internal_pb2.TailChangesRequest, context: Any) -> AsyncIterator[Any]:
+        async for records, horizon in self.node.tail_changes(request.from_change_seq, request.max_changes_per_batch):
+            batch = internal_pb2.ChangeBatch(last_change_seq=horizon, node_id=self.node.node_id)
+            _change_batch(batch, records)
+            yield batch
+
+
+__all__ = ["ChangeFeedServicer", "StreamsServicer", "types_pb2"]

@@ -1,0 +1,40 @@
+"""Partition node settings, read from `WEIR_NODE_*` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class NodeSettings(BaseSettings):
+    """Every field is the environment variable ``WEIR_NODE_<FIELD>`` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="WEIR_NODE_", extra="ignore")
+
+    node_id: str = Field("node-1", description="Unique id of this node in the cluster.")
+    data_dir: Path = Field(Path("weir-data/node-1"), description="Directory for the catalog and partition logs.")
+    host: str = Field("127.0.0.1", description="Address the gRPC and metrics servers bind to.")
+    client_port: int = Field(7401, ge=0, le=65535, description="Client-facing gRPC port (0 = pick a free one).")
+    internal_port: int = Field(7402, ge=0, le=65535, description="Internal gRPC port: change feed, replication.")
+    metrics_port: int = Field(7403, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
+    fsync: Literal["always", "off"] = Field(
+        "always",
+        description="always: a publish is acknowledged after its group commit is fsynced (default). "
+        "off: acknowledged after the write reaches the OS (survives a process crash, not power loss).",
+    )
+    max_message_bytes: int = Field(1024 * 1024, ge=1024, le=16 * 1024 * 1024, description="Largest message.")
+    max_batch_messages: int = Field(2000, ge=1, description="Most messages in one group commit.")
+    max_batch_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="Most bytes in one group commit.")
+    queue_depth: int = Field(4096, ge=1, description="Publish requests queued per partition before callers wait.")
+    storage_threads: int = Field(4, ge=1, le=64, description="Worker threads for commits.")
+    retention_sweep_interval_ms: int = Field(1000, ge=10, description="How often max_age_ms is enforced.")
+    change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")
+    shutdown_grace_ms: int = Field(5000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
+    max_concurrent_rpcs: int = Field(20_000, ge=1, description="RPCs handled at once per server.")
+    log_level: str = Field("INFO", description="Python logging level.")
+    ready_file: Path | None = Field(
+        None, description="When set, the node writes its bound ports here as JSON once it serves."
+    )

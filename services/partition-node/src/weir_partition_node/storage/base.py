@@ -1,0 +1,143 @@
+"""The storage interface of one partition: `PartitionLog`.
+
+A partition log stores records keyed by seq, plus the partition's share of the node's change feed,
+and applies one `CommitBatch` atomically: new records, a prefix truncation, individual removals and
+change entries either all become durable or none does. Writes come from one writer at a time (the
+partition's commit loop); reads may run concurrently with a commit and see the last committed state.
+
+Every record carries a CRC32 of its encoded bytes; reads verify it and raise `CorruptRecordError`
+naming the stream, partition and seq on a mismatch. Implementations: `SqlitePartitionLog` (durable,
+one SQLite database in WAL mode) and `MemoryPartitionLog` (ephemeral streams).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from weir.errors import CorruptRecordError
+
+
+def checksum(record: bytes) -> int:
+    """CRC32 (zlib) of an encoded record."""
+    return zlib.crc32(record)
+
+
+@dataclass(slots=True, frozen=True)
+class Record:
+    """One stored message: `record` is the encoded weir.v1.Message with seq and ts_ms set."""
+
+    seq: int
+    ts_ms: int
+    subject: str
+    record: bytes
+    crc: int
+
+    @property
+    def size(self) -> int:
+        return len(self.record)
+
+
+@dataclass(slots=True, frozen=True)
+class RowInfo:
+    """What retention needs to know of a stored message."""
+
+    seq: int
+    size: int
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class CommitBatch:
+    """One atomic write to a partition log.
+
+    Order of application: insert `records`, remove `remove_seqs`, remove every seq below
+    `truncate_before` (when > 0), store `changes` (change_seq, encoded weir.v1.Change), and set the
+    stored last_seq to `last_seq`.
+    """
+
+    records: list[Record] = field(default_factory=list)
+    remove_seqs: list[int] = field(default_factory=list)
+    truncate_before: int = 0
+    changes: list[tuple[int, int, bytes]] = field(default_factory=list)  # (change_seq, ts_ms, record)
+    last_seq: int = 0
+    drop_changes_before: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class LogState:
+    """Committed totals: stored message count and record bytes, first/last seq, last change seq."""
+
+    msg_count: int
+    bytes: int
+    first_seq: int
+    last_seq: int
+    last_change_seq: int
+
+
+class PartitionLog(Protocol):
+    """One partition's append log. See the module docstring for the contract."""
+
+    stream: str
+    partition: int
+
+    def state(self) -> LogState:
+        """Committed totals, read from storage (used at open; the partition caches them)."""
+        ...
+
+    def commit(self, batch: CommitBatch) -> None:
+        """Apply `batch` atomically and durably (per the log's fsync policy). Raises on failure,
+        in which case nothing of the batch is stored."""
+        ...
+
+    def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        """Verified (seq, record) pairs with seq >= from_seq, in order; at least one when any
+        exists, then bounded by max_messages and max_bytes."""
+        ...
+
+    def get(self, seq: int) -> bytes | None:
+        """The verified record at `seq`, or None when not stored."""
+        ...
+
+    def latest_at_subject(self, subject: str) -> bytes | None: ...
+
+    def subject_last_seq(self, subject: str) -> int:
+        """Seq of the newest stored message at `subject`, 0 when none."""
+        ...
+
+    def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """Distinct subjects starting with `prefix`, sorted, at most `limit`."""
+        ...
+
+    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]: ...
+
+    def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
+        """Stored messages at `subject` beyond the `keep` newest (oldest first)."""
+        ...
+
+    def oldest(self, from_seq: int, limit: int) -> list[RowInfo]:
+        """Stored messages with seq >= from_seq, oldest first, at most `limit`."""
+        ...
+
+    def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        """(change_seq, encoded Change) with from <= change_seq <= to, ordered, at most `limit`."""
+        ...
+
+    def close(self) -> None: ...
+
+    def destroy(self) -> None:
+        """Close and remove every trace of this log."""
+        ...
+
+
+def verify(stream: str, partition: int, seq: int, record: bytes, crc: int) -> bytes:
+    """`record` when its checksum is `crc`; else raise `CorruptRecordError`."""
+    if checksum(record) != crc:
+        raise CorruptRecordError(
+            f"stream {stream!r} partition {partition} seq {seq}: stored record fails its checksum",
+            stream=stream,
+            partition=partition,
+            seq=seq,
+        )
+    return record

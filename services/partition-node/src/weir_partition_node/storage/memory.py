@@ -1,0 +1,155 @@
+"""`MemoryPartitionLog`: a partition log kept in process memory (storage kind MEMORY).
+
+Same contract as `SqlitePartitionLog` (one test suite runs against both) except durability: a node
+restart loses everything. Records still carry and verify their checksum.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from weir_partition_node.storage.base import CommitBatch, LogState, Record, RowInfo, verify
+
+
+@dataclass(slots=True)
+class _Stored:
+    ts_ms: int
+    subject: str
+    crc: int
+    record: bytes
+
+
+class MemoryPartitionLog:
+    """A `PartitionLog` in dictionaries; seqs kept sorted for range reads."""
+
+    def __init__(self, stream: str, partition: int) -> None:
+        self.stream = stream
+        self.partition = partition
+        self._messages: dict[int, _Stored] = {}
+        self._seqs: list[int] = []  # sorted
+        self._by_subject: dict[str, list[int]] = {}  # subject -> sorted seqs
+        self._changes: dict[int, tuple[int, bytes]] = {}
+        self._change_seqs: list[int] = []
+        self._last_seq = 0
+
+    def commit(self, batch: CommitBatch) -> None:
+        # Validate first so a failing batch changes nothing (atomicity).
+        for record in batch.records:
+            if record.seq in self._messages:
+                raise ValueError(f"seq {record.seq} already stored")
+        for record in batch.records:
+            self._insert(record)
+        for seq in batch.remove_seqs:
+            self._remove(seq)
+        if batch.truncate_before > 0:
+            cut = bisect.bisect_left(self._seqs, batch.truncate_before)
+            for seq in self._seqs[:cut]:
+                self._remove_index(seq)
+            del self._seqs[:cut]
+        for change_seq, ts_ms, record_bytes in batch.changes:
+            self._changes[change_seq] = (ts_ms, record_bytes)
+            bisect.insort(self._change_seqs, change_seq)
+        if batch.drop_changes_before > 0:
+            cut = bisect.bisect_left(self._change_seqs, batch.drop_changes_before)
+            for change_seq in self._change_seqs[:cut]:
+                del self._changes[change_seq]
+            del self._change_seqs[:cut]
+        self._last_seq = batch.last_seq
+
+    def _insert(self, record: Record) -> None:
+        self._messages[record.seq] = _Stored(record.ts_ms, record.subject, record.crc, record.record)
+        if not self._seqs or record.seq > self._seqs[-1]:
+            self._seqs.append(record.seq)
+        else:
+            bisect.insort(self._seqs, record.seq)
+        bisect.insort(self._by_subject.setdefault(record.subject, []), record.seq)
+
+    def _remove_index(self, seq: int) -> None:
+        stored = self._messages.pop(seq)
+        seqs = self._by_subject[stored.subject]
+        seqs.pop(bisect.bisect_left(seqs, seq))
+        if not seqs:
+            del self._by_subject[stored.subject]
+
+    def _remove(self, seq: int) -> None:
+        if seq not in self._messages:
+            return
+        self._remove_index(seq)
+        self._seqs.pop(bisect.bisect_left(self._seqs, seq))
+
+    def state(self) -> LogState:
+        return LogState(
+            msg_count=len(self._messages),
+            bytes=sum(len(stored.record) for stored in self._messages.values()),
+            first_seq=self._seqs[0] if self._seqs else self._last_seq + 1,
+            last_seq=self._last_seq,
+            last_change_seq=self._change_seqs[-1] if self._change_seqs else 0,
+        )
+
+    def _verified(self, seq: int) -> bytes:
+        stored = self._messages[seq]
+        return verify(self.stream, self.partition, seq, stored.record, stored.crc)
+
+    def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        start = bisect.bisect_left(self._seqs, from_seq)
+        result: list[tuple[int, bytes]] = []
+        total = 0
+        for seq in self._seqs[start : start + max_messages]:
+            record = self._verified(seq)
+            total += len(record)
+            if result and total > max_bytes:
+                break
+            result.append((seq, record))
+        return result
+
+    def get(self, seq: int) -> bytes | None:
+        return self._verified(seq) if seq in self._messages else None
+
+    def latest_at_subject(self, subject: str) -> bytes | None:
+        seqs = self._by_subject.get(subject)
+        return self._verified(seqs[-1]) if seqs else None
+
+    def subject_last_seq(self, subject: str) -> int:
+        seqs = self._by_subject.get(subject)
+        return seqs[-1] if seqs else 0
+
+    def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        return sorted(subject for subject in self._by_subject if subject.startswith(prefix))[:limit]
+
+    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        seqs = self._by_subject.get(subject, [])
+        start = bisect.bisect_left(seqs, from_seq)
+        return [(seq, self._verified(seq)) for seq in seqs[start : start + limit]]
+
+    def _row(self, seq: int) -> RowInfo:
+        stored = self._messages[seq]
+        return RowInfo(seq, len(stored.record), stored.ts_ms)
+
+    def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
+        seqs = self._by_subject.get(subject, [])
+        excess = seqs[: max(0, len(seqs) - keep)]
+        return [self._row(seq) for seq in excess]
+
+    def oldest(self, from_seq: int, limit: int) -> list[RowInfo]:
+        start = bisect.bisect_left(self._seqs, from_seq)
+        return [self._row(seq) for seq in self._seqs[start : start + limit]]
+
+    def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        start = bisect.bisect_left(self._change_seqs, from_change_seq)
+        result: list[tuple[int, bytes]] = []
+        for change_seq in self._change_seqs[start:]:
+            if change_seq > to_change_seq or len(result) >= limit:
+                break
+            result.append((change_seq, self._changes[change_seq][1]))
+        return result
+
+    def close(self) -> None:
+        pass
+
+    def destroy(self) -> None:
+        self._messages.clear()
+        self._seqs.clear()
+        self._by_subject.clear()
+        self._changes.clear()
+        self._change_seqs.clear()

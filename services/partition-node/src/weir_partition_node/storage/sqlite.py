@@ -1,0 +1,189 @@
+"""`SqlitePartitionLog`: one SQLite database per partition, WAL mode.
+
+Durability: with fsync policy ``always`` the database runs with ``synchronous=FULL``, so a commit
+returns only after the WAL is fsynced; ``off`` uses ``synchronous=NORMAL`` (survives a process
+crash, may lose the last commits on power loss). Writes use a dedicated connection driven from one
+thread at a time (the partition's commit loop hands whole batches to a worker thread: one thread hop
+per group commit); reads use a second, query-only connection on the caller's thread, which in WAL
+mode sees the last committed state without blocking the writer.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Literal
+
+from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, verify
+
+FsyncPolicy = Literal["always", "off"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    subject TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    crc INTEGER NOT NULL,
+    record BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_subject ON messages (subject, seq);
+CREATE TABLE IF NOT EXISTS changes (
+    change_seq INTEGER PRIMARY KEY,
+    ts_ms INTEGER NOT NULL,
+    record BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+class SqlitePartitionLog:
+    """A `PartitionLog` in ``<directory>/log.sqlite``."""
+
+    def __init__(self, directory: Path, stream: str, partition: int, fsync: FsyncPolicy = "always") -> None:
+        self.stream = stream
+        self.partition = partition
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / "log.sqlite"
+        self._writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._writer.execute("PRAGMA journal_mode=WAL")
+        self._writer.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+        self._writer.execute("PRAGMA cache_size=-16000")
+        self._writer.executescript(_SCHEMA)
+        self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._reader.execute("PRAGMA query_only=1")
+        self._reader.execute("PRAGMA cache_size=-16000")
+
+    # -- writes (one caller at a time, any thread) ----------------------------------------------
+
+    def commit(self, batch: CommitBatch) -> None:
+        db = self._writer
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if batch.records:
+                db.executemany(
+                    "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r.seq, r.ts_ms, r.subject, len(r.record), r.crc, r.record) for r in batch.records],
+                )
+            if batch.remove_seqs:
+                db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq in batch.remove_seqs])
+            if batch.truncate_before > 0:
+                db.execute("DELETE FROM messages WHERE seq < ?", (batch.truncate_before,))
+            if batch.changes:
+                db.executemany("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", batch.changes)
+            if batch.drop_changes_before > 0:
+                db.execute("DELETE FROM changes WHERE change_seq < ?", (batch.drop_changes_before,))
+            db.execute(
+                "INSERT INTO meta (key, value) VALUES ('last_seq', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (batch.last_seq,),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def state(self) -> LogState:
+        count, total, first, last = self._reader.execute(
+            "SELECT count(*), coalesce(sum(size), 0), min(seq), max(seq) FROM messages"
+        ).fetchone()
+        row = self._reader.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()
+        stored_last = row[0] if row else 0
+        last_seq = max(stored_last, last or 0)
+        (last_change,) = self._reader.execute("SELECT coalesce(max(change_seq), 0) FROM changes").fetchone()
+        return LogState(
+            msg_count=count,
+            bytes=total,
+            first_seq=first if first is not None else last_seq + 1,
+            last_seq=last_seq,
+            last_change_seq=last_change,
+        )
+
+    def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        rows = self._reader.execute(
+            "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
+            (from_seq, max_messages),
+        ).fetchall()
+        result: list[tuple[int, bytes]] = []
+        total = 0
+        for seq, crc, record in rows:
+            total += len(record)
+            if result and total > max_bytes:
+                break
+            result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+        return result
+
+    def get(self, seq: int) -> bytes | None:
+        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            return None
+        return verify(self.stream, self.partition, seq, row[1], row[0])
+
+    def latest_at_subject(self, subject: str) -> bytes | None:
+        row = self._reader.execute(
+            "SELECT seq, crc, record FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1", (subject,)
+        ).fetchone()
+        if row is None:
+            return None
+        return verify(self.stream, self.partition, row[0], row[2], row[1])
+
+    def subject_last_seq(self, subject: str) -> int:
+        row = self._reader.execute(
+            "SELECT seq FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1", (subject,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        if prefix:
+            # Range scan on the subject index: [prefix, prefix + U+10FFFF).
+            rows = self._reader.execute(
+                "SELECT DISTINCT subject FROM messages WHERE subject >= ? AND subject < ? ORDER BY subject LIMIT ?",
+                (prefix, prefix + "\U0010ffff", limit),
+            ).fetchall()
+        else:
+            rows = self._reader.execute(
+                "SELECT DISTINCT subject FROM messages ORDER BY subject LIMIT ?", (limit,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        rows = self._reader.execute(
+            "SELECT seq, crc, record FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (subject, from_seq, limit),
+        ).fetchall()
+        return [(seq, verify(self.stream, self.partition, seq, record, crc)) for seq, crc, record in rows]
+
+    def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
+        rows = self._reader.execute(
+            "SELECT seq, size, ts_ms FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
+            (subject, keep),
+        ).fetchall()
+        return [RowInfo(seq, size, ts) for seq, size, ts in reversed(rows)]
+
+    def oldest(self, from_seq: int, limit: int) -> list[RowInfo]:
+        rows = self._reader.execute(
+            "SELECT seq, size, ts_ms FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (from_seq, limit)
+        ).fetchall()
+        return [RowInfo(seq, size, ts) for seq, size, ts in rows]
+
+    def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
+        rows = self._reader.execute(
+            "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
+            "ORDER BY change_seq LIMIT ?",
+            (from_change_seq, to_change_seq, limit),
+        ).fetchall()
+        return [(int(seq), bytes(record)) for seq, record in rows]
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._reader.close()
+        self._writer.close()
+
+    def destroy(self) -> None:
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
