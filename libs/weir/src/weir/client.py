@@ -1,0 +1,246 @@
+"""Asyncio client of a Weir partition node (grpc.aio, protoc-generated messages).
+
+`NodeClient` speaks weir.v1.Streams on a node's client port; `ChangeFeedClient` speaks
+weir.v1.ChangeFeed on its internal port. Every failed call raises a typed `WeirError` (see
+weir.errors) with the server's result code; transport failures raise `UnavailableError`
+(retryable). Routing over a cluster (QueryRoute, retries with route refresh, consumer groups) builds
+on this with the router.
+
+Shutdown: `await client.close()` (or `async with`) closes the channel; calls in flight fail with
+`UnavailableError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import grpc
+
+from weir.errors import WeirError
+from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
+
+DEFAULT_TIMEOUT_S = 30.0
+MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
+]
+Response = TypeVar("Response")
+
+ACK_LEVELS = {
+    "leader": streams_pb2.ACK_LEVEL_LEADER,
+    "none": streams_pb2.ACK_LEVEL_NONE,
+    "all": streams_pb2.ACK_LEVEL_ALL,
+}
+RETENTION_POLICIES = {
+    "limits": types_pb2.RETENTION_POLICY_LIMITS,
+    "work_queue": types_pb2.RETENTION_POLICY_WORK_QUEUE,
+    "interest": types_pb2.RETENTION_POLICY_INTEREST,
+}
+STORAGE_KINDS = {"file": types_pb2.STORAGE_KIND_FILE, "memory": types_pb2.STORAGE_KIND_MEMORY}
+
+
+def headers_of(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> list[types_pb2.Header]:
+    if headers is None:
+        return []
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return [types_pb2.Header(key=key, value=value) for key, value in items]
+
+
+def stream_config(
+    name: str,
+    *,
+    subjects: Sequence[str] = (),
+    partitions: int = 1,
+    retention: str = "limits",
+    max_age_ms: int | None = None,
+    max_msgs: int | None = None,
+    max_bytes: int | None = None,
+    max_msgs_per_subject: int | None = None,
+    max_msg_bytes: int = 0,
+    storage: str = "file",
+) -> types_pb2.StreamConfig:
+    """A StreamConfig from keyword arguments (None = no bound)."""
+    limits = types_pb2.Limits()
+    for field, value in (
+        ("max_age_ms", max_age_ms),
+        ("max_msgs", max_msgs),
+        ("max_bytes", max_bytes),
+        ("max_msgs_per_subject", max_msgs_per_subject),
+    ):
+        if value is not None:
+            setattr(limits, field, value)
+    return types_pb2.StreamConfig(
+        name=name,
+        subjects=list(subjects),
+        partitions=partitions,
+        retention=RETENTION_POLICIES[retention],
+        limits=limits,
+        max_msg_bytes=max_msg_bytes,
+        storage=STORAGE_KINDS[storage],
+    )
+
+
+class _Client:
+    def __init__(self, address: str, timeout_s: float) -> None:
+        self.address = address
+        self.timeout_s = timeout_s
+        self.channel = grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self.timeout_s)
+        except grpc.aio.AioRpcError as error:
+            raise WeirError.from_rpc_error(error) from None
+
+
+class NodeClient(_Client):
+    """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s)
+        self.stub = streams_pb2_grpc.StreamsStub(self.channel)
+
+    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
+        """Create (or idempotently re-create) a stream; returns the effective config."""
+        response = await self._call(self.stub.CreateStream, streams_pb2.CreateStreamRequest(config=config))
+        return response.config  # type: ignore[no-any-return]
+
+    async def delete_stream(self, name: str) -> None:
+        await self._call(self.stub.DeleteStream, streams_pb2.DeleteStreamRequest(name=name))
+
+    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        return await self._call(self.stub.GetStreamInfo, streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
+
+    async def list_streams(self) -> list[str]:
+        response = await self._call(self.stub.ListStreams, streams_pb2.ListStreamsRequest())
+        return list(response.names)
+
+    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        return await self._call(self.stub.UpdateStream, request)  # type: ignore[no-any-return]
+
+    async def publish(
+        self,
+        stream: str,
+        subject: str,
+        payload: bytes,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        expected_last_seq: int | None = None,
+        ts_ms: int = 0,
+        ack_level: str = "leader",
+    ) -> streams_pb2.PublishResponse:
+        """Publish one message; returns (partition, seq) once acknowledged per `ack_level`."""
+        request = streams_pb2.PublishRequest(
+            stream=stream,
+            subject=subject,
+            payload=payload,
+            headers=headers_of(headers),
+            ts_ms=ts_ms,
+            ack_level=ACK_LEVELS[ack_level],
+        )
+        if key is not None:
+            request.key = key
+        if partition is not None:
+            request.partition = partition
+        if expected_last_seq is not None:
+            request.expected_last_seq = expected_last_seq
+        return await self._call(self.stub.Publish, request)  # type: ignore[no-any-return]
+
+    async def publish_batch(
+        self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"
+    ) -> list[streams_pb2.PublishResult]:
+        """Publish many messages in one call; one result per entry, in order."""
+        request = streams_pb2.PublishBatchRequest(stream=stream, entries=entries, ack_level=ACK_LEVELS[ack_level])
+        response = await self._call(self.stub.PublishBatch, request)
+        return list(response.results)
+
+    async def get_message(self, stream: str, partition: int, seq: int) -> types_pb2.Message:
+        request = streams_pb2.GetMessageRequest(stream=stream, partition=partition, seq=seq)
+        response = await self._call(self.stub.GetMessage, request)
+        return response.message  # type: ignore[no-any-return]
+
+    async def read_messages(
+        self, stream: str, partition: int = 0, from_seq: int = 0, *, max_messages: int = 0, max_bytes: int = 0
+    ) -> streams_pb2.ReadMessagesResponse:
+        request = streams_pb2.ReadMessagesRequest(
+            stream=stream, partition=partition, from_seq=from_seq, max_messages=max_messages, max_bytes=max_bytes
+        )
+        return await self._call(self.stub.ReadMessages, request)  # type: ignore[no-any-return]
+
+    async def read_all(self, stream: str, partition: int = 0, from_seq: int = 0) -> AsyncIterator[types_pb2.Message]:
+        """Every stored message of a partition from `from_seq`, up to its last seq at call time."""
+        response = await self.read_messages(stream, partition, from_seq, max_messages=1000)
+        last_seq = response.last_seq
+        while True:
+            for message in response.messages:
+                yield message
+            if not response.messages or response.next_seq > last_seq:
+                return
+            response = await self.read_messages(stream, partition, response.next_seq, max_messages=1000)
+
+    async def latest_at_subject(self, stream: str, subject: str, partition: int = 0) -> types_pb2.Message | None:
+        request = streams_pb2.ReadLatestAtSubjectRequest(stream=stream, subject=subject, partition=partition)
+        response = await self._call(self.stub.ReadLatestAtSubject, request)
+        return response.latest if response.HasField("latest") else None
+
+    async def list_subjects(self, stream: str, prefix: str = "", partition: int = 0, limit: int = 0) -> list[str]:
+        request = streams_pb2.ListSubjectsByPrefixRequest(stream=stream, prefix=prefix, partition=partition, limit=limit)
+        response = await self._call(self.stub.ListSubjectsByPrefix, request)
+        return list(response.subjects)
+
+    async def scan_subject(
+        self, stream: str, subject: str, partition: int = 0, from_seq: int = 0, limit: int = 0
+    ) -> list[types_pb2.Message]:
+        request = streams_pb2.ScanExactAtSubjectRequest(
+            stream=stream, subject=subject, partition=partition, from_seq=from_seq, limit=limit
+        )
+        response = await self._call(self.stub.ScanExactAtSubject, request)
+        return list(response.messages)
+
+    async def watch_streams(self) -> AsyncIterator[streams_pb2.WatchEvent]:
+        call = self.stub.WatchStreams(streams_pb2.WatchStreamsRequest())
+        try:
+            async for event in call:
+                yield event
+        except grpc.aio.AioRpcError as error:
+            raise WeirError.from_rpc_error(error) from None
+        finally:
+            call.cancel()
+
+
+class ChangeFeedClient(_Client):
+    """weir.v1.ChangeFeed on one node's internal port."""
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s)
+        self.stub = internal_pb2_grpc.ChangeFeedStub(self.channel)
+
+    async def read_changes(self, from_change_seq: int = 0, max_changes: int = 0) -> internal_pb2.ReadChangesResponse:
+        request = internal_pb2.ReadChangesRequest(from_change_seq=from_change_seq, max_changes=max_changes)
+        return await self._call(self.stub.ReadChanges, request)  # type: ignore[no-any-return]
+
+    async def tail_changes(self, from_change_seq: int = 0, max_changes_per_batch: int = 0) -> AsyncIterator[internal_pb2.ChangeBatch]:
+        request = internal_pb2.TailChangesRequest(
+            from_change_seq=from_change_seq, max_changes_per_batch=max_changes_per_batch
+        )
+        call = self.stub.TailChanges(request)
+        try:
+            async for batch in call:
+                yield batch
+        except grpc.aio.AioRpcError as error:
+            raise WeirError.from_rpc_error(error) from None
+        finally:
+            call.cancel()
