@@ -176,7 +176,11 @@ class NodeClient(_Client):
         self, stream: str, partition: int = 0, from_seq: int = 0, *, max_messages: int = 0, max_bytes: int = 0
     ) -> streams_pb2.ReadMessagesResponse:
         request = streams_pb2.ReadMessagesRequest(
-            stream=stream, partition=partition, from_seq=from_seq, max_messages=max_messages, max_bytes=max_bytes
+            stream=stream,
+            partition=partition,
+            from_seq=from_seq,
+            max_messages=max_messages,
+            max_bytes=max_bytes,
         )
         return await self._call(self.stub.ReadMessages, request)  # type: ignore[no-any-return]
 
@@ -197,7 +201,9 @@ class NodeClient(_Client):
         return response.latest if response.HasField("latest") else None
 
     async def list_subjects(self, stream: str, prefix: str = "", partition: int = 0, limit: int = 0) -> list[str]:
-        request = streams_pb2.ListSubjectsByPrefixRequest(stream=stream, prefix=prefix, partition=partition, limit=limit)
+        request = streams_pb2.ListSubjectsByPrefixRequest(
+            stream=stream, prefix=prefix, partition=partition, limit=limit
+        )
         response = await self._call(self.stub.ListSubjectsByPrefix, request)
         return list(response.subjects)
 
@@ -232,7 +238,9 @@ class ChangeFeedClient(_Client):
         request = internal_pb2.ReadChangesRequest(from_change_seq=from_change_seq, max_changes=max_changes)
         return await self._call(self.stub.ReadChanges, request)  # type: ignore[no-any-return]
 
-    async def tail_changes(self, from_change_seq: int = 0, max_changes_per_batch: int = 0) -> AsyncIterator[internal_pb2.ChangeBatch]:
+    async def tail_changes(
+        self, from_change_seq: int = 0, max_changes_per_batch: int = 0
+    ) -> AsyncIterator[internal_pb2.ChangeBatch]:
         request = internal_pb2.TailChangesRequest(
             from_change_seq=from_change_seq, max_changes_per_batch=max_changes_per_batch
         )

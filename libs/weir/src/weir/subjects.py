@@ -87,7 +87,7 @@ def patterns_overlap(first: str, second: str) -> bool:
             return a is not None and b is not None
         if a is None or b is None:
             return False
-        if a != "*" and b != "*" and a != b:
+        if a != "*" and b not in ("*", a):
             return False
     return True
 

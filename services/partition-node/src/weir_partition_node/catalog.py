@@ -81,7 +81,10 @@ class Catalog:
     async def create_stream(self, name: str, config: bytes, created_at_ms: int, change: StoredChange) -> None:
         await self._transaction(
             [
-                ("INSERT INTO streams (name, config, created_at_ms) VALUES (?, ?, ?)", (name, config, created_at_ms)),
+                (
+                    "INSERT INTO streams (name, config, created_at_ms) VALUES (?, ?, ?)",
+                    (name, config, created_at_ms),
+                ),
                 ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
             ]
         )

@@ -20,7 +20,9 @@ RETENTION_REMOVED = Counter(
     ["stream", "partition"],
 )
 CHECKSUM_FAILURES = Counter(
-    "weir_checksum_failures_total", "Stored records that failed their checksum on read", ["stream", "partition"]
+    "weir_checksum_failures_total",
+    "Stored records that failed their checksum on read",
+    ["stream", "partition"],
 )
 GROUP_COMMIT_MESSAGES = Histogram(
     "weir_group_commit_messages",

@@ -11,14 +11,15 @@ queued, stops the background sweeps and closes storage. Shutdown never drops an 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import logging
 import shutil
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from weir.errors import (
     AlreadyExistsError,
@@ -64,17 +65,23 @@ _FLOOR_KEY = "change_feed_floor"
 
 
 class PublishFields(Protocol):
-    """The fields PublishRequest and PublishEntry share (duck-typed protobuf)."""
+    """The fields PublishRequest and PublishEntry share (duck-typed protobuf, read-only)."""
 
-    subject: str
-    payload: bytes
-    headers: Sequence[types_pb2.Header]
-    ts_ms: int
-    expected_last_seq: int
-    key: bytes
-    partition: int
-
-    def HasField(self, field_name: str) -> bool: ...  # noqa: N802 (protobuf API)
+    @property
+    def subject(self) -> str: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def headers(self) -> Iterable[types_pb2.Header]: ...
+    @property
+    def ts_ms(self) -> int: ...
+    @property
+    def expected_last_seq(self) -> int: ...
+    @property
+    def key(self) -> bytes: ...
+    @property
+    def partition(self) -> int: ...
+    def HasField(self, field_name: str, /) -> bool: ...  # noqa: N802 (protobuf API)
 
 
 @dataclass(slots=True)
@@ -148,10 +155,8 @@ class Node:
         self._closing = True
         if self._sweeper is not None:
             self._sweeper.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-            except asyncio.CancelledError:
-                pass
         for stream in self._streams.values():
             for partition in stream.partitions:
                 await partition.close()
@@ -179,7 +184,9 @@ class Node:
                     self.settings.fsync,
                 )
                 executor = self._executor
-            partitions.append(Partition(view, index, log, self.feed, self._clock, executor, self._limits))
+            partitions.append(
+                Partition(view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits)
+            )
         return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects))
 
     def _remove_orphans(self) -> None:
@@ -216,7 +223,7 @@ class Node:
             )
         return stream.partitions[index]
 
-    async def _lifecycle_change(self, name: str, **kind: object) -> tuple[int, int, bytes]:
+    async def _lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
         (change_seq,) = await self.feed.allocate(1)
         now_ms = self._clock.now_ms()
         change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
@@ -242,9 +249,7 @@ class Node:
                 effective.name, stream_created=types_pb2.StreamCreatedChange(config=effective)
             )
             try:
-                await self._catalog.create_stream(
-                    effective.name, effective.SerializeToString(), created_at_ms, change
-                )
+                await self._catalog.create_stream(effective.name, effective.SerializeToString(), created_at_ms, change)
             except BaseException:
                 self.feed.settle([change[0]])
                 await self._destroy_partitions(stream)
@@ -346,8 +351,7 @@ class Node:
             size += len(header.key) + len(header.value)
         if size > stream.config.max_msg_bytes:
             raise OversizeError(
-                f"{where}message is {size} bytes; stream {stream.name!r} accepts at most "
-                f"{stream.config.max_msg_bytes}",
+                f"{where}message is {size} bytes; stream {stream.name!r} accepts at most {stream.config.max_msg_bytes}",
                 stream=stream.name,
                 size=size,
             )
@@ -448,7 +452,9 @@ class Node:
         validate_subject(subject)
         return self._read(partition, lambda: partition.log.latest_at_subject(subject))
 
-    def subjects_with_prefix(self, stream: str, partition_index: int, prefix: str, limit: int) -> tuple[list[str], bool]:
+    def subjects_with_prefix(
+        self, stream: str, partition_index: int, prefix: str, limit: int
+    ) -> tuple[list[str], bool]:
         partition = self._partition(stream, partition_index)
         limit = limit or DEFAULT_SUBJECT_LIST_LIMIT
         if limit > DEFAULT_SUBJECT_LIST_LIMIT:

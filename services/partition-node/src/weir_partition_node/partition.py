@@ -13,11 +13,13 @@ further writes (`StorageFailedError`, sticky until restart), since the disk's st
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from typing import Any
 
 from weir.errors import ShuttingDownError, StorageFailedError, WeirError
 from weir.v1 import types_pb2
@@ -37,7 +39,7 @@ class PreparedEntry:
 
     subject: str
     payload: bytes
-    headers: Sequence[types_pb2.Header]
+    headers: Iterable[types_pb2.Header]
     ts_ms: int  # 0 = the node's clock
     expected_last_seq: int | None
 
@@ -93,6 +95,7 @@ class Partition:
         stream: StreamView,
         index: int,
         log: PartitionLog,
+        *,
         feed: ChangeFeedClock,
         clock: Clock,
         executor: Executor | None,
@@ -146,10 +149,8 @@ class Partition:
         self._closing = True
         await self._queue.join()
         self._task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        except asyncio.CancelledError:
-            pass
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -333,8 +334,6 @@ class Partition:
             self.first_seq = max(self.first_seq, plan.truncate_before)
         if self.msg_count == 0:
             self.first_seq = self.last_seq + 1
-        elif records and self.first_seq > records[0].seq:
-            self.first_seq = records[0].seq
         if change_seqs:
             self.last_change_seq = change_seqs[-1]
         self._feed.settle(change_seqs)
@@ -361,7 +360,7 @@ class Partition:
         metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
         self._publish_gauges()
 
-    def _change(self, **kind: object) -> types_pb2.Change:
+    def _change(self, **kind: Any) -> types_pb2.Change:
         return types_pb2.Change(
             stream=self.stream.name, partition=self.index, role=types_pb2.PARTITION_ROLE_PRIMARY, **kind
         )
@@ -373,7 +372,5 @@ class Partition:
 
     def forget_metrics(self) -> None:
         for gauge in (metrics.PARTITION_LAST_SEQ, metrics.PARTITION_MESSAGES, metrics.PARTITION_BYTES):
-            try:
+            with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
-            except KeyError:
-                pass

@@ -95,24 +95,24 @@ def plan_retention(
     count = stored_count + len(new_rows) - len(removed)
     total = stored_bytes + sum(row.size for row in new_rows) - plan.removed_bytes
     age_cutoff = now_ms - bounds.max_age_ms if bounds.max_age_ms else None
-    for row in _rows_in_order(first_seq, new_rows, oldest):
-        if row.seq in removed:
+    for candidate in _rows_in_order(first_seq, new_rows, oldest):
+        if candidate.seq in removed:
             continue
         reason = ""
         if bounds.max_msgs and count > bounds.max_msgs:
             reason = "max_msgs"
         elif bounds.max_bytes and total > bounds.max_bytes:
             reason = "max_bytes"
-        elif age_cutoff is not None and row.ts_ms < age_cutoff:
+        elif age_cutoff is not None and candidate.ts_ms < age_cutoff:
             reason = "max_age"
         if not reason:
             break
         plan.truncate_reason = plan.truncate_reason or reason
-        plan.truncate_before = row.seq + 1
+        plan.truncate_before = candidate.seq + 1
         plan.truncated_count += 1
-        plan.truncated_bytes += row.size
+        plan.truncated_bytes += candidate.size
         count -= 1
-        total -= row.size
+        total -= candidate.size
     return plan
 
 

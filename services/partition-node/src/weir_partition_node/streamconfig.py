@@ -77,10 +77,10 @@ def apply_update(
     updated = types_pb2.StreamConfig()
     updated.CopyFrom(config)
     for field in _LIMIT_FIELDS:
-        if update.HasField(field):  # type: ignore[arg-type]
+        if update.HasField(field):
             value = getattr(update, field)
             if value == 0:
-                updated.limits.ClearField(field)  # type: ignore[arg-type]
+                updated.limits.ClearField(field)
             else:
                 setattr(updated.limits, field, value)
     if update.HasField("max_msg_bytes"):
