@@ -197,3 +197,14 @@ async def test_reopen_keeps_streams_and_moves_change_seq_forward(tmp_path: Path,
         assert min(after) > before
     finally:
         await reopened.close()
+
+
+async def test_rejected_batch_does_not_advance_round_robin(node: Node) -> None:
+    from weir.errors import InvalidSubjectError
+
+    await node.create_stream(stream_config("fair", partitions=2))
+    with pytest.raises(InvalidSubjectError, match=r"entries\[1\]"):
+        await publish(node, "fair", entry(), entry("bad..subject"))
+    outcomes = await node.publish("fair", [entry(), entry()], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    assert [o.partition for o in outcomes] == [0, 1]
+    assert node.stream_info("fair").stats.msg_count == 2

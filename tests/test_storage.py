@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, checksum
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 
@@ -27,11 +27,11 @@ def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PartitionLog
 
 def record(seq: int, subject: str = "orders.eu", payload: bytes = b"x", ts_ms: int = 1000) -> Record:
     encoded = types_pb2.Message(seq=seq, subject=subject, ts_ms=ts_ms, payload=payload).SerializeToString()
-    return Record(seq, ts_ms, subject, encoded, checksum(encoded))
+    return make_record(seq, ts_ms, subject, encoded)
 
 
 def append(log: PartitionLog, records: list[Record], **batch: object) -> None:
-    log.commit(CommitBatch(records=records, last_seq=records[-1].seq if records else 0, **batch))  # type: ignore[arg-type]
+    log.commit(CommitBatch(records=records, last_seq=records[-1][0] if records else 0, **batch))  # type: ignore[arg-type]
 
 
 def seqs(rows: list[tuple[int, bytes]]) -> list[int]:
@@ -56,11 +56,11 @@ def test_append_and_read_back(log: PartitionLog) -> None:
     append(log, records)
     state = log.state()
     assert (state.msg_count, state.first_seq, state.last_seq) == (5, 1, 5)
-    assert state.bytes == sum(r.size for r in records)
+    assert state.bytes == sum(r[3] for r in records)
     rows = log.read(2, 2, 1 << 20)
     assert seqs(rows) == [2, 3]
     assert types_pb2.Message.FromString(rows[0][1]).payload == b"\x02" * 10
-    assert log.get(5) == records[4].record
+    assert log.get(5) == records[4][5]
 
 
 def test_read_bounded_by_bytes_returns_at_least_one(log: PartitionLog) -> None:

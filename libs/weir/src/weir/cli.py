@@ -55,7 +55,7 @@ async def _demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="weir-demo-") as temporary:
         root = Path(args.data_dir) if args.data_dir else Path(temporary)
         _progress(f"starting a partition node (data under {root}) ...")
-        handle = await asyncio.to_thread(start_node, root / "node-1", node_id="node-1")
+        handle = start_node(root / "node-1", node_id="node-1")  # from this thread: see die_with_parent
         try:
             summary = await _demo_workload(handle.client_address, args.messages, args.payload_bytes)
             summary["node"] = {

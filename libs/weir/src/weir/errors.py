@@ -114,7 +114,9 @@ class WeirError(Exception):
                 if detail.Unpack(info) and info.domain == ERROR_DOMAIN:
                     context = {key: value for key, value in info.metadata.items() if key != "retryable"}
                     return WeirError.for_code(info.reason, status.message, **context)
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        # CANCELLED from the server side means it went away mid-call (shutdown); a cancel by the caller
+        # surfaces as asyncio.CancelledError instead, never as an RpcError.
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
             return UnavailableError(f"{code.name}: {details}")
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             return OverloadedError(details)

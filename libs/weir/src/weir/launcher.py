@@ -34,6 +34,9 @@ class NodeHandle:
     log_path: Path
     env: dict[str, str]
     taskset_cpus: str | None = None
+    # SIGKILL the node when the thread that started it exits (prctl PR_SET_PDEATHSIG): start nodes
+    # from a long-lived thread (not a short-lived worker thread) or set this to False.
+    die_with_parent: bool = True
     process: subprocess.Popen[bytes] | None = None
     client_port: int = 0
     internal_port: int = 0
@@ -61,7 +64,8 @@ class NodeHandle:
         """Start the process and wait until it serves (raises LaunchError with its log if not)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.ready_file.unlink(missing_ok=True)
-        env = dict(os.environ)
+        # Settings come only from this handle: a stray WEIR_NODE_* in our environment must not leak in.
+        env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_NODE_")}
         env.update(self.env)
         env.update(
             {
@@ -78,7 +82,13 @@ class NodeHandle:
             command = ["taskset", "-c", self.taskset_cpus, *command]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
         self._log_file = log_file
-        self.process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
+        )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.ready_file.exists():
@@ -147,6 +157,18 @@ class NodeHandle:
     def _returncode(self) -> int:
         assert self.process is not None
         return self.process.returncode if self.process.returncode is not None else 0
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: receive SIGKILL when the parent dies (Linux prctl), so a crashed
+    test run or benchmark leaves no node behind."""
+    try:
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def start_node(

@@ -7,11 +7,15 @@ client library published it. An empty key hashes like any other value.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _FNV_OFFSET = 0x811C9DC5
 _FNV_PRIME = 0x01000193
 
 
+@lru_cache(maxsize=65536)
 def fnv1a_32(data: bytes) -> int:
+    """32-bit FNV-1a of `data` (cached: hot keys repeat)."""
     value = _FNV_OFFSET
     for byte in data:
         value ^= byte

@@ -106,12 +106,17 @@ class SubjectFilter:
         self._cache: dict[str, bool] = {}
 
     def accepts(self, subject: str) -> bool:
-        if not self.patterns:
-            return True
+        """Whether the (already valid) literal `subject` matches one of the patterns."""
+        return not self.patterns or any(subject_matches(pattern, subject) for pattern in self.patterns)
+
+    def accepts_valid(self, subject: str) -> bool:
+        """`validate_subject(subject)` (raises InvalidSubjectError), then `accepts(subject)`; the
+        outcome for a valid subject is cached, so a hot subject costs one dict lookup."""
         cached = self._cache.get(subject)
         if cached is not None:
             return cached
-        result = any(subject_matches(pattern, subject) for pattern in self.patterns)
+        validate_subject(subject)
+        result = self.accepts(subject)
         if len(self._cache) >= self._CACHE_LIMIT:
             self._cache.clear()
         self._cache[subject] = result

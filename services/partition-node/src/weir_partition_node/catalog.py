@@ -9,6 +9,7 @@ entry in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import aiosqlite
@@ -31,8 +32,13 @@ StoredChange = tuple[int, int, bytes]  # (change_seq, ts_ms, encoded weir.v1.Cha
 
 
 class Catalog:
+    """All access goes through `_lock`: the connection is shared, and without the lock a statement
+    of one coroutine (say, a change-seq lease) could run inside another's open transaction and be
+    rolled back with it."""
+
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
+        self._lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> Catalog:
@@ -47,36 +53,41 @@ class Catalog:
         await self._db.close()
 
     async def load_streams(self) -> list[tuple[str, bytes, int]]:
-        rows = await self._db.execute_fetchall("SELECT name, config, created_at_ms FROM streams ORDER BY name")
+        async with self._lock:
+            rows = await self._db.execute_fetchall("SELECT name, config, created_at_ms FROM streams ORDER BY name")
         return [(str(name), bytes(config), int(created)) for name, config, created in rows]
 
     async def get_meta(self, key: str, default: int = 0) -> int:
-        rows = list(await self._db.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,)))
+        async with self._lock:
+            rows = list(await self._db.execute_fetchall("SELECT value FROM meta WHERE key = ?", (key,)))
         return int(rows[0][0]) if rows else default
 
     async def set_meta(self, key: str, value: int) -> None:
-        await self._db.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, value),
-        )
+        async with self._lock:
+            await self._db.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
 
     async def max_change_seq(self) -> int:
-        rows = list(await self._db.execute_fetchall("SELECT coalesce(max(change_seq), 0) FROM changes"))
+        async with self._lock:
+            rows = list(await self._db.execute_fetchall("SELECT coalesce(max(change_seq), 0) FROM changes"))
         return int(rows[0][0])
 
     async def _transaction(self, statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]]) -> None:
         db = self._db
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            for sql, parameters in statements:
-                if isinstance(parameters, list):
-                    await db.executemany(sql, parameters)
-                else:
-                    await db.execute(sql, parameters)
-            await db.execute("COMMIT")
-        except BaseException:
-            await db.execute("ROLLBACK")
-            raise
+        async with self._lock:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, parameters in statements:
+                    if isinstance(parameters, list):
+                        await db.executemany(sql, parameters)
+                    else:
+                        await db.execute(sql, parameters)
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
 
     async def create_stream(self, name: str, config: bytes, created_at_ms: int, change: StoredChange) -> None:
         await self._transaction(
@@ -111,12 +122,14 @@ class Catalog:
         await self._transaction(statements)
 
     async def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
-        rows = await self._db.execute_fetchall(
-            "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
-            "ORDER BY change_seq LIMIT ?",
-            (from_change_seq, to_change_seq, limit),
-        )
+        async with self._lock:
+            rows = await self._db.execute_fetchall(
+                "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
+                "ORDER BY change_seq LIMIT ?",
+                (min(from_change_seq, 2**63 - 1), min(to_change_seq, 2**63 - 1), limit),
+            )
         return [(int(seq), bytes(record)) for seq, record in rows]
 
     async def drop_changes_before(self, change_seq: int) -> None:
-        await self._db.execute("DELETE FROM changes WHERE change_seq < ?", (change_seq,))
+        async with self._lock:
+            await self._db.execute("DELETE FROM changes WHERE change_seq < ?", (change_seq,))

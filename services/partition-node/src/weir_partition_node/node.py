@@ -81,7 +81,7 @@ class PublishFields(Protocol):
     def key(self) -> bytes: ...
     @property
     def partition(self) -> int: ...
-    def HasField(self, field_name: str, /) -> bool: ...  # noqa: N802 (protobuf API)
+    def HasField(self, field_name: str, /) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -100,9 +100,11 @@ class Stream:
     partitions: list[Partition]
     subject_filter: SubjectFilter
     round_robin: itertools.cycle[int] = field(init=False)
+    max_msg_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.round_robin = itertools.cycle(range(len(self.partitions)))
+        self.max_msg_bytes = self.config.max_msg_bytes
 
     @property
     def name(self) -> str:
@@ -151,8 +153,14 @@ class Node:
         logger.info("node %s open: %d streams, change feed at %d", node.node_id, len(node._streams), start)
         return node
 
-    async def close(self) -> None:
+    def begin_shutdown(self) -> None:
+        """Refuse new requests with `ShuttingDownError` and end change-feed tails and watches; work
+        already accepted (queued publishes) still completes. `close()` finishes the shutdown."""
         self._closing = True
+        self.feed.wake_all()
+
+    async def close(self) -> None:
+        self.begin_shutdown()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -322,6 +330,7 @@ class Node:
                 finally:
                     self.feed.settle([change[0]])
                 stream.config = updated
+                stream.max_msg_bytes = updated.max_msg_bytes
                 stream.view.bounds = bounds_of(updated)
             pruned = 0
             for partition in stream.partitions:
@@ -331,48 +340,55 @@ class Node:
     # -- publish -----------------------------------------------------------------------------------
 
     def _prepare(self, stream: Stream, fields: PublishFields, index: int | None) -> tuple[int, PreparedEntry, int]:
-        where = f"entries[{index}]: " if index is not None else ""
-        subject = fields.subject
+        """Validate one entry and choose its partition. Errors name `entries[index]` in a batch."""
         try:
-            validate_subject(subject)
+            return self._prepare_entry(stream, fields)
         except WeirError as error:
-            raise type(error)(where + error.message, **error.metadata) from None
-        if not stream.subject_filter.accepts(subject):
+            if index is None:
+                raise
+            raise type(error)(f"entries[{index}]: {error.message}", index=index, **error.metadata) from None
+
+    def _prepare_entry(self, stream: Stream, fields: PublishFields) -> tuple[int, PreparedEntry, int]:
+        subject = fields.subject
+        if not stream.subject_filter.accepts_valid(subject):  # validates the subject on a cache miss
             raise SubjectRejectedError(
-                f"{where}subject {subject!r} matches none of stream {stream.name!r}'s subjects "
-                f"{list(stream.config.subjects)}",
+                f"subject {subject!r} matches none of stream {stream.name!r}'s subjects {list(stream.config.subjects)}",
                 stream=stream.name,
                 subject=subject,
             )
-        size = len(subject) + len(fields.payload)
-        for header in fields.headers:
+        payload = fields.payload
+        size = _utf8_size(subject) + len(payload)
+        headers = fields.headers
+        for header in headers:
             if not header.key:
-                raise InvalidArgumentError(f"{where}a header has an empty key")
-            size += len(header.key) + len(header.value)
-        if size > stream.config.max_msg_bytes:
+                raise InvalidArgumentError("a header has an empty key")
+            size += _utf8_size(header.key) + _utf8_size(header.value)
+        if size > stream.max_msg_bytes:
             raise OversizeError(
-                f"{where}message is {size} bytes; stream {stream.name!r} accepts at most {stream.config.max_msg_bytes}",
+                f"message is {size} bytes; stream {stream.name!r} accepts at most {stream.max_msg_bytes}",
                 stream=stream.name,
                 size=size,
             )
-        if fields.ts_ms < 0:
-            raise InvalidArgumentError(f"{where}ts_ms must not be negative, got {fields.ts_ms}")
+        ts_ms = fields.ts_ms
+        if ts_ms < 0:
+            raise InvalidArgumentError(f"ts_ms must not be negative, got {ts_ms}")
         partitions = len(stream.partitions)
         if fields.HasField("partition"):
             partition = fields.partition
             if partition >= partitions:
                 raise NoSuchPartitionError(
-                    f"{where}stream {stream.name!r} has {partitions} partition(s); partition {partition} "
-                    "does not exist",
+                    f"stream {stream.name!r} has {partitions} partition(s); partition {partition} does not exist",
                     stream=stream.name,
                     partition=partition,
                 )
+        elif partitions == 1:
+            partition = 0
         elif fields.HasField("key"):
             partition = partition_for_key(fields.key, partitions)
         else:
-            partition = next(stream.round_robin)
+            partition = _ROUND_ROBIN  # assigned once the whole request is valid
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
-        return partition, PreparedEntry(subject, fields.payload, fields.headers, fields.ts_ms, expected), size
+        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected), size
 
     async def publish(
         self, stream_name: str, entries: Sequence[PublishFields], ack_level: int, *, batch: bool
@@ -388,32 +404,34 @@ class Node:
         stream = self._stream(stream_name)
         if ack_level not in streams_pb2.AckLevel.values():
             raise InvalidArgumentError(f"ack_level: unknown value {ack_level}")
-        by_partition: dict[int, tuple[list[int], list[PreparedEntry], int]] = {}
-        for index, fields in enumerate(entries):
-            partition, entry, size = self._prepare(stream, fields, index if batch else None)
-            slot = by_partition.setdefault(partition, ([], [], 0))
-            slot[0].append(index)
-            slot[1].append(entry)
-            by_partition[partition] = (slot[0], slot[1], slot[2] + size)
+        prepare = self._prepare
+        prepared = [prepare(stream, fields, index if batch else None) for index, fields in enumerate(entries)]
+        groups: dict[int, _PartitionGroup] = {}
+        for index, (partition, entry, size) in enumerate(prepared):
+            chosen = next(stream.round_robin) if partition == _ROUND_ROBIN else partition
+            group = groups.get(chosen)
+            if group is None:
+                group = groups[chosen] = _PartitionGroup()
+            group.indexes.append(index)
+            group.entries.append(entry)
+            group.size += size
         outcomes: list[PublishOutcome] = [PublishOutcome(0, 0)] * len(entries)
         if ack_level == streams_pb2.ACK_LEVEL_NONE:
-            for partition, (indexes, prepared, size) in by_partition.items():
-                await stream.partitions[partition].append_nowait(prepared, size)
-                for index in indexes:
+            for partition, group in groups.items():
+                await stream.partitions[partition].append_nowait(group.entries, group.size)
+                for index in group.indexes:
                     outcomes[index] = PublishOutcome(partition, 0)
             return outcomes
-        if len(by_partition) == 1:
-            ((partition, (indexes, prepared, size)),) = by_partition.items()
-            results = [await stream.partitions[partition].append(prepared, size)]
-            keys = [partition]
+        keys = list(groups)
+        if len(keys) == 1:  # the common case: no gather() overhead
+            group = groups[keys[0]]
+            results = [await stream.partitions[keys[0]].append(group.entries, group.size)]
         else:
-            keys = list(by_partition)
             results = await asyncio.gather(
-                *(stream.partitions[p].append(by_partition[p][1], by_partition[p][2]) for p in keys)
+                *(stream.partitions[key].append(groups[key].entries, groups[key].size) for key in keys)
             )
         for partition, partition_results in zip(keys, results, strict=True):
-            indexes = by_partition[partition][0]
-            for index, outcome in zip(indexes, partition_results, strict=True):
+            for index, outcome in zip(groups[partition].indexes, partition_results, strict=True):
                 outcomes[index] = _outcome(partition, outcome)
         return outcomes
 
@@ -558,6 +576,22 @@ class Node:
                 for partition in stream.partitions:
                     await partition.drop_changes_before(excess_floor + 1)
         return removed
+
+
+_ROUND_ROBIN = -1
+
+
+@dataclass(slots=True)
+class _PartitionGroup:
+    """The entries of one publish request that go to one partition."""
+
+    indexes: list[int] = field(default_factory=list)
+    entries: list[PreparedEntry] = field(default_factory=list)
+    size: int = 0
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _outcome(partition: int, outcome: AppendOutcome) -> PublishOutcome:

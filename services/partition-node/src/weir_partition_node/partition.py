@@ -28,7 +28,7 @@ from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_retention
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, checksum
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +118,13 @@ class Partition:
         self._failure: WeirError | None = None
         self._closing = False
         self._labels = (stream.name, str(index))
+        # Labelled children resolved once: `labels()` costs ~20 us, too much for every commit.
+        self._published_messages = metrics.PUBLISHED_MESSAGES.labels(*self._labels)
+        self._published_bytes = metrics.PUBLISHED_BYTES.labels(*self._labels)
+        self._retention_removed = metrics.RETENTION_REMOVED.labels(*self._labels)
+        self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
+        self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
+        self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
         self._publish_gauges()
 
@@ -168,7 +175,7 @@ class Partition:
 
     def _log_unacknowledged_failure(self, future: asyncio.Future[list[AppendOutcome]]) -> None:
         if not future.cancelled() and future.exception() is not None:
-            logger.warning("ack_level=none publish to %s/%d failed: %s", *self._labels, future.exception())
+            logger.warning("ack_level=none publish to %s/%s failed: %s", *self._labels, future.exception())
 
     async def _run(self) -> None:
         while True:
@@ -187,7 +194,7 @@ class Partition:
             try:
                 await self._commit(items)
             except Exception as error:  # the loop must survive anything to fail callers cleanly
-                logger.exception("commit loop of %s/%d failed", *self._labels)
+                logger.exception("commit loop of %s/%s failed", *self._labels)
                 self._fail_items(items, StorageFailedError(f"internal error in commit: {error}"))
             finally:
                 for _ in items:
@@ -206,7 +213,6 @@ class Partition:
         now_ms = self._clock.now_ms()
         seq = self.last_seq
         records: list[Record] = []
-        new_rows: list[NewRow] = []
         outcomes: list[list[AppendOutcome]] = []
         subject_last: dict[str, int] = {}
         partition = self.index
@@ -238,15 +244,16 @@ class Partition:
                     payload=entry.payload,
                     partition=partition,
                 ).SerializeToString()
-                records.append(Record(seq, ts_ms, entry.subject, encoded, checksum(encoded)))
-                new_rows.append(NewRow(seq, len(encoded), ts_ms, entry.subject))
+                records.append(make_record(seq, ts_ms, entry.subject, encoded))
                 subject_last[entry.subject] = seq
                 item_outcomes.append(AppendOutcome(seq))
             outcomes.append(item_outcomes)
 
         bounds = self.stream.bounds
         plan = RetentionPlan()
-        if bounds.any_prefix_bound or (bounds.max_msgs_per_subject and new_rows):
+        appended_bytes = sum(record[3] for record in records)
+        if bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records):
+            new_rows = [NewRow(r[0], r[3], r[1], r[2]) for r in records]
             plan = plan_retention(
                 bounds=bounds,
                 now_ms=now_ms,
@@ -266,10 +273,10 @@ class Partition:
             change_kinds.append(
                 self._change(
                     append=types_pb2.AppendChange(
-                        first_seq=records[0].seq,
+                        first_seq=records[0][0],
                         last_seq=seq,
                         message_count=len(records),
-                        bytes=sum(row.size for row in new_rows),
+                        bytes=appended_bytes,
                     )
                 )
             )
@@ -329,7 +336,7 @@ class Partition:
         # Committed: update the cached totals, then answer the callers.
         self.last_seq = seq
         self.msg_count += len(records) - plan.removed_count
-        self.bytes += sum(row.size for row in new_rows) - plan.total_removed_bytes
+        self.bytes += appended_bytes - plan.total_removed_bytes
         if plan.truncate_before:
             self.first_seq = max(self.first_seq, plan.truncate_before)
         if self.msg_count == 0:
@@ -352,10 +359,10 @@ class Partition:
                 item.future.set_result(None)
 
         if records:
-            metrics.PUBLISHED_MESSAGES.labels(*self._labels).inc(len(records))
-            metrics.PUBLISHED_BYTES.labels(*self._labels).inc(sum(row.size for row in new_rows))
+            self._published_messages.inc(len(records))
+            self._published_bytes.inc(appended_bytes)
         if plan.removed_count:
-            metrics.RETENTION_REMOVED.labels(*self._labels).inc(plan.removed_count)
+            self._retention_removed.inc(plan.removed_count)
         metrics.GROUP_COMMIT_MESSAGES.observe(len(records))
         metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
         self._publish_gauges()
@@ -366,9 +373,9 @@ class Partition:
         )
 
     def _publish_gauges(self) -> None:
-        metrics.PARTITION_LAST_SEQ.labels(*self._labels).set(self.last_seq)
-        metrics.PARTITION_MESSAGES.labels(*self._labels).set(self.msg_count)
-        metrics.PARTITION_BYTES.labels(*self._labels).set(self.bytes)
+        self._last_seq_gauge.set(self.last_seq)
+        self._messages_gauge.set(self.msg_count)
+        self._bytes_gauge.set(self.bytes)
 
     def forget_metrics(self) -> None:
         for gauge in (metrics.PARTITION_LAST_SEQ, metrics.PARTITION_MESSAGES, metrics.PARTITION_BYTES):

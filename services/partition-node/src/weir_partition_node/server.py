@@ -114,7 +114,7 @@ class NodeProcess:
         for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
             await _set_health(self._health, service, health_pb2.HealthCheckResponse.NOT_SERVING)
         if self.node is not None:
-            self.node.feed.wake_all()
+            self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
         await asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s))
         if self.node is not None:
             await self.node.close()

@@ -65,7 +65,14 @@ def _effective_max_msg_bytes(requested: int, node_max_message_bytes: int) -> int
     return requested
 
 
+MAX_LIMIT = 2**63 - 1
+
+
 def _check_limits(limits: types_pb2.Limits) -> None:
+    for field in _LIMIT_FIELDS:
+        value = getattr(limits, field)
+        if value > MAX_LIMIT:
+            raise InvalidConfigError(f"{field}: {value} is above the maximum of {MAX_LIMIT}")
     if limits.HasField("max_age_ms") and limits.max_age_ms > 100 * 365 * 24 * 3600 * 1000:
         raise InvalidConfigError(f"max_age_ms: {limits.max_age_ms} is more than 100 years")
 

@@ -24,19 +24,14 @@ def checksum(record: bytes) -> int:
     return zlib.crc32(record)
 
 
-@dataclass(slots=True, frozen=True)
-class Record:
-    """One stored message: `record` is the encoded weir.v1.Message with seq and ts_ms set."""
+# One stored message, as the tuple (seq, ts_ms, subject, size, crc, record) in the column order the
+# SQLite log inserts: `record` is the encoded weir.v1.Message with seq and ts_ms set, `size` its
+# length and `crc` its checksum. A plain tuple because the commit path builds one per message.
+Record = tuple[int, int, str, int, int, bytes]
 
-    seq: int
-    ts_ms: int
-    subject: str
-    record: bytes
-    crc: int
 
-    @property
-    def size(self) -> int:
-        return len(self.record)
+def make_record(seq: int, ts_ms: int, subject: str, encoded: bytes) -> Record:
+    return (seq, ts_ms, subject, len(encoded), checksum(encoded), encoded)
 
 
 @dataclass(slots=True, frozen=True)

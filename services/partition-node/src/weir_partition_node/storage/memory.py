@@ -36,8 +36,8 @@ class MemoryPartitionLog:
     def commit(self, batch: CommitBatch) -> None:
         # Validate first so a failing batch changes nothing (atomicity).
         for record in batch.records:
-            if record.seq in self._messages:
-                raise ValueError(f"seq {record.seq} already stored")
+            if record[0] in self._messages:
+                raise ValueError(f"seq {record[0]} already stored")
         for record in batch.records:
             self._insert(record)
         for seq in batch.remove_seqs:
@@ -58,12 +58,13 @@ class MemoryPartitionLog:
         self._last_seq = batch.last_seq
 
     def _insert(self, record: Record) -> None:
-        self._messages[record.seq] = _Stored(record.ts_ms, record.subject, record.crc, record.record)
-        if not self._seqs or record.seq > self._seqs[-1]:
-            self._seqs.append(record.seq)
+        seq, ts_ms, subject, _, crc, encoded = record
+        self._messages[seq] = _Stored(ts_ms, subject, crc, encoded)
+        if not self._seqs or seq > self._seqs[-1]:
+            self._seqs.append(seq)
         else:
-            bisect.insort(self._seqs, record.seq)
-        bisect.insort(self._by_subject.setdefault(record.subject, []), record.seq)
+            bisect.insort(self._seqs, seq)
+        bisect.insort(self._by_subject.setdefault(subject, []), seq)
 
     def _remove_index(self, seq: int) -> None:
         stored = self._messages.pop(seq)

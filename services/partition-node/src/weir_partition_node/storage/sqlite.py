@@ -18,6 +18,13 @@ from typing import Literal
 from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, verify
 
 FsyncPolicy = Literal["always", "off"]
+SQLITE_MAX_INTEGER = 2**63 - 1
+
+
+def _clamp(value: int) -> int:
+    """API seqs are uint64; SQLite integers are signed 64-bit. No stored seq exceeds the clamp."""
+    return value if value <= SQLITE_MAX_INTEGER else SQLITE_MAX_INTEGER
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -65,7 +72,7 @@ class SqlitePartitionLog:
             if batch.records:
                 db.executemany(
                     "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(r.seq, r.ts_ms, r.subject, len(r.record), r.crc, r.record) for r in batch.records],
+                    batch.records,
                 )
             if batch.remove_seqs:
                 db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq in batch.remove_seqs])
@@ -75,11 +82,13 @@ class SqlitePartitionLog:
                 db.executemany("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", batch.changes)
             if batch.drop_changes_before > 0:
                 db.execute("DELETE FROM changes WHERE change_seq < ?", (batch.drop_changes_before,))
-            db.execute(
-                "INSERT INTO meta (key, value) VALUES ('last_seq', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (batch.last_seq,),
-            )
+            if batch.truncate_before > 0 or batch.remove_seqs:
+                # max(seq) stops being the last seq only when messages are removed: record it then.
+                db.execute(
+                    "INSERT INTO meta (key, value) VALUES ('last_seq', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (batch.last_seq,),
+                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -106,7 +115,7 @@ class SqlitePartitionLog:
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
-            (from_seq, max_messages),
+            (_clamp(from_seq), max_messages),
         ).fetchall()
         result: list[tuple[int, bytes]] = []
         total = 0
@@ -118,7 +127,7 @@ class SqlitePartitionLog:
         return result
 
     def get(self, seq: int) -> bytes | None:
-        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (seq,)).fetchone()
+        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (_clamp(seq),)).fetchone()
         if row is None:
             return None
         return verify(self.stream, self.partition, seq, row[1], row[0])
@@ -153,20 +162,20 @@ class SqlitePartitionLog:
     def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]:
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (subject, from_seq, limit),
+            (subject, _clamp(from_seq), limit),
         ).fetchall()
         return [(seq, verify(self.stream, self.partition, seq, record, crc)) for seq, crc, record in rows]
 
     def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
         rows = self._reader.execute(
             "SELECT seq, size, ts_ms FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-            (subject, keep),
+            (subject, _clamp(keep)),
         ).fetchall()
         return [RowInfo(seq, size, ts) for seq, size, ts in reversed(rows)]
 
     def oldest(self, from_seq: int, limit: int) -> list[RowInfo]:
         rows = self._reader.execute(
-            "SELECT seq, size, ts_ms FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (from_seq, limit)
+            "SELECT seq, size, ts_ms FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (_clamp(from_seq), limit)
         ).fetchall()
         return [RowInfo(seq, size, ts) for seq, size, ts in rows]
 
@@ -174,7 +183,7 @@ class SqlitePartitionLog:
         rows = self._reader.execute(
             "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
             "ORDER BY change_seq LIMIT ?",
-            (from_change_seq, to_change_seq, limit),
+            (_clamp(from_change_seq), _clamp(to_change_seq), limit),
         ).fetchall()
         return [(int(seq), bytes(record)) for seq, record in rows]
 
