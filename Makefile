@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint test test-fast test-slow run node bench clean
+.PHONY: setup proto proto-check lint compose-check test test-fast run node bench clean
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -22,6 +22,9 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy libs/weir/src services/partition-node/src tests bench
+
+compose-check:  ## validate deploy/docker-compose.yml without a Docker engine (Debian docker-compose)
+	docker-compose -f deploy/docker-compose.yml config -q
 
 test: setup  ## every test tier: unit, integration over real gRPC, crash tests
 	$(UV) run pytest -q
