@@ -103,6 +103,17 @@ class _Client:
         except grpc.aio.AioRpcError as error:
             raise WeirError.from_rpc_error(error) from None
 
+    async def _stream(self, method: Any, request: Any) -> AsyncIterator[Any]:
+        """Items of a server-streaming call; failures raise typed errors; cancels the call on exit."""
+        call = method(request)
+        try:
+            async for item in call:
+                yield item
+        except grpc.aio.AioRpcError as error:
+            raise WeirError.from_rpc_error(error) from None
+        finally:
+            call.cancel()
+
 
 class NodeClient(_Client):
     """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
@@ -216,15 +227,9 @@ class NodeClient(_Client):
         response = await self._call(self.stub.ScanExactAtSubject, request)
         return list(response.messages)
 
-    async def watch_streams(self) -> AsyncIterator[streams_pb2.WatchEvent]:
-        call = self.stub.WatchStreams(streams_pb2.WatchStreamsRequest())
-        try:
-            async for event in call:
-                yield event
-        except grpc.aio.AioRpcError as error:
-            raise WeirError.from_rpc_error(error) from None
-        finally:
-            call.cancel()
+    def watch_streams(self) -> AsyncIterator[streams_pb2.WatchEvent]:
+        """Stream created/updated/deleted events of this node, from now on."""
+        return self._stream(self.stub.WatchStreams, streams_pb2.WatchStreamsRequest())
 
 
 class ChangeFeedClient(_Client):
@@ -238,17 +243,10 @@ class ChangeFeedClient(_Client):
         request = internal_pb2.ReadChangesRequest(from_change_seq=from_change_seq, max_changes=max_changes)
         return await self._call(self.stub.ReadChanges, request)  # type: ignore[no-any-return]
 
-    async def tail_changes(
+    def tail_changes(
         self, from_change_seq: int = 0, max_changes_per_batch: int = 0
     ) -> AsyncIterator[internal_pb2.ChangeBatch]:
         request = internal_pb2.TailChangesRequest(
             from_change_seq=from_change_seq, max_changes_per_batch=max_changes_per_batch
         )
-        call = self.stub.TailChanges(request)
-        try:
-            async for batch in call:
-                yield batch
-        except grpc.aio.AioRpcError as error:
-            raise WeirError.from_rpc_error(error) from None
-        finally:
-            call.cancel()
+        return self._stream(self.stub.TailChanges, request)
