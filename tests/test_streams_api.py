@@ -103,18 +103,20 @@ async def test_update_stream_prunes_over_grpc(client: NodeClient, stream_name: s
     assert [(p.first_seq, p.last_seq, p.msg_count) for p in info.stats.partitions] == [(8, 10, 3), (8, 10, 3)]
 
 
-async def test_watch_streams_sees_lifecycle(client: NodeClient, stream_name: str) -> None:
+async def test_watch_streams_sees_lifecycle(
+    client: NodeClient, feed_client: ChangeFeedClient, stream_name: str
+) -> None:
     events: list[streams_pb2.WatchEvent] = []
+    start = (await feed_client.read_changes(0, 1)).last_change_seq + 1
 
     async def watch() -> None:
-        async for event in client.watch_streams():
+        async for event in client.watch_streams(start):
             if event.stream == stream_name:
                 events.append(event)
                 if len(events) == 3:
                     return
 
-    watcher = asyncio.create_task(watch())
-    await asyncio.sleep(0.2)  # let the watch call reach the server before the changes happen
+    watcher = asyncio.create_task(watch())  # starts at `start`, so it cannot miss what follows
     await client.create_stream(stream_config(stream_name))
     await client.update_stream(streams_pb2.UpdateStreamRequest(name=stream_name, max_msgs=5))
     await client.delete_stream(stream_name)

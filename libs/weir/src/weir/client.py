@@ -227,9 +227,9 @@ class NodeClient(_Client):
         response = await self._call(self.stub.ScanExactAtSubject, request)
         return list(response.messages)
 
-    def watch_streams(self) -> AsyncIterator[streams_pb2.WatchEvent]:
-        """Stream created/updated/deleted events of this node, from now on."""
-        return self._stream(self.stub.WatchStreams, streams_pb2.WatchStreamsRequest())
+    def watch_streams(self, from_change_seq: int = 0) -> AsyncIterator[streams_pb2.WatchEvent]:
+        """Stream created/updated/deleted events of this node from `from_change_seq` (0 = from now)."""
+        return self._stream(self.stub.WatchStreams, streams_pb2.WatchStreamsRequest(from_change_seq=from_change_seq))
 
 
 class ChangeFeedClient(_Client):

@@ -531,13 +531,19 @@ class Node:
                 continue
             await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
 
-    async def watch_lifecycle(self) -> AsyncIterator[types_pb2.Change]:
-        """Stream created/updated/deleted changes from now on, until shutdown."""
-        cursor = self.feed.horizon + 1
+    async def watch_lifecycle(self, from_change_seq: int = 0) -> AsyncIterator[types_pb2.Change]:
+        """Stream created/updated/deleted changes from `from_change_seq` (0 = from now on), live,
+        until shutdown. Errors: ChangeFeedTruncatedError."""
+        if from_change_seq and from_change_seq <= self._change_floor:
+            raise ChangeFeedTruncatedError(
+                f"changes before {self._change_floor + 1} were removed by change-feed retention",
+                first_change_seq=self._change_floor + 1,
+            )
+        cursor = from_change_seq or self.feed.horizon + 1
         while not self._closing:
-            await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
             horizon = self.feed.horizon
             if horizon < cursor:
+                await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
                 continue
             for _, record in await self._catalog.read_changes(cursor, horizon, 1 << 62):
                 change = types_pb2.Change.FromString(record)

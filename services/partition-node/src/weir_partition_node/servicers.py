@@ -178,7 +178,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @server_stream
     async def WatchStreams(self, request: streams_pb2.WatchStreamsRequest, context: Any) -> AsyncIterator[Any]:
-        async for change in self.node.watch_lifecycle():
+        async for change in self.node.watch_lifecycle(request.from_change_seq):
             yield streams_pb2.WatchEvent(
                 type=_WATCH_TYPES[change.WhichOneof("kind") or ""],
                 ts_ms=change.ts_ms,

@@ -275,8 +275,10 @@ class ScanExactAtSubjectResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class WatchStreamsRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("from_change_seq",)
+    FROM_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    from_change_seq: int
+    def __init__(self, from_change_seq: _Optional[int] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
     __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq")

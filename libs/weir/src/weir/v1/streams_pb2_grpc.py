@@ -194,7 +194,8 @@ class StreamsServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchStreams(self, request, context):
-        """Stream lifecycle events of this node (created / updated / deleted) as they happen.
+        """Stream lifecycle events of this node (created / updated / deleted), from `from_change_seq`
+        (a change-feed position; 0 = from now on), then live. Errors: change_feed_truncated.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
