@@ -19,6 +19,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from weir.errors import (
@@ -60,6 +61,7 @@ DEFAULT_SUBJECT_LIST_LIMIT = 10_000
 DEFAULT_CHANGES = 1000
 MAX_CHANGES = 10_000
 TAIL_IDLE_WAKE_S = 5.0
+NO_LIMIT = 2**62  # a LIMIT that SQLite (signed 64-bit) accepts and no table reaches
 _RESERVED_KEY = "change_seq_reserved_through"
 _FLOOR_KEY = "change_feed_floor"
 
@@ -173,8 +175,13 @@ class Node:
         await self._catalog.close()
         self._executor.shutdown(wait=True)
 
-    def _stream_dir(self, name: str) -> str:
-        return str(self.settings.data_dir / "streams" / name)
+    @property
+    def _streams_root(self) -> Path:
+        return self.settings.data_dir / "streams"
+
+    def _stream_dir(self, name: str) -> Path:
+        """Where a stream's partition logs live: <data_dir>/streams/<name>/<partition>/."""
+        return self._streams_root / name
 
     def _open_stream(self, config: types_pb2.StreamConfig, created_at_ms: int) -> Stream:
         view = StreamView(config.name, bounds_of(config))
@@ -186,7 +193,7 @@ class Node:
                 executor = None
             else:
                 log = SqlitePartitionLog(
-                    self.settings.data_dir / "streams" / config.name / str(index),
+                    self._stream_dir(config.name) / str(index),
                     config.name,
                     index,
                     self.settings.fsync,
@@ -200,7 +207,7 @@ class Node:
     def _remove_orphans(self) -> None:
         """Remove partition directories of streams the catalog does not know (a crash between
         creating files and committing the catalog row, or between deleting the row and the files)."""
-        root = self.settings.data_dir / "streams"
+        root = self._streams_root
         if not root.is_dir():
             return
         for directory in root.iterdir():
@@ -284,7 +291,7 @@ class Node:
                 await partition.close()  # commits what was already queued
             archived: list[tuple[int, int, bytes]] = []
             for partition in stream.partitions:
-                for change_seq, record in partition.log.read_changes(0, self.feed.horizon, 1 << 62):
+                for change_seq, record in partition.log.read_changes(0, self.feed.horizon, NO_LIMIT):
                     archived.append((change_seq, types_pb2.Change.FromString(record).ts_ms, record))
             change = await self._lifecycle_change(name, stream_deleted=types_pb2.StreamDeletedChange())
             try:
@@ -402,7 +409,7 @@ class Node:
         """
         self._check_open()
         stream = self._stream(stream_name)
-        if ack_level not in streams_pb2.AckLevel.values():
+        if ack_level not in _ACK_LEVELS:
             raise InvalidArgumentError(f"ack_level: unknown value {ack_level}")
         prepare = self._prepare
         prepared = [prepare(stream, fields, index if batch else None) for index, fields in enumerate(entries)]
@@ -545,7 +552,7 @@ class Node:
             if horizon < cursor:
                 await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
                 continue
-            for _, record in await self._catalog.read_changes(cursor, horizon, 1 << 62):
+            for _, record in await self._catalog.read_changes(cursor, horizon, NO_LIMIT):
                 change = types_pb2.Change.FromString(record)
                 if change.WhichOneof("kind") in ("stream_created", "stream_updated", "stream_deleted"):
                     yield change
@@ -585,6 +592,7 @@ class Node:
 
 
 _ROUND_ROBIN = -1
+_ACK_LEVELS = frozenset(streams_pb2.AckLevel.values())  # resolved once: publish is the hot path
 
 
 @dataclass(slots=True)
