@@ -97,9 +97,9 @@ class _Client:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _call(self, method: Any, request: Any) -> Any:
+    async def _call(self, method: Any, request: Any, timeout_s: float | None = None) -> Any:
         try:
-            return await method(request, timeout=self.timeout_s)
+            return await method(request, timeout=timeout_s or self.timeout_s)
         except grpc.aio.AioRpcError as error:
             raise WeirError.from_rpc_error(error) from None
 
@@ -230,6 +230,152 @@ class NodeClient(_Client):
     def watch_streams(self, from_change_seq: int = 0) -> AsyncIterator[streams_pb2.WatchEvent]:
         """Stream created/updated/deleted events of this node from `from_change_seq` (0 = from now)."""
         return self._stream(self.stub.WatchStreams, streams_pb2.WatchStreamsRequest(from_change_seq=from_change_seq))
+
+    # -- consumers -------------------------------------------------------------------------------
+
+    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        """Create a durable consumer (idempotent for the same config); returns its info."""
+        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
+        response = await self._call(self.stub.CreateConsumer, request)
+        return response.info  # type: ignore[no-any-return]
+
+    async def delete_consumer(self, stream: str, consumer: str) -> None:
+        request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
+        await self._call(self.stub.DeleteConsumer, request)
+
+    async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
+        response = await self._call(self.stub.GetConsumerInfo, request)
+        return response.info  # type: ignore[no-any-return]
+
+    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        response = await self._call(self.stub.ListConsumers, streams_pb2.ListConsumersRequest(stream=stream))
+        return list(response.consumers)
+
+    async def fetch(
+        self,
+        stream: str,
+        consumer: str,
+        partition: int = 0,
+        *,
+        batch_size: int = 0,
+        max_wait_ms: int = 0,
+        max_bytes: int = 0,
+    ) -> list[types_pb2.Message]:
+        """Up to `batch_size` (0 = 100) messages of one partition; waits up to `max_wait_ms` when
+        none is ready. Each message carries partition, seq and deliver_count."""
+        request = streams_pb2.FetchRequest(
+            stream=stream,
+            consumer=consumer,
+            partition=partition,
+            batch_size=batch_size,
+            max_wait_ms=max_wait_ms,
+            max_bytes=max_bytes,
+        )
+        response = await self._call(self.stub.Fetch, request, self.timeout_s + max_wait_ms / 1000)
+        return list(response.messages)
+
+    async def ack(self, stream: str, consumer: str, partition: int, seq: int) -> None:
+        """Acknowledge one message. Raises NotPendingError when it is not pending."""
+        request = streams_pb2.AckRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
+        await self._call(self.stub.Ack, request)
+
+    async def ack_batch(
+        self, stream: str, consumer: str, partition: int, seqs: Iterable[int]
+    ) -> list[streams_pb2.AckResult]:
+        """Acknowledge many messages of one partition; one AckResult ("ok" | "not_pending") per seq."""
+        request = streams_pb2.AckBatchRequest(stream=stream, consumer=consumer, partition=partition, seqs=seqs)
+        response = await self._call(self.stub.AckBatch, request)
+        return list(response.results)
+
+    async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:
+        request = streams_pb2.NakRequest(
+            stream=stream, consumer=consumer, partition=partition, seq=seq, delay_ms=delay_ms
+        )
+        await self._call(self.stub.Nak, request)
+
+    async def term(self, stream: str, consumer: str, partition: int, seq: int) -> None:
+        request = streams_pb2.TermRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
+        await self._call(self.stub.Term, request)
+
+    async def in_progress(self, stream: str, consumer: str, partition: int, seq: int) -> int:
+        """Restart the message's ack_wait; returns when it is now due for redelivery (ms)."""
+        request = streams_pb2.InProgressRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
+        response = await self._call(self.stub.InProgress, request)
+        return int(response.redeliver_at_ms)
+
+    def subscribe(
+        self,
+        stream: str,
+        consumer: str,
+        *,
+        partitions: Iterable[int] = (),
+        batch_size: int = 0,
+        stop_when_empty: bool = False,
+        deliver_group: str = "",
+    ) -> AsyncIterator[streams_pb2.SubscribeEvent]:
+        """Push delivery: SubscribeEvents (`message`, and a final `stopped`) until cancelled."""
+        request = streams_pb2.SubscribeRequest(
+            stream=stream,
+            consumer=consumer,
+            partitions=partitions,
+            batch_size=batch_size,
+            stop_when_empty=stop_when_empty,
+            deliver_group=deliver_group,
+        )
+        return self._stream(self.stub.Subscribe, request)
+
+
+DELIVER_POLICIES = {
+    "all": types_pb2.DELIVER_POLICY_ALL,
+    "last": types_pb2.DELIVER_POLICY_LAST,
+    "by_start_seq": types_pb2.DELIVER_POLICY_BY_START_SEQ,
+    "by_start_time": types_pb2.DELIVER_POLICY_BY_START_TIME,
+    "new": types_pb2.DELIVER_POLICY_NEW,
+}
+
+
+def consumer_config(
+    name: str,
+    *,
+    filter_subject: str = "",
+    deliver_policy: str = "all",
+    start_seq: int = 0,
+    start_time_ms: int = 0,
+    ack_wait_ms: int = 0,
+    max_deliver: int = 0,
+    dead_letter_subject: str = "",
+    max_ack_pending: int = 0,
+    deliver_group: str = "",
+) -> types_pb2.ConsumerConfig:
+    """A ConsumerConfig from keyword arguments; `deliver_policy` is one of DELIVER_POLICIES."""
+    return types_pb2.ConsumerConfig(
+        name=name,
+        filter_subject=filter_subject,
+        deliver_policy=DELIVER_POLICIES[deliver_policy],
+        start_seq=start_seq,
+        start_time_ms=start_time_ms,
+        ack_wait_ms=ack_wait_ms,
+        max_deliver=max_deliver,
+        dead_letter_subject=dead_letter_subject,
+        max_ack_pending=max_ack_pending,
+        deliver_group=deliver_group,
+    )
+
+
+class TestClockClient(_Client):
+    """weir.v1.TestClock on the internal port of a node started with WEIR_NODE_TEST_CLOCK=true."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s)
+        self.stub = internal_pb2_grpc.TestClockStub(self.channel)
+
+    async def advance(self, delta_ms: int) -> int:
+        """Move the node's clock forward; returns the node's new time (ms since the epoch)."""
+        response = await self._call(self.stub.AdvanceClock, internal_pb2.AdvanceClockRequest(delta_ms=delta_ms))
+        return int(response.now_ms)
 
 
 class ChangeFeedClient(_Client):

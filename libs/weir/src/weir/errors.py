@@ -31,6 +31,9 @@ class ResultCode(StrEnum):
     NO_SUCH_STREAM = "no_such_stream"
     NO_SUCH_PARTITION = "no_such_partition"
     NO_SUCH_MESSAGE = "no_such_message"
+    NO_SUCH_CONSUMER = "no_such_consumer"
+    NOT_PENDING = "not_pending"
+    CONSUMER_BOUND = "consumer_bound"
     ALREADY_EXISTS = "already_exists"
     INVALID_CONFIG = "invalid_config"
     INVALID_NAME = "invalid_name"
@@ -144,6 +147,27 @@ class NoSuchPartitionError(WeirError):
 class NoSuchMessageError(WeirError):
     result_code = ResultCode.NO_SUCH_MESSAGE
     status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchConsumerError(WeirError):
+    result_code = ResultCode.NO_SUCH_CONSUMER
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NotPendingError(WeirError):
+    """Ack/Nak/Term/InProgress of a seq that is not in the consumer's pending set: already
+    acknowledged, terminated, dead-lettered, or never delivered to this consumer."""
+
+    result_code = ResultCode.NOT_PENDING
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class ConsumerBoundError(WeirError):
+    """Subscribe to a consumer without a deliver_group that another Subscribe is bound to, or with
+    a deliver_group other than the consumer's."""
+
+    result_code = ResultCode.CONSUMER_BOUND
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class AlreadyExistsError(WeirError):

@@ -1,4 +1,4 @@
-"""The node catalog: stream configs, stream lifecycle changes and feed bookkeeping.
+"""The node catalog: stream and consumer configs, their lifecycle changes and feed bookkeeping.
 
 One SQLite database (``<data_dir>/catalog.sqlite``, WAL, synchronous=FULL) accessed through
 aiosqlite: catalog writes are rare (create/update/delete stream, a change-seq lease every 10,000
@@ -10,6 +10,8 @@ entry in one transaction.
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiosqlite
@@ -26,7 +28,30 @@ CREATE TABLE IF NOT EXISTS changes (
     record BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS consumers (
+    stream TEXT NOT NULL,
+    name TEXT NOT NULL,
+    config BLOB NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    incarnation INTEGER NOT NULL,
+    start_seqs TEXT NOT NULL,
+    PRIMARY KEY (stream, name)
+);
 """
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerRow:
+    """A consumer as the catalog stores it: config, creation time, incarnation (the change seq of
+    its creation) and, per partition, the last_delivered it started from (its delivery policy)."""
+
+    stream: str
+    name: str
+    config: bytes
+    created_at_ms: int
+    incarnation: int
+    start_seqs: list[int]
+
 
 StoredChange = tuple[int, int, bytes]  # (change_seq, ts_ms, encoded weir.v1.Change)
 
@@ -113,6 +138,7 @@ class Catalog:
         feed readers that have not reached them yet still see them."""
         statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]] = [
             ("DELETE FROM streams WHERE name = ?", (name,)),
+            ("DELETE FROM consumers WHERE stream = ?", (name,)),
             ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
         ]
         if archived:
@@ -120,6 +146,37 @@ class Catalog:
                 ("INSERT OR IGNORE INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", list(archived))
             )
         await self._transaction(statements)
+
+    async def load_consumers(self) -> list[ConsumerRow]:
+        async with self._lock:
+            rows = await self._db.execute_fetchall(
+                "SELECT stream, name, config, created_at_ms, incarnation, start_seqs FROM consumers "
+                "ORDER BY stream, name"
+            )
+        return [
+            ConsumerRow(str(stream), str(name), bytes(config), int(created), int(incarnation), json.loads(starts))
+            for stream, name, config, created, incarnation, starts in rows
+        ]
+
+    async def create_consumer(self, row: ConsumerRow, change: StoredChange) -> None:
+        await self._transaction(
+            [
+                (
+                    "INSERT INTO consumers (stream, name, config, created_at_ms, incarnation, start_seqs) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (row.stream, row.name, row.config, row.created_at_ms, row.incarnation, json.dumps(row.start_seqs)),
+                ),
+                ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
+            ]
+        )
+
+    async def delete_consumer(self, stream: str, name: str, change: StoredChange) -> None:
+        await self._transaction(
+            [
+                ("DELETE FROM consumers WHERE stream = ? AND name = ?", (stream, name)),
+                ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
+            ]
+        )
 
     async def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         async with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -22,10 +23,18 @@ class ManualClock:
 
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
         self._now_ms = start_ms
+        self._listeners: list[Callable[[], None]] = []
 
     def now_ms(self) -> int:
         return self._now_ms
 
     def advance(self, delta_ms: int) -> None:
-        assert delta_ms >= 0
+        """Move forward by `delta_ms` (>= 0) and call every listener (the node wakes waiters)."""
+        if delta_ms < 0:
+            raise ValueError(f"a clock only moves forward; got delta_ms={delta_ms}")
         self._now_ms += delta_ms
+        for listener in self._listeners:
+            listener()
+
+    def on_advance(self, listener: Callable[[], None]) -> None:
+        self._listeners.append(listener)

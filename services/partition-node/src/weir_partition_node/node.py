@@ -1,4 +1,4 @@
-"""The partition node core, transport-neutral: streams, publish, reads and the change feed.
+"""The partition node core, transport-neutral: streams, publish, reads, consumers and the change feed.
 
 The gRPC servicers are thin adapters over `Node`; everything here raises typed `WeirError`s and
 takes/returns weir.v1 protobuf messages (the upb codec is the fastest representation we have).
@@ -25,8 +25,10 @@ from typing import Any, Protocol, TypeVar
 from weir.errors import (
     AlreadyExistsError,
     ChangeFeedTruncatedError,
+    ConsumerBoundError,
     CorruptRecordError,
     InvalidArgumentError,
+    NoSuchConsumerError,
     NoSuchMessageError,
     NoSuchPartitionError,
     NoSuchStreamError,
@@ -36,14 +38,22 @@ from weir.errors import (
     WeirError,
 )
 from weir.partitioning import partition_for_key
-from weir.subjects import SubjectFilter, validate_name, validate_subject
+from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
 
 from weir_partition_node import metrics
-from weir_partition_node.catalog import Catalog
+from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import ChangeFeedClock
-from weir_partition_node.clock import Clock, SystemClock
-from weir_partition_node.partition import AppendOutcome, CommitLimits, Partition, PreparedEntry, StreamView
+from weir_partition_node.clock import Clock, ManualClock, SystemClock
+from weir_partition_node.consumers import NEVER, ConsumerSpec, normalize_consumer_config
+from weir_partition_node.partition import (
+    AppendOutcome,
+    CommitLimits,
+    Delivery,
+    Partition,
+    PreparedEntry,
+    StreamView,
+)
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import PartitionLog
 from weir_partition_node.storage.memory import MemoryPartitionLog
@@ -61,6 +71,11 @@ DEFAULT_SUBJECT_LIST_LIMIT = 10_000
 DEFAULT_CHANGES = 1000
 MAX_CHANGES = 10_000
 TAIL_IDLE_WAKE_S = 5.0
+DEFAULT_FETCH_BATCH = 100
+MAX_FETCH_BATCH = 10_000
+MAX_FETCH_WAIT_MS = 300_000
+DEFAULT_SUBSCRIBE_BATCH = 16  # seed default
+MAX_ACK_BATCH = 10_000
 NO_LIMIT = 2**62  # a LIMIT that SQLite (signed 64-bit) accepts and no table reaches
 _RESERVED_KEY = "change_seq_reserved_through"
 _FLOOR_KEY = "change_feed_floor"
@@ -95,12 +110,26 @@ class PublishOutcome:
 
 
 @dataclass(slots=True)
+class Consumer:
+    """A consumer's node-wide record; its per-partition state lives in each `Partition`."""
+
+    config: types_pb2.ConsumerConfig
+    created_at_ms: int
+    spec: ConsumerSpec
+    start_seqs: list[int]
+    subscribers: int = 0
+    deleted: bool = False
+
+
+@dataclass(slots=True)
 class Stream:
     config: types_pb2.StreamConfig
     created_at_ms: int
     view: StreamView
     partitions: list[Partition]
     subject_filter: SubjectFilter
+    consumers: dict[str, Consumer] = field(default_factory=dict)
+    deleted: bool = False
     round_robin: itertools.cycle[int] = field(init=False)
     max_msg_bytes: int = field(init=False)
 
@@ -132,6 +161,8 @@ class Node:
 
     @classmethod
     async def open(cls, settings: NodeSettings, clock: Clock | None = None) -> Node:
+        if clock is None:
+            clock = ManualClock(SystemClock().now_ms()) if settings.test_clock else SystemClock()
         data_dir = settings.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         catalog = await Catalog.open(data_dir / "catalog.sqlite")
@@ -144,12 +175,15 @@ class Node:
         # Start past everything ever handed out: the lease covers memory streams and trimmed feeds.
         start = max(reserved, last_stored) + 1
         feed = ChangeFeedClock(start, start - 1, reserve)
-        node = cls(settings, clock or SystemClock(), catalog, feed)
+        node = cls(settings, clock, catalog, feed)
         node._change_floor = await catalog.get_meta(_FLOOR_KEY)
         for name, config_bytes, created_at_ms in await catalog.load_streams():
             config = types_pb2.StreamConfig.FromString(config_bytes)
             node._streams[name] = node._open_stream(config, created_at_ms)
         node._remove_orphans()
+        await node._restore_consumers(await catalog.load_consumers())
+        if isinstance(node._clock, ManualClock):
+            node._clock.on_advance(node._wake_all_partitions)
         metrics.STREAMS.set(len(node._streams))
         node._sweeper = asyncio.get_running_loop().create_task(node._sweep_forever(), name="retention-sweeper")
         logger.info("node %s open: %d streams, change feed at %d", node.node_id, len(node._streams), start)
@@ -160,6 +194,16 @@ class Node:
         already accepted (queued publishes) still completes. `close()` finishes the shutdown."""
         self._closing = True
         self.feed.wake_all()
+        self._wake_all_partitions()
+
+    def _wake_all_partitions(self) -> None:
+        for stream in self._streams.values():
+            for partition in stream.partitions:
+                partition.wake_waiters()
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
 
     async def close(self) -> None:
         self.begin_shutdown()
@@ -184,7 +228,7 @@ class Node:
         return self._streams_root / name
 
     def _open_stream(self, config: types_pb2.StreamConfig, created_at_ms: int) -> Stream:
-        view = StreamView(config.name, bounds_of(config))
+        view = StreamView(config.name, bounds_of(config), config.retention)
         partitions = []
         for index in range(config.partitions):
             log: PartitionLog
@@ -287,6 +331,7 @@ class Node:
         async with self._lifecycle_lock:
             stream = self._stream(name)
             del self._streams[name]  # from here on, new requests see no_such_stream
+            stream.deleted = True
             for partition in stream.partitions:
                 await partition.close()  # commits what was already queued
             archived: list[tuple[int, int, bytes]] = []
@@ -298,11 +343,16 @@ class Node:
                 await self._catalog.delete_stream(name, archived, change)
             except BaseException:
                 self.feed.settle([change[0]])
-                self._streams[name] = self._open_stream(stream.config, stream.created_at_ms)
+                reopened = self._open_stream(stream.config, stream.created_at_ms)
+                reopened.consumers = stream.consumers
+                await self._attach_consumers(reopened)
+                self._streams[name] = reopened
                 raise
             self.feed.settle([change[0]])
             await self._destroy_partitions(stream)
             metrics.STREAMS.set(len(self._streams))
+            for partition in stream.partitions:
+                partition.wake_waiters()
 
     def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
         stream = self._stream(name)
@@ -442,6 +492,354 @@ class Node:
                 outcomes[index] = _outcome(partition, outcome)
         return outcomes
 
+    # -- consumers ---------------------------------------------------------------------------------
+
+    async def _restore_consumers(self, rows: list[ConsumerRow]) -> None:
+        """At open: attach each catalog consumer to its stream and every partition's stored state;
+        remove partition state the catalog no longer knows (a crash inside a delete) first."""
+        by_stream: dict[str, list[ConsumerRow]] = {}
+        for row in rows:
+            by_stream.setdefault(row.stream, []).append(row)
+        for stream in self._streams.values():
+            for row in by_stream.get(stream.name, []):
+                config = types_pb2.ConsumerConfig.FromString(row.config)
+                spec = ConsumerSpec.of(config, row.incarnation)
+                stream.consumers[row.name] = Consumer(config, row.created_at_ms, spec, row.start_seqs)
+            await self._attach_consumers(stream)
+
+    async def _attach_consumers(self, stream: Stream) -> None:
+        for partition in stream.partitions:
+            stored = partition.log.load_consumers()
+            for name, state in stored.items():
+                consumer = stream.consumers.get(name)
+                if consumer is None or consumer.spec.incarnation != state.incarnation:
+                    logger.warning("removing stale state of consumer %s/%s/%d", stream.name, name, partition.index)
+                    await partition.consumer_op(partition.new_op("remove", name))
+            for name, consumer in stream.consumers.items():
+                partition.restore_consumer(consumer.spec, _start_of(consumer, partition.index), stored.get(name))
+
+    def _consumer(self, stream: Stream, name: str) -> Consumer:
+        consumer = stream.consumers.get(name)
+        if consumer is None:
+            validate_name(name, "consumer name")
+            raise NoSuchConsumerError(
+                f"stream {stream.name!r} has no consumer {name!r}", stream=stream.name, consumer=name
+            )
+        return consumer
+
+    def _start_positions(self, stream: Stream, config: types_pb2.ConsumerConfig, accepts: Any) -> list[int]:
+        """Per partition, the last_delivered a new consumer starts from (its delivery policy)."""
+        policy = config.deliver_policy
+        starts: list[int] = []
+        for partition in stream.partitions:
+            if policy == types_pb2.DELIVER_POLICY_ALL:
+                start = 0
+            elif policy == types_pb2.DELIVER_POLICY_NEW:
+                start = partition.last_seq
+            elif policy == types_pb2.DELIVER_POLICY_LAST:
+                last = partition.log.last_matching_seq(accepts)
+                start = last - 1 if last else partition.last_seq
+            elif policy == types_pb2.DELIVER_POLICY_BY_START_SEQ:
+                start = config.start_seq - 1
+            else:
+                first = partition.log.first_seq_at_time(config.start_time_ms)
+                start = first - 1 if first else partition.last_seq
+            starts.append(start)
+        return starts
+
+    async def create_consumer(self, stream_name: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        """Create a durable consumer (idempotent for an identical config); returns its info.
+
+        Errors: NoSuchStreamError, InvalidNameError / InvalidSubjectError / InvalidConfigError,
+        AlreadyExistsError (another config under the name, or an overlapping work-queue filter)."""
+        self._check_open()
+        stream = self._stream(stream_name)
+        effective = normalize_consumer_config(config, stream.config, stream.subject_filter.accepts)
+        async with self._lifecycle_lock:
+            stream = self._stream(stream_name)
+            existing = stream.consumers.get(effective.name)
+            if existing is not None:
+                if existing.config == effective:
+                    return self.consumer_info(stream_name, effective.name)
+                raise AlreadyExistsError(
+                    f"stream {stream_name!r} already has a consumer {effective.name!r} with a different config",
+                    stream=stream_name,
+                    consumer=effective.name,
+                )
+            if stream.config.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
+                for other in stream.consumers.values():
+                    if patterns_overlap(other.config.filter_subject or ">", effective.filter_subject or ">"):
+                        raise AlreadyExistsError(
+                            f"work-queue stream {stream_name!r}: consumer {other.config.name!r} already takes "
+                            f"filter {other.config.filter_subject or '(every subject)'!r}, which overlaps "
+                            f"{effective.filter_subject or '(every subject)'!r}; each message goes to one consumer",
+                            stream=stream_name,
+                            consumer=effective.name,
+                        )
+            spec = ConsumerSpec.of(effective, 0)
+            starts = self._start_positions(stream, effective, spec.accepts)
+            change_seq, now_ms, record = await self._lifecycle_change(
+                stream_name, consumer_created=types_pb2.ConsumerCreatedChange(config=effective)
+            )
+            row = ConsumerRow(stream_name, effective.name, effective.SerializeToString(), now_ms, change_seq, starts)
+            try:
+                await self._catalog.create_consumer(row, (change_seq, now_ms, record))
+            finally:
+                self.feed.settle([change_seq])
+            spec.incarnation = change_seq
+            consumer = Consumer(effective, now_ms, spec, starts)
+            stream.consumers[effective.name] = consumer
+            for partition, start in zip(stream.partitions, starts, strict=True):
+                partition.restore_consumer(spec, start, None)
+            return self.consumer_info(stream_name, effective.name)
+
+    async def delete_consumer(self, stream_name: str, name: str) -> None:
+        """Delete a consumer and its state in every partition. Errors: NoSuchStreamError,
+        NoSuchConsumerError."""
+        self._check_open()
+        async with self._lifecycle_lock:
+            stream = self._stream(stream_name)
+            consumer = self._consumer(stream, name)
+            change_seq, now_ms, record = await self._lifecycle_change(
+                stream_name, consumer_deleted=types_pb2.ConsumerDeletedChange(consumer=name)
+            )
+            try:
+                await self._catalog.delete_consumer(stream_name, name, (change_seq, now_ms, record))
+            finally:
+                self.feed.settle([change_seq])
+            del stream.consumers[name]
+            consumer.deleted = True
+            for partition in stream.partitions:
+                await partition.consumer_op(partition.new_op("remove", name))
+
+    def consumer_info(self, stream_name: str, name: str) -> types_pb2.ConsumerInfo:
+        stream = self._stream(stream_name)
+        consumer = self._consumer(stream, name)
+        info = types_pb2.ConsumerInfo(stream=stream_name, config=consumer.config, created_at_ms=consumer.created_at_ms)
+        for partition in stream.partitions:
+            cursor = partition.consumers.get(name)
+            if cursor is None:
+                continue
+            num_pending = partition.log.count_matching(cursor.last_delivered, consumer.spec.accepts)
+            redelivered = sum(1 for entry in cursor.pending.values() if entry.deliver_count > 1)
+            cursor.recompute_floor()
+            info.partitions.add(
+                partition=partition.index,
+                ack_floor=cursor.ack_floor,
+                last_delivered=cursor.last_delivered,
+                num_ack_pending=len(cursor.pending),
+                num_pending=num_pending,
+                num_redelivered=redelivered,
+            )
+            info.num_ack_pending += len(cursor.pending)
+            info.num_pending += num_pending
+            totals = cursor.totals
+            info.delivered_total += totals.delivered
+            info.acked_total += totals.acked
+            info.redelivered_total += totals.redelivered
+            info.dead_lettered_total += totals.dead_lettered
+            info.dropped_total += totals.dropped
+            info.termed_total += totals.termed
+        return info
+
+    def list_consumers(self, stream_name: str) -> list[types_pb2.ConsumerInfo]:
+        stream = self._stream(stream_name)
+        return [self.consumer_info(stream_name, name) for name in sorted(stream.consumers)]
+
+    def _consumer_partition(self, stream_name: str, name: str, index: int) -> tuple[Stream, Consumer, Partition]:
+        self._check_open()
+        stream = self._stream(stream_name)
+        consumer = self._consumer(stream, name)
+        return stream, consumer, self._partition(stream_name, index)
+
+    async def fetch(
+        self, stream_name: str, name: str, index: int, *, batch_size: int, max_wait_ms: int = 0, max_bytes: int = 0
+    ) -> list[Delivery]:
+        """Deliver up to `batch_size` messages of one partition (redeliveries first), waiting up to
+        `max_wait_ms` when none is ready. Errors: NoSuchStreamError, NoSuchConsumerError,
+        NoSuchPartitionError, InvalidArgumentError, ShuttingDownError, StorageFailedError."""
+        stream, consumer, partition = self._consumer_partition(stream_name, name, index)
+        if batch_size > MAX_FETCH_BATCH:
+            raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
+        if max_wait_ms > MAX_FETCH_WAIT_MS:
+            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
+        batch_size = batch_size or DEFAULT_FETCH_BATCH
+        max_bytes = max_bytes or DEFAULT_READ_BYTES
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            if partition.ready_for(name, self._clock.now_ms()):
+                op = partition.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes)
+                deliveries: list[Delivery] = await partition.consumer_op(op)
+                if deliveries:
+                    return deliveries
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self._closing or consumer.deleted or stream.deleted:
+                return []
+            await partition.wait_for_work(self._wait_s(partition, name, remaining))
+
+    def _wait_s(self, partition: Partition, name: str, limit_s: float) -> float:
+        """How long to sleep before a consumer may have something: until its next redelivery is
+        due, at most `limit_s` (appends and acks wake the waiter earlier)."""
+        cursor = partition.consumers.get(name)
+        if cursor is None or cursor.earliest_redeliver_ms >= NEVER:
+            return limit_s
+        due_in_s = (cursor.earliest_redeliver_ms - self._clock.now_ms()) / 1000
+        return max(0.001, min(limit_s, due_in_s))
+
+    async def ack(self, stream_name: str, name: str, index: int, seq: int) -> None:
+        """Acknowledge one pending seq. Errors: NotPendingError and those of `fetch`."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        await partition.consumer_op(partition.new_op("ack", name, seqs=[seq]))
+
+    async def ack_batch(
+        self, stream_name: str, name: str, index: int, seqs: Sequence[int]
+    ) -> list[tuple[int, str, str]]:
+        """Acknowledge many seqs of one partition: (seq, "ok" | "not_pending", message) per seq."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        if not seqs:
+            raise InvalidArgumentError("seqs: at least one seq is needed")
+        if len(seqs) > MAX_ACK_BATCH:
+            raise InvalidArgumentError(f"seqs: at most {MAX_ACK_BATCH}, got {len(seqs)}")
+        result: list[tuple[int, str, str]] = await partition.consumer_op(
+            partition.new_op("ack", name, seqs=list(seqs), strict=False)
+        )
+        return result
+
+    async def nak(self, stream_name: str, name: str, index: int, seq: int, delay_ms: int) -> None:
+        """Redeliver a pending seq after `delay_ms`. Errors: NotPendingError, InvalidArgumentError."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        if delay_ms > MAX_FETCH_WAIT_MS * 100:
+            raise InvalidArgumentError(f"delay_ms: at most {MAX_FETCH_WAIT_MS * 100}, got {delay_ms}")
+        await partition.consumer_op(partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms))
+
+    async def term(self, stream_name: str, name: str, index: int, seq: int) -> None:
+        """Never redeliver a pending seq. Errors: NotPendingError."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        await partition.consumer_op(partition.new_op("term", name, seqs=[seq]))
+
+    async def in_progress(self, stream_name: str, name: str, index: int, seq: int) -> int:
+        """Restart a pending seq's ack_wait; returns the new redeliver time (ms since the epoch)."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        redeliver_at_ms: int = await partition.consumer_op(partition.new_op("in_progress", name, seqs=[seq]))
+        return redeliver_at_ms
+
+    async def subscribe(
+        self,
+        stream_name: str,
+        name: str,
+        *,
+        partitions: Sequence[int] = (),
+        batch_size: int = 0,
+        stop_when_empty: bool = False,
+        deliver_group: str = "",
+    ) -> AsyncIterator[tuple[int, Delivery] | str]:
+        """Push delivery: yields (partition, delivery) as messages become deliverable, then a stop
+        reason ("empty" | "consumer_deleted" | "stream_deleted" | "shutting_down") when it ends.
+        Errors (before the first item): those of `fetch`, ConsumerBoundError."""
+        self._check_open()
+        stream = self._stream(stream_name)
+        consumer = self._consumer(stream, name)
+        if batch_size > MAX_FETCH_BATCH:
+            raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
+        indexes = sorted(set(partitions)) or list(range(len(stream.partitions)))
+        chosen = [self._partition(stream_name, index) for index in indexes]
+        group = consumer.config.deliver_group
+        if group and deliver_group != group:
+            raise ConsumerBoundError(
+                f"consumer {name!r} delivers to group {group!r}; subscribe with deliver_group={group!r}",
+                stream=stream_name,
+                consumer=name,
+            )
+        if not group and deliver_group:
+            raise ConsumerBoundError(
+                f"consumer {name!r} has no deliver_group; subscribe without one", stream=stream_name, consumer=name
+            )
+        if not group and consumer.subscribers:
+            raise ConsumerBoundError(
+                f"consumer {name!r} has no deliver_group and another Subscribe is bound to it; "
+                "create the consumer with a deliver_group to share it",
+                stream=stream_name,
+                consumer=name,
+            )
+        consumer.subscribers += 1
+        try:
+            async for item in self._push(
+                stream, consumer, chosen, batch_size or DEFAULT_SUBSCRIBE_BATCH, stop_when_empty
+            ):
+                yield item
+        finally:
+            consumer.subscribers -= 1
+
+    async def _push(
+        self, stream: Stream, consumer: Consumer, partitions: list[Partition], batch_size: int, stop_when_empty: bool
+    ) -> AsyncIterator[tuple[int, Delivery] | str]:
+        name = consumer.config.name
+        while True:
+            if self._closing:
+                yield "shutting_down"
+                return
+            if stream.deleted:
+                yield "stream_deleted"
+                return
+            if consumer.deleted:
+                yield "consumer_deleted"
+                return
+            delivered = False
+            for partition in partitions:
+                if not partition.ready_for(name, self._clock.now_ms()):
+                    continue
+                op = partition.new_op("fetch", name, batch_size=batch_size, max_bytes=DEFAULT_READ_BYTES)
+                try:
+                    deliveries: list[Delivery] = await partition.consumer_op(op)
+                except (NoSuchConsumerError, ShuttingDownError):
+                    continue  # deleted or closing: the checks above end the stream
+                for delivery in deliveries:
+                    yield partition.index, delivery
+                delivered = delivered or bool(deliveries)
+            if delivered:
+                continue
+            if stop_when_empty:
+                yield "empty"
+                return
+            await self._wait_any(partitions, name)
+
+    async def _wait_any(self, partitions: list[Partition], name: str) -> None:
+        if len(partitions) == 1:
+            await partitions[0].wait_for_work(self._wait_s(partitions[0], name, TAIL_IDLE_WAKE_S))
+            return
+        waits = [
+            asyncio.ensure_future(partition.wait_for_work(self._wait_s(partition, name, TAIL_IDLE_WAKE_S)))
+            for partition in partitions
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def expire_exhausted(self) -> int:
+        """Dead-letter (or drop) pending messages that reached max_deliver and are due, even when no
+        one fetches; returns how many consumer partitions were processed."""
+        now_ms = self._clock.now_ms()
+        processed = 0
+        for stream in list(self._streams.values()):
+            for partition in stream.partitions:
+                for name, cursor in list(partition.consumers.items()):
+                    if cursor.earliest_redeliver_ms > now_ms:
+                        continue
+                    max_deliver = cursor.spec.max_deliver
+                    if any(
+                        entry.redeliver_at_ms <= now_ms and entry.deliver_count >= max_deliver
+                        for entry in cursor.pending.values()
+                    ):
+                        try:
+                            await partition.consumer_op(partition.new_op("fetch", name, batch_size=0, max_bytes=1))
+                        except WeirError as error:
+                            logger.warning("dead-lettering for %s/%s: %s", stream.name, name, error)
+                        processed += 1
+        return processed
+
     # -- reads ---------------------------------------------------------------------------------------
 
     def get_message(self, stream: str, partition_index: int, seq: int) -> bytes:
@@ -572,8 +970,10 @@ class Node:
                 logger.exception("retention sweep failed")
 
     async def sweep_once(self) -> int:
-        """Enforce max_age_ms on every partition and trim the change feed; returns messages removed."""
+        """Enforce max_age_ms on every partition, dead-letter exhausted pending messages and trim
+        the change feed; returns messages removed."""
         removed = 0
+        await self.expire_exhausted()
         for stream in list(self._streams.values()):
             if stream.view.bounds.max_age_ms:
                 for partition in stream.partitions:
@@ -602,6 +1002,10 @@ class _PartitionGroup:
     indexes: list[int] = field(default_factory=list)
     entries: list[PreparedEntry] = field(default_factory=list)
     size: int = 0
+
+
+def _start_of(consumer: Consumer, index: int) -> int:
+    return consumer.start_seqs[index] if index < len(consumer.start_seqs) else 0
 
 
 def _utf8_size(text: str) -> int:

@@ -8,6 +8,12 @@ message) and only then resolves the callers' futures: an acknowledged publish is
 
 A failed commit stores nothing, fails every caller in the batch, and makes the partition refuse
 further writes (`StorageFailedError`, sticky until restart), since the disk's state is then unknown.
+
+Consumers share the loop: fetch, ack, nak, term, in-progress and consumer removal are queue items
+too. Their decisions (`consumers.py`) change the in-memory cursors in the event loop; the changed
+cursors and pending entries, any dead-letter appends and work-queue/interest removals go into the
+same transaction as the batch's publishes, and callers hear back only once it is durable. A fetch
+therefore returns messages whose delivery is already recorded: after a crash they are pending.
 """
 
 from __future__ import annotations
@@ -21,14 +27,15 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from weir.errors import ShuttingDownError, StorageFailedError, WeirError
+from weir.errors import NoSuchConsumerError, NotPendingError, ShuttingDownError, StorageFailedError, WeirError
 from weir.v1 import types_pb2
 
-from weir_partition_node import metrics
+from weir_partition_node import consumers, metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
+from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_retention
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +78,55 @@ class _DropChanges:
     size: int = 0
 
 
-_Item = _Append | _Sweep | _DropChanges
+@dataclass(slots=True)
+class _ConsumerOp:
+    """fetch | ack | nak | term | in_progress | remove, for one consumer of this partition."""
+
+    kind: str
+    consumer: str
+    future: asyncio.Future[Any]
+    seqs: list[int] = field(default_factory=list)
+    batch_size: int = 0
+    max_bytes: int = 0
+    delay_ms: int = 0
+    strict: bool = True  # ack: fail the item when a seq is not pending (single Ack) or report per seq
+    size: int = 0
+
+
+_Item = _Append | _Sweep | _DropChanges | _ConsumerOp
+_FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One message a fetch delivered: the stored record and this delivery's count."""
+
+    seq: int
+    record: bytes
+    deliver_count: int
+
+
+@dataclass(slots=True)
+class _CommitContext:
+    """What the decision phase of one group commit accumulates."""
+
+    now_ms: int
+    seq: int
+    records: list[Record] = field(default_factory=list)
+    subject_last: dict[str, int] = field(default_factory=dict)
+    work_queue_acked: list[int] = field(default_factory=list)
+    dead_lettered: list[int] = field(default_factory=list)
+    touched_cursors: dict[str, ConsumerCursor] = field(default_factory=dict)
+    consumer_deletes: list[str] = field(default_factory=list)
+    consumers_changed: bool = False
+
+    def append(self, subject: str, ts_ms: int, message: types_pb2.Message) -> int:
+        self.seq += 1
+        message.seq = self.seq
+        message.ts_ms = ts_ms
+        self.records.append(make_record(self.seq, ts_ms, subject, message.SerializeToString()))
+        self.subject_last[subject] = self.seq
+        return self.seq
 
 
 @dataclass(slots=True)
@@ -87,6 +142,7 @@ class StreamView:
 
     name: str
     bounds: LimitsBounds = field(default_factory=LimitsBounds)
+    retention: int = types_pb2.RETENTION_POLICY_LIMITS
 
 
 class Partition:
@@ -114,6 +170,8 @@ class Partition:
         self.msg_count = state.msg_count
         self.bytes = state.bytes
         self.last_change_seq = state.last_change_seq
+        self.consumers: dict[str, ConsumerCursor] = {}
+        self._waiters: set[asyncio.Future[None]] = set()
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
         self._closing = False
@@ -151,9 +209,62 @@ class Partition:
         await self._put(_DropChanges(change_seq, future))
         await future
 
+    # -- consumers (event loop) -------------------------------------------------------------------
+
+    def restore_consumer(self, spec: ConsumerSpec, start_last_delivered: int, stored: StoredConsumer | None) -> None:
+        """Register a consumer: from its stored state when that belongs to this incarnation, else
+        fresh at `start_last_delivered` (the delivery policy's start, decided at creation)."""
+        if stored is not None and stored.incarnation == spec.incarnation:
+            cursor = ConsumerCursor(
+                spec,
+                stored.ack_floor,
+                stored.last_delivered,
+                {seq: Pending(at, count, due) for seq, at, count, due in stored.pending},
+                Counters(*stored.totals),
+            )
+            cursor.earliest_redeliver_ms = min((entry[3] for entry in stored.pending), default=consumers.NEVER)
+        else:
+            cursor = ConsumerCursor(spec, start_last_delivered, start_last_delivered)
+        self.consumers[spec.name] = cursor
+
+    def ready_for(self, name: str, now_ms: int) -> bool:
+        """Whether a fetch could deliver something now (cheap, in memory: no queue round trip)."""
+        cursor = self.consumers.get(name)
+        if cursor is None:
+            return True  # let the fetch fail with no_such_consumer
+        if len(cursor.pending) >= cursor.spec.max_ack_pending:
+            return False
+        return cursor.last_delivered < self.last_seq or cursor.earliest_redeliver_ms <= now_ms
+
+    async def consumer_op(self, op: _ConsumerOp) -> Any:
+        await self._put(op)
+        return await op.future
+
+    def new_op(self, kind: str, consumer: str, **fields: Any) -> _ConsumerOp:
+        return _ConsumerOp(kind, consumer, asyncio.get_running_loop().create_future(), **fields)
+
+    async def wait_for_work(self, timeout_s: float) -> None:
+        """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
+        or after `timeout_s`."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters.discard(waiter)
+
+    def wake_waiters(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
     async def close(self) -> None:
         """Stop accepting writes, commit what is queued, stop the loop (does not close the log)."""
         self._closing = True
+        self.wake_waiters()
         await self._queue.join()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -210,60 +321,24 @@ class Partition:
             self._fail_items(items, self._failure)
             return
         started = time.perf_counter()
-        now_ms = self._clock.now_ms()
-        seq = self.last_seq
-        records: list[Record] = []
-        outcomes: list[list[AppendOutcome]] = []
-        subject_last: dict[str, int] = {}
-        partition = self.index
+        context = _CommitContext(self._clock.now_ms(), self.last_seq)
+        results: list[Any] = []
         for item in items:
-            if not isinstance(item, _Append):
-                continue
-            item_outcomes: list[AppendOutcome] = []
-            for entry in item.entries:
-                if entry.expected_last_seq is not None:
-                    actual = subject_last.get(entry.subject)
-                    if actual is None:
-                        actual = self.log.subject_last_seq(entry.subject)
-                    if actual != entry.expected_last_seq:
-                        item_outcomes.append(
-                            AppendOutcome(
-                                actual,
-                                "wrong_revision",
-                                f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
-                            )
-                        )
-                        continue
-                seq += 1
-                ts_ms = entry.ts_ms or now_ms
-                encoded = types_pb2.Message(
-                    seq=seq,
-                    subject=entry.subject,
-                    ts_ms=ts_ms,
-                    headers=entry.headers,
-                    payload=entry.payload,
-                    partition=partition,
-                ).SerializeToString()
-                records.append(make_record(seq, ts_ms, entry.subject, encoded))
-                subject_last[entry.subject] = seq
-                item_outcomes.append(AppendOutcome(seq))
-            outcomes.append(item_outcomes)
+            if isinstance(item, _Append):
+                results.append(self._decide_append(item, context))
+            elif isinstance(item, _ConsumerOp):
+                try:
+                    results.append(self._decide_consumer_op(item, context))
+                except WeirError as error:
+                    results.append(error)
+            else:
+                results.append(None)
+        records = context.records
+        seq = context.seq
+        now_ms = context.now_ms
 
-        bounds = self.stream.bounds
-        plan = RetentionPlan()
+        plan = self._plan_retention(context)
         appended_bytes = sum(record[3] for record in records)
-        if bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records):
-            new_rows = [NewRow(r[0], r[3], r[1], r[2]) for r in records]
-            plan = plan_retention(
-                bounds=bounds,
-                now_ms=now_ms,
-                stored_count=self.msg_count,
-                stored_bytes=self.bytes,
-                first_seq=self.first_seq,
-                new_rows=new_rows,
-                oldest=self.log.oldest,
-                subject_excess=self.log.subject_excess,
-            )
         drop_changes_before = max(
             (item.before_change_seq for item in items if isinstance(item, _DropChanges)), default=0
         )
@@ -288,6 +363,14 @@ class Partition:
                     )
                 )
             )
+        for reason, rows in plan.consumer_removals.items():
+            change_kinds.append(
+                self._change(
+                    remove=types_pb2.RemoveChange(
+                        seqs=[row.seq for row in rows], removed_bytes=sum(row.size for row in rows), reason=reason
+                    )
+                )
+            )
         if plan.truncate_before:
             change_kinds.append(
                 self._change(
@@ -299,23 +382,28 @@ class Partition:
                     )
                 )
             )
+        batch = CommitBatch(
+            records=records,
+            remove_seqs=plan.all_remove_seqs(),
+            truncate_before=plan.truncate_before,
+            last_seq=seq,
+            drop_changes_before=drop_changes_before,
+            consumer_deletes=context.consumer_deletes,
+        )
+        for cursor in context.touched_cursors.values():
+            change_kinds.append(self._store_cursor(cursor, batch))
         change_seqs = await self._feed.allocate(len(change_kinds)) if change_kinds else []
-        stored_changes: list[tuple[int, int, bytes]] = []
         for change_seq, change in zip(change_seqs, change_kinds, strict=True):
             change.change_seq = change_seq
             change.ts_ms = now_ms
-            stored_changes.append((change_seq, now_ms, change.SerializeToString()))
+            batch.changes.append((change_seq, now_ms, change.SerializeToString()))
 
-        batch = CommitBatch(
-            records=records,
-            remove_seqs=plan.remove_seqs,
-            truncate_before=plan.truncate_before,
-            changes=stored_changes,
-            last_seq=seq,
-            drop_changes_before=drop_changes_before,
-        )
+        empty = not (batch.records or batch.remove_seqs or batch.truncate_before or batch.changes)
+        empty = empty and not (batch.drop_changes_before or batch.consumer_deletes)
         try:
-            if self._executor is None:
+            if empty:
+                pass  # nothing to store (say, fetches that found nothing): no thread hop
+            elif self._executor is None:
                 self.log.commit(batch)
             else:
                 await asyncio.get_running_loop().run_in_executor(self._executor, self.log.commit, batch)
@@ -332,6 +420,9 @@ class Partition:
             if not isinstance(error, Exception):
                 raise
             return
+        finally:
+            for cursor in context.touched_cursors.values():
+                cursor.reset_commit()
 
         # Committed: update the cached totals, then answer the callers.
         self.last_seq = seq
@@ -345,19 +436,18 @@ class Partition:
             self.last_change_seq = change_seqs[-1]
         self._feed.settle(change_seqs)
 
-        outcome_iter = iter(outcomes)
-        for item in items:
-            outcome = next(outcome_iter) if isinstance(item, _Append) else None
+        for item, result in zip(items, results, strict=True):
             if item.future.done():  # the caller went away (cancelled); the data is committed anyway
                 continue
-            if isinstance(item, _Append):
-                assert outcome is not None
-                item.future.set_result(outcome)
+            if isinstance(result, WeirError):
+                item.future.set_exception(result)
             elif isinstance(item, _Sweep):
                 item.future.set_result(plan.removed_count)
             else:
-                item.future.set_result(None)
+                item.future.set_result(result)
 
+        if records or context.touched_cursors or context.consumers_changed:
+            self.wake_waiters()
         if records:
             self._published_messages.inc(len(records))
             self._published_bytes.inc(appended_bytes)
@@ -366,6 +456,225 @@ class Partition:
         metrics.GROUP_COMMIT_MESSAGES.observe(len(records))
         metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
         self._publish_gauges()
+
+    # -- decisions (event loop, before the commit) ------------------------------------------------
+
+    def _decide_append(self, item: _Append, context: _CommitContext) -> list[AppendOutcome]:
+        outcomes: list[AppendOutcome] = []
+        subject_last = context.subject_last
+        now_ms = context.now_ms
+        partition = self.index
+        records = context.records
+        for entry in item.entries:
+            if entry.expected_last_seq is not None:
+                actual = subject_last.get(entry.subject)
+                if actual is None:
+                    actual = self.log.subject_last_seq(entry.subject)
+                if actual != entry.expected_last_seq:
+                    outcomes.append(
+                        AppendOutcome(
+                            actual,
+                            "wrong_revision",
+                            f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
+                        )
+                    )
+                    continue
+            context.seq += 1
+            seq = context.seq
+            ts_ms = entry.ts_ms or now_ms
+            encoded = types_pb2.Message(
+                seq=seq,
+                subject=entry.subject,
+                ts_ms=ts_ms,
+                headers=entry.headers,
+                payload=entry.payload,
+                partition=partition,
+            ).SerializeToString()
+            records.append(make_record(seq, ts_ms, entry.subject, encoded))
+            subject_last[entry.subject] = seq
+            outcomes.append(AppendOutcome(seq))
+        return outcomes
+
+    def _decide_consumer_op(self, op: _ConsumerOp, context: _CommitContext) -> Any:
+        if op.kind == "remove":  # also clears stale stored state of a consumer not registered here
+            self.consumers.pop(op.consumer, None)
+            context.touched_cursors.pop(op.consumer, None)
+            context.consumer_deletes.append(op.consumer)
+            context.consumers_changed = True
+            return None
+        cursor = self.consumers.get(op.consumer)
+        if cursor is None:
+            raise NoSuchConsumerError(
+                f"stream {self.stream.name!r} has no consumer {op.consumer!r}",
+                stream=self.stream.name,
+                consumer=op.consumer,
+            )
+        if op.kind == "fetch":
+            return self._fetch(cursor, op.batch_size, op.max_bytes, context)
+        if op.kind == "ack":
+            results = consumers.ack(cursor, op.seqs)
+            if op.strict and results[0] is None:  # single Ack (one seq): nothing changed, the call fails
+                raise self._not_pending(cursor, op.seqs[0])
+            acked = [seq for seq in results if seq is not None]
+            if acked:
+                context.touched_cursors[cursor.spec.name] = cursor
+                if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
+                    context.work_queue_acked.extend(acked)
+            return [
+                (seq, "ok", "")
+                if result is not None
+                else (seq, "not_pending", consumers.not_pending_reason(cursor, seq))
+                for seq, result in zip(op.seqs, results, strict=True)
+            ]
+        (seq,) = op.seqs
+        if seq not in cursor.pending:
+            raise self._not_pending(cursor, seq)
+        context.touched_cursors[cursor.spec.name] = cursor
+        if op.kind == "nak":
+            consumers.nak(cursor, seq, context.now_ms, op.delay_ms)
+            return None
+        if op.kind == "term":
+            consumers.term(cursor, seq)
+            return None
+        if op.kind == "in_progress":
+            return consumers.in_progress(cursor, seq, context.now_ms)
+        raise AssertionError(f"unknown consumer op {op.kind}")
+
+    def _not_pending(self, cursor: ConsumerCursor, seq: int) -> NotPendingError:
+        return NotPendingError(
+            consumers.not_pending_reason(cursor, seq),
+            stream=self.stream.name,
+            partition=self.index,
+            consumer=cursor.spec.name,
+            seq=seq,
+        )
+
+    def _fetch(
+        self, cursor: ConsumerCursor, batch_size: int, max_bytes: int, context: _CommitContext
+    ) -> list[Delivery]:
+        now_ms = context.now_ms
+        spec = cursor.spec
+        room = spec.max_ack_pending - len(cursor.pending)
+        want = min(batch_size, room)
+        deliveries: list[Delivery] = []
+        due = consumers.scan_due(cursor, now_ms, max(want, 0))
+        for seq in due.exhausted:
+            self._dead_letter(cursor, seq, context)
+        used_bytes = 0
+        for seq in due.redeliver:
+            record = self.log.get(seq)
+            if record is None:  # retention removed it meanwhile: nothing left to redeliver
+                consumers.forget(cursor, seq)
+                continue
+            if deliveries and used_bytes + len(record) > max_bytes:
+                break
+            used_bytes += len(record)
+            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms)))
+        if due.exhausted or due.redeliver:
+            context.touched_cursors[spec.name] = cursor
+        want -= len(deliveries)
+        if want > 0 and cursor.last_delivered < self.last_seq and used_bytes < max_bytes:
+            rows, scanned, at_end = self.log.read_matching(
+                cursor.last_delivered + 1, want, max_bytes - used_bytes, spec.accepts, _FILTER_SCAN_ROWS
+            )
+            for seq, record in rows:
+                consumers.deliver_new(cursor, seq, now_ms)
+                deliveries.append(Delivery(seq, record, 1))
+            last = self.last_seq if at_end else min(scanned, self.last_seq)
+            if last > cursor.last_delivered:
+                cursor.last_delivered = last
+                cursor.commit_counts()
+                context.touched_cursors[spec.name] = cursor
+        return deliveries
+
+    def _dead_letter(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> None:
+        """`seq` reached max_deliver: append it under the dead letter subject, or drop it."""
+        pending = consumers.forget(cursor, seq)
+        spec = cursor.spec
+        counts = cursor.commit_counts()
+        record = self.log.get(seq)
+        if not spec.dead_letter_subject or record is None:
+            counts.dropped += 1
+            cursor.totals.dropped += 1
+            return
+        original = types_pb2.Message.FromString(record)
+        message = consumers.dead_letter_message(
+            original,
+            stream=self.stream.name,
+            consumer=spec.name,
+            subject=spec.dead_letter_subject,
+            deliver_count=pending.deliver_count,
+        )
+        context.append(spec.dead_letter_subject, context.now_ms, message)
+        counts.dead_lettered += 1
+        cursor.totals.dead_lettered += 1
+        if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
+            context.dead_lettered.append(seq)  # moved, not copied
+
+    def _plan_retention(self, context: _CommitContext) -> RetentionPlan:
+        bounds = self.stream.bounds
+        records = context.records
+        removals: dict[str, list[RowInfo]] = {}
+        if context.work_queue_acked:
+            removals["work_queue_ack"] = self.log.rows(context.work_queue_acked)
+        if context.dead_lettered:
+            removals["dead_letter"] = self.log.rows(context.dead_lettered)
+        keep_from = 0
+        if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
+            for cursor in context.touched_cursors.values():
+                cursor.recompute_floor()
+            keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
+        needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
+        if not needed and keep_from <= self.first_seq:
+            return RetentionPlan()
+        new_rows = [NewRow(r[0], r[3], r[1], r[2]) for r in records]
+        return plan_retention(
+            bounds=bounds,
+            now_ms=context.now_ms,
+            stored_count=self.msg_count,
+            stored_bytes=self.bytes,
+            first_seq=self.first_seq,
+            new_rows=new_rows,
+            oldest=self.log.oldest,
+            subject_excess=self.log.subject_excess,
+            keep_from_seq=keep_from,
+            removals=removals,
+        )
+
+    def _store_cursor(self, cursor: ConsumerCursor, batch: CommitBatch) -> types_pb2.Change:
+        """Put a changed cursor into `batch`; returns its ConsumerStateChange."""
+        cursor.recompute_floor()
+        spec = cursor.spec
+        name = spec.name
+        batch.consumer_states.append(
+            (name, spec.incarnation, cursor.ack_floor, cursor.last_delivered, *cursor.totals.as_tuple())
+        )
+        pending = cursor.pending
+        for seq in cursor.touched:
+            entry = pending.get(seq)
+            if entry is None:
+                batch.pending_deletes.append((name, seq))
+            else:
+                batch.pending_upserts.append(
+                    (name, seq, entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
+                )
+        counts = cursor.counts or consumers.CommitCounts()
+        return self._change(
+            consumer_state=types_pb2.ConsumerStateChange(
+                consumer=name,
+                ack_floor=cursor.ack_floor,
+                last_delivered=cursor.last_delivered,
+                pending_count=len(pending),
+                delivered=counts.delivered,
+                redelivered=counts.redelivered,
+                acked=counts.acked,
+                naked=counts.naked,
+                termed=counts.termed,
+                in_progress=counts.in_progress,
+                dead_lettered=counts.dead_lettered,
+                dropped=counts.dropped,
+            )
+        )
 
     def _change(self, **kind: Any) -> types_pb2.Change:
         return types_pb2.Change(

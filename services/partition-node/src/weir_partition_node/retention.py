@@ -5,11 +5,15 @@ messages of each subject; then the oldest messages are removed while the partiti
 `max_msgs` messages, more than `max_bytes` record bytes, or the oldest message is older than
 `max_age_ms`. Removal of the oldest messages is a prefix truncation (everything below a seq), so the
 log stays a contiguous range apart from per-subject removals.
+
+Consumers add two causes: Interest retention removes the prefix below `keep_from_seq` (the lowest
+ack floor + 1 over the stream's consumers), and WorkQueue retention removes acknowledged messages
+(`removals`, decided by the consumer code and counted here so the Limits bounds see them gone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from weir_partition_node.storage.base import RowInfo
@@ -39,14 +43,24 @@ class RetentionPlan:
     truncated_count: int = 0
     truncated_bytes: int = 0
     truncate_reason: str = ""
+    # Removals decided by consumers, by reason ("work_queue_ack", "dead_letter").
+    consumer_removals: dict[str, list[RowInfo]] = field(default_factory=dict)
+    consumer_removed_count: int = 0
+    consumer_removed_bytes: int = 0
 
     @property
     def removed_count(self) -> int:
-        return len(self.remove_seqs) + self.truncated_count
+        return len(self.remove_seqs) + self.truncated_count + self.consumer_removed_count
 
     @property
     def total_removed_bytes(self) -> int:
-        return self.removed_bytes + self.truncated_bytes
+        return self.removed_bytes + self.truncated_bytes + self.consumer_removed_bytes
+
+    def all_remove_seqs(self) -> list[int]:
+        seqs = list(self.remove_seqs)
+        for rows in self.consumer_removals.values():
+            seqs.extend(row.seq for row in rows)
+        return seqs
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,15 +81,29 @@ def plan_retention(
     new_rows: Sequence[NewRow],
     oldest: Callable[[int, int], list[RowInfo]],
     subject_excess: Callable[[str, int], list[RowInfo]],
+    keep_from_seq: int = 0,
+    removals: Mapping[str, Sequence[RowInfo]] | None = None,
 ) -> RetentionPlan:
     """Decide removals for a partition holding `stored_count`/`stored_bytes` from `first_seq` on,
     about to append `new_rows`.
 
     `oldest(from_seq, limit)` lists stored rows (oldest first) and `subject_excess(subject, keep)`
     the stored rows of a subject beyond its `keep` newest; both read committed storage only.
+    `keep_from_seq` (Interest) removes every seq below it; `removals` (stored rows, by reason) are
+    removed whatever the bounds say.
     """
     plan = RetentionPlan()
     removed: set[int] = set()
+    for reason, stored_rows in (removals or {}).items():
+        kept: list[RowInfo] = []
+        for stored in stored_rows:
+            if stored.seq >= first_seq and stored.seq not in removed:
+                removed.add(stored.seq)
+                kept.append(stored)
+                plan.consumer_removed_count += 1
+                plan.consumer_removed_bytes += stored.size
+        if kept:
+            plan.consumer_removals[reason] = kept
     if bounds.max_msgs_per_subject:
         by_subject: dict[str, list[NewRow]] = {}
         for row in new_rows:
@@ -86,14 +114,16 @@ def plan_retention(
             if keep_stored < 0:
                 doomed.extend((r.seq, r.size) for r in rows[:-keep_stored])
             for seq, size in doomed:
+                if seq in removed:
+                    continue
                 removed.add(seq)
                 plan.remove_seqs.append(seq)
                 plan.removed_bytes += size
-    if not bounds.any_prefix_bound:
+    if not bounds.any_prefix_bound and keep_from_seq <= first_seq:
         return plan
 
     count = stored_count + len(new_rows) - len(removed)
-    total = stored_bytes + sum(row.size for row in new_rows) - plan.removed_bytes
+    total = stored_bytes + sum(row.size for row in new_rows) - plan.removed_bytes - plan.consumer_removed_bytes
     age_cutoff = now_ms - bounds.max_age_ms if bounds.max_age_ms else None
     for candidate in _rows_in_order(first_seq, new_rows, oldest):
         if candidate.seq in removed:
@@ -105,6 +135,8 @@ def plan_retention(
             reason = "max_bytes"
         elif age_cutoff is not None and candidate.ts_ms < age_cutoff:
             reason = "max_age"
+        elif candidate.seq < keep_from_seq:
+            reason = "interest"
         if not reason:
             break
         plan.truncate_reason = plan.truncate_reason or reason

@@ -19,8 +19,9 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 
+from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
-from weir_partition_node.servicers import ChangeFeedServicer, StreamsServicer
+from weir_partition_node.servicers import ChangeFeedServicer, StreamsServicer, TestClockServicer
 from weir_partition_node.settings import NodeSettings
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,11 @@ class NodeProcess:
         self.node = await Node.open(settings)
         streams_pb2_grpc.add_StreamsServicer_to_server(StreamsServicer(self.node), self._client_server)
         internal_pb2_grpc.add_ChangeFeedServicer_to_server(ChangeFeedServicer(self.node), self._internal_server)
+        internal_services = [internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name]
+        if isinstance(self.node.clock, ManualClock):
+            logger.warning("test clock enabled: time moves only through TestClock.AdvanceClock")
+            internal_pb2_grpc.add_TestClockServicer_to_server(TestClockServicer(self.node.clock), self._internal_server)
+            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["TestClock"].full_name)
         for server in (self._client_server, self._internal_server):
             health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         reflection.enable_server_reflection(
@@ -69,12 +75,7 @@ class NodeProcess:
             self._client_server,
         )
         reflection.enable_server_reflection(
-            [
-                internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name,
-                health.SERVICE_NAME,
-                reflection.SERVICE_NAME,
-            ],
-            self._internal_server,
+            [*internal_services, health.SERVICE_NAME, reflection.SERVICE_NAME], self._internal_server
         )
         self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
         self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")

@@ -18,7 +18,9 @@ from weir.errors import InternalError, WeirError, WrongRevisionError
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from weir_partition_node import metrics
+from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
+from weir_partition_node.partition import Delivery
 
 logger = logging.getLogger(__name__)
 Request = TypeVar("Request")
@@ -28,7 +30,15 @@ _WATCH_TYPES = {
     "stream_created": streams_pb2.WATCH_EVENT_TYPE_STREAM_CREATED,
     "stream_updated": streams_pb2.WATCH_EVENT_TYPE_STREAM_UPDATED,
     "stream_deleted": streams_pb2.WATCH_EVENT_TYPE_STREAM_DELETED,
+    "consumer_created": streams_pb2.WATCH_EVENT_TYPE_CONSUMER_CREATED,
+    "consumer_deleted": streams_pb2.WATCH_EVENT_TYPE_CONSUMER_DELETED,
 }
+
+
+def _fill(message: types_pb2.Message, delivery: Delivery) -> types_pb2.Message:
+    message.MergeFromString(delivery.record)  # the stored encoding already carries seq and partition
+    message.deliver_count = delivery.deliver_count
+    return message
 
 
 def _as_weir_error(method: str, error: Exception) -> WeirError:
@@ -179,13 +189,102 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @server_stream
     async def WatchStreams(self, request: streams_pb2.WatchStreamsRequest, context: Any) -> AsyncIterator[Any]:
         async for change in self.node.watch_lifecycle(request.from_change_seq):
+            kind = change.WhichOneof("kind") or ""
+            consumer = ""
+            if kind == "consumer_created":
+                consumer = change.consumer_created.config.name
+            elif kind == "consumer_deleted":
+                consumer = change.consumer_deleted.consumer
             yield streams_pb2.WatchEvent(
-                type=_WATCH_TYPES[change.WhichOneof("kind") or ""],
+                type=_WATCH_TYPES[kind],
                 ts_ms=change.ts_ms,
                 node_id=self.node.node_id,
                 stream=change.stream,
                 change_seq=change.change_seq,
+                consumer=consumer,
             )
+
+    # -- consumers ---------------------------------------------------------------------------------
+
+    @unary
+    async def CreateConsumer(self, request: streams_pb2.CreateConsumerRequest, context: Any) -> Any:
+        info = await self.node.create_consumer(request.stream, request.config)
+        return streams_pb2.CreateConsumerResponse(info=info)
+
+    @unary
+    async def DeleteConsumer(self, request: streams_pb2.DeleteConsumerRequest, context: Any) -> Any:
+        await self.node.delete_consumer(request.stream, request.consumer)
+        return streams_pb2.DeleteConsumerResponse()
+
+    @unary
+    async def ListConsumers(self, request: streams_pb2.ListConsumersRequest, context: Any) -> Any:
+        return streams_pb2.ListConsumersResponse(consumers=self.node.list_consumers(request.stream))
+
+    @unary
+    async def GetConsumerInfo(self, request: streams_pb2.GetConsumerInfoRequest, context: Any) -> Any:
+        return streams_pb2.GetConsumerInfoResponse(info=self.node.consumer_info(request.stream, request.consumer))
+
+    @unary
+    async def Fetch(self, request: streams_pb2.FetchRequest, context: Any) -> Any:
+        deliveries = await self.node.fetch(
+            request.stream,
+            request.consumer,
+            request.partition,
+            batch_size=request.batch_size,
+            max_wait_ms=request.max_wait_ms,
+            max_bytes=request.max_bytes,
+        )
+        response = streams_pb2.FetchResponse()
+        add = response.messages.add
+        for delivery in deliveries:
+            _fill(add(), delivery)
+        return response
+
+    @unary
+    async def Ack(self, request: streams_pb2.AckRequest, context: Any) -> Any:
+        await self.node.ack(request.stream, request.consumer, request.partition, request.seq)
+        return streams_pb2.AckResponse()
+
+    @unary
+    async def AckBatch(self, request: streams_pb2.AckBatchRequest, context: Any) -> Any:
+        results = await self.node.ack_batch(request.stream, request.consumer, request.partition, request.seqs)
+        response = streams_pb2.AckBatchResponse()
+        add = response.results.add
+        for seq, code, message in results:
+            add(seq=seq, result_code=code, message=message)
+        return response
+
+    @unary
+    async def Nak(self, request: streams_pb2.NakRequest, context: Any) -> Any:
+        await self.node.nak(request.stream, request.consumer, request.partition, request.seq, request.delay_ms)
+        return streams_pb2.NakResponse()
+
+    @unary
+    async def Term(self, request: streams_pb2.TermRequest, context: Any) -> Any:
+        await self.node.term(request.stream, request.consumer, request.partition, request.seq)
+        return streams_pb2.TermResponse()
+
+    @unary
+    async def InProgress(self, request: streams_pb2.InProgressRequest, context: Any) -> Any:
+        redeliver_at_ms = await self.node.in_progress(request.stream, request.consumer, request.partition, request.seq)
+        return streams_pb2.InProgressResponse(redeliver_at_ms=redeliver_at_ms)
+
+    @server_stream
+    async def Subscribe(self, request: streams_pb2.SubscribeRequest, context: Any) -> AsyncIterator[Any]:
+        async for item in self.node.subscribe(
+            request.stream,
+            request.consumer,
+            partitions=request.partitions,
+            batch_size=request.batch_size,
+            stop_when_empty=request.stop_when_empty,
+            deliver_group=request.deliver_group,
+        ):
+            if isinstance(item, str):
+                yield streams_pb2.SubscribeEvent(stopped=streams_pb2.SubscribeStopped(reason=item))
+                return
+            event = streams_pb2.SubscribeEvent()
+            _fill(event.message, item[1])
+            yield event
 
 
 def _change_batch(message: Any, records: list[bytes]) -> None:
@@ -217,4 +316,16 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
             yield batch
 
 
-__all__ = ["ChangeFeedServicer", "StreamsServicer", "types_pb2"]
+class TestClockServicer(internal_pb2_grpc.TestClockServicer):
+    """weir.v1.TestClock on the internal port; registered only with WEIR_NODE_TEST_CLOCK=true."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        self.clock = clock
+
+    @unary
+    async def AdvanceClock(self, request: internal_pb2.AdvanceClockRequest, context: Any) -> Any:
+        self.clock.advance(request.delta_ms)
+        return internal_pb2.AdvanceClockResponse(now_ms=self.clock.now_ms())
+
+
+__all__ = ["ChangeFeedServicer", "StreamsServicer", "TestClockServicer", "types_pb2"]

@@ -35,6 +35,11 @@ class NodeSettings(BaseSettings):
     shutdown_grace_ms: int = Field(5000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     max_concurrent_rpcs: int = Field(20_000, ge=1, description="RPCs handled at once per server.")
     log_level: str = Field("INFO", description="Python logging level.")
+    test_clock: bool = Field(
+        False,
+        description="Tests only: read time from a manual clock moved by the internal TestClock service "
+        "(AdvanceClock), so ack_wait, nak delays and max_age can be tested without sleeping.",
+    )
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from weir.v1 import types_pb2 as weir_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16weir/v1/internal.proto\x12\x07weir.v1\x1a\x13weir/v1/types.proto\"B\n\x12ReadChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x13\n\x0bmax_changes\x18\x02 \x01(\r\"z\n\x13ReadChangesResponse\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0fnext_change_seq\x18\x02 \x01(\x04\x12\x17\n\x0flast_change_seq\x18\x03 \x01(\x04\x12\x0f\n\x07node_id\x18\x04 \x01(\t\"L\n\x12TailChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x1d\n\x15max_changes_per_batch\x18\x02 \x01(\r\"Y\n\x0b\x43hangeBatch\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0flast_change_seq\x18\x02 \x01(\x04\x12\x0f\n\x07node_id\x18\x03 \x01(\t2\x9a\x01\n\nChangeFeed\x12H\n\x0bReadChanges\x12\x1b.weir.v1.ReadChangesRequest\x1a\x1c.weir.v1.ReadChangesResponse\x12\x42\n\x0bTailChanges\x12\x1b.weir.v1.TailChangesRequest\x1a\x14.weir.v1.ChangeBatch0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16weir/v1/internal.proto\x12\x07weir.v1\x1a\x13weir/v1/types.proto\"B\n\x12ReadChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x13\n\x0bmax_changes\x18\x02 \x01(\r\"z\n\x13ReadChangesResponse\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0fnext_change_seq\x18\x02 \x01(\x04\x12\x17\n\x0flast_change_seq\x18\x03 \x01(\x04\x12\x0f\n\x07node_id\x18\x04 \x01(\t\"L\n\x12TailChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x1d\n\x15max_changes_per_batch\x18\x02 \x01(\r\"Y\n\x0b\x43hangeBatch\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0flast_change_seq\x18\x02 \x01(\x04\x12\x0f\n\x07node_id\x18\x03 \x01(\t\"\'\n\x13\x41\x64vanceClockRequest\x12\x10\n\x08\x64\x65lta_ms\x18\x01 \x01(\x04\"&\n\x14\x41\x64vanceClockResponse\x12\x0e\n\x06now_ms\x18\x01 \x01(\x03\x32\x9a\x01\n\nChangeFeed\x12H\n\x0bReadChanges\x12\x1b.weir.v1.ReadChangesRequest\x1a\x1c.weir.v1.ReadChangesResponse\x12\x42\n\x0bTailChanges\x12\x1b.weir.v1.TailChangesRequest\x1a\x14.weir.v1.ChangeBatch0\x01\x32X\n\tTestClock\x12K\n\x0c\x41\x64vanceClock\x12\x1c.weir.v1.AdvanceClockRequest\x1a\x1d.weir.v1.AdvanceClockResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,6 +40,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TAILCHANGESREQUEST']._serialized_end=324
   _globals['_CHANGEBATCH']._serialized_start=326
   _globals['_CHANGEBATCH']._serialized_end=415
-  _globals['_CHANGEFEED']._serialized_start=418
-  _globals['_CHANGEFEED']._serialized_end=572
+  _globals['_ADVANCECLOCKREQUEST']._serialized_start=417
+  _globals['_ADVANCECLOCKREQUEST']._serialized_end=456
+  _globals['_ADVANCECLOCKRESPONSE']._serialized_start=458
+  _globals['_ADVANCECLOCKRESPONSE']._serialized_end=496
+  _globals['_CHANGEFEED']._serialized_start=499
+  _globals['_CHANGEFEED']._serialized_end=653
+  _globals['_TESTCLOCK']._serialized_start=655
+  _globals['_TESTCLOCK']._serialized_end=743
 # @@protoc_insertion_point(module_scope)

@@ -44,3 +44,15 @@ class ChangeBatch(_message.Message):
     last_change_seq: int
     node_id: str
     def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
+
+class AdvanceClockRequest(_message.Message):
+    __slots__ = ("delta_ms",)
+    DELTA_MS_FIELD_NUMBER: _ClassVar[int]
+    delta_ms: int
+    def __init__(self, delta_ms: _Optional[int] = ...) -> None: ...
+
+class AdvanceClockResponse(_message.Message):
+    __slots__ = ("now_ms",)
+    NOW_MS_FIELD_NUMBER: _ClassVar[int]
+    now_ms: int
+    def __init__(self, now_ms: _Optional[int] = ...) -> None: ...

@@ -144,3 +144,85 @@ class ChangeFeed:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class TestClockStub:
+    """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
+    reads time from a manual clock that only this service moves, so tests through the real server
+    check ack_wait, nak delays and age retention without sleeping. Never enabled in production.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.AdvanceClock = channel.unary_unary(
+                '/weir.v1.TestClock/AdvanceClock',
+                request_serializer=weir_dot_v1_dot_internal__pb2.AdvanceClockRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.AdvanceClockResponse.FromString,
+                _registered_method=True)
+
+
+class TestClockServicer:
+    """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
+    reads time from a manual clock that only this service moves, so tests through the real server
+    check ack_wait, nak delays and age retention without sleeping. Never enabled in production.
+    """
+
+    def AdvanceClock(self, request, context):
+        """Move the node's clock forward by delta_ms and wake everything waiting on time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TestClockServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'AdvanceClock': grpc.unary_unary_rpc_method_handler(
+                    servicer.AdvanceClock,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.AdvanceClockRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.AdvanceClockResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'weir.v1.TestClock', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('weir.v1.TestClock', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class TestClock:
+    """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
+    reads time from a manual clock that only this service moves, so tests through the real server
+    check ack_wait, nak delays and age retention without sleeping. Never enabled in production.
+    """
+
+    @staticmethod
+    def AdvanceClock(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.TestClock/AdvanceClock',
+            weir_dot_v1_dot_internal__pb2.AdvanceClockRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.AdvanceClockResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

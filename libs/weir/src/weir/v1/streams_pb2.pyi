@@ -20,6 +20,8 @@ class WatchEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WATCH_EVENT_TYPE_STREAM_CREATED: _ClassVar[WatchEventType]
     WATCH_EVENT_TYPE_STREAM_DELETED: _ClassVar[WatchEventType]
     WATCH_EVENT_TYPE_STREAM_UPDATED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_CONSUMER_CREATED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_CONSUMER_DELETED: _ClassVar[WatchEventType]
 ACK_LEVEL_LEADER: AckLevel
 ACK_LEVEL_NONE: AckLevel
 ACK_LEVEL_ALL: AckLevel
@@ -27,6 +29,8 @@ WATCH_EVENT_TYPE_UNKNOWN: WatchEventType
 WATCH_EVENT_TYPE_STREAM_CREATED: WatchEventType
 WATCH_EVENT_TYPE_STREAM_DELETED: WatchEventType
 WATCH_EVENT_TYPE_STREAM_UPDATED: WatchEventType
+WATCH_EVENT_TYPE_CONSUMER_CREATED: WatchEventType
+WATCH_EVENT_TYPE_CONSUMER_DELETED: WatchEventType
 
 class CreateStreamRequest(_message.Message):
     __slots__ = ("config",)
@@ -281,15 +285,217 @@ class WatchStreamsRequest(_message.Message):
     def __init__(self, from_change_seq: _Optional[int] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq")
+    __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq", "consumer")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
     type: WatchEventType
     ts_ms: int
     node_id: str
     stream: str
     change_seq: int
-    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., ts_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., stream: _Optional[str] = ..., change_seq: _Optional[int] = ...) -> None: ...
+    consumer: str
+    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., ts_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., stream: _Optional[str] = ..., change_seq: _Optional[int] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class CreateConsumerRequest(_message.Message):
+    __slots__ = ("stream", "config")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    config: _types_pb2.ConsumerConfig
+    def __init__(self, stream: _Optional[str] = ..., config: _Optional[_Union[_types_pb2.ConsumerConfig, _Mapping]] = ...) -> None: ...
+
+class CreateConsumerResponse(_message.Message):
+    __slots__ = ("info",)
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    info: _types_pb2.ConsumerInfo
+    def __init__(self, info: _Optional[_Union[_types_pb2.ConsumerInfo, _Mapping]] = ...) -> None: ...
+
+class DeleteConsumerRequest(_message.Message):
+    __slots__ = ("stream", "consumer")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class DeleteConsumerResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListConsumersRequest(_message.Message):
+    __slots__ = ("stream",)
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    def __init__(self, stream: _Optional[str] = ...) -> None: ...
+
+class ListConsumersResponse(_message.Message):
+    __slots__ = ("consumers",)
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    consumers: _containers.RepeatedCompositeFieldContainer[_types_pb2.ConsumerInfo]
+    def __init__(self, consumers: _Optional[_Iterable[_Union[_types_pb2.ConsumerInfo, _Mapping]]] = ...) -> None: ...
+
+class GetConsumerInfoRequest(_message.Message):
+    __slots__ = ("stream", "consumer")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ...) -> None: ...
+
+class GetConsumerInfoResponse(_message.Message):
+    __slots__ = ("info",)
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    info: _types_pb2.ConsumerInfo
+    def __init__(self, info: _Optional[_Union[_types_pb2.ConsumerInfo, _Mapping]] = ...) -> None: ...
+
+class FetchRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "batch_size", "partition", "max_wait_ms", "max_bytes")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    batch_size: int
+    partition: int
+    max_wait_ms: int
+    max_bytes: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., partition: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class FetchResponse(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
+
+class AckRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seq: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class AckResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AckBatchRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seqs")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class AckResult(_message.Message):
+    __slots__ = ("seq", "result_code", "message")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    result_code: str
+    message: str
+    def __init__(self, seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class AckBatchResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AckResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[AckResult, _Mapping]]] = ...) -> None: ...
+
+class NakRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seq", "delay_ms")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seq: int
+    delay_ms: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., delay_ms: _Optional[int] = ...) -> None: ...
+
+class NakResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class TermRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seq: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class TermResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class InProgressRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seq: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class InProgressResponse(_message.Message):
+    __slots__ = ("redeliver_at_ms",)
+    REDELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    redeliver_at_ms: int
+    def __init__(self, redeliver_at_ms: _Optional[int] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "batch_size", "stop_when_empty", "partitions", "deliver_group")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    STOP_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    batch_size: int
+    stop_when_empty: bool
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    deliver_group: str
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., stop_when_empty: _Optional[bool] = ..., partitions: _Optional[_Iterable[int]] = ..., deliver_group: _Optional[str] = ...) -> None: ...
+
+class SubscribeEvent(_message.Message):
+    __slots__ = ("message", "stopped")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_FIELD_NUMBER: _ClassVar[int]
+    message: _types_pb2.Message
+    stopped: SubscribeStopped
+    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., stopped: _Optional[_Union[SubscribeStopped, _Mapping]] = ...) -> None: ...
+
+class SubscribeStopped(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...

@@ -99,6 +99,61 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.WatchStreamsRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.WatchEvent.FromString,
                 _registered_method=True)
+        self.CreateConsumer = channel.unary_unary(
+                '/weir.v1.Streams/CreateConsumer',
+                request_serializer=weir_dot_v1_dot_streams__pb2.CreateConsumerRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.CreateConsumerResponse.FromString,
+                _registered_method=True)
+        self.DeleteConsumer = channel.unary_unary(
+                '/weir.v1.Streams/DeleteConsumer',
+                request_serializer=weir_dot_v1_dot_streams__pb2.DeleteConsumerRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.DeleteConsumerResponse.FromString,
+                _registered_method=True)
+        self.ListConsumers = channel.unary_unary(
+                '/weir.v1.Streams/ListConsumers',
+                request_serializer=weir_dot_v1_dot_streams__pb2.ListConsumersRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.ListConsumersResponse.FromString,
+                _registered_method=True)
+        self.GetConsumerInfo = channel.unary_unary(
+                '/weir.v1.Streams/GetConsumerInfo',
+                request_serializer=weir_dot_v1_dot_streams__pb2.GetConsumerInfoRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.GetConsumerInfoResponse.FromString,
+                _registered_method=True)
+        self.Fetch = channel.unary_unary(
+                '/weir.v1.Streams/Fetch',
+                request_serializer=weir_dot_v1_dot_streams__pb2.FetchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.FetchResponse.FromString,
+                _registered_method=True)
+        self.Ack = channel.unary_unary(
+                '/weir.v1.Streams/Ack',
+                request_serializer=weir_dot_v1_dot_streams__pb2.AckRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.AckResponse.FromString,
+                _registered_method=True)
+        self.AckBatch = channel.unary_unary(
+                '/weir.v1.Streams/AckBatch',
+                request_serializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
+                _registered_method=True)
+        self.Nak = channel.unary_unary(
+                '/weir.v1.Streams/Nak',
+                request_serializer=weir_dot_v1_dot_streams__pb2.NakRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.NakResponse.FromString,
+                _registered_method=True)
+        self.Term = channel.unary_unary(
+                '/weir.v1.Streams/Term',
+                request_serializer=weir_dot_v1_dot_streams__pb2.TermRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.TermResponse.FromString,
+                _registered_method=True)
+        self.InProgress = channel.unary_unary(
+                '/weir.v1.Streams/InProgress',
+                request_serializer=weir_dot_v1_dot_streams__pb2.InProgressRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.InProgressResponse.FromString,
+                _registered_method=True)
+        self.Subscribe = channel.unary_stream(
+                '/weir.v1.Streams/Subscribe',
+                request_serializer=weir_dot_v1_dot_streams__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.SubscribeEvent.FromString,
+                _registered_method=True)
 
 
 class StreamsServicer:
@@ -201,6 +256,96 @@ class StreamsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateConsumer(self, request, context):
+        """--- Consumers ---
+        Create a durable consumer (idempotent for the same config). Errors: no_such_stream,
+        invalid_config / invalid_name / invalid_subject (INVALID_ARGUMENT), already_exists (another
+        config under that name, or a work-queue consumer whose filter overlaps an existing one).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteConsumer(self, request, context):
+        """Delete a consumer and its state. Interest retention then no longer waits for it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListConsumers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsumerInfo(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Fetch(self, request, context):
+        """Deliver up to batch_size messages of one partition: first those due for redelivery (ack_wait
+        passed or nak delay over), then new ones matching the filter. Each delivery is stored (pending
+        set, deliver_count) before the response. With max_wait_ms the call waits for messages when
+        none are ready (long poll) and returns early as soon as some are. Returns nothing while the
+        partition holds max_ack_pending unacknowledged messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Ack(self, request, context):
+        """Acknowledge one delivered message: it leaves the pending set and the ack floor advances.
+        Errors: no_such_consumer (NOT_FOUND), not_pending (FAILED_PRECONDITION: already acknowledged,
+        terminated, dead-lettered, or never delivered to this consumer).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckBatch(self, request, context):
+        """Acknowledge many (RocketMQ AckMessage style): request-level errors reject all; each entry then
+        gets its own result code ("ok" | "not_pending"); the "ok" ones commit together.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Nak(self, request, context):
+        """Negative-acknowledge: redeliver after delay_ms (0 = at once); deliver_count keeps rising.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Term(self, request, context):
+        """Terminal-acknowledge: never redeliver. Does not remove the message from a work-queue stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def InProgress(self, request, context):
+        """Still working: the ack_wait window restarts now; deliver_count unchanged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Subscribe(self, request, context):
+        """Push delivery: the server fetches in a loop and streams messages as they become deliverable;
+        it wakes on append (no polling) and keeps at most max_ack_pending unacknowledged per
+        partition. Ack with Ack/AckBatch. Ends when the client cancels, the consumer or stream is
+        deleted (a `stopped` event says why), the node shuts down, or with stop_when_empty once
+        nothing is ready. Errors: consumer_bound (FAILED_PRECONDITION) when the consumer has no
+        deliver_group and another Subscribe is bound, or the deliver_group does not match.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StreamsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -268,6 +413,61 @@ def add_StreamsServicer_to_server(servicer, server):
                     servicer.WatchStreams,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.WatchStreamsRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.WatchEvent.SerializeToString,
+            ),
+            'CreateConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateConsumer,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.CreateConsumerRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.CreateConsumerResponse.SerializeToString,
+            ),
+            'DeleteConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteConsumer,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.DeleteConsumerRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.DeleteConsumerResponse.SerializeToString,
+            ),
+            'ListConsumers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConsumers,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.ListConsumersRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.ListConsumersResponse.SerializeToString,
+            ),
+            'GetConsumerInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsumerInfo,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.GetConsumerInfoRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.GetConsumerInfoResponse.SerializeToString,
+            ),
+            'Fetch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Fetch,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.FetchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.FetchResponse.SerializeToString,
+            ),
+            'Ack': grpc.unary_unary_rpc_method_handler(
+                    servicer.Ack,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.AckRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.AckResponse.SerializeToString,
+            ),
+            'AckBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckBatch,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.SerializeToString,
+            ),
+            'Nak': grpc.unary_unary_rpc_method_handler(
+                    servicer.Nak,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.NakRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.NakResponse.SerializeToString,
+            ),
+            'Term': grpc.unary_unary_rpc_method_handler(
+                    servicer.Term,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.TermRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.TermResponse.SerializeToString,
+            ),
+            'InProgress': grpc.unary_unary_rpc_method_handler(
+                    servicer.InProgress,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.InProgressRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.InProgressResponse.SerializeToString,
+            ),
+            'Subscribe': grpc.unary_stream_rpc_method_handler(
+                    servicer.Subscribe,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.SubscribeRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.SubscribeEvent.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -621,6 +821,303 @@ class Streams:
             '/weir.v1.Streams/WatchStreams',
             weir_dot_v1_dot_streams__pb2.WatchStreamsRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.WatchEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/CreateConsumer',
+            weir_dot_v1_dot_streams__pb2.CreateConsumerRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.CreateConsumerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/DeleteConsumer',
+            weir_dot_v1_dot_streams__pb2.DeleteConsumerRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.DeleteConsumerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListConsumers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/ListConsumers',
+            weir_dot_v1_dot_streams__pb2.ListConsumersRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.ListConsumersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsumerInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/GetConsumerInfo',
+            weir_dot_v1_dot_streams__pb2.GetConsumerInfoRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.GetConsumerInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Fetch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/Fetch',
+            weir_dot_v1_dot_streams__pb2.FetchRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Ack(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/Ack',
+            weir_dot_v1_dot_streams__pb2.AckRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.AckResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/AckBatch',
+            weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Nak(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/Nak',
+            weir_dot_v1_dot_streams__pb2.NakRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.NakResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Term(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/Term',
+            weir_dot_v1_dot_streams__pb2.TermRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.TermResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InProgress(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/InProgress',
+            weir_dot_v1_dot_streams__pb2.InProgressRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.InProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/weir.v1.Streams/Subscribe',
+            weir_dot_v1_dot_streams__pb2.SubscribeRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.SubscribeEvent.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,6 +22,14 @@ class PartitionRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PARTITION_ROLE_PRIMARY: _ClassVar[PartitionRole]
     PARTITION_ROLE_SECONDARY: _ClassVar[PartitionRole]
+
+class DeliverPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DELIVER_POLICY_ALL: _ClassVar[DeliverPolicy]
+    DELIVER_POLICY_LAST: _ClassVar[DeliverPolicy]
+    DELIVER_POLICY_BY_START_SEQ: _ClassVar[DeliverPolicy]
+    DELIVER_POLICY_BY_START_TIME: _ClassVar[DeliverPolicy]
+    DELIVER_POLICY_NEW: _ClassVar[DeliverPolicy]
 RETENTION_POLICY_LIMITS: RetentionPolicy
 RETENTION_POLICY_WORK_QUEUE: RetentionPolicy
 RETENTION_POLICY_INTEREST: RetentionPolicy
@@ -29,6 +37,11 @@ STORAGE_KIND_FILE: StorageKind
 STORAGE_KIND_MEMORY: StorageKind
 PARTITION_ROLE_PRIMARY: PartitionRole
 PARTITION_ROLE_SECONDARY: PartitionRole
+DELIVER_POLICY_ALL: DeliverPolicy
+DELIVER_POLICY_LAST: DeliverPolicy
+DELIVER_POLICY_BY_START_SEQ: DeliverPolicy
+DELIVER_POLICY_BY_START_TIME: DeliverPolicy
+DELIVER_POLICY_NEW: DeliverPolicy
 
 class Limits(_message.Message):
     __slots__ = ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
@@ -162,8 +175,48 @@ class StreamDeletedChange(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ConsumerCreatedChange(_message.Message):
+    __slots__ = ("config",)
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    config: ConsumerConfig
+    def __init__(self, config: _Optional[_Union[ConsumerConfig, _Mapping]] = ...) -> None: ...
+
+class ConsumerDeletedChange(_message.Message):
+    __slots__ = ("consumer",)
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    def __init__(self, consumer: _Optional[str] = ...) -> None: ...
+
+class ConsumerStateChange(_message.Message):
+    __slots__ = ("consumer", "ack_floor", "last_delivered", "pending_count", "delivered", "redelivered", "acked", "naked", "termed", "in_progress", "dead_lettered", "dropped")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    LAST_DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    ACKED_FIELD_NUMBER: _ClassVar[int]
+    NAKED_FIELD_NUMBER: _ClassVar[int]
+    TERMED_FIELD_NUMBER: _ClassVar[int]
+    IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    ack_floor: int
+    last_delivered: int
+    pending_count: int
+    delivered: int
+    redelivered: int
+    acked: int
+    naked: int
+    termed: int
+    in_progress: int
+    dead_lettered: int
+    dropped: int
+    def __init__(self, consumer: _Optional[str] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending_count: _Optional[int] = ..., delivered: _Optional[int] = ..., redelivered: _Optional[int] = ..., acked: _Optional[int] = ..., naked: _Optional[int] = ..., termed: _Optional[int] = ..., in_progress: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+
 class Change(_message.Message):
-    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted")
+    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "consumer_state")
     CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +228,9 @@ class Change(_message.Message):
     STREAM_CREATED_FIELD_NUMBER: _ClassVar[int]
     STREAM_UPDATED_FIELD_NUMBER: _ClassVar[int]
     STREAM_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_STATE_FIELD_NUMBER: _ClassVar[int]
     change_seq: int
     ts_ms: int
     stream: str
@@ -186,4 +242,87 @@ class Change(_message.Message):
     stream_created: StreamCreatedChange
     stream_updated: StreamUpdatedChange
     stream_deleted: StreamDeletedChange
-    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ...) -> None: ...
+    consumer_created: ConsumerCreatedChange
+    consumer_deleted: ConsumerDeletedChange
+    consumer_state: ConsumerStateChange
+    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreatedChange, _Mapping]] = ..., consumer_deleted: _Optional[_Union[ConsumerDeletedChange, _Mapping]] = ..., consumer_state: _Optional[_Union[ConsumerStateChange, _Mapping]] = ...) -> None: ...
+
+class ConsumerConfig(_message.Message):
+    __slots__ = ("name", "filter_subject", "deliver_policy", "start_seq", "start_time_ms", "ack_wait_ms", "max_deliver", "dead_letter_subject", "max_ack_pending", "deliver_group")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    FILTER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_POLICY_FIELD_NUMBER: _ClassVar[int]
+    START_SEQ_FIELD_NUMBER: _ClassVar[int]
+    START_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    ACK_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELIVER_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    MAX_ACK_PENDING_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    filter_subject: str
+    deliver_policy: DeliverPolicy
+    start_seq: int
+    start_time_ms: int
+    ack_wait_ms: int
+    max_deliver: int
+    dead_letter_subject: str
+    max_ack_pending: int
+    deliver_group: str
+    def __init__(self, name: _Optional[str] = ..., filter_subject: _Optional[str] = ..., deliver_policy: _Optional[_Union[DeliverPolicy, str]] = ..., start_seq: _Optional[int] = ..., start_time_ms: _Optional[int] = ..., ack_wait_ms: _Optional[int] = ..., max_deliver: _Optional[int] = ..., dead_letter_subject: _Optional[str] = ..., max_ack_pending: _Optional[int] = ..., deliver_group: _Optional[str] = ...) -> None: ...
+
+class PendingDelivery(_message.Message):
+    __slots__ = ("seq", "delivered_at_ms", "deliver_count", "redeliver_at_ms")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REDELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    delivered_at_ms: int
+    deliver_count: int
+    redeliver_at_ms: int
+    def __init__(self, seq: _Optional[int] = ..., delivered_at_ms: _Optional[int] = ..., deliver_count: _Optional[int] = ..., redeliver_at_ms: _Optional[int] = ...) -> None: ...
+
+class ConsumerPartitionState(_message.Message):
+    __slots__ = ("partition", "ack_floor", "last_delivered", "num_ack_pending", "num_pending", "num_redelivered")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    LAST_DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    NUM_ACK_PENDING_FIELD_NUMBER: _ClassVar[int]
+    NUM_PENDING_FIELD_NUMBER: _ClassVar[int]
+    NUM_REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    ack_floor: int
+    last_delivered: int
+    num_ack_pending: int
+    num_pending: int
+    num_redelivered: int
+    def __init__(self, partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., num_redelivered: _Optional[int] = ...) -> None: ...
+
+class ConsumerInfo(_message.Message):
+    __slots__ = ("stream", "config", "created_at_ms", "partitions", "num_ack_pending", "num_pending", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    NUM_ACK_PENDING_FIELD_NUMBER: _ClassVar[int]
+    NUM_PENDING_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ACKED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    TERMED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    config: ConsumerConfig
+    created_at_ms: int
+    partitions: _containers.RepeatedCompositeFieldContainer[ConsumerPartitionState]
+    num_ack_pending: int
+    num_pending: int
+    delivered_total: int
+    acked_total: int
+    redelivered_total: int
+    dead_lettered_total: int
+    dropped_total: int
+    termed_total: int
+    def __init__(self, stream: _Optional[str] = ..., config: _Optional[_Union[ConsumerConfig, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[ConsumerPartitionState, _Mapping]]] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...

@@ -8,11 +8,16 @@ partition's commit loop); reads may run concurrently with a commit and see the l
 Every record carries a CRC32 of its encoded bytes; reads verify it and raise `CorruptRecordError`
 naming the stream, partition and seq on a mismatch. Implementations: `SqlitePartitionLog` (durable,
 one SQLite database in WAL mode) and `MemoryPartitionLog` (ephemeral streams).
+
+The same log is the partition's consumer store (`ConsumerStore`): each consumer's cursor (ack floor,
+last delivered, totals) and pending set are rows committed in the same `CommitBatch` as the appends
+and removals they cause, so a dead letter, a work-queue removal and the ack behind it are atomic.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -43,6 +48,25 @@ class RowInfo:
     ts_ms: int
 
 
+# (consumer, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered,
+#  dropped, termed)
+ConsumerStateRow = tuple[str, int, int, int, int, int, int, int, int, int]
+# (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms)
+PendingRow = tuple[str, int, int, int, int]
+
+
+@dataclass(slots=True)
+class StoredConsumer:
+    """One consumer's stored state in a partition; `pending` ordered by seq as
+    (seq, delivered_at_ms, deliver_count, redeliver_at_ms)."""
+
+    incarnation: int
+    ack_floor: int
+    last_delivered: int
+    totals: tuple[int, int, int, int, int, int]
+    pending: list[tuple[int, int, int, int]]
+
+
 @dataclass(slots=True)
 class CommitBatch:
     """One atomic write to a partition log.
@@ -58,6 +82,11 @@ class CommitBatch:
     changes: list[tuple[int, int, bytes]] = field(default_factory=list)  # (change_seq, ts_ms, record)
     last_seq: int = 0
     drop_changes_before: int = 0
+    # Consumer store, applied after the messages: drop consumers, then upsert cursors, then pending.
+    consumer_deletes: list[str] = field(default_factory=list)
+    consumer_states: list[ConsumerStateRow] = field(default_factory=list)
+    pending_upserts: list[PendingRow] = field(default_factory=list)
+    pending_deletes: list[tuple[str, int]] = field(default_factory=list)  # (consumer, seq)
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,6 +146,36 @@ class PartitionLog(Protocol):
 
     def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         """(change_seq, encoded Change) with from <= change_seq <= to, ordered, at most `limit`."""
+        ...
+
+    # -- consumer support ---------------------------------------------------------------------------
+
+    def read_matching(
+        self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
+    ) -> tuple[list[tuple[int, bytes]], int, bool]:
+        """Verified (seq, record) of messages with seq >= from_seq whose subject `accepts` (None =
+        all), in order, bounded like `read`; looks at no more than `scan_limit` messages. Returns
+        (rows, last seq looked at (from_seq - 1 when none), whether the log has nothing further)."""
+        ...
+
+    def rows(self, seqs: list[int]) -> list[RowInfo]:
+        """RowInfo of the stored messages among `seqs` (missing ones are skipped)."""
+        ...
+
+    def count_matching(self, after_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        """Stored messages with seq > after_seq whose subject `accepts` (None = all)."""
+        ...
+
+    def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
+        """Seq of the newest stored message whose subject `accepts`, 0 when none."""
+        ...
+
+    def first_seq_at_time(self, ts_ms: int) -> int:
+        """The lowest stored seq with ts_ms >= `ts_ms`, 0 when none."""
+        ...
+
+    def load_consumers(self) -> dict[str, StoredConsumer]:
+        """Every consumer's stored state in this partition."""
         ...
 
     def close(self) -> None: ...

@@ -7,9 +7,10 @@ restart loses everything. Records still carry and verify their checksum.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from weir_partition_node.storage.base import CommitBatch, LogState, Record, RowInfo, verify
+from weir_partition_node.storage.base import CommitBatch, LogState, Record, RowInfo, StoredConsumer, verify
 
 
 @dataclass(slots=True)
@@ -32,6 +33,8 @@ class MemoryPartitionLog:
         self._changes: dict[int, tuple[int, bytes]] = {}
         self._change_seqs: list[int] = []
         self._last_seq = 0
+        self._consumers: dict[str, tuple[int, ...]] = {}  # name -> state row without the name
+        self._pending: dict[str, dict[int, tuple[int, int, int]]] = {}
 
     def commit(self, batch: CommitBatch) -> None:
         # Validate first so a failing batch changes nothing (atomicity).
@@ -55,6 +58,15 @@ class MemoryPartitionLog:
             for change_seq in self._change_seqs[:cut]:
                 del self._changes[change_seq]
             del self._change_seqs[:cut]
+        for name in batch.consumer_deletes:
+            self._consumers.pop(name, None)
+            self._pending.pop(name, None)
+        for row in batch.consumer_states:
+            self._consumers[row[0]] = row[1:]
+        for name, seq in batch.pending_deletes:
+            self._pending.get(name, {}).pop(seq, None)
+        for name, seq, delivered_at, count, redeliver_at in batch.pending_upserts:
+            self._pending.setdefault(name, {})[seq] = (delivered_at, count, redeliver_at)
         self._last_seq = batch.last_seq
 
     def _insert(self, record: Record) -> None:
@@ -145,6 +157,49 @@ class MemoryPartitionLog:
             result.append((change_seq, self._changes[change_seq][1]))
         return result
 
+    def read_matching(
+        self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
+    ) -> tuple[list[tuple[int, bytes]], int, bool]:
+        limit = max_messages if accepts is None else scan_limit
+        start = bisect.bisect_left(self._seqs, from_seq)
+        found = self._seqs[start : start + limit]
+        result: list[tuple[int, bytes]] = []
+        total = 0
+        last = from_seq - 1
+        for seq in found:
+            stored = self._messages[seq]
+            if accepts is None or accepts(stored.subject):
+                if len(result) >= max_messages or (result and total + len(stored.record) > max_bytes):
+                    return result, last, False
+                total += len(stored.record)
+                result.append((seq, self._verified(seq)))
+            last = seq
+        return result, last, len(found) < limit
+
+    def rows(self, seqs: list[int]) -> list[RowInfo]:
+        return [self._row(seq) for seq in sorted(seqs) if seq in self._messages]
+
+    def count_matching(self, after_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        start = bisect.bisect_right(self._seqs, after_seq)
+        if accepts is None:
+            return len(self._seqs) - start
+        return sum(1 for seq in self._seqs[start:] if accepts(self._messages[seq].subject))
+
+    def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
+        if accepts is None:
+            return self._seqs[-1] if self._seqs else 0
+        return max((seqs[-1] for subject, seqs in self._by_subject.items() if accepts(subject)), default=0)
+
+    def first_seq_at_time(self, ts_ms: int) -> int:
+        return next((seq for seq in self._seqs if self._messages[seq].ts_ms >= ts_ms), 0)
+
+    def load_consumers(self) -> dict[str, StoredConsumer]:
+        result: dict[str, StoredConsumer] = {}
+        for name, row in self._consumers.items():
+            pending = sorted((seq, *entry) for seq, entry in self._pending.get(name, {}).items())
+            result[name] = StoredConsumer(row[0], row[1], row[2], row[3:], pending)  # type: ignore[arg-type]
+        return result
+
     def close(self) -> None:
         pass
 
@@ -154,3 +209,5 @@ class MemoryPartitionLog:
         self._by_subject.clear()
         self._changes.clear()
         self._change_seqs.clear()
+        self._consumers.clear()
+        self._pending.clear()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, verify
+from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, StoredConsumer, verify
 
 FsyncPolicy = Literal["always", "off"]
 SQLITE_MAX_INTEGER = 2**63 - 1
@@ -42,6 +43,26 @@ CREATE TABLE IF NOT EXISTS changes (
     record BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS consumers (
+    name TEXT PRIMARY KEY,
+    incarnation INTEGER NOT NULL,
+    ack_floor INTEGER NOT NULL,
+    last_delivered INTEGER NOT NULL,
+    delivered INTEGER NOT NULL,
+    acked INTEGER NOT NULL,
+    redelivered INTEGER NOT NULL,
+    dead_lettered INTEGER NOT NULL,
+    dropped INTEGER NOT NULL,
+    termed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS pending (
+    consumer TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    delivered_at_ms INTEGER NOT NULL,
+    deliver_count INTEGER NOT NULL,
+    redeliver_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (consumer, seq)
+) WITHOUT ROWID;
 """
 
 
@@ -82,6 +103,24 @@ class SqlitePartitionLog:
                 db.executemany("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", batch.changes)
             if batch.drop_changes_before > 0:
                 db.execute("DELETE FROM changes WHERE change_seq < ?", (batch.drop_changes_before,))
+            if batch.consumer_deletes:
+                names = [(name,) for name in batch.consumer_deletes]
+                db.executemany("DELETE FROM consumers WHERE name = ?", names)
+                db.executemany("DELETE FROM pending WHERE consumer = ?", names)
+            if batch.consumer_states:
+                db.executemany(
+                    "INSERT OR REPLACE INTO consumers (name, incarnation, ack_floor, last_delivered, delivered, "
+                    "acked, redelivered, dead_lettered, dropped, termed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    batch.consumer_states,
+                )
+            if batch.pending_deletes:
+                db.executemany("DELETE FROM pending WHERE consumer = ? AND seq = ?", batch.pending_deletes)
+            if batch.pending_upserts:
+                db.executemany(
+                    "INSERT OR REPLACE INTO pending (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    batch.pending_upserts,
+                )
             if batch.truncate_before > 0 or batch.remove_seqs:
                 # max(seq) stops being the last seq only when messages are removed: record it then.
                 db.execute(
@@ -186,6 +225,79 @@ class SqlitePartitionLog:
             (_clamp(from_change_seq), _clamp(to_change_seq), limit),
         ).fetchall()
         return [(int(seq), bytes(record)) for seq, record in rows]
+
+    # -- consumer support ---------------------------------------------------------------------------
+
+    def read_matching(
+        self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
+    ) -> tuple[list[tuple[int, bytes]], int, bool]:
+        limit = max_messages if accepts is None else scan_limit
+        found = self._reader.execute(
+            "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
+            (_clamp(from_seq), limit),
+        ).fetchall()
+        result: list[tuple[int, bytes]] = []
+        total = 0
+        last = from_seq - 1
+        for seq, subject, crc, record in found:
+            if accepts is None or accepts(subject):
+                if len(result) >= max_messages or (result and total + len(record) > max_bytes):
+                    return result, last, False
+                total += len(record)
+                result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+            last = seq
+        return result, last, len(found) < limit
+
+    def rows(self, seqs: list[int]) -> list[RowInfo]:
+        result: list[RowInfo] = []
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found = self._reader.execute(
+                f"SELECT seq, size, ts_ms FROM messages WHERE seq IN ({marks}) ORDER BY seq",
+                [_clamp(seq) for seq in chunk],
+            ).fetchall()
+            result.extend(RowInfo(seq, size, ts) for seq, size, ts in found)
+        return result
+
+    def count_matching(self, after_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        if accepts is None:
+            (count,) = self._reader.execute(
+                "SELECT count(*) FROM messages WHERE seq > ?", (_clamp(after_seq),)
+            ).fetchone()
+            return int(count)
+        found = self._reader.execute(
+            "SELECT subject, count(*) FROM messages WHERE seq > ? GROUP BY subject", (_clamp(after_seq),)
+        ).fetchall()
+        return sum(int(count) for subject, count in found if accepts(subject))
+
+    def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
+        if accepts is None:
+            (last,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+            return int(last)
+        found = self._reader.execute("SELECT subject, max(seq) FROM messages GROUP BY subject").fetchall()
+        return max((int(seq) for subject, seq in found if accepts(subject)), default=0)
+
+    def first_seq_at_time(self, ts_ms: int) -> int:
+        (seq,) = self._reader.execute(
+            "SELECT coalesce(min(seq), 0) FROM messages WHERE ts_ms >= ?", (_clamp(ts_ms),)
+        ).fetchone()
+        return int(seq)
+
+    def load_consumers(self) -> dict[str, StoredConsumer]:
+        consumers: dict[str, StoredConsumer] = {}
+        for name, incarnation, floor, last, *totals in self._reader.execute(
+            "SELECT name, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered, "
+            "dropped, termed FROM consumers"
+        ):
+            consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [])
+        for name, seq, delivered_at, count, redeliver_at in self._reader.execute(
+            "SELECT consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms FROM pending ORDER BY consumer, seq"
+        ):
+            stored = consumers.get(name)
+            if stored is not None:
+                stored.pending.append((seq, delivered_at, count, redeliver_at))
+        return consumers
 
     # -- lifecycle -------------------------------------------------------------------------------
 

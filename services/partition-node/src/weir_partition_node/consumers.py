@@ -1,0 +1,336 @@
+"""Durable consumers as pure decisions over in-memory state: config rules, the per-partition cursor
+(ack floor, last delivered, pending set), redelivery, settling (ack, nak, term, in progress) and the
+dead-letter message. No I/O here: the partition's commit loop reads records, calls these functions,
+stores what they changed in the same transaction as its appends, and only then answers callers.
+
+Source: the streams seed's consumer RPCs and fields (ConsumerConfigPb, ConsumerStatePb,
+PendingDeliveryPb, Fetch/Ack/Nak/Term/InProgress) and NATS JetStream's semantics where the seed is
+silent (delivery policy `new`, max_ack_pending, ack floor).
+
+Invariants of a `ConsumerCursor`:
+- `pending` maps seq -> `Pending`, in ascending seq order (new deliveries always have a higher seq
+  than anything pending, a redelivery updates an entry in place, storage loads rows by seq);
+- every pending seq is <= `last_delivered`, and `ack_floor` < every pending seq;
+- `ack_floor` = (lowest pending seq - 1) when anything is pending, else `last_delivered`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from weir.errors import InvalidConfigError
+from weir.subjects import (
+    SubjectFilter,
+    patterns_overlap,
+    subject_matches,
+    validate_name,
+    validate_pattern,
+    validate_subject,
+)
+from weir.v1 import types_pb2
+
+DEFAULT_ACK_WAIT_MS = 30_000
+DEFAULT_MAX_DELIVER = 5
+DEFAULT_MAX_ACK_PENDING = 1_000
+MAX_ACK_PENDING = 100_000
+MAX_ACK_WAIT_MS = 7 * 24 * 3600 * 1000
+DLQ_HEADER_PREFIX = "x-weir-dlq-"
+NEVER = 2**62
+
+
+def normalize_consumer_config(
+    config: types_pb2.ConsumerConfig, stream: types_pb2.StreamConfig, stream_accepts: Callable[[str], bool]
+) -> types_pb2.ConsumerConfig:
+    """The effective config (defaults filled in). Raises InvalidNameError / InvalidSubjectError /
+    InvalidConfigError naming the offending field."""
+    validate_name(config.name, "consumer name")
+    effective = types_pb2.ConsumerConfig()
+    effective.CopyFrom(config)
+    if config.filter_subject:
+        validate_pattern(config.filter_subject)
+        if stream.subjects and not any(patterns_overlap(p, config.filter_subject) for p in stream.subjects):
+            raise InvalidConfigError(
+                f"filter_subject {config.filter_subject!r} matches none of stream {stream.name!r}'s "
+                f"subjects {list(stream.subjects)}"
+            )
+    if config.deliver_policy not in types_pb2.DeliverPolicy.values():
+        raise InvalidConfigError(f"deliver_policy: unknown value {config.deliver_policy}")
+    by_seq = config.deliver_policy == types_pb2.DELIVER_POLICY_BY_START_SEQ
+    by_time = config.deliver_policy == types_pb2.DELIVER_POLICY_BY_START_TIME
+    if by_seq and config.start_seq == 0:
+        raise InvalidConfigError("start_seq: must be >= 1 with deliver_policy BY_START_SEQ")
+    if not by_seq and config.start_seq:
+        raise InvalidConfigError("start_seq: only valid with deliver_policy BY_START_SEQ")
+    if by_time and config.start_time_ms <= 0:
+        raise InvalidConfigError("start_time_ms: must be > 0 with deliver_policy BY_START_TIME")
+    if not by_time and config.start_time_ms:
+        raise InvalidConfigError("start_time_ms: only valid with deliver_policy BY_START_TIME")
+    if config.ack_wait_ms > MAX_ACK_WAIT_MS:
+        raise InvalidConfigError(f"ack_wait_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {config.ack_wait_ms}")
+    effective.ack_wait_ms = config.ack_wait_ms or DEFAULT_ACK_WAIT_MS
+    effective.max_deliver = config.max_deliver or DEFAULT_MAX_DELIVER
+    if config.max_ack_pending > MAX_ACK_PENDING:
+        raise InvalidConfigError(f"max_ack_pending: at most {MAX_ACK_PENDING}, got {config.max_ack_pending}")
+    effective.max_ack_pending = config.max_ack_pending or DEFAULT_MAX_ACK_PENDING
+    if config.deliver_group:
+        validate_name(config.deliver_group, "deliver_group")
+    if config.dead_letter_subject:
+        subject = config.dead_letter_subject
+        validate_subject(subject)
+        if not stream_accepts(subject):
+            raise InvalidConfigError(
+                f"dead_letter_subject {subject!r} matches none of stream {stream.name!r}'s subjects "
+                f"{list(stream.subjects)}; add a pattern for it (for example 'dlq.>') to the stream"
+            )
+        if subject_matches(config.filter_subject or ">", subject):
+            raise InvalidConfigError(
+                f"dead_letter_subject {subject!r} matches the consumer's own filter "
+                f"{config.filter_subject or '(every subject)'!r}: it would be delivered its own dead "
+                "letters; set a filter_subject that excludes it"
+            )
+    return effective
+
+
+@dataclass(slots=True)
+class ConsumerSpec:
+    """What every partition needs of a consumer's config (immutable for its lifetime)."""
+
+    name: str
+    incarnation: int  # the change seq of its creation: tells a re-created consumer from the old one
+    accepts: Callable[[str], bool] | None  # None = every subject
+    ack_wait_ms: int
+    max_deliver: int
+    dead_letter_subject: str
+    max_ack_pending: int
+
+    @classmethod
+    def of(cls, config: types_pb2.ConsumerConfig, incarnation: int) -> ConsumerSpec:
+        accepts = SubjectFilter([config.filter_subject]).accepts if config.filter_subject else None
+        return cls(
+            config.name,
+            incarnation,
+            accepts,
+            config.ack_wait_ms,
+            config.max_deliver,
+            config.dead_letter_subject,
+            config.max_ack_pending,
+        )
+
+
+@dataclass(slots=True)
+class Pending:
+    """A delivered, unacknowledged message."""
+
+    delivered_at_ms: int
+    deliver_count: int
+    redeliver_at_ms: int
+
+
+@dataclass(slots=True)
+class Counters:
+    """Totals since the consumer was created (stored with the cursor)."""
+
+    delivered: int = 0
+    acked: int = 0
+    redelivered: int = 0
+    dead_lettered: int = 0
+    dropped: int = 0
+    termed: int = 0
+
+    def as_tuple(self) -> tuple[int, int, int, int, int, int]:
+        return (self.delivered, self.acked, self.redelivered, self.dead_lettered, self.dropped, self.termed)
+
+
+@dataclass(slots=True)
+class CommitCounts:
+    """What one commit did to one cursor (becomes a ConsumerStateChange)."""
+
+    delivered: int = 0
+    redelivered: int = 0
+    acked: int = 0
+    naked: int = 0
+    termed: int = 0
+    in_progress: int = 0
+    dead_lettered: int = 0
+    dropped: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerCursor:
+    """A consumer's state in one partition. See the module docstring for the invariants."""
+
+    spec: ConsumerSpec
+    ack_floor: int
+    last_delivered: int
+    pending: dict[int, Pending] = field(default_factory=dict)
+    totals: Counters = field(default_factory=Counters)
+    # A lower bound of every pending entry's redeliver_at_ms: lets fetch skip the pending scan.
+    earliest_redeliver_ms: int = NEVER
+    # Per commit: seqs whose pending entry changed (upsert if still pending, else delete).
+    touched: set[int] = field(default_factory=set)
+    counts: CommitCounts | None = None
+
+    @property
+    def dirty(self) -> bool:
+        return self.counts is not None
+
+    def commit_counts(self) -> CommitCounts:
+        if self.counts is None:
+            self.counts = CommitCounts()
+        return self.counts
+
+    def recompute_floor(self) -> None:
+        self.ack_floor = next(iter(self.pending)) - 1 if self.pending else self.last_delivered
+
+    def reset_commit(self) -> None:
+        self.touched = set()
+        self.counts = None
+
+
+@dataclass(slots=True)
+class DueScan:
+    """Pending entries whose redeliver time has come, split by whether they may be redelivered."""
+
+    redeliver: list[int] = field(default_factory=list)
+    exhausted: list[int] = field(default_factory=list)  # reached max_deliver: dead letter / drop
+
+
+def scan_due(cursor: ConsumerCursor, now_ms: int, limit: int) -> DueScan:
+    """Which pending seqs are due at `now_ms`: up to `limit` to redeliver (lowest seq first) and
+    every due one that reached max_deliver. Updates `earliest_redeliver_ms` to the exact bound."""
+    scan = DueScan()
+    if not cursor.pending or cursor.earliest_redeliver_ms > now_ms:
+        return scan
+    earliest = NEVER
+    max_deliver = cursor.spec.max_deliver
+    for seq, pending in cursor.pending.items():
+        at = pending.redeliver_at_ms
+        if at > now_ms:
+            earliest = min(earliest, at)
+        elif pending.deliver_count >= max_deliver:
+            scan.exhausted.append(seq)
+        elif len(scan.redeliver) < limit:
+            scan.redeliver.append(seq)
+        else:
+            earliest = now_ms  # still due, just not taken this time
+    cursor.earliest_redeliver_ms = earliest
+    return scan
+
+
+def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int) -> None:
+    cursor.pending[seq] = Pending(now_ms, 1, now_ms + cursor.spec.ack_wait_ms)
+    cursor.touched.add(seq)
+    cursor.totals.delivered += 1
+    cursor.commit_counts().delivered += 1
+    _lower_earliest(cursor, now_ms + cursor.spec.ack_wait_ms)
+
+
+def redeliver(cursor: ConsumerCursor, seq: int, now_ms: int) -> int:
+    """Record another delivery of a pending seq; returns its new deliver_count."""
+    pending = cursor.pending[seq]
+    pending.deliver_count += 1
+    pending.delivered_at_ms = now_ms
+    pending.redeliver_at_ms = now_ms + cursor.spec.ack_wait_ms
+    cursor.touched.add(seq)
+    cursor.totals.redelivered += 1
+    counts = cursor.commit_counts()
+    counts.redelivered += 1
+    _lower_earliest(cursor, pending.redeliver_at_ms)
+    return pending.deliver_count
+
+
+def forget(cursor: ConsumerCursor, seq: int) -> Pending:
+    """Remove a pending entry (its message is gone, or it was dead-lettered)."""
+    cursor.touched.add(seq)
+    cursor.commit_counts()
+    return cursor.pending.pop(seq)
+
+
+def not_pending_reason(cursor: ConsumerCursor, seq: int) -> str:
+    """Why `seq` is not in the pending set, for a person."""
+    if seq > cursor.last_delivered:
+        return (
+            f"seq {seq} was never delivered to consumer {cursor.spec.name!r} "
+            f"(last delivered seq is {cursor.last_delivered})"
+        )
+    return (
+        f"seq {seq} is not pending for consumer {cursor.spec.name!r}: it was already acknowledged, "
+        "terminated or dead-lettered, or the consumer's filter skipped it"
+    )
+
+
+def ack(cursor: ConsumerCursor, seqs: Iterable[int]) -> list[int | None]:
+    """Acknowledge `seqs`; returns, per seq, the seq when it was pending (now acknowledged) or None."""
+    results: list[int | None] = []
+    pending = cursor.pending
+    touched = cursor.touched
+    acked = 0
+    for seq in seqs:
+        if pending.pop(seq, None) is None:
+            results.append(None)
+            continue
+        touched.add(seq)
+        acked += 1
+        results.append(seq)
+    if acked:
+        cursor.totals.acked += acked
+        cursor.commit_counts().acked += acked
+    return results
+
+
+def nak(cursor: ConsumerCursor, seq: int, now_ms: int, delay_ms: int) -> None:
+    """Make a pending seq due again after `delay_ms` (KeyError when not pending)."""
+    pending = cursor.pending[seq]
+    pending.redeliver_at_ms = now_ms + delay_ms
+    cursor.touched.add(seq)
+    cursor.commit_counts().naked += 1
+    _lower_earliest(cursor, pending.redeliver_at_ms)
+
+
+def term(cursor: ConsumerCursor, seq: int) -> None:
+    """Never redeliver a pending seq (KeyError when not pending)."""
+    del cursor.pending[seq]
+    cursor.touched.add(seq)
+    cursor.totals.termed += 1
+    cursor.commit_counts().termed += 1
+
+
+def in_progress(cursor: ConsumerCursor, seq: int, now_ms: int) -> int:
+    """Restart a pending seq's ack_wait window at `now_ms`; returns its new redeliver time."""
+    pending = cursor.pending[seq]
+    pending.redeliver_at_ms = now_ms + cursor.spec.ack_wait_ms
+    cursor.touched.add(seq)
+    cursor.commit_counts().in_progress += 1
+    return pending.redeliver_at_ms
+
+
+def _lower_earliest(cursor: ConsumerCursor, at_ms: int) -> None:
+    cursor.earliest_redeliver_ms = min(cursor.earliest_redeliver_ms, at_ms)
+
+
+def dead_letter_message(
+    original: types_pb2.Message, *, stream: str, consumer: str, subject: str, deliver_count: int
+) -> types_pb2.Message:
+    """The message a dead-lettered `original` becomes: same payload and headers, subject
+    `subject`, plus `x-weir-dlq-*` headers naming its origin. seq/ts_ms are set by the caller."""
+    message = types_pb2.Message(subject=subject, payload=original.payload, partition=original.partition)
+    message.headers.extend(original.headers)
+    for key, value in (
+        ("stream", stream),
+        ("partition", str(original.partition)),
+        ("seq", str(original.seq)),
+        ("subject", original.subject),
+        ("ts-ms", str(original.ts_ms)),
+        ("consumer", consumer),
+        ("deliver-count", str(deliver_count)),
+        ("reason", "max_deliver"),
+    ):
+        message.headers.add(key=DLQ_HEADER_PREFIX + key, value=value)
+    return message
+
+
+def interest_keep_from(cursors: Iterable[ConsumerCursor], last_seq: int) -> int:
+    """Interest retention: the lowest seq some consumer still needs (every seq below it may go).
+    With no consumers nothing is needed: last_seq + 1."""
+    return min((cursor.ack_floor for cursor in cursors), default=last_seq) + 1
