@@ -5,6 +5,10 @@
     weir stream info|list|delete
     weir pub STREAM SUBJECT DATA   publish one message
     weir read STREAM               print stored messages of a partition
+    weir consumer create STREAM NAME ...   durable consumer admin
+    weir consumer info|list|delete
+    weir fetch STREAM CONSUMER     fetch (and with --ack acknowledge) a batch of one partition
+    weir sub STREAM CONSUMER       push-subscribe, print and acknowledge messages as they come
     weir changes                   print a node's change feed (--server = its internal port)
 
 `--server` defaults to $WEIR_SERVER or 127.0.0.1:7401 (a node's default client port). Errors print
@@ -27,7 +31,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from weir.client import ChangeFeedClient, NodeClient, stream_config
+from weir.client import DELIVER_POLICIES, ChangeFeedClient, NodeClient, consumer_config, stream_config
 from weir.errors import WeirError
 from weir.v1 import streams_pb2
 
@@ -37,9 +41,17 @@ DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"
 
 def _print_message(message: Any, as_json: bool) -> None:
     if as_json:
-        print(json_format.MessageToJson(message, indent=None, preserving_proto_field_name=True))
+        print(
+            json_format.MessageToJson(
+                message, indent=None, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        )
     else:
-        print(json_format.MessageToJson(message, indent=2, preserving_proto_field_name=True))
+        print(
+            json_format.MessageToJson(
+                message, indent=2, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        )
 
 
 def _progress(text: str) -> None:
@@ -193,6 +205,75 @@ async def _read(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _consumer_create(args: argparse.Namespace) -> int:
+    config = consumer_config(
+        args.name,
+        filter_subject=args.filter_subject,
+        deliver_policy=args.deliver_policy,
+        start_seq=args.start_seq,
+        start_time_ms=args.start_time_ms,
+        ack_wait_ms=args.ack_wait_ms,
+        max_deliver=args.max_deliver,
+        dead_letter_subject=args.dead_letter_subject,
+        max_ack_pending=args.max_ack_pending,
+        deliver_group=args.deliver_group,
+    )
+    async with NodeClient(args.server) as client:
+        _print_message(await client.create_consumer(args.stream, config), args.json)
+    return 0
+
+
+async def _consumer_info(args: argparse.Namespace) -> int:
+    async with NodeClient(args.server) as client:
+        _print_message(await client.consumer_info(args.stream, args.name), args.json)
+    return 0
+
+
+async def _consumer_list(args: argparse.Namespace) -> int:
+    async with NodeClient(args.server) as client:
+        infos = await client.list_consumers(args.stream)
+    names = [info.config.name for info in infos]
+    print(json.dumps(names) if args.json else "\n".join(names))
+    return 0
+
+
+async def _consumer_delete(args: argparse.Namespace) -> int:
+    async with NodeClient(args.server) as client:
+        await client.delete_consumer(args.stream, args.name)
+    print(json.dumps({"deleted": args.name}) if args.json else f"deleted consumer {args.name}")
+    return 0
+
+
+async def _fetch(args: argparse.Namespace) -> int:
+    async with NodeClient(args.server) as client:
+        messages = await client.fetch(
+            args.stream, args.consumer, args.partition, batch_size=args.batch, max_wait_ms=args.wait_ms
+        )
+        for message in messages:
+            _print_message(message, True)
+        if args.ack and messages:
+            await client.ack_batch(args.stream, args.consumer, args.partition, [m.seq for m in messages])
+    return 0
+
+
+async def _sub(args: argparse.Namespace) -> int:
+    async with NodeClient(args.server) as client:
+        async for event in client.subscribe(
+            args.stream,
+            args.consumer,
+            partitions=args.partition or (),
+            stop_when_empty=args.stop_when_empty,
+            deliver_group=args.deliver_group,
+        ):
+            if event.HasField("stopped"):
+                _progress(f"subscription ended: {event.stopped.reason}")
+                break
+            _print_message(event.message, True)
+            if not args.no_ack:
+                await client.ack(args.stream, args.consumer, event.message.partition, event.message.seq)
+    return 0
+
+
 async def _changes(args: argparse.Namespace) -> int:
     async with ChangeFeedClient(args.server) as client:
         if not args.follow:
@@ -264,6 +345,54 @@ def _parser() -> argparse.ArgumentParser:
     read.add_argument("--max", type=int, default=100)
     read.set_defaults(handler=_read)
     server_option(read)
+
+    consumer = commands.add_parser("consumer", help="durable consumer admin").add_subparsers(
+        dest="consumer_command", required=True
+    )
+    consumer_create = consumer.add_parser("create")
+    consumer_create.add_argument("stream")
+    consumer_create.add_argument("name")
+    consumer_create.add_argument("--filter-subject", default="")
+    consumer_create.add_argument("--deliver-policy", choices=sorted(DELIVER_POLICIES), default="all")
+    consumer_create.add_argument("--start-seq", type=int, default=0)
+    consumer_create.add_argument("--start-time-ms", type=int, default=0)
+    consumer_create.add_argument("--ack-wait-ms", type=int, default=0, help="0 = 30000")
+    consumer_create.add_argument("--max-deliver", type=int, default=0, help="0 = 5")
+    consumer_create.add_argument("--dead-letter-subject", default="")
+    consumer_create.add_argument("--max-ack-pending", type=int, default=0, help="0 = 1000 per partition")
+    consumer_create.add_argument("--deliver-group", default="")
+    consumer_create.set_defaults(handler=_consumer_create)
+    server_option(consumer_create)
+    for name, handler in (("info", _consumer_info), ("delete", _consumer_delete)):
+        command = consumer.add_parser(name)
+        command.add_argument("stream")
+        command.add_argument("name")
+        command.set_defaults(handler=handler)
+        server_option(command)
+    consumer_list = consumer.add_parser("list")
+    consumer_list.add_argument("stream")
+    consumer_list.set_defaults(handler=_consumer_list)
+    server_option(consumer_list)
+
+    fetch = commands.add_parser("fetch", help="fetch a batch of one partition for a consumer")
+    fetch.add_argument("stream")
+    fetch.add_argument("consumer")
+    fetch.add_argument("--partition", type=int, default=0)
+    fetch.add_argument("--batch", type=int, default=10)
+    fetch.add_argument("--wait-ms", type=int, default=0, help="long-poll up to this long when nothing is ready")
+    fetch.add_argument("--ack", action="store_true", help="acknowledge what was fetched")
+    fetch.set_defaults(handler=_fetch)
+    server_option(fetch)
+
+    sub = commands.add_parser("sub", help="push-subscribe; prints and acknowledges messages (Ctrl-C ends)")
+    sub.add_argument("stream")
+    sub.add_argument("consumer")
+    sub.add_argument("--partition", type=int, action="append", help="repeatable; default: every partition")
+    sub.add_argument("--stop-when-empty", action="store_true")
+    sub.add_argument("--deliver-group", default="")
+    sub.add_argument("--no-ack", action="store_true", help="print only; messages are redelivered after ack_wait")
+    sub.set_defaults(handler=_sub)
+    server_option(sub)
 
     changes = commands.add_parser("changes", help="print a node's change feed")
     changes.add_argument("--from-change-seq", type=int, default=0)

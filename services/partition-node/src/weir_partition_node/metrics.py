@@ -46,3 +46,33 @@ PARTITION_MESSAGES = Gauge("weir_partition_messages", "Messages stored in a part
 PARTITION_BYTES = Gauge("weir_partition_bytes", "Record bytes stored in a partition", ["stream", "partition"])
 CHANGE_FEED_LAST_SEQ = Gauge("weir_change_feed_last_change_seq", "Horizon of the node's change feed")
 STREAMS = Gauge("weir_streams", "Streams on this node")
+
+CONSUMER_DELIVERED = Counter(
+    "weir_consumer_delivered_messages_total", "First deliveries of messages to a consumer", ["stream", "consumer"]
+)
+CONSUMER_REDELIVERED = Counter(
+    "weir_consumer_redelivered_messages_total",
+    "Redeliveries (ack_wait passed or nak) of messages to a consumer",
+    ["stream", "consumer"],
+)
+CONSUMER_ACKED = Counter(
+    "weir_consumer_acked_messages_total", "Messages a consumer acknowledged", ["stream", "consumer"]
+)
+CONSUMER_DEAD_LETTERED = Counter(
+    "weir_consumer_dead_lettered_messages_total",
+    "Messages that reached max_deliver and went to the dead letter subject",
+    ["stream", "consumer"],
+)
+CONSUMER_DROPPED = Counter(
+    "weir_consumer_dropped_messages_total",
+    "Messages that reached max_deliver without a dead letter subject",
+    ["stream", "consumer"],
+)
+CONSUMER_ACK_PENDING = Gauge(
+    "weir_consumer_ack_pending_messages",
+    "Delivered, unacknowledged messages of a consumer in a partition",
+    ["stream", "consumer", "partition"],
+)
+CONSUMER_ACK_FLOOR = Gauge(
+    "weir_consumer_ack_floor_seq", "A consumer's ack floor in a partition", ["stream", "consumer", "partition"]
+)

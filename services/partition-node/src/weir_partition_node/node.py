@@ -515,8 +515,12 @@ class Node:
                 if consumer is None or consumer.spec.incarnation != state.incarnation:
                     logger.warning("removing stale state of consumer %s/%s/%d", stream.name, name, partition.index)
                     await partition.consumer_op(partition.new_op("remove", name))
+            memory = stream.config.storage == types_pb2.STORAGE_KIND_MEMORY
             for name, consumer in stream.consumers.items():
-                partition.restore_consumer(consumer.spec, _start_of(consumer, partition.index), stored.get(name))
+                start = _start_of(consumer, partition.index)
+                if memory:  # the log restarted empty (seqs from 1 again): start within it
+                    start = min(start, partition.last_seq)
+                partition.restore_consumer(consumer.spec, start, stored.get(name))
 
     def _consumer(self, stream: Stream, name: str) -> Consumer:
         consumer = stream.consumers.get(name)

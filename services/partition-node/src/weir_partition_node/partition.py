@@ -171,6 +171,7 @@ class Partition:
         self.bytes = state.bytes
         self.last_change_seq = state.last_change_seq
         self.consumers: dict[str, ConsumerCursor] = {}
+        self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
@@ -390,8 +391,10 @@ class Partition:
             drop_changes_before=drop_changes_before,
             consumer_deletes=context.consumer_deletes,
         )
+        touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
             change_kinds.append(self._store_cursor(cursor, batch))
+            touched_counts.append((cursor, cursor.counts or consumers.CommitCounts()))
         change_seqs = await self._feed.allocate(len(change_kinds)) if change_kinds else []
         for change_seq, change in zip(change_seqs, change_kinds, strict=True):
             change.change_seq = change_seq
@@ -448,6 +451,10 @@ class Partition:
 
         if records or context.touched_cursors or context.consumers_changed:
             self.wake_waiters()
+        for cursor, counts in touched_counts:
+            self._consumer_metrics(cursor, counts)
+        for name in context.consumer_deletes:
+            self._forget_consumer_metrics(name)
         if records:
             self._published_messages.inc(len(records))
             self._published_bytes.inc(appended_bytes)
@@ -676,6 +683,40 @@ class Partition:
             )
         )
 
+    def _consumer_metrics(self, cursor: ConsumerCursor, counts: consumers.CommitCounts) -> None:
+        children = self._consumer_children.get(cursor.spec.name)
+        if children is None:
+            labels = (self.stream.name, cursor.spec.name)
+            partition_labels = (*labels, str(self.index))
+            children = self._consumer_children[cursor.spec.name] = (
+                metrics.CONSUMER_DELIVERED.labels(*labels),
+                metrics.CONSUMER_REDELIVERED.labels(*labels),
+                metrics.CONSUMER_ACKED.labels(*labels),
+                metrics.CONSUMER_DEAD_LETTERED.labels(*labels),
+                metrics.CONSUMER_DROPPED.labels(*labels),
+                metrics.CONSUMER_ACK_PENDING.labels(*partition_labels),
+                metrics.CONSUMER_ACK_FLOOR.labels(*partition_labels),
+            )
+        delivered, redelivered, acked, dead_lettered, dropped, pending, floor = children
+        for counter, value in (
+            (delivered, counts.delivered),
+            (redelivered, counts.redelivered),
+            (acked, counts.acked),
+            (dead_lettered, counts.dead_lettered),
+            (dropped, counts.dropped),
+        ):
+            if value:
+                counter.inc(value)
+        pending.set(len(cursor.pending))
+        floor.set(cursor.ack_floor)
+
+    def _forget_consumer_metrics(self, name: str) -> None:
+        if self._consumer_children.pop(name, None) is None:
+            return
+        for gauge in (metrics.CONSUMER_ACK_PENDING, metrics.CONSUMER_ACK_FLOOR):
+            with contextlib.suppress(KeyError):
+                gauge.remove(self.stream.name, name, str(self.index))
+
     def _change(self, **kind: Any) -> types_pb2.Change:
         return types_pb2.Change(
             stream=self.stream.name, partition=self.index, role=types_pb2.PARTITION_ROLE_PRIMARY, **kind
@@ -690,3 +731,5 @@ class Partition:
         for gauge in (metrics.PARTITION_LAST_SEQ, metrics.PARTITION_MESSAGES, metrics.PARTITION_BYTES):
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
+        for name in list(self._consumer_children):
+            self._forget_consumer_metrics(name)
