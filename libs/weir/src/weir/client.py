@@ -313,8 +313,10 @@ class NodeClient(_Client):
         batch_size: int = 0,
         stop_when_empty: bool = False,
         deliver_group: str = "",
+        batch_events: bool = False,
     ) -> AsyncIterator[streams_pb2.SubscribeEvent]:
-        """Push delivery: SubscribeEvents (`message`, and a final `stopped`) until cancelled."""
+        """Push delivery: SubscribeEvents (`message`, or `batch` with batch_events, and a final
+        `stopped`) until cancelled."""
         request = streams_pb2.SubscribeRequest(
             stream=stream,
             consumer=consumer,
@@ -322,6 +324,7 @@ class NodeClient(_Client):
             batch_size=batch_size,
             stop_when_empty=stop_when_empty,
             deliver_group=deliver_group,
+            batch_events=batch_events,
         )
         return self._stream(self.stub.Subscribe, request)
 

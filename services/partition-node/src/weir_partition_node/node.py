@@ -738,8 +738,34 @@ class Node:
         stop_when_empty: bool = False,
         deliver_group: str = "",
     ) -> AsyncIterator[tuple[int, Delivery] | str]:
-        """Push delivery: yields (partition, delivery) as messages become deliverable, then a stop
-        reason ("empty" | "consumer_deleted" | "stream_deleted" | "shutting_down") when it ends.
+        """`subscribe_batches`, one (partition, delivery) item per message."""
+        async for item in self.subscribe_batches(
+            stream_name,
+            name,
+            partitions=partitions,
+            batch_size=batch_size,
+            stop_when_empty=stop_when_empty,
+            deliver_group=deliver_group,
+        ):
+            if isinstance(item, str):
+                yield item
+                continue
+            for delivery in item:
+                yield delivery.partition, delivery
+
+    async def subscribe_batches(
+        self,
+        stream_name: str,
+        name: str,
+        *,
+        partitions: Sequence[int] = (),
+        batch_size: int = 0,
+        stop_when_empty: bool = False,
+        deliver_group: str = "",
+    ) -> AsyncIterator[list[Delivery] | str]:
+        """Push delivery: yields the deliveries of each server-side fetch as messages become
+        deliverable, then a stop reason ("empty" | "consumer_deleted" | "stream_deleted" |
+        "shutting_down") when it ends.
         Errors (before the first item): those of `fetch`, ConsumerBoundError."""
         self._check_open()
         stream = self._stream(stream_name)
@@ -777,7 +803,7 @@ class Node:
 
     async def _push(
         self, stream: Stream, consumer: Consumer, partitions: list[Partition], batch_size: int, stop_when_empty: bool
-    ) -> AsyncIterator[tuple[int, Delivery] | str]:
+    ) -> AsyncIterator[list[Delivery] | str]:
         name = consumer.config.name
         while True:
             if self._closing:
@@ -798,9 +824,9 @@ class Node:
                     deliveries: list[Delivery] = await partition.consumer_op(op)
                 except (NoSuchConsumerError, ShuttingDownError):
                     continue  # deleted or closing: the checks above end the stream
-                for delivery in deliveries:
-                    yield partition.index, delivery
-                delivered = delivered or bool(deliveries)
+                if deliveries:
+                    delivered = True
+                    yield deliveries
             if delivered:
                 continue
             if stop_when_empty:

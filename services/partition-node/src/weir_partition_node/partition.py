@@ -104,6 +104,7 @@ class Delivery:
     seq: int
     record: bytes
     deliver_count: int
+    partition: int = 0
 
 
 @dataclass(slots=True)
@@ -576,7 +577,7 @@ class Partition:
             if deliveries and used_bytes + len(record) > max_bytes:
                 break
             used_bytes += len(record)
-            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms)))
+            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms), self.index))
         if due.exhausted or due.redeliver:
             context.touched_cursors[spec.name] = cursor
         want -= len(deliveries)
@@ -586,7 +587,7 @@ class Partition:
             )
             for seq, record in rows:
                 consumers.deliver_new(cursor, seq, now_ms)
-                deliveries.append(Delivery(seq, record, 1))
+                deliveries.append(Delivery(seq, record, 1, self.index))
             last = self.last_seq if at_end else min(scanned, self.last_seq)
             if last > cursor.last_delivered:
                 cursor.last_delivered = last

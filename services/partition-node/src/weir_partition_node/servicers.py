@@ -271,7 +271,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @server_stream
     async def Subscribe(self, request: streams_pb2.SubscribeRequest, context: Any) -> AsyncIterator[Any]:
-        async for item in self.node.subscribe(
+        async for item in self.node.subscribe_batches(
             request.stream,
             request.consumer,
             partitions=request.partitions,
@@ -282,9 +282,17 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             if isinstance(item, str):
                 yield streams_pb2.SubscribeEvent(stopped=streams_pb2.SubscribeStopped(reason=item))
                 return
-            event = streams_pb2.SubscribeEvent()
-            _fill(event.message, item[1])
-            yield event
+            if request.batch_events:
+                event = streams_pb2.SubscribeEvent()
+                add = event.batch.messages.add
+                for delivery in item:
+                    _fill(add(), delivery)
+                yield event
+                continue
+            for delivery in item:
+                event = streams_pb2.SubscribeEvent()
+                _fill(event.message, delivery)
+                yield event
 
 
 def _change_batch(message: Any, records: list[bytes]) -> None:

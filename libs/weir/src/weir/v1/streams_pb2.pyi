@@ -471,28 +471,38 @@ class InProgressResponse(_message.Message):
     def __init__(self, redeliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "batch_size", "stop_when_empty", "partitions", "deliver_group")
+    __slots__ = ("stream", "consumer", "batch_size", "stop_when_empty", "partitions", "deliver_group", "batch_events")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     STOP_WHEN_EMPTY_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     DELIVER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    BATCH_EVENTS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     batch_size: int
     stop_when_empty: bool
     partitions: _containers.RepeatedScalarFieldContainer[int]
     deliver_group: str
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., stop_when_empty: _Optional[bool] = ..., partitions: _Optional[_Iterable[int]] = ..., deliver_group: _Optional[str] = ...) -> None: ...
+    batch_events: bool
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., stop_when_empty: _Optional[bool] = ..., partitions: _Optional[_Iterable[int]] = ..., deliver_group: _Optional[str] = ..., batch_events: _Optional[bool] = ...) -> None: ...
 
 class SubscribeEvent(_message.Message):
-    __slots__ = ("message", "stopped")
+    __slots__ = ("message", "stopped", "batch")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     STOPPED_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     message: _types_pb2.Message
     stopped: SubscribeStopped
-    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., stopped: _Optional[_Union[SubscribeStopped, _Mapping]] = ...) -> None: ...
+    batch: MessageBatch
+    def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ..., stopped: _Optional[_Union[SubscribeStopped, _Mapping]] = ..., batch: _Optional[_Union[MessageBatch, _Mapping]] = ...) -> None: ...
+
+class MessageBatch(_message.Message):
+    __slots__ = ("messages",)
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class SubscribeStopped(_message.Message):
     __slots__ = ("reason",)

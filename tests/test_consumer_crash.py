@@ -1,0 +1,289 @@
+"""Durable consumers across a crash: real partition-node processes (test clock on) over real gRPC.
+
+Each test starts a node of its own with ``WEIR_NODE_TEST_CLOCK=true`` (time moves only through
+`TestClockClient.advance`, so ack_wait and nak delays are exercised without sleeping), SIGKILLs it
+and restarts it on the same data directory and ports:
+
+* `test_sigkill_keeps_consumer_state_and_redelivers_unacked`: three consumers (no filter, a filter,
+  a small max_ack_pending) in a 2-partition stream, with fetches, single acks, batch acks, a nak with
+  a delay, a term and an in-progress before the crash. After the restart every consumer's info is
+  exactly what it was; once the clock passes ack_wait, draining redelivers exactly the delivered but
+  unsettled messages (deliver_count + 1, lowest seq first), then delivers the never-delivered ones,
+  never anything acknowledged or terminated, and the acks cover every matching message but the
+  terminated ones.
+* `test_sigkill_under_fetch_ack_load_loses_nothing`: publishers and fetch(100)+AckBatch loops run
+  concurrently; the node is SIGKILLed three times mid-run. After the last restart a drain (clock past
+  ack_wait) shows every acknowledged publish delivered and acknowledged, and no seq whose ack
+  answered "ok" delivered again afterwards. Duplicates (redeliveries of deliveries whose ack was
+  lost in a crash) are allowed and only reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from weir.client import NodeClient, TestClockClient, consumer_config, stream_config
+from weir.errors import UnavailableError, WeirError
+from weir.launcher import NodeHandle, start_node
+from weir.v1 import streams_pb2, types_pb2
+
+CALL_TIMEOUT_S = 10.0
+SERVING_TIMEOUT_S = 15.0
+TEST_CLOCK_ENV = {"WEIR_NODE_TEST_CLOCK": "true"}
+DEFAULT_ACK_WAIT_MS = 30_000
+
+
+@pytest.fixture
+def clock_node(tmp_path: Path) -> Iterator[NodeHandle]:
+    """A node of this test's own, reading time from the test clock."""
+    handle = start_node(tmp_path / "data", node_id="consumer-crash", env=TEST_CLOCK_ENV)
+    yield handle
+    handle.kill()
+
+
+async def until_serving(probe: Callable[[], Awaitable[object]]) -> None:
+    """Retry `probe` while it fails with a transport error (a restarted node on the same port can
+    refuse connections for a while: grpc's shared subchannel is still in reconnect backoff)."""
+    deadline = time.monotonic() + SERVING_TIMEOUT_S
+    while True:
+        try:
+            await probe()
+            return
+        except UnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def restart(handle: NodeHandle) -> tuple[NodeClient, TestClockClient]:
+    """Start the node again on its data directory and ports; new clients once it answers."""
+    handle.start(reuse_ports=True)
+    client = NodeClient(handle.client_address, timeout_s=CALL_TIMEOUT_S)
+    clock = TestClockClient(handle.internal_address, timeout_s=CALL_TIMEOUT_S)
+    await until_serving(client.list_streams)
+    await until_serving(lambda: clock.advance(0))
+    return client, clock
+
+
+# -- a) state across a crash with messages pending --------------------------------------------------
+
+PER_PARTITION = 1000
+PARTITIONS = 2
+NAK_DELAY_MS = 5_000
+
+
+def subject_of(seq: int) -> str:
+    """Messages alternate subjects by seq (in both partitions): odd seqs "orders.a", even "orders.b"."""
+    return "orders.a" if seq % 2 else "orders.b"
+
+
+@dataclass
+class Model:
+    """What one consumer should hold in one partition, from the answers the node gave."""
+
+    name: str
+    partition: int
+    matching: list[int]  # every stored seq the consumer's filter accepts, ascending
+    max_ack_pending: int
+    ack_wait_ms: int
+    deliver_count: dict[int, int] = field(default_factory=dict)  # seq -> last deliver_count seen
+    acked: set[int] = field(default_factory=set)
+    termed: set[int] = field(default_factory=set)
+    delivered_total: int = 0
+    redelivered_total: int = 0
+
+    @property
+    def pending(self) -> list[int]:
+        return sorted(set(self.deliver_count) - self.acked - self.termed)
+
+    def undelivered(self) -> list[int]:
+        return [seq for seq in self.matching if seq not in self.deliver_count]
+
+    def check_new(self, messages: list[types_pb2.Message], batch_size: int) -> list[int]:
+        """A fetch with nothing due: the next matching seqs, deliver_count 1, as many as room allows."""
+        room = self.max_ack_pending - len(self.pending)
+        expected = self.undelivered()[: min(batch_size, room)]
+        seqs = [message.seq for message in messages]
+        assert seqs == expected, (self.name, self.partition, seqs[:5], expected[:5])
+        for message in messages:
+            assert message.partition == self.partition
+            assert message.deliver_count == 1
+            assert message.subject == subject_of(message.seq)
+            self.deliver_count[message.seq] = 1
+        self.delivered_total += len(messages)
+        return seqs
+
+
+async def fetch_new(client: NodeClient, stream: str, model: Model, batch_size: int) -> list[int]:
+    messages = await client.fetch(stream, model.name, model.partition, batch_size=batch_size)
+    return model.check_new(messages, batch_size)
+
+
+async def settle_before_crash(client: NodeClient, clock: TestClockClient, stream: str, model: Model) -> None:
+    """Fetches and every kind of settle on partition 0; only a fetch and a batch ack on partition 1."""
+    name, partition = model.name, model.partition
+    if partition == 1:
+        first = await fetch_new(client, stream, model, 25)
+        results = await client.ack_batch(stream, name, partition, first[:5])
+        assert [(r.seq, r.result_code) for r in results] == [(seq, "ok") for seq in first[:5]]
+        model.acked.update(first[:5])
+        return
+    first = await fetch_new(client, stream, model, 40)
+    for seq in first[:10]:
+        await client.ack(stream, name, partition, seq)
+    model.acked.update(first[:10])
+    second = await fetch_new(client, stream, model, 40)
+    assert second, (name, "nothing fetched in the second batch")
+    to_ack = second[::2]
+    never_delivered = model.undelivered()[0]
+    results = await client.ack_batch(stream, name, partition, [*to_ack, first[0], never_delivered])
+    assert [(r.seq, r.result_code) for r in results] == [
+        *[(seq, "ok") for seq in to_ack],
+        (first[0], "not_pending"),
+        (never_delivered, "not_pending"),
+    ]
+    model.acked.update(to_ack)
+    now_ms = await clock.advance(0)
+    await client.nak(stream, name, partition, first[10], delay_ms=NAK_DELAY_MS)
+    await client.term(stream, name, partition, first[11])
+    model.termed.add(first[11])
+    redeliver_at_ms = await client.in_progress(stream, name, partition, first[12])
+    assert redeliver_at_ms == now_ms + model.ack_wait_ms
+    await fetch_new(client, stream, model, 100)  # nothing is due (the clock has not moved)
+
+
+def check_info_matches_model(info: types_pb2.ConsumerInfo, models: list[Model]) -> None:
+    assert [p.partition for p in info.partitions] == [m.partition for m in models]
+    for state, model in zip(info.partitions, models, strict=True):
+        pending = model.pending
+        delivered = max(model.deliver_count, default=0)
+        assert state.num_ack_pending == len(pending), (model.name, model.partition)
+        assert state.ack_floor == (pending[0] - 1 if pending else state.last_delivered), (model.name, model.partition)
+        # last_delivered: the last seq delivered, or a later one the filter skipped (never past the
+        # next matching seq).
+        upcoming = model.undelivered()
+        assert delivered <= state.last_delivered < (upcoming[0] if upcoming else PER_PARTITION + 1)
+        assert state.num_pending == len(upcoming), (model.name, model.partition)
+        assert state.num_redelivered == sum(1 for seq in pending if model.deliver_count[seq] > 1)
+    assert info.num_ack_pending == sum(len(m.pending) for m in models)
+    assert info.num_pending == sum(len(m.undelivered()) for m in models)
+    assert info.delivered_total == sum(m.delivered_total for m in models)
+    assert info.redelivered_total == sum(m.redelivered_total for m in models)
+    assert info.acked_total == sum(len(m.acked) for m in models)
+    assert info.termed_total == sum(len(m.termed) for m in models)
+    assert (info.dead_lettered_total, info.dropped_total) == (0, 0)
+
+
+async def drain(client: NodeClient, stream: str, model: Model) -> list[types_pb2.Message]:
+    """Fetch(100) until nothing is left, acknowledging every batch; returns every delivery."""
+    received: list[types_pb2.Message] = []
+    for _ in range(PER_PARTITION):  # each round delivers at least one message
+        messages = await client.fetch(stream, model.name, model.partition, batch_size=100)
+        if not messages:
+            return received
+        received.extend(messages)
+        results = await client.ack_batch(stream, model.name, model.partition, [m.seq for m in messages])
+        assert [r.result_code for r in results] == ["ok"] * len(messages), (model.name, model.partition)
+    raise AssertionError(f"{model.name}/{model.partition}: drain did not end")
+
+
+@pytest.mark.slow
+async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: NodeHandle, stream_name: str) -> None:
+    """SIGKILL with deliveries pending in three consumers: their info is identical after the restart;
+    after ack_wait exactly the unsettled deliveries come again (deliver_count + 1, first, lowest seq
+    first), then the never-delivered messages; nothing acknowledged or terminated comes again, and
+    the acks cover every matching message except the terminated ones."""
+    client = NodeClient(clock_node.client_address, timeout_s=CALL_TIMEOUT_S)
+    clock = TestClockClient(clock_node.internal_address, timeout_s=CALL_TIMEOUT_S)
+    try:
+        await client.create_stream(stream_config(stream_name, subjects=["orders.>"], partitions=PARTITIONS))
+        for partition in range(PARTITIONS):
+            for first in range(1, PER_PARTITION + 1, 500):
+                entries = [
+                    streams_pb2.PublishEntry(
+                        subject=subject_of(seq), payload=f"p{partition}-{seq}".encode(), partition=partition
+                    )
+                    for seq in range(first, first + 500)
+                ]
+                results = await client.publish_batch(stream_name, entries)
+                assert [(r.result_code, r.partition, r.seq) for r in results] == [
+                    ("ok", partition, seq) for seq in range(first, first + 500)
+                ]
+        configs = [
+            consumer_config("all"),
+            consumer_config("only-a", filter_subject="orders.a"),
+            consumer_config("small", max_ack_pending=50, ack_wait_ms=10_000),
+        ]
+        models: dict[str, list[Model]] = {}
+        all_seqs = list(range(1, PER_PARTITION + 1))
+        for config in configs:
+            info = await client.create_consumer(stream_name, config)
+            accepts = (lambda seq: subject_of(seq) == "orders.a") if config.filter_subject else (lambda _: True)
+            models[config.name] = [
+                Model(config.name, p, [s for s in all_seqs if accepts(s)], info.config.max_ack_pending, info.config.ack_wait_ms)
+                for p in range(PARTITIONS)
+            ]
+        for name, partition_models in models.items():
+            for model in partition_models:
+                if name == "only-a" and model.partition == 1:
+                    continue  # left untouched: its state is the creation state
+                await settle_before_crash(client, clock, stream_name, model)
+        small = models["small"][0]
+        assert len(small.pending) == small.max_ack_pending, "the small consumer is not at max_ack_pending"
+        assert await client.fetch(stream_name, "small", 0, batch_size=10) == []
+        before = {}
+        for name, partition_models in models.items():
+            info = await client.consumer_info(stream_name, name)
+            check_info_matches_model(info, partition_models)
+            before[name] = info
+        listed_before = await client.list_consumers(stream_name)
+    finally:
+        await client.close()
+        await clock.close()
+
+    clock_node.kill()
+    client, clock = await restart(clock_node)
+    try:
+        for name in models:
+            assert await client.consumer_info(stream_name, name) == before[name], name
+        assert await client.list_consumers(stream_name) == listed_before
+
+        await clock.advance(max(DEFAULT_ACK_WAIT_MS, NAK_DELAY_MS) + 1)
+        redelivered = 0
+        for name, partition_models in models.items():
+            for model in partition_models:
+                pending_before = model.pending
+                undelivered_before = model.undelivered()
+                received = await drain(client, stream_name, model)
+                seqs = [message.seq for message in received]
+                assert seqs == pending_before + undelivered_before, (name, model.partition)
+                for message in received:
+                    assert message.partition == model.partition
+                    assert message.subject == subject_of(message.seq)
+                    assert message.payload == f"p{model.partition}-{message.seq}".encode()
+                    assert message.deliver_count == model.deliver_count.get(message.seq, 0) + 1, (
+                        name,
+                        model.partition,
+                        message.seq,
+                    )
+                    model.deliver_count[message.seq] = message.deliver_count
+                model.acked.update(seqs)
+                model.delivered_total += len(undelivered_before)
+                model.redelivered_total += len(pending_before)
+                redelivered += len(pending_before)
+                # At least once, nothing lost: every matching message acknowledged but the terminated.
+                assert model.acked == set(model.matching) - model.termed, (name, model.partition)
+                assert model.acked.isdisjoint(model.termed)
+            info = await client.consumer_info(stream_name, name)
+            check_info_matches_model(info, partition_models)
+            for state in info.partitions:
+                assert (state.num_ack_pending, state.num_pending) == (0, 0)
+        assert redelivered > 0
+    finally:
+        await client.close()
+        await clock.close()
