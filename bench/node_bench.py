@@ -1,10 +1,12 @@
 """Single-node benchmark of a Weir partition node over real gRPC on 127.0.0.1.
 
-Run: ``uv run python -m bench.node_bench [--smoke] [--repeat N] [--out PATH]`` (``make bench``).
+Run: ``uv run python -m bench.node_bench [--smoke] [--repeat N] [--workloads A,B] [--out PATH]``
+(``make bench``).
 
 Starts one partition node (``weir.launcher.start_node``) in a temporary directory, pinned to CPU 0
-while this process runs on CPU 1 when the machine has at least 2 CPUs, and measures five workloads,
-each in a fresh stream (1 partition, file storage, the node's fsync setting, default "always"):
+while this process runs on CPU 1 when the machine has at least 2 CPUs, and measures seven workloads
+(``--workloads`` picks some), each in a fresh stream (1 partition, file storage, the node's fsync
+setting, default "always"):
 
 - ``publish_single_c1``: one Publish at a time (latency of one acknowledged publish).
 - ``publish_single_c64``: single-message Publish calls, 64 in flight.
@@ -12,6 +14,15 @@ each in a fresh stream (1 partition, file storage, the node's fsync setting, def
   4 calls in flight.
 - ``read_1000``: ReadMessages with max_messages=1000 from seq 1 to the end of a stream filled
   beforehand (the fill is not timed).
+- ``consume_fetch_100_ack``: a durable consumer (default config: ack_wait 30 s) drains a stream filled
+  beforehand (not timed): ``--consume-loops`` (default 4) concurrent loops against the same consumer
+  and partition, each doing Fetch(batch_size=100) then AckBatch of the fetched seqs until a fetch
+  comes back empty. The loops get disjoint messages; every seq must be delivered exactly once
+  (deliver_count 1) and acknowledged "ok" exactly once, and the consumer must end with ack_floor at
+  the last seq and nothing pending.
+- ``subscribe_latency_idle``: a Subscribe open on an idle stream (warmed up with one message, not
+  timed); then one message at a time: a normal Publish, wait until the subscriber has it, Ack it.
+  Every message must arrive once, in seq order, with deliver_count 1.
 
 Every publish uses the default ack level (leader: committed and fsynced before the answer) and is
 checked: a Publish counts when it returns a seq > 0, a PublishBatch entry when its result_code is
@@ -23,7 +34,10 @@ not protobuf object construction in the client.
 Units in the JSON (stdout, indent=2): ``messages`` and ``calls`` are counts, ``seconds`` is
 wall-clock seconds of the timed phase, ``msgs_per_s`` messages per second, ``mib_per_s`` payload
 MiB (2**20 bytes) per second, ``latency_us`` microseconds per call (publish to ack for publishes,
-one ReadMessages call for reads; p50/p99 by nearest rank), ``server_cpu_us_per_msg`` node process
+one ReadMessages call for reads, one Fetch + AckBatch cycle for ``consume_fetch_100_ack`` whose
+``calls`` counts those cycles, and from just before the Publish call until the subscriber received
+the message for ``subscribe_latency_idle``, which also reports the Publish call alone as
+``publish_ack_latency_us``; p50/p99 by nearest rank), ``server_cpu_us_per_msg`` node process
 CPU microseconds (user + system, from /proc, 10 ms tick resolution) per message,
 ``client_cpu_us_per_msg`` the same for this benchmark process (all its threads), and
 ``node_peak_rss_mib`` the node's resident-set high-water mark (VmHWM, MiB) since it started, read
@@ -53,7 +67,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import __version__ as protobuf_version
-from weir.client import NodeClient, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2
 
@@ -63,6 +77,8 @@ WORKLOADS = (
     "publish_batch_100",
     "publish_batch_1000",
     "read_1000",
+    "consume_fetch_100_ack",
+    "subscribe_latency_idle",
 )
 # Messages per run (for read_1000: messages filled, then read back).
 DEFAULT_COUNTS = {
@@ -71,6 +87,8 @@ DEFAULT_COUNTS = {
     "publish_batch_100": 100_000,
     "publish_batch_1000": 100_000,
     "read_1000": 50_000,
+    "consume_fetch_100_ack": 50_000,
+    "subscribe_latency_idle": 300,
 }
 SMOKE_COUNTS = {
     "publish_single_c1": 200,
@@ -78,10 +96,15 @@ SMOKE_COUNTS = {
     "publish_batch_100": 1_000,
     "publish_batch_1000": 2_000,
     "read_1000": 2_000,
+    "consume_fetch_100_ack": 2_000,
+    "subscribe_latency_idle": 50,
 }
 SINGLE_CONCURRENCY = 64
 BATCH_IN_FLIGHT = 4
 READ_MAX_MESSAGES = 1000
+CONSUME_FETCH_BATCH = 100
+CONSUME_LOOPS = 4
+CONSUMER = "bench"
 FILL_BATCH = 1000
 CALL_TIMEOUT_S = 60.0
 SUBJECT = "bench.msg"
@@ -106,6 +129,8 @@ class RunResult:
     server_cpu_s: float
     client_cpu_s: float
     node_peak_rss_bytes: int
+    # Workload-specific figures added to the JSON (for example a second latency).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def msgs_per_s(self) -> float:
@@ -124,14 +149,20 @@ class RunResult:
             "seconds": round(self.seconds, 4),
             "msgs_per_s": round(self.msgs_per_s, 1),
             "mib_per_s": round(self.payload_bytes / MIB / self.seconds, 2) if self.seconds > 0 else 0.0,
-            "latency_us": {
-                "p50": round(percentile(self.latencies_ns, 50) / 1000, 1),
-                "p99": round(percentile(self.latencies_ns, 99) / 1000, 1),
-            },
+            "latency_us": latency_figures(self.latencies_ns),
             "server_cpu_us_per_msg": self.us_per_msg(self.server_cpu_s),
             "client_cpu_us_per_msg": self.us_per_msg(self.client_cpu_s),
             "node_peak_rss_mib": round(self.node_peak_rss_bytes / MIB, 1),
+            **self.extra,
         }
+
+
+def latency_figures(latencies_ns: list[int]) -> dict[str, float]:
+    """p50/p99 of nanosecond latencies, in microseconds."""
+    return {
+        "p50": round(percentile(latencies_ns, 50) / 1000, 1),
+        "p99": round(percentile(latencies_ns, 99) / 1000, 1),
+    }
 
 
 def percentile(values: list[int], pct: float) -> float:
@@ -166,11 +197,12 @@ async def run_pool(calls: int, concurrency: int, call: Callable[[int], Awaitable
 class Bench:
     """The workloads against one node; every method that times something returns a `RunResult`."""
 
-    def __init__(self, node: NodeHandle, client: NodeClient, payload: bytes) -> None:
+    def __init__(self, node: NodeHandle, client: NodeClient, payload: bytes, consume_loops: int) -> None:
         self.node = node
         self.client = client
         self.stub = client.stub
         self.payload = payload
+        self.consume_loops = consume_loops
         self._streams = 0
 
     async def fresh_stream(self, workload: str) -> str:
@@ -275,10 +307,7 @@ class Bench:
         """Fill a fresh stream with `messages` (untimed), then read it from seq 1 to the end with
         ReadMessages calls of up to `max_messages`."""
         stream = await self.fresh_stream(workload)
-        _, fill = await self.publish_batches(stream, messages, FILL_BATCH, BATCH_IN_FLIGHT, [])
-        if await fill != messages:
-            raise RuntimeError(f"{workload}: fill of {messages} messages not fully acknowledged")
-        await self.check_stored(stream, messages)
+        await self.fill(workload, stream, messages)
         read = self.stub.ReadMessages
         latencies: list[int] = []
         clock = time.perf_counter_ns
@@ -319,6 +348,148 @@ class Bench:
         await self.drop_stream(stream)
         return result
 
+    async def fill(self, workload: str, stream: str, messages: int) -> None:
+        """Publish `messages` into `stream` in batches (not timed) and check they are all stored."""
+        _, fill = await self.publish_batches(stream, messages, FILL_BATCH, BATCH_IN_FLIGHT, [])
+        if await fill != messages:
+            raise RuntimeError(f"{workload}: fill of {messages} messages not fully acknowledged")
+        await self.check_stored(stream, messages)
+
+    async def consume_fetch_ack(self, workload: str, messages: int, batch: int, loops: int) -> RunResult:
+        """Fill a fresh stream with `messages` (untimed), create a consumer, then drain it with
+        `loops` concurrent Fetch(`batch`) + AckBatch loops on the same consumer and partition."""
+        stream = await self.fresh_stream(workload)
+        await self.fill(workload, stream, messages)
+        await self.client.create_consumer(stream, consumer_config(CONSUMER))
+        fetch_request = streams_pb2.FetchRequest(stream=stream, consumer=CONSUMER, partition=0, batch_size=batch)
+        fetch = self.stub.Fetch
+        ack_batch = self.stub.AckBatch
+        delivered = bytearray(messages + 1)  # per seq: deliveries seen
+        acked = bytearray(messages + 1)  # per seq: "ok" acks seen
+        problems: list[str] = []
+        latencies: list[int] = []
+        record = latencies.append
+        clock = time.perf_counter_ns
+        cycles = 0
+        payload_bytes = 0
+
+        async def loop() -> int:
+            nonlocal cycles, payload_bytes
+            ok = 0
+            # Every cycle delivers at least one message while any is left: at most `messages` cycles.
+            for _ in range(messages + 1):
+                start = clock()
+                response = await fetch(fetch_request, timeout=CALL_TIMEOUT_S)
+                batch_messages = response.messages
+                if not batch_messages:
+                    return ok
+                seqs = [message.seq for message in batch_messages]
+                request = streams_pb2.AckBatchRequest(stream=stream, consumer=CONSUMER, partition=0, seqs=seqs)
+                answer = await ack_batch(request, timeout=CALL_TIMEOUT_S)
+                record(clock() - start)
+                cycles += 1
+                for message in batch_messages:
+                    if not 1 <= message.seq <= messages or message.deliver_count != 1:
+                        problems.append(f"delivered seq {message.seq} deliver_count {message.deliver_count}")
+                        continue
+                    delivered[message.seq] += 1
+                    payload_bytes += len(message.payload)
+                for result in answer.results:
+                    if result.result_code == "ok" and 1 <= result.seq <= messages:
+                        acked[result.seq] += 1
+                        ok += 1
+                    else:
+                        problems.append(f"ack of seq {result.seq}: {result.result_code} {result.message}")
+            raise RuntimeError(f"{workload}: the fetch loop did not end")
+
+        async def body() -> int:
+            return sum(await asyncio.gather(*(loop() for _ in range(loops))))
+
+        result = await self.timed(workload, messages, 0, body(), latencies)
+        result.calls = cycles
+        if problems:
+            raise RuntimeError(f"{workload}: {len(problems)} problems, e.g. {problems[:5]}")
+        if delivered[1:] != bytes([1]) * messages or acked[1:] != bytes([1]) * messages:
+            raise RuntimeError(f"{workload}: not every seq was delivered and acknowledged exactly once")
+        if payload_bytes != messages * len(self.payload):
+            raise RuntimeError(f"{workload}: fetched {payload_bytes} payload bytes")
+        info = await self.client.consumer_info(stream, CONSUMER)
+        (state,) = info.partitions
+        if (state.ack_floor, state.num_ack_pending, info.redelivered_total, info.acked_total) != (
+            messages,
+            0,
+            0,
+            messages,
+        ):
+            raise RuntimeError(f"{workload}: consumer state after the run: {info}")
+        await self.drop_stream(stream)
+        return result
+
+    async def subscribe_latency(self, workload: str, messages: int) -> RunResult:
+        """A Subscribe open on an idle stream; `messages` times: Publish one message, wait until the
+        subscriber has it, Ack it. Latency from before the Publish call to the subscriber's receipt."""
+        stream = await self.fresh_stream(workload)
+        await self.client.create_consumer(stream, consumer_config(CONSUMER))
+        publish_request = streams_pb2.PublishRequest(stream=stream, subject=SUBJECT, payload=self.payload)
+        publish = self.stub.Publish
+        ack = self.stub.Ack
+        clock = time.perf_counter_ns
+        received: asyncio.Queue[tuple[int, int, int, int]] = asyncio.Queue()  # seq, count, bytes, ns
+        call = self.stub.Subscribe(streams_pb2.SubscribeRequest(stream=stream, consumer=CONSUMER, partitions=[0]))
+
+        async def reader() -> None:
+            async for event in call:
+                kind = event.WhichOneof("event")
+                if kind == "stopped":
+                    received.put_nowait((-1, 0, 0, clock()))
+                    return
+                now = clock()
+                for message in event.batch.messages if kind == "batch" else [event.message]:
+                    received.put_nowait((message.seq, message.deliver_count, len(message.payload), now))
+
+        reading = asyncio.create_task(reader())
+        latencies: list[int] = []
+        publish_latencies: list[int] = []
+        problems: list[str] = []
+
+        async def one(record: bool) -> int:
+            start = clock()
+            response = await publish(publish_request, timeout=CALL_TIMEOUT_S)
+            published = clock()
+            seq, count, size, arrived = await asyncio.wait_for(received.get(), CALL_TIMEOUT_S)
+            if (seq, count, size) != (response.seq, 1, len(self.payload)):
+                problems.append(f"published seq {response.seq}, received seq {seq} deliver_count {count}")
+                return 0
+            await ack(
+                streams_pb2.AckRequest(stream=stream, consumer=CONSUMER, partition=0, seq=seq), timeout=CALL_TIMEOUT_S
+            )
+            if record:
+                latencies.append(arrived - start)
+                publish_latencies.append(published - start)
+            return 1
+
+        async def body() -> int:
+            ok = 0
+            for _ in range(messages):
+                ok += await one(True)
+            return ok
+
+        try:
+            if await one(False) != 1:  # warm-up: the subscription is bound and serving
+                raise RuntimeError(f"{workload}: warm-up message not received: {problems}")
+            result = await self.timed(workload, messages, messages, body(), latencies)
+        finally:
+            call.cancel()
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                await reading
+        if problems or not received.empty():
+            raise RuntimeError(f"{workload}: {problems[:5]}, {received.qsize()} unexpected deliveries")
+        result.extra["publish_ack_latency_us"] = latency_figures(publish_latencies)
+        await self.check_stored(stream, messages + 1)
+        await self.drop_stream(stream)
+        return result
+
     async def check_stored(self, stream: str, messages: int) -> None:
         """Fail unless the stream's partition ends at seq `messages` (untimed)."""
         last = await self.last_seq(stream)
@@ -336,19 +507,29 @@ class Bench:
             return await self.publish_batch(workload, messages, 1000, BATCH_IN_FLIGHT)
         if workload == "read_1000":
             return await self.read(workload, messages, READ_MAX_MESSAGES)
+        if workload == "consume_fetch_100_ack":
+            return await self.consume_fetch_ack(workload, messages, CONSUME_FETCH_BATCH, self.consume_loops)
+        if workload == "subscribe_latency_idle":
+            return await self.subscribe_latency(workload, messages)
         raise ValueError(f"unknown workload {workload}")
 
 
 async def run_all(
-    node: NodeHandle, payload_bytes: int, counts: dict[str, int], repeat: int
+    node: NodeHandle,
+    payload_bytes: int,
+    counts: dict[str, int],
+    repeat: int,
+    *,
+    workloads: list[str],
+    consume_loops: int,
 ) -> dict[str, dict[str, Any]]:
-    """Every workload `repeat` times against `node`; the median run's figures per workload."""
+    """Each of `workloads` `repeat` times against `node`; the median run's figures per workload."""
     payload = os.urandom(payload_bytes)
     report: dict[str, dict[str, Any]] = {}
     async with NodeClient(node.client_address, timeout_s=CALL_TIMEOUT_S) as client:
         await asyncio.wait_for(client.channel.channel_ready(), CALL_TIMEOUT_S)
-        bench = Bench(node, client, payload)
-        for workload in WORKLOADS:
+        bench = Bench(node, client, payload, consume_loops)
+        for workload in workloads:
             runs: list[RunResult] = []
             for attempt in range(1, repeat + 1):
                 run = await bench.run_workload(workload, counts[workload])
@@ -403,6 +584,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fsync", choices=("always", "off"), default="always", help="the node's fsync setting")
     parser.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop", help="client event loop")
     parser.add_argument("--no-pin", action="store_true", help="do not pin the node and the benchmark to CPUs")
+    parser.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help=f"comma-separated workloads to run, in this order (default all: {','.join(WORKLOADS)})",
+    )
+    parser.add_argument(
+        "--consume-loops",
+        type=int,
+        default=CONSUME_LOOPS,
+        help=f"concurrent Fetch+AckBatch loops of consume_fetch_100_ack (default {CONSUME_LOOPS})",
+    )
     for workload in WORKLOADS:
         parser.add_argument(
             f"--{workload.replace('_', '-')}-messages",
@@ -414,16 +606,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.repeat is None:
         args.repeat = 1 if args.smoke else 3
-    if args.repeat < 1 or args.payload_bytes < 1:
-        parser.error("--repeat and --payload-bytes must be >= 1")
+    if args.repeat < 1 or args.payload_bytes < 1 or args.consume_loops < 1:
+        parser.error("--repeat, --payload-bytes and --consume-loops must be >= 1")
+    args.workloads = [name.strip() for name in args.workloads.split(",") if name.strip()]
+    unknown = [name for name in args.workloads if name not in WORKLOADS]
+    if unknown or not args.workloads:
+        parser.error(f"--workloads: unknown {unknown} (choose from {', '.join(WORKLOADS)})")
+    if len(set(args.workloads)) != len(args.workloads):
+        parser.error("--workloads: a workload is named twice")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints the JSON report on stdout and returns the exit code."""
     args = parse_args(argv)
-    counts = dict(SMOKE_COUNTS if args.smoke else DEFAULT_COUNTS)
-    for workload in WORKLOADS:
+    base_counts = SMOKE_COUNTS if args.smoke else DEFAULT_COUNTS
+    counts = {workload: base_counts[workload] for workload in args.workloads}
+    for workload in args.workloads:
         override = getattr(args, f"{workload}_messages")
         if override is not None:
             if override < 1:
@@ -455,7 +654,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"node {node.client_address} pid {node.pid} cpus {node_cpus}; "
                 f"bench cpus {sorted(os.sched_getaffinity(0))}"
             )
-            workloads = run_event_loop(loop_name, run_all(node, args.payload_bytes, counts, args.repeat))
+            workloads = run_event_loop(
+                loop_name,
+                run_all(
+                    node,
+                    args.payload_bytes,
+                    counts,
+                    args.repeat,
+                    workloads=args.workloads,
+                    consume_loops=args.consume_loops,
+                ),
+            )
         finally:
             code = node.stop()
             if code != 0:
@@ -485,6 +694,8 @@ def main(argv: list[str] | None = None) -> int:
             "single_c64_in_flight": SINGLE_CONCURRENCY,
             "batch_calls_in_flight": BATCH_IN_FLIGHT,
             "read_max_messages": READ_MAX_MESSAGES,
+            "consume_fetch_batch": CONSUME_FETCH_BATCH,
+            "consume_loops": args.consume_loops,
             "selection": "median run by msgs_per_s",
         },
         "workloads": workloads,

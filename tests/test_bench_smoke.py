@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-WORKLOADS = ("publish_single_c1", "publish_single_c64", "publish_batch_100", "publish_batch_1000", "read_1000")
+WORKLOADS = (
+    "publish_single_c1",
+    "publish_single_c64",
+    "publish_batch_100",
+    "publish_batch_1000",
+    "read_1000",
+    "consume_fetch_100_ack",
+    "subscribe_latency_idle",
+)
 
 
 @pytest.mark.slow

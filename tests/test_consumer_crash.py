@@ -223,9 +223,9 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
         all_seqs = list(range(1, PER_PARTITION + 1))
         for config in configs:
             info = await client.create_consumer(stream_name, config)
-            accepts = (lambda seq: subject_of(seq) == "orders.a") if config.filter_subject else (lambda _: True)
+            matching = [seq for seq in all_seqs if not config.filter_subject or subject_of(seq) == "orders.a"]
             models[config.name] = [
-                Model(config.name, p, [s for s in all_seqs if accepts(s)], info.config.max_ack_pending, info.config.ack_wait_ms)
+                Model(config.name, p, matching, info.config.max_ack_pending, info.config.ack_wait_ms)
                 for p in range(PARTITIONS)
             ]
         for name, partition_models in models.items():
@@ -236,6 +236,10 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
         small = models["small"][0]
         assert len(small.pending) == small.max_ack_pending, "the small consumer is not at max_ack_pending"
         assert await client.fetch(stream_name, "small", 0, batch_size=10) == []
+        # One below the bound, so redeliveries can start after the restart (at the bound they never
+        # would: see test_consumer_at_max_ack_pending_gets_expired_deliveries_again).
+        await client.ack(stream_name, "small", 0, small.pending[-1])
+        small.acked.add(small.pending[-1])
         before = {}
         for name, partition_models in models.items():
             info = await client.consumer_info(stream_name, name)
@@ -284,6 +288,233 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
             for state in info.partitions:
                 assert (state.num_ack_pending, state.num_pending) == (0, 0)
         assert redelivered > 0
+    finally:
+        await client.close()
+        await clock.close()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a partition at max_ack_pending never redelivers its expired deliveries (fetch room also "
+    "caps redeliveries), so a consumer whose client died holding max_ack_pending messages is stuck forever",
+)
+async def test_consumer_at_max_ack_pending_gets_expired_deliveries_again(
+    clock_node: NodeHandle, stream_name: str
+) -> None:
+    """A consumer client dies holding max_ack_pending deliveries (then the node crashes too): once
+    ack_wait has passed, those deliveries are due and a fetch redelivers them (a redelivery does not
+    add to the unacknowledged count, so the bound does not stop it, as in JetStream). Without that
+    nothing could ever unblock the partition: the seqs are never redelivered, never reach
+    max_deliver and so are never dead-lettered either."""
+    client = NodeClient(clock_node.client_address, timeout_s=CALL_TIMEOUT_S)
+    try:
+        await client.create_stream(stream_config(stream_name, subjects=["jobs.>"]))
+        for n in range(10):
+            assert (await client.publish(stream_name, "jobs.x", f"{n}".encode())).seq == n + 1
+        await client.create_consumer(stream_name, consumer_config("c", max_ack_pending=5, ack_wait_ms=1_000))
+        first = await client.fetch(stream_name, "c", batch_size=10)
+        assert [(m.seq, m.deliver_count) for m in first] == [(seq, 1) for seq in range(1, 6)]
+    finally:
+        await client.close()
+    clock_node.kill()
+    client, clock = await restart(clock_node)
+    try:
+        await clock.advance(1_001)
+        again = await client.fetch(stream_name, "c", batch_size=10)
+        assert [(m.seq, m.deliver_count) for m in again] == [(seq, 2) for seq in range(1, 6)]
+    finally:
+        await client.close()
+        await clock.close()
+
+
+# -- b) crashes under concurrent publish + fetch/ack load -------------------------------------------
+
+LOAD_PARTITIONS = 2
+LOAD_PUBLISHERS = 4
+LOAD_BATCH = 8
+LOAD_SECONDS = 1.0  # load before each crash
+LOAD_MAX_ACKED = 4000  # ... or less when this many publishes were acknowledged
+LOAD_CYCLES = 3
+LOAD_ACK_WAIT_MS = 3_600_000  # nothing is redelivered during the load (the test clock does not move)
+FETCH_BATCH = 100
+LOAD_PAYLOAD = b"x" * 256
+
+Key = tuple[int, int]  # (partition, seq)
+
+
+@dataclass
+class ConsumeLoad:
+    """Everything the publishers and the consumer loops saw, over every run. Events (deliveries
+    and "ok" acks) are numbered in the order this process saw them."""
+
+    stream: str
+    consumer: str
+    published: set[Key] = field(default_factory=set)  # acknowledged publishes
+    deliveries: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # -> [(event, deliver_count)]
+    acked_ok: dict[Key, int] = field(default_factory=dict)  # -> event of the first "ok" ack
+    acked_before_kill: set[Key] = field(default_factory=set)
+    ack_in_doubt: set[Key] = field(default_factory=set)  # in an AckBatch cut off by a crash
+    problems: list[str] = field(default_factory=list)
+    event: int = 0
+    ending: bool = False
+    over: bool = False
+    failures: int = 0
+
+    def next_event(self) -> int:
+        self.event += 1
+        return self.event
+
+    def delivered(self, message: types_pb2.Message) -> None:
+        key = (message.partition, message.seq)
+        seen = self.deliveries.setdefault(key, [])
+        if seen and message.deliver_count <= seen[-1][1]:
+            self.problems.append(f"{key}: deliver_count {message.deliver_count} after {seen[-1][1]}")
+        seen.append((self.next_event(), message.deliver_count))
+
+    def acked(self, key: Key) -> None:
+        self.acked_ok.setdefault(key, self.next_event())
+
+    def failed(self, who: str, error: WeirError) -> None:
+        if self.ending:
+            self.failures += 1
+        else:
+            self.problems.append(f"{who} failed before the node went away: {error!r}")
+
+
+async def load_publisher(client: NodeClient, load: ConsumeLoad, index: int) -> None:
+    n = 0
+    while not load.over:
+        n += 1
+        entries = [
+            streams_pb2.PublishEntry(subject=f"load.w{index}", payload=LOAD_PAYLOAD, partition=(n + i) % 2)
+            for i in range(LOAD_BATCH)
+        ]
+        try:
+            results = await client.publish_batch(load.stream, entries)
+        except WeirError as error:
+            load.failed(f"publisher {index}", error)
+            return
+        for result in results:
+            if result.result_code != "ok":
+                load.problems.append(f"publish failed: {result.result_code} {result.message}")
+            else:
+                load.published.add((result.partition, result.seq))
+
+
+async def consume(client: NodeClient, load: ConsumeLoad, partition: int, *, max_wait_ms: int) -> int:
+    """Fetch(100) + AckBatch until the node goes away (`max_wait_ms` > 0) or a fetch comes back
+    empty (`max_wait_ms` == 0); returns the fetches that delivered something."""
+    rounds = 0
+    while not load.over:
+        try:
+            messages = await client.fetch(
+                load.stream, load.consumer, partition, batch_size=FETCH_BATCH, max_wait_ms=max_wait_ms
+            )
+        except WeirError as error:
+            load.failed(f"consumer {partition}", error)
+            return rounds
+        for message in messages:
+            if message.partition != partition:
+                load.problems.append(f"fetched from partition {partition}: {message.partition}/{message.seq}")
+            load.delivered(message)
+        if not messages:
+            if max_wait_ms == 0:
+                return rounds
+            continue
+        rounds += 1
+        try:
+            results = await client.ack_batch(load.stream, load.consumer, partition, [m.seq for m in messages])
+        except WeirError as error:
+            load.failed(f"consumer {partition}", error)
+            load.ack_in_doubt.update((partition, m.seq) for m in messages)
+            return rounds
+        for message, result in zip(messages, results, strict=True):
+            if result.seq != message.seq or result.result_code != "ok":
+                load.problems.append(f"ack of {partition}/{message.seq}: {result.seq} {result.result_code}")
+            else:
+                load.acked((partition, message.seq))
+    return rounds
+
+
+@pytest.mark.slow
+async def test_sigkill_under_fetch_ack_load_loses_nothing(clock_node: NodeHandle, stream_name: str) -> None:
+    """Publishers and one fetch(100)+AckBatch loop per partition run at once; SIGKILL mid-run,
+    three times, restarting after each. A final drain (test clock past ack_wait, so deliveries whose
+    ack was lost in a crash come again) must deliver and acknowledge every acknowledged publish, and
+    no seq whose ack answered "ok" may be delivered after that answer (acks are durable).
+    Redeliveries of the same seq are allowed (at least once) and only reported."""
+    load = ConsumeLoad(stream_name, "worker")
+    client = NodeClient(clock_node.client_address, timeout_s=CALL_TIMEOUT_S)
+    await client.create_stream(stream_config(stream_name, subjects=["load.>"], partitions=LOAD_PARTITIONS))
+    await client.create_consumer(stream_name, consumer_config("worker", ack_wait_ms=LOAD_ACK_WAIT_MS))
+    rounds = 0
+    for cycle in range(LOAD_CYCLES):
+        load.ending = load.over = False
+        published_before, acked_before = len(load.published), len(load.acked_ok)
+        publishers = [asyncio.create_task(load_publisher(client, load, i)) for i in range(LOAD_PUBLISHERS)]
+        consumers = [asyncio.create_task(consume(client, load, p, max_wait_ms=200)) for p in range(LOAD_PARTITIONS)]
+        deadline = time.monotonic() + LOAD_SECONDS
+        while time.monotonic() < deadline and len(load.published) - published_before < LOAD_MAX_ACKED:
+            if any(task.done() for task in publishers + consumers):
+                break  # one failed before the crash: reported below
+            await asyncio.sleep(0.02)
+        load.ending = True
+        clock_node.kill()
+        load.over = True
+        async with asyncio.timeout(CALL_TIMEOUT_S * 2):
+            await asyncio.gather(*publishers)
+            rounds += sum(await asyncio.gather(*consumers))
+        assert not load.problems, load.problems[:10]
+        assert len(load.published) > published_before, f"cycle {cycle}: nothing published"
+        assert len(load.acked_ok) > acked_before, f"cycle {cycle}: nothing acknowledged by the consumer"
+        load.acked_before_kill = set(load.acked_ok)
+        await client.close()
+        client, clock = await restart(clock_node)
+        await clock.close()
+    assert load.failures > 0, "no call was cut off by a crash"
+
+    clock = TestClockClient(clock_node.internal_address, timeout_s=CALL_TIMEOUT_S)
+    try:
+        await clock.advance(LOAD_ACK_WAIT_MS + 1)
+        load.ending = load.over = False
+        drained = await asyncio.gather(*(consume(client, load, p, max_wait_ms=0) for p in range(LOAD_PARTITIONS)))
+        assert not load.problems, load.problems[:10]
+        info = await client.stream_info(stream_name)
+        stored = {(s.partition, seq) for s in info.stats.partitions for seq in range(1, s.last_seq + 1)}
+        # Nothing lost: every acknowledged publish (and whatever else got stored) was delivered and
+        # acknowledged; nothing but stored messages was delivered.
+        assert load.published <= stored
+        assert set(load.deliveries) == stored
+        # Never seen acknowledged: only seqs whose AckBatch was cut off by a crash after it committed
+        # (had it not committed, the drain would have redelivered and acknowledged them); the
+        # consumer info below shows the node holds every stored seq as acknowledged.
+        missing = stored - set(load.acked_ok)
+        assert missing <= load.ack_in_doubt, f"never acknowledged: {sorted(missing - load.ack_in_doubt)[:5]}"
+        # Durable acks: nothing is delivered after its "ok" ack (before or after a crash).
+        after_ack = [key for key, event in load.acked_ok.items() if any(e > event for e, _ in load.deliveries[key])]
+        assert not after_ack, f"{len(after_ack)} seqs delivered after an ok ack, e.g. {sorted(after_ack)[:5]}"
+        consumer = await client.consumer_info(stream_name, "worker")
+        for stats, state in zip(info.stats.partitions, consumer.partitions, strict=True):
+            assert (state.partition, state.ack_floor, state.last_delivered) == (
+                stats.partition,
+                stats.last_seq,
+                stats.last_seq,
+            )
+            assert (state.num_ack_pending, state.num_pending) == (0, 0)
+        assert (consumer.dead_lettered_total, consumer.dropped_total, consumer.termed_total) == (0, 0, 0)
+        # Server side every stored seq was delivered new once and acknowledged once; it also counts
+        # redeliveries whose fetch answer was lost in a crash, which this process never saw.
+        duplicates = sum(len(seen) - 1 for seen in load.deliveries.values())
+        assert (consumer.delivered_total, consumer.acked_total) == (len(stored), len(stored))
+        assert consumer.redelivered_total >= duplicates
+        print(
+            f"published {len(load.published)} acknowledged, {len(stored)} stored; "
+            f"{sum(len(seen) for seen in load.deliveries.values())} deliveries in {rounds} load fetches and "
+            f"{sum(drained)} drain fetches; duplicates {duplicates}; "
+            f"acks ok before the last kill {len(load.acked_before_kill)}; acks in doubt {len(load.ack_in_doubt)} "
+            f"(committed without an answer {len(missing)}); calls cut off {load.failures}"
+        )
     finally:
         await client.close()
         await clock.close()

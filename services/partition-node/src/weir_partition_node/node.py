@@ -16,7 +16,7 @@ import heapq
 import itertools
 import logging
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -739,19 +739,21 @@ class Node:
         deliver_group: str = "",
     ) -> AsyncIterator[tuple[int, Delivery] | str]:
         """`subscribe_batches`, one (partition, delivery) item per message."""
-        async for item in self.subscribe_batches(
+        batches = self.subscribe_batches(
             stream_name,
             name,
             partitions=partitions,
             batch_size=batch_size,
             stop_when_empty=stop_when_empty,
             deliver_group=deliver_group,
-        ):
-            if isinstance(item, str):
-                yield item
-                continue
-            for delivery in item:
-                yield delivery.partition, delivery
+        )
+        async with contextlib.aclosing(batches):  # unbind at once when the caller stops
+            async for item in batches:
+                if isinstance(item, str):
+                    yield item
+                    continue
+                for delivery in item:
+                    yield delivery.partition, delivery
 
     async def subscribe_batches(
         self,
@@ -762,7 +764,7 @@ class Node:
         batch_size: int = 0,
         stop_when_empty: bool = False,
         deliver_group: str = "",
-    ) -> AsyncIterator[list[Delivery] | str]:
+    ) -> AsyncGenerator[list[Delivery] | str, None]:
         """Push delivery: yields the deliveries of each server-side fetch as messages become
         deliverable, then a stop reason ("empty" | "consumer_deleted" | "stream_deleted" |
         "shutting_down") when it ends.
@@ -967,7 +969,7 @@ class Node:
             await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
 
     async def watch_lifecycle(self, from_change_seq: int = 0) -> AsyncIterator[types_pb2.Change]:
-        """Stream created/updated/deleted changes from `from_change_seq` (0 = from now on), live,
+        """Stream and consumer created/updated/deleted changes from `from_change_seq` (0 = from now on), live,
         until shutdown. Errors: ChangeFeedTruncatedError."""
         if from_change_seq and from_change_seq <= self._change_floor:
             raise ChangeFeedTruncatedError(
@@ -982,7 +984,7 @@ class Node:
                 continue
             for _, record in await self._catalog.read_changes(cursor, horizon, NO_LIMIT):
                 change = types_pb2.Change.FromString(record)
-                if change.WhichOneof("kind") in ("stream_created", "stream_updated", "stream_deleted"):
+                if change.WhichOneof("kind") in _LIFECYCLE_KINDS:
                     yield change
             cursor = horizon + 1
 
@@ -1022,6 +1024,9 @@ class Node:
 
 
 _ROUND_ROBIN = -1
+_LIFECYCLE_KINDS = frozenset(
+    ("stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted")
+)
 _ACK_LEVELS = frozenset(streams_pb2.AckLevel.values())  # resolved once: publish is the hot path
 
 

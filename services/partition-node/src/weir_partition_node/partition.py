@@ -234,9 +234,9 @@ class Partition:
         cursor = self.consumers.get(name)
         if cursor is None:
             return True  # let the fetch fail with no_such_consumer
-        if len(cursor.pending) >= cursor.spec.max_ack_pending:
-            return False
-        return cursor.last_delivered < self.last_seq or cursor.earliest_redeliver_ms <= now_ms
+        if cursor.earliest_redeliver_ms <= now_ms:
+            return True
+        return cursor.last_delivered < self.last_seq and len(cursor.pending) < cursor.spec.max_ack_pending
 
     async def consumer_op(self, op: _ConsumerOp) -> Any:
         await self._put(op)
@@ -436,6 +436,9 @@ class Partition:
             self.first_seq = max(self.first_seq, plan.truncate_before)
         if self.msg_count == 0:
             self.first_seq = self.last_seq + 1
+        elif batch.remove_seqs and self.first_seq in batch.remove_seqs:
+            oldest = self.log.oldest(self.first_seq, 1)  # single removals took the first message
+            self.first_seq = oldest[0].seq if oldest else self.last_seq + 1
         if change_seqs:
             self.last_change_seq = change_seqs[-1]
         self._feed.settle(change_seqs)
@@ -562,10 +565,10 @@ class Partition:
     ) -> list[Delivery]:
         now_ms = context.now_ms
         spec = cursor.spec
-        room = spec.max_ack_pending - len(cursor.pending)
-        want = min(batch_size, room)
         deliveries: list[Delivery] = []
-        due = consumers.scan_due(cursor, now_ms, max(want, 0))
+        # Redeliveries are already counted in the pending set: max_ack_pending bounds new ones only
+        # (as in JetStream), so a consumer at the bound still gets its overdue messages back.
+        due = consumers.scan_due(cursor, now_ms, batch_size)
         for seq in due.exhausted:
             self._dead_letter(cursor, seq, context)
         used_bytes = 0
@@ -575,12 +578,13 @@ class Partition:
                 consumers.forget(cursor, seq)
                 continue
             if deliveries and used_bytes + len(record) > max_bytes:
+                cursor.earliest_redeliver_ms = now_ms  # the rest is still due: next fetch
                 break
             used_bytes += len(record)
             deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms), self.index))
         if due.exhausted or due.redeliver:
             context.touched_cursors[spec.name] = cursor
-        want -= len(deliveries)
+        want = min(batch_size - len(deliveries), spec.max_ack_pending - len(cursor.pending))
         if want > 0 and cursor.last_delivered < self.last_seq and used_bytes < max_bytes:
             rows, scanned, at_end = self.log.read_matching(
                 cursor.last_delivered + 1, want, max_bytes - used_bytes, spec.accepts, _FILTER_SCAN_ROWS

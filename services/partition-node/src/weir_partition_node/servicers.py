@@ -7,6 +7,7 @@ INTERNAL with the exception text, and are logged.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -271,28 +272,30 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @server_stream
     async def Subscribe(self, request: streams_pb2.SubscribeRequest, context: Any) -> AsyncIterator[Any]:
-        async for item in self.node.subscribe_batches(
+        batches = self.node.subscribe_batches(
             request.stream,
             request.consumer,
             partitions=request.partitions,
             batch_size=request.batch_size,
             stop_when_empty=request.stop_when_empty,
             deliver_group=request.deliver_group,
-        ):
-            if isinstance(item, str):
-                yield streams_pb2.SubscribeEvent(stopped=streams_pb2.SubscribeStopped(reason=item))
-                return
-            if request.batch_events:
-                event = streams_pb2.SubscribeEvent()
-                add = event.batch.messages.add
+        )
+        async with contextlib.aclosing(batches):  # a cancelled call unbinds the consumer at once
+            async for item in batches:
+                if isinstance(item, str):
+                    yield streams_pb2.SubscribeEvent(stopped=streams_pb2.SubscribeStopped(reason=item))
+                    return
+                if request.batch_events:
+                    event = streams_pb2.SubscribeEvent()
+                    add = event.batch.messages.add
+                    for delivery in item:
+                        _fill(add(), delivery)
+                    yield event
+                    continue
                 for delivery in item:
-                    _fill(add(), delivery)
-                yield event
-                continue
-            for delivery in item:
-                event = streams_pb2.SubscribeEvent()
-                _fill(event.message, delivery)
-                yield event
+                    event = streams_pb2.SubscribeEvent()
+                    _fill(event.message, delivery)
+                    yield event
 
 
 def _change_batch(message: Any, records: list[bytes]) -> None:
