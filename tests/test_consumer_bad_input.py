@@ -100,6 +100,16 @@ def call(env: Env, method: str, request: Message) -> Callable[[], Awaitable[Any]
     return subscribe
 
 
+@contextlib.contextmanager
+def naming(method: str) -> Iterator[None]:
+    """Name the RPC in a failure of a test that loops over RPCs."""
+    try:
+        yield
+    except AssertionError as failure:
+        failure.add_note(f"RPC: {method}")
+        raise
+
+
 def consumer_requests(stream: str, consumer: str, partition: int = 0, seq: int = 3) -> dict[str, Message]:
     """One otherwise valid request per consumer RPC that addresses `stream` / `consumer`."""
     return {
@@ -220,18 +230,8 @@ async def test_deleted_consumer_is_no_such_consumer(env: Env, fresh_orders: str)
     await env.client.delete_consumer(fresh_orders, "grouped")
     for method in CONSUMER_RPCS:
         request = consumer_requests(fresh_orders, "grouped")[method]
-        with _naming(method):
+        with naming(method):
             await rejected(env, call(env, method, request), NoSuchConsumerError, "has no consumer 'grouped'")
-
-
-@contextlib.contextmanager
-def _naming(method: str) -> Iterator[None]:
-    """Name the RPC in a failure of a test that loops over RPCs."""
-    try:
-        yield
-    except AssertionError as failure:
-        failure.add_note(f"RPC: {method}")
-        raise
 
 
 @pytest.mark.parametrize("bad_name", BAD_NAMES.values(), ids=BAD_NAMES.keys())
@@ -241,16 +241,20 @@ async def test_illegal_consumer_name_is_invalid_name(env: Env, orders: str, bad_
         if method == "ListConsumers":
             continue  # names no consumer
         request = consumer_requests(orders, bad_name)[method]
-        with _naming(method):
+        with naming(method):
             error = await rejected(env, call(env, method, request), InvalidNameError, "consumer name", "1..128")
             assert shown in error.message
 
 
-@pytest.mark.parametrize("bad_name", BAD_NAMES.values(), ids=BAD_NAMES.keys())
+# The stream-name rule itself is tests/test_bad_input.py's; here: every consumer RPC applies it.
+STREAM_NAME_CASES = {key: BAD_NAMES[key] for key in ("empty", "too_long", "dot", "star", "non_ascii", "nul")}
+
+
+@pytest.mark.parametrize("bad_name", STREAM_NAME_CASES.values(), ids=STREAM_NAME_CASES.keys())
 async def test_illegal_stream_name_is_invalid_name(env: Env, bad_name: str) -> None:
     for method in ALL_RPCS:
         request = consumer_requests(bad_name, "worker")[method]
-        with _naming(method):
+        with naming(method):
             await rejected(env, call(env, method, request), InvalidNameError, "stream name", "1..128")
 
 
@@ -483,7 +487,7 @@ async def test_settle_of_never_delivered_seq_is_not_pending(
     assert error.metadata == {"stream": orders, "partition": str(partition), "consumer": "worker", "seq": str(seq)}
 
 
-SETTLED = {"acked": 1, "termed": 2, "zero": 0}
+SETTLED = {"acked": 1, "termed": 2}
 
 
 @pytest.mark.parametrize("method", SETTLE_RPCS)
@@ -497,6 +501,18 @@ async def test_settle_of_settled_seq_is_not_pending(env: Env, orders: str, metho
         "already acknowledged",
     )
     assert error.metadata["seq"] == str(seq)
+
+
+@pytest.mark.parametrize("method", SETTLE_RPCS)
+async def test_settle_of_seq_zero_is_not_pending(env: Env, orders: str, method: str) -> None:
+    error = await rejected(
+        env,
+        _settle(env, method, orders, "worker", partition=0, seq=0),
+        NotPendingError,
+        "seq 0 does not exist",
+        "seqs start at 1",
+    )
+    assert error.metadata["seq"] == "0"
 
 
 @pytest.mark.parametrize("method", SETTLE_RPCS)
@@ -572,7 +588,7 @@ BAD_BOUNDS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "ack_batch_empty": ("AckBatch", {"seqs": []}, ("seqs", "at least one")),
     # The pending seq 3 is among them: nothing is acknowledged.
     "ack_batch_10001": ("AckBatch", {"seqs": [3, *range(100, 10_100)]}, ("seqs", "at most 10000", "10001")),
-    "nak_delay_too_long": ("Nak", {"delay_ms": 30_000_001}, ("delay_ms", "30000000")),
+    "nak_delay_too_long": ("Nak", {"delay_ms": 604_800_001}, ("delay_ms", "604800000")),
     "nak_delay_max_uint64": ("Nak", {"delay_ms": MAX_U64}, ("delay_ms",)),
 }
 
@@ -597,7 +613,7 @@ async def test_bounds_are_accepted(env: Env, fresh_orders: str) -> None:
     results = await client.ack_batch(fresh_orders, "worker", 0, [3, *range(100, 10_099)])
     assert len(results) == 10_000
     assert [(r.seq, r.result_code) for r in results[:2]] == [(3, "ok"), (100, "not_pending")]
-    await client.nak(fresh_orders, "worker", 0, 4, delay_ms=30_000_000)
+    await client.nak(fresh_orders, "worker", 0, 4, delay_ms=604_800_000)
     info = await client.consumer_info(fresh_orders, "worker")
     assert [(p.ack_floor, p.last_delivered, p.num_ack_pending) for p in info.partitions] == [(3, 4, 1), (0, 1, 1)]
 

@@ -398,6 +398,36 @@ async def test_redeliveries_come_first_lowest_seq_first(
     assert delivered(await tclient.fetch(tstream, "c")) == [(0, 4, 1)]
 
 
+async def test_redeliveries_are_not_held_back_by_max_ack_pending(
+    tclient: NodeClient, tclock: TestClockClient, tstream: str
+) -> None:
+    await tclient.create_stream(stream_config(tstream))
+    for _ in range(3):
+        await tclient.publish(tstream, "s", b"x")
+    await tclient.create_consumer(tstream, consumer_config("c", ack_wait_ms=1000, max_ack_pending=2))
+    assert delivered(await tclient.fetch(tstream, "c", batch_size=10)) == [(0, 1, 1), (0, 2, 1)]
+    assert await tclient.fetch(tstream, "c") == []  # at the bound: seq 3 waits
+    await tclock.advance(1000)
+    # Overdue messages are already pending: they come back; the bound still holds seq 3 back.
+    assert delivered(await tclient.fetch(tstream, "c", batch_size=10)) == [(0, 1, 2), (0, 2, 2)]
+    await tclient.ack(tstream, "c", 0, 1)
+    assert delivered(await tclient.fetch(tstream, "c", batch_size=10)) == [(0, 3, 1)]
+
+
+async def test_byte_limited_fetch_leaves_the_rest_due(
+    tclient: NodeClient, tclock: TestClockClient, tstream: str
+) -> None:
+    await tclient.create_stream(stream_config(tstream))
+    for _ in range(3):
+        await tclient.publish(tstream, "s", b"p" * 100)
+    await tclient.create_consumer(tstream, consumer_config("c", ack_wait_ms=1000))
+    assert [m.seq for m in await tclient.fetch(tstream, "c")] == [1, 2, 3]
+    await tclock.advance(1000)
+    for seq in (1, 2, 3):  # one message per fetch (max_bytes below one message), no clock move
+        assert delivered(await tclient.fetch(tstream, "c", max_bytes=1)) == [(0, seq, 2)]
+    assert await tclient.fetch(tstream, "c") == []
+
+
 async def test_nak_with_delay(tclient: NodeClient, tclock: TestClockClient, tstream: str) -> None:
     await tclient.create_stream(stream_config(tstream))
     await tclient.publish(tstream, "s", b"x")
@@ -620,17 +650,19 @@ async def test_work_queue_ack_removes_the_message(
     assert removes == [([2], "work_queue_ack"), ([1], "work_queue_ack")]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: work-queue ack of the first stored message leaves stats first_seq stale")
 async def test_work_queue_first_seq_follows_removals(client: NodeClient, stream: str) -> None:
+    """PartitionStats.first_seq is the first seq still stored, also after single removals."""
     await client.create_stream(stream_config(stream, retention="work_queue"))
     for _ in range(3):
         await client.publish(stream, "s", b"x")
     await client.create_consumer(stream, consumer_config("c", ack_wait_ms=LONG_ACK_WAIT_MS))
     await client.fetch(stream, "c")
-    await client.ack(stream, "c", 0, 1)
-    partition = (await client.stream_info(stream)).stats.partitions[0]
-    # PartitionStats.first_seq: "First seq still stored"; seq 1 is gone, 2 is the first stored.
-    assert (partition.first_seq, partition.last_seq, partition.msg_count) == (2, 3, 2)
+    stats = []
+    for seq in (1, 3, 2):
+        await client.ack(stream, "c", 0, seq)
+        partition = (await client.stream_info(stream)).stats.partitions[0]
+        stats.append((partition.first_seq, partition.last_seq, partition.msg_count))
+    assert stats == [(2, 3, 2), (2, 3, 1), (4, 3, 0)]
 
 
 async def test_interest_retention(client: NodeClient, feed_client: ChangeFeedClient, stream: str) -> None:
@@ -708,7 +740,6 @@ async def test_change_feed_consumer_changes(client: NodeClient, feed_client: Cha
     assert all(c.partition == 0 and c.ts_ms > 0 for c in changes)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: WatchStreams never emits CONSUMER_CREATED / CONSUMER_DELETED events")
 async def test_watch_streams_shows_consumer_events(
     client: NodeClient, feed_client: ChangeFeedClient, stream: str
 ) -> None:
@@ -774,6 +805,23 @@ async def test_subscribe_stop_when_empty(client: NodeClient, stream: str) -> Non
     # Nothing ready now: stops at once.
     again = [event async for event in client.subscribe(stream, "c", stop_when_empty=True)]
     assert [(e.WhichOneof("event"), e.stopped.reason) for e in again] == [("stopped", "empty")]
+
+
+async def test_subscribe_batch_events(client: NodeClient, stream: str) -> None:
+    await client.create_stream(stream_config(stream))
+    for _ in range(5):
+        await client.publish(stream, "s", b"x")
+    await client.create_consumer(stream, consumer_config("c", ack_wait_ms=LONG_ACK_WAIT_MS))
+    events = [
+        event async for event in client.subscribe(stream, "c", batch_size=2, stop_when_empty=True, batch_events=True)
+    ]
+    assert [e.WhichOneof("event") for e in events] == ["batch", "batch", "batch", "stopped"]
+    assert [delivered(list(e.batch.messages)) for e in events[:-1]] == [
+        [(0, 1, 1), (0, 2, 1)],
+        [(0, 3, 1), (0, 4, 1)],
+        [(0, 5, 1)],
+    ]
+    assert events[-1].stopped.reason == "empty"
 
 
 async def test_deleting_the_consumer_ends_a_subscribe(client: NodeClient, stream: str) -> None:

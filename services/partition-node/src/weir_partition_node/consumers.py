@@ -249,6 +249,8 @@ def forget(cursor: ConsumerCursor, seq: int) -> Pending:
 
 def not_pending_reason(cursor: ConsumerCursor, seq: int) -> str:
     """Why `seq` is not in the pending set, for a person."""
+    if seq == 0:
+        return "seq 0 does not exist: seqs start at 1"
     if seq > cursor.last_delivered:
         return (
             f"seq {seq} was never delivered to consumer {cursor.spec.name!r} "

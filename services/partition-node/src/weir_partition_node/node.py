@@ -45,7 +45,7 @@ from weir_partition_node import metrics
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock
-from weir_partition_node.consumers import NEVER, ConsumerSpec, normalize_consumer_config
+from weir_partition_node.consumers import MAX_ACK_WAIT_MS, NEVER, ConsumerSpec, normalize_consumer_config
 from weir_partition_node.partition import (
     AppendOutcome,
     CommitLimits,
@@ -713,8 +713,8 @@ class Node:
     async def nak(self, stream_name: str, name: str, index: int, seq: int, delay_ms: int) -> None:
         """Redeliver a pending seq after `delay_ms`. Errors: NotPendingError, InvalidArgumentError."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        if delay_ms > MAX_FETCH_WAIT_MS * 100:
-            raise InvalidArgumentError(f"delay_ms: at most {MAX_FETCH_WAIT_MS * 100}, got {delay_ms}")
+        if delay_ms > MAX_ACK_WAIT_MS:
+            raise InvalidArgumentError(f"delay_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {delay_ms}")
         await partition.consumer_op(partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms))
 
     async def term(self, stream_name: str, name: str, index: int, seq: int) -> None:
