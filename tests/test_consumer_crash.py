@@ -7,10 +7,13 @@ and restarts it on the same data directory and ports:
 * `test_sigkill_keeps_consumer_state_and_redelivers_unacked`: three consumers (no filter, a filter,
   a small max_ack_pending) in a 2-partition stream, with fetches, single acks, batch acks, a nak with
   a delay, a term and an in-progress before the crash. After the restart every consumer's info is
-  exactly what it was; once the clock passes ack_wait, draining redelivers exactly the delivered but
+  exactly what it was; once the clock passes the nak delay only the naked message is due; once it
+  passes ack_wait, draining redelivers exactly the delivered but
   unsettled messages (deliver_count + 1, lowest seq first), then delivers the never-delivered ones,
   never anything acknowledged or terminated, and the acks cover every matching message but the
-  terminated ones.
+  terminated ones. The small consumer is at its max_ack_pending at the crash.
+* `test_consumer_at_max_ack_pending_gets_expired_deliveries_again`: a partition at max_ack_pending
+  still gets its overdue deliveries back after a crash (the bound holds back new deliveries only).
 * `test_sigkill_under_fetch_ack_load_loses_nothing`: publishers and fetch(100)+AckBatch loops run
   concurrently; the node is SIGKILLed three times mid-run. After the last restart a drain (clock past
   ack_wait) shows every acknowledged publish delivered and acknowledged, and no seq whose ack
@@ -94,6 +97,7 @@ class Model:
     deliver_count: dict[int, int] = field(default_factory=dict)  # seq -> last deliver_count seen
     acked: set[int] = field(default_factory=set)
     termed: set[int] = field(default_factory=set)
+    naked: int = 0  # the seq naked with NAK_DELAY_MS (0: none)
     delivered_total: int = 0
     redelivered_total: int = 0
 
@@ -150,6 +154,7 @@ async def settle_before_crash(client: NodeClient, clock: TestClockClient, stream
     model.acked.update(to_ack)
     now_ms = await clock.advance(0)
     await client.nak(stream, name, partition, first[10], delay_ms=NAK_DELAY_MS)
+    model.naked = first[10]
     await client.term(stream, name, partition, first[11])
     model.termed.add(first[11])
     redeliver_at_ms = await client.in_progress(stream, name, partition, first[12])
@@ -195,7 +200,8 @@ async def drain(client: NodeClient, stream: str, model: Model) -> list[types_pb2
 @pytest.mark.slow
 async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: NodeHandle, stream_name: str) -> None:
     """SIGKILL with deliveries pending in three consumers: their info is identical after the restart;
-    after ack_wait exactly the unsettled deliveries come again (deliver_count + 1, first, lowest seq
+    once the nak delay has passed only the naked message comes again (deliver_count 2); after
+    ack_wait exactly the unsettled deliveries come again (deliver_count + 1, first, lowest seq
     first), then the never-delivered messages; nothing acknowledged or terminated comes again, and
     the acks cover every matching message except the terminated ones."""
     client = NodeClient(clock_node.client_address, timeout_s=CALL_TIMEOUT_S)
@@ -235,11 +241,8 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
                 await settle_before_crash(client, clock, stream_name, model)
         small = models["small"][0]
         assert len(small.pending) == small.max_ack_pending, "the small consumer is not at max_ack_pending"
+        # At the bound: no new delivery now; after the restart its overdue deliveries still come back.
         assert await client.fetch(stream_name, "small", 0, batch_size=10) == []
-        # One below the bound, so redeliveries can start after the restart (at the bound they never
-        # would: see test_consumer_at_max_ack_pending_gets_expired_deliveries_again).
-        await client.ack(stream_name, "small", 0, small.pending[-1])
-        small.acked.add(small.pending[-1])
         before = {}
         for name, partition_models in models.items():
             info = await client.consumer_info(stream_name, name)
@@ -257,7 +260,19 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
             assert await client.consumer_info(stream_name, name) == before[name], name
         assert await client.list_consumers(stream_name) == listed_before
 
-        await clock.advance(max(DEFAULT_ACK_WAIT_MS, NAK_DELAY_MS) + 1)
+        # Past the nak delay only: the naked message alone is due (its redeliver time survived).
+        await clock.advance(NAK_DELAY_MS + 1)
+        for name, partition_models in models.items():
+            for model in partition_models:
+                if not model.naked:
+                    continue
+                messages = await client.fetch(stream_name, name, model.partition, batch_size=1)
+                assert [(m.seq, m.deliver_count) for m in messages] == [(model.naked, 2)], (name, model.partition)
+                await client.ack(stream_name, name, model.partition, model.naked)
+                model.deliver_count[model.naked] = 2
+                model.redelivered_total += 1
+                model.acked.add(model.naked)
+        await clock.advance(DEFAULT_ACK_WAIT_MS)
         redelivered = 0
         for name, partition_models in models.items():
             for model in partition_models:
@@ -294,19 +309,15 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a partition at max_ack_pending never redelivers its expired deliveries (fetch room also "
-    "caps redeliveries), so a consumer whose client died holding max_ack_pending messages is stuck forever",
-)
 async def test_consumer_at_max_ack_pending_gets_expired_deliveries_again(
     clock_node: NodeHandle, stream_name: str
 ) -> None:
     """A consumer client dies holding max_ack_pending deliveries (then the node crashes too): once
     ack_wait has passed, those deliveries are due and a fetch redelivers them (a redelivery does not
-    add to the unacknowledged count, so the bound does not stop it, as in JetStream). Without that
-    nothing could ever unblock the partition: the seqs are never redelivered, never reach
-    max_deliver and so are never dead-lettered either."""
+    add to the unacknowledged count, so the bound does not stop it, as in JetStream), and no new
+    message comes with them while the partition is at the bound. Were redeliveries held back by the
+    bound, nothing could ever unblock the partition: the seqs would never be redelivered, never
+    reach max_deliver and so never be dead-lettered either."""
     client = NodeClient(clock_node.client_address, timeout_s=CALL_TIMEOUT_S)
     try:
         await client.create_stream(stream_config(stream_name, subjects=["jobs.>"]))
@@ -323,6 +334,10 @@ async def test_consumer_at_max_ack_pending_gets_expired_deliveries_again(
         await clock.advance(1_001)
         again = await client.fetch(stream_name, "c", batch_size=10)
         assert [(m.seq, m.deliver_count) for m in again] == [(seq, 2) for seq in range(1, 6)]
+        results = await client.ack_batch(stream_name, "c", 0, range(1, 6))
+        assert [(r.seq, r.result_code) for r in results] == [(seq, "ok") for seq in range(1, 6)]
+        rest = await client.fetch(stream_name, "c", batch_size=10)
+        assert [(m.seq, m.deliver_count) for m in rest] == [(seq, 1) for seq in range(6, 11)]
     finally:
         await client.close()
         await clock.close()
