@@ -1,6 +1,6 @@
 """`weir`: the Weir command line.
 
-    weir demo                      start a node, publish and read a demo workload, stop it
+    weir demo                      start a node, publish, read and consume a demo workload, stop it
     weir stream create NAME ...    stream admin against a node (--server host:port)
     weir stream info|list|delete
     weir pub STREAM SUBJECT DATA   publish one message
@@ -117,19 +117,41 @@ async def _demo_workload(address: str, messages: int, payload_bytes: int) -> dic
                     mismatches += 1
         read_s = time.perf_counter() - started
         _progress(f"read back {read} messages, {mismatches} mismatches")
+        consumed, consume_s = await _demo_consume(client, partitions)
+        _progress(f"consumer 'demo-worker' fetched and acknowledged {consumed} messages")
+        consumer = await client.consumer_info("demo", "demo-worker")
         latest = await client.latest_at_subject("demo", "demo.user.3", partition=_partition_of(b"user-3", partitions))
         info = await client.stream_info("demo")
         return {
             "stream": "demo",
             "published": len(digests),
             "read": read,
-            "verified": read == messages and mismatches == 0,
+            "consumed": consumed,
+            "verified": read == messages and mismatches == 0 and consumed == messages and consumer.num_ack_pending == 0,
             "publish_msgs_per_s": round(messages / publish_s),
             "read_msgs_per_s": round(read / read_s) if read_s else None,
+            "consume_msgs_per_s": round(consumed / consume_s) if consume_s else None,
+            "consumer_ack_floors": [p.ack_floor for p in consumer.partitions],
             "latest_demo_user_3_seq": latest.seq if latest else None,
             "per_partition_last_seq": [p.last_seq for p in info.stats.partitions],
             "stored_bytes": info.stats.bytes,
         }
+
+
+async def _demo_consume(client: NodeClient, partitions: int) -> tuple[int, float]:
+    """A durable consumer takes every message: Fetch(100) + AckBatch per partition, concurrently."""
+    await client.create_consumer("demo", consumer_config("demo-worker", filter_subject="demo.>"))
+    started = time.perf_counter()
+
+    async def drain(partition: int) -> int:
+        taken = 0
+        while messages := await client.fetch("demo", "demo-worker", partition, batch_size=100):
+            results = await client.ack_batch("demo", "demo-worker", partition, [m.seq for m in messages])
+            taken += sum(1 for result in results if result.result_code == "ok")
+        return taken
+
+    counts = await asyncio.gather(*(drain(partition) for partition in range(partitions)))
+    return sum(counts), time.perf_counter() - started
 
 
 def _partition_of(key: bytes, partitions: int) -> int:

@@ -231,22 +231,30 @@ class SqlitePartitionLog:
     def read_matching(
         self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
     ) -> tuple[list[tuple[int, bytes]], int, bool]:
-        limit = max_messages if accepts is None else scan_limit
-        found = self._reader.execute(
-            "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
-            (_clamp(from_seq), limit),
-        ).fetchall()
+        # Unfiltered: exactly max_messages rows. Filtered: chunks sized to the request, so a dense
+        # filter reads about what it returns and a sparse one stops after scan_limit rows.
+        chunk = max_messages if accepts is None else min(scan_limit, max(2 * max_messages, 128))
         result: list[tuple[int, bytes]] = []
         total = 0
         last = from_seq - 1
-        for seq, subject, crc, record in found:
-            if accepts is None or accepts(subject):
-                if len(result) >= max_messages or (result and total + len(record) > max_bytes):
-                    return result, last, False
-                total += len(record)
-                result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
-            last = seq
-        return result, last, len(found) < limit
+        scanned = 0
+        while True:
+            found = self._reader.execute(
+                "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
+                (_clamp(last + 1), chunk),
+            ).fetchall()
+            for seq, subject, crc, record in found:
+                if accepts is None or accepts(subject):
+                    if len(result) >= max_messages or (result and total + len(record) > max_bytes):
+                        return result, last, False
+                    total += len(record)
+                    result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+                last = seq
+            scanned += len(found)
+            if len(found) < chunk:
+                return result, last, True
+            if accepts is None or scanned >= scan_limit:
+                return result, last, False
 
     def rows(self, seqs: list[int]) -> list[RowInfo]:
         result: list[RowInfo] = []
