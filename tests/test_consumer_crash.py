@@ -25,18 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from weir.client import NodeClient, TestClockClient, consumer_config, stream_config
-from weir.errors import UnavailableError, WeirError
+from weir.errors import WeirError
 from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2, types_pb2
 
+from tests.test_crash import until_serving
+
 CALL_TIMEOUT_S = 10.0
-SERVING_TIMEOUT_S = 15.0
 TEST_CLOCK_ENV = {"WEIR_NODE_TEST_CLOCK": "true"}
 DEFAULT_ACK_WAIT_MS = 30_000
 
@@ -47,20 +48,6 @@ def clock_node(tmp_path: Path) -> Iterator[NodeHandle]:
     handle = start_node(tmp_path / "data", node_id="consumer-crash", env=TEST_CLOCK_ENV)
     yield handle
     handle.kill()
-
-
-async def until_serving(probe: Callable[[], Awaitable[object]]) -> None:
-    """Retry `probe` while it fails with a transport error (a restarted node on the same port can
-    refuse connections for a while: grpc's shared subchannel is still in reconnect backoff)."""
-    deadline = time.monotonic() + SERVING_TIMEOUT_S
-    while True:
-        try:
-            await probe()
-            return
-        except UnavailableError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.05)
 
 
 async def restart(handle: NodeHandle) -> tuple[NodeClient, TestClockClient]:
