@@ -49,13 +49,11 @@ def cursor(
     pending: dict[int, Pending] | None = None,
     *,
     last_delivered: int = 0,
-    ack_floor: int | None = None,
     ack_wait_ms: int = 1000,
     max_deliver: int = 3,
 ) -> ConsumerCursor:
     entries = dict(sorted((pending or {}).items()))
-    floor = ack_floor if ack_floor is not None else (next(iter(entries)) - 1 if entries else last_delivered)
-    made = ConsumerCursor(spec(ack_wait_ms=ack_wait_ms, max_deliver=max_deliver), floor, last_delivered, entries)
+    made = ConsumerCursor(spec(ack_wait_ms=ack_wait_ms, max_deliver=max_deliver), last_delivered, entries)
     made.earliest_redeliver_ms = min((entry.redeliver_at_ms for entry in entries.values()), default=NEVER)
     return made
 
@@ -283,7 +281,6 @@ def test_ack_reports_per_seq_and_counts_only_pending() -> None:
     assert state.touched == {3, 5}
     assert state.totals == Counters(acked=2)
     assert state.counts == CommitCounts(acked=2)
-    state.recompute_floor()
     assert state.ack_floor == 1
 
 
@@ -324,15 +321,12 @@ def test_nak_term_in_progress_forget() -> None:
     assert not state.dirty
 
 
-def test_recompute_floor_and_interest_keep_from() -> None:
-    state = cursor({5: Pending(T0, 1, T0), 8: Pending(T0, 1, T0)}, last_delivered=9, ack_floor=0)
-    state.recompute_floor()
+def test_ack_floor_and_interest_keep_from() -> None:
+    state = cursor({5: Pending(T0, 1, T0), 8: Pending(T0, 1, T0)}, last_delivered=9)
     assert state.ack_floor == 4
     consumers.ack(state, [5])
-    state.recompute_floor()
     assert state.ack_floor == 7
     consumers.ack(state, [8])
-    state.recompute_floor()
     assert state.ack_floor == 9  # nothing pending: the floor is last_delivered
     slow = cursor({3: Pending(T0, 1, T0)}, last_delivered=3)
     assert consumers.interest_keep_from([state, slow], last_seq=12) == 3
@@ -394,7 +388,6 @@ OPS = st.lists(
 
 
 def check_invariants(state: ConsumerCursor, model: dict[int, int], now: int) -> None:
-    state.recompute_floor()
     seqs = list(state.pending)
     assert seqs == sorted(seqs)
     assert set(seqs) == set(model)

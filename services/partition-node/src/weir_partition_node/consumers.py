@@ -161,7 +161,6 @@ class ConsumerCursor:
     """A consumer's state in one partition. See the module docstring for the invariants."""
 
     spec: ConsumerSpec
-    ack_floor: int
     last_delivered: int
     pending: dict[int, Pending] = field(default_factory=dict)
     totals: Counters = field(default_factory=Counters)
@@ -180,8 +179,10 @@ class ConsumerCursor:
             self.counts = CommitCounts()
         return self.counts
 
-    def recompute_floor(self) -> None:
-        self.ack_floor = next(iter(self.pending)) - 1 if self.pending else self.last_delivered
+    @property
+    def ack_floor(self) -> int:
+        """Every seq <= ack_floor is settled (or not for this consumer); derived, never stored apart."""
+        return next(iter(self.pending)) - 1 if self.pending else self.last_delivered
 
     def reset_commit(self) -> None:
         self.touched = set()

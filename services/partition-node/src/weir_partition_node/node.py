@@ -626,7 +626,6 @@ class Node:
                 continue
             num_pending = partition.log.count_matching(cursor.last_delivered, consumer.spec.accepts)
             redelivered = sum(1 for entry in cursor.pending.values() if entry.deliver_count > 1)
-            cursor.recompute_floor()
             info.partitions.add(
                 partition=partition.index,
                 ack_floor=cursor.ack_floor,

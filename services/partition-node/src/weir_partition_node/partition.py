@@ -219,14 +219,13 @@ class Partition:
         if stored is not None and stored.incarnation == spec.incarnation:
             cursor = ConsumerCursor(
                 spec,
-                stored.ack_floor,
                 stored.last_delivered,
                 {seq: Pending(at, count, due) for seq, at, count, due in stored.pending},
                 Counters(*stored.totals),
             )
             cursor.earliest_redeliver_ms = min((entry[3] for entry in stored.pending), default=consumers.NEVER)
         else:
-            cursor = ConsumerCursor(spec, start_last_delivered, start_last_delivered)
+            cursor = ConsumerCursor(spec, start_last_delivered)
         self.consumers[spec.name] = cursor
 
     def ready_for(self, name: str, now_ms: int) -> bool:
@@ -633,8 +632,6 @@ class Partition:
             removals["dead_letter"] = self.log.rows(context.dead_lettered)
         keep_from = 0
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
-            for cursor in context.touched_cursors.values():
-                cursor.recompute_floor()
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
         needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
         if not needed and keep_from <= self.first_seq:
@@ -655,7 +652,6 @@ class Partition:
 
     def _store_cursor(self, cursor: ConsumerCursor, batch: CommitBatch) -> types_pb2.Change:
         """Put a changed cursor into `batch`; returns its ConsumerStateChange."""
-        cursor.recompute_floor()
         spec = cursor.spec
         name = spec.name
         batch.consumer_states.append(

@@ -58,7 +58,8 @@ PendingRow = tuple[str, int, int, int, int]
 @dataclass(slots=True)
 class StoredConsumer:
     """One consumer's stored state in a partition; `pending` ordered by seq as
-    (seq, delivered_at_ms, deliver_count, redeliver_at_ms)."""
+    (seq, delivered_at_ms, deliver_count, redeliver_at_ms). `ack_floor` is derived from the pending
+    set and last_delivered; it is stored for inspection and snapshots, not needed to restore."""
 
     incarnation: int
     ack_floor: int
