@@ -219,6 +219,16 @@ def scan_due(cursor: ConsumerCursor, now_ms: int, limit: int) -> DueScan:
     return scan
 
 
+def has_exhausted_due(cursor: ConsumerCursor, now_ms: int) -> bool:
+    """Whether some pending entry is due at `now_ms` and reached max_deliver (to dead-letter)."""
+    if cursor.earliest_redeliver_ms > now_ms:
+        return False
+    max_deliver = cursor.spec.max_deliver
+    return any(
+        entry.redeliver_at_ms <= now_ms and entry.deliver_count >= max_deliver for entry in cursor.pending.values()
+    )
+
+
 def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int) -> None:
     cursor.pending[seq] = Pending(now_ms, 1, now_ms + cursor.spec.ack_wait_ms)
     cursor.touched.add(seq)

@@ -41,7 +41,7 @@ from weir.partitioning import partition_for_key
 from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
 
-from weir_partition_node import metrics
+from weir_partition_node import consumers, metrics
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock
@@ -671,11 +671,9 @@ class Node:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
-            if partition.ready_for(name, self._clock.now_ms()):
-                op = partition.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes)
-                deliveries: list[Delivery] = await partition.consumer_op(op)
-                if deliveries:
-                    return deliveries
+            deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, max_bytes)
+            if deliveries:
+                return deliveries
             remaining = deadline - loop.time()
             if remaining <= 0 or self._closing or consumer.deleted or stream.deleted:
                 return []
@@ -818,11 +816,8 @@ class Node:
                 return
             delivered = False
             for partition in partitions:
-                if not partition.ready_for(name, self._clock.now_ms()):
-                    continue
-                op = partition.new_op("fetch", name, batch_size=batch_size, max_bytes=DEFAULT_READ_BYTES)
                 try:
-                    deliveries: list[Delivery] = await partition.consumer_op(op)
+                    deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, DEFAULT_READ_BYTES)
                 except (NoSuchConsumerError, ShuttingDownError):
                     continue  # deleted or closing: the checks above end the stream
                 if deliveries:
@@ -857,13 +852,7 @@ class Node:
         for stream in list(self._streams.values()):
             for partition in stream.partitions:
                 for name, cursor in list(partition.consumers.items()):
-                    if cursor.earliest_redeliver_ms > now_ms:
-                        continue
-                    max_deliver = cursor.spec.max_deliver
-                    if any(
-                        entry.redeliver_at_ms <= now_ms and entry.deliver_count >= max_deliver
-                        for entry in cursor.pending.values()
-                    ):
+                    if consumers.has_exhausted_due(cursor, now_ms):
                         try:
                             await partition.consumer_op(partition.new_op("fetch", name, batch_size=0, max_bytes=1))
                         except WeirError as error:

@@ -122,6 +122,7 @@ class _CommitContext:
     consumers_changed: bool = False
 
     def append(self, subject: str, ts_ms: int, message: types_pb2.Message) -> int:
+        """Give `message` the next seq and `ts_ms`, add its record to the commit; returns the seq."""
         self.seq += 1
         message.seq = self.seq
         message.ts_ms = ts_ms
@@ -236,6 +237,16 @@ class Partition:
         if cursor.earliest_redeliver_ms <= now_ms:
             return True
         return cursor.last_delivered < self.last_seq and len(cursor.pending) < cursor.spec.max_ack_pending
+
+    async def fetch_ready(self, name: str, now_ms: int, batch_size: int, max_bytes: int) -> list[Delivery]:
+        """A fetch through the commit loop, skipped (no queue round trip) when `ready_for` says
+        nothing can be delivered."""
+        if not self.ready_for(name, now_ms):
+            return []
+        deliveries: list[Delivery] = await self.consumer_op(
+            self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes)
+        )
+        return deliveries
 
     async def consumer_op(self, op: _ConsumerOp) -> Any:
         await self._put(op)
@@ -393,8 +404,9 @@ class Partition:
         )
         touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
-            change_kinds.append(self._store_cursor(cursor, batch))
-            touched_counts.append((cursor, cursor.counts or consumers.CommitCounts()))
+            change, counts = self._store_cursor(cursor, batch)
+            change_kinds.append(change)
+            touched_counts.append((cursor, counts))
         change_seqs = await self._feed.allocate(len(change_kinds)) if change_kinds else []
         for change_seq, change in zip(change_seqs, change_kinds, strict=True):
             change.change_seq = change_seq
@@ -474,7 +486,6 @@ class Partition:
         subject_last = context.subject_last
         now_ms = context.now_ms
         partition = self.index
-        records = context.records
         for entry in item.entries:
             if entry.expected_last_seq is not None:
                 actual = subject_last.get(entry.subject)
@@ -489,20 +500,10 @@ class Partition:
                         )
                     )
                     continue
-            context.seq += 1
-            seq = context.seq
-            ts_ms = entry.ts_ms or now_ms
-            encoded = types_pb2.Message(
-                seq=seq,
-                subject=entry.subject,
-                ts_ms=ts_ms,
-                headers=entry.headers,
-                payload=entry.payload,
-                partition=partition,
-            ).SerializeToString()
-            records.append(make_record(seq, ts_ms, entry.subject, encoded))
-            subject_last[entry.subject] = seq
-            outcomes.append(AppendOutcome(seq))
+            message = types_pb2.Message(
+                subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
+            )
+            outcomes.append(AppendOutcome(context.append(entry.subject, entry.ts_ms or now_ms, message)))
         return outcomes
 
     def _decide_consumer_op(self, op: _ConsumerOp, context: _CommitContext) -> Any:
@@ -650,8 +651,10 @@ class Partition:
             removals=removals,
         )
 
-    def _store_cursor(self, cursor: ConsumerCursor, batch: CommitBatch) -> types_pb2.Change:
-        """Put a changed cursor into `batch`; returns its ConsumerStateChange."""
+    def _store_cursor(
+        self, cursor: ConsumerCursor, batch: CommitBatch
+    ) -> tuple[types_pb2.Change, consumers.CommitCounts]:
+        """Put a changed cursor into `batch`; returns its ConsumerStateChange and this commit's counts."""
         spec = cursor.spec
         name = spec.name
         batch.consumer_states.append(
@@ -667,7 +670,7 @@ class Partition:
                     (name, seq, entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
                 )
         counts = cursor.counts or consumers.CommitCounts()
-        return self._change(
+        change = self._change(
             consumer_state=types_pb2.ConsumerStateChange(
                 consumer=name,
                 ack_floor=cursor.ack_floor,
@@ -683,6 +686,7 @@ class Partition:
                 dropped=counts.dropped,
             )
         )
+        return change, counts
 
     def _consumer_metrics(self, cursor: ConsumerCursor, counts: consumers.CommitCounts) -> None:
         children = self._consumer_children.get(cursor.spec.name)
