@@ -122,9 +122,15 @@ class NodeClient(_Client):
         super().__init__(address, timeout_s)
         self.stub = streams_pb2_grpc.StreamsStub(self.channel)
 
-    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
-        """Create (or idempotently re-create) a stream; returns the effective config."""
-        response = await self._call(self.stub.CreateStream, streams_pb2.CreateStreamRequest(config=config))
+    async def create_stream(
+        self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
+    ) -> types_pb2.StreamConfig:
+        """Create (or idempotently re-create) a stream; returns the effective config. `placement`
+        is the router's (sent to a clustered node's internal port); None for a standalone node."""
+        request = streams_pb2.CreateStreamRequest(config=config)
+        if placement is not None:
+            request.placement.CopyFrom(placement)
+        response = await self._call(self.stub.CreateStream, request)
         return response.config  # type: ignore[no-any-return]
 
     async def delete_stream(self, name: str) -> None:

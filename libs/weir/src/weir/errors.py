@@ -48,6 +48,9 @@ class ResultCode(StrEnum):
     SHUTTING_DOWN = "shutting_down"
     STORAGE_FAILED = "storage_failed"
     UNAVAILABLE = "unavailable"
+    NOT_LEADER = "not_leader"
+    NOT_ENOUGH_NODES = "not_enough_nodes"
+    MANAGED_BY_ROUTER = "managed_by_router"
     INTERNAL = "internal"
 
 
@@ -59,6 +62,8 @@ class WeirError(Exception):
         status_code: the gRPC status the server answers with.
         retryable: whether the same request may succeed later (overload, shutdown, lost
             connection); never true for bad input.
+        refresh_routing: whether the client should refresh its routes (QueryRoute) before
+            retrying: the partition has another leader, or its node is gone.
         message: what was wrong, for a person.
         metadata: context (stream, partition, seq, ...), all strings.
     """
@@ -66,6 +71,7 @@ class WeirError(Exception):
     result_code: ClassVar[ResultCode] = ResultCode.INTERNAL
     status_code: ClassVar[grpc.StatusCode] = grpc.StatusCode.INTERNAL
     retryable: ClassVar[bool] = False
+    refresh_routing: ClassVar[bool] = False
 
     _by_code: ClassVar[dict[str, type[WeirError]]] = {}
 
@@ -249,9 +255,38 @@ class StorageFailedError(WeirError):
 
 
 class UnavailableError(WeirError):
+    """The server could not be reached or went away mid-call; routes may have changed."""
+
     result_code = ResultCode.UNAVAILABLE
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
+    refresh_routing = True
+
+
+class NotLeaderError(WeirError):
+    """The node does not lead the addressed partition (DESIGN §4 redirect). metadata names
+    "leader_node_id", "leader_address" (when the node knows it) and "leader_epoch"; refresh the
+    routes (QueryRoute) and retry there."""
+
+    result_code = ResultCode.NOT_LEADER
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+    retryable = True
+    refresh_routing = True
+
+
+class NotEnoughNodesError(WeirError):
+    """Fewer partition nodes are alive than the stream's `replicas` needs."""
+
+    result_code = ResultCode.NOT_ENOUGH_NODES
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class ManagedByRouterError(WeirError):
+    """A stream or consumer admin call reached a clustered node's client port: in a cluster the
+    router places streams and forwards admin calls to the nodes' internal ports."""
+
+    result_code = ResultCode.MANAGED_BY_ROUTER
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class InternalError(WeirError):

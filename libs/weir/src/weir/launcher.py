@@ -1,22 +1,27 @@
-"""Start partition nodes as real processes (the CLI demo, the tests and the benchmarks use this).
+"""Start Weir's processes for real: partition nodes, routers, a Redis of their own, and the whole
+local cluster (`weir cluster up`, the demo, the tests and the benchmarks use this).
 
-A node started here binds port 0 for every server and reports the ports it got through its ready
-file, so many nodes can run side by side without port races. `stop()` sends SIGTERM (drain and
-flush), `kill()` sends SIGKILL (crash), `restart()` starts the same node on the same data directory
-(and the same ports, when they are still free).
+A process started here binds port 0 for every server and reports the ports it got through its
+ready file, so many can run side by side without port races. `stop()` sends SIGTERM (drain and
+flush), `kill()` sends SIGKILL (crash), `restart()` starts the same process on the same data
+directory (and the same ports, when they are still free).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, Self
 
 READY_TIMEOUT_S = 30.0
 
@@ -26,30 +31,24 @@ class LaunchError(RuntimeError):
 
 
 @dataclass
-class NodeHandle:
-    """One partition node process and how to reach it."""
+class ProcessHandle:
+    """A Weir service process started from Python: its settings come only from `env` plus what the
+    subclass adds (a stray variable of ours with the service's prefix must not leak in), it binds
+    port 0 unless told otherwise and reports the ports it got through its ready file."""
 
-    node_id: str
+    name: str
     data_dir: Path
     log_path: Path
     env: dict[str, str]
     taskset_cpus: str | None = None
-    # SIGKILL the node when the thread that started it exits (prctl PR_SET_PDEATHSIG): start nodes
+    # SIGKILL the process when the thread that started it exits (prctl PR_SET_PDEATHSIG): start it
     # from a long-lived thread (not a short-lived worker thread) or set this to False.
     die_with_parent: bool = True
     process: subprocess.Popen[bytes] | None = None
-    client_port: int = 0
-    internal_port: int = 0
-    metrics_port: int = 0
     _log_file: object | None = field(default=None, repr=False)
 
-    @property
-    def client_address(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
-
-    @property
-    def internal_address(self) -> str:
-        return f"127.0.0.1:{self.internal_port}"
+    module: ClassVar[str] = ""
+    env_prefix: ClassVar[str] = ""
 
     @property
     def pid(self) -> int:
@@ -60,24 +59,21 @@ class NodeHandle:
     def ready_file(self) -> Path:
         return self.data_dir / "ready.json"
 
-    def start(self, *, reuse_ports: bool = False) -> NodeHandle:
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        raise NotImplementedError
+
+    def start(self, *, reuse_ports: bool = False) -> Self:
         """Start the process and wait until it serves (raises LaunchError with its log if not)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.ready_file.unlink(missing_ok=True)
-        # Settings come only from this handle: a stray WEIR_NODE_* in our environment must not leak in.
-        env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_NODE_")}
+        env = {key: value for key, value in os.environ.items() if not key.startswith(self.env_prefix)}
         env.update(self.env)
-        env.update(
-            {
-                "WEIR_NODE_NODE_ID": self.node_id,
-                "WEIR_NODE_DATA_DIR": str(self.data_dir),
-                "WEIR_NODE_READY_FILE": str(self.ready_file),
-                "WEIR_NODE_CLIENT_PORT": str(self.client_port if reuse_ports else 0),
-                "WEIR_NODE_INTERNAL_PORT": str(self.internal_port if reuse_ports else 0),
-                "WEIR_NODE_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
-            }
-        )
-        command: list[str] = [sys.executable, "-m", "weir_partition_node"]
+        env.update(self._settings(reuse_ports))
+        env[f"{self.env_prefix}READY_FILE"] = str(self.ready_file)
+        command: list[str] = [sys.executable, "-m", self.module]
         if self.taskset_cpus:
             command = ["taskset", "-c", self.taskset_cpus, *command]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
@@ -88,20 +84,18 @@ class NodeHandle:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
+            start_new_session=not self.die_with_parent,
         )
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.ready_file.exists():
-                ready = json.loads(self.ready_file.read_text())
-                self.client_port = int(ready["client_port"])
-                self.internal_port = int(ready["internal_port"])
-                self.metrics_port = int(ready["metrics_port"])
+                self._take_ports(json.loads(self.ready_file.read_text()))
                 return self
             if self.process.poll() is not None:
-                raise LaunchError(f"node {self.node_id} exited with {self.process.returncode}:\n{self.log_tail()}")
+                raise LaunchError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
             time.sleep(0.02)
         self.kill()
-        raise LaunchError(f"node {self.node_id} not ready after {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+        raise LaunchError(f"{self.name} not ready after {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -127,7 +121,7 @@ class NodeHandle:
             self.process.kill()
             self.process.wait()
 
-    def restart(self) -> NodeHandle:
+    def restart(self) -> Self:
         self.stop()
         return self.start(reuse_ports=True)
 
@@ -159,6 +153,148 @@ class NodeHandle:
         return self.process.returncode if self.process.returncode is not None else 0
 
 
+@dataclass
+class NodeHandle(ProcessHandle):
+    """One partition node process and how to reach it."""
+
+    client_port: int = 0
+    internal_port: int = 0
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_partition_node"
+    env_prefix: ClassVar[str] = "WEIR_NODE_"
+
+    @property
+    def node_id(self) -> str:
+        return self.name
+
+    @property
+    def client_address(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def internal_address(self) -> str:
+        return f"127.0.0.1:{self.internal_port}"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_NODE_NODE_ID": self.name,
+            "WEIR_NODE_DATA_DIR": str(self.data_dir),
+            "WEIR_NODE_CLIENT_PORT": str(self.client_port if reuse_ports else 0),
+            "WEIR_NODE_INTERNAL_PORT": str(self.internal_port if reuse_ports else 0),
+            "WEIR_NODE_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.client_port = int(str(ready["client_port"]))
+        self.internal_port = int(str(ready["internal_port"]))
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
+@dataclass
+class RouterHandle(ProcessHandle):
+    """One router process."""
+
+    port: int = 0
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_router"
+    env_prefix: ClassVar[str] = "WEIR_ROUTER_"
+
+    @property
+    def router_id(self) -> str:
+        return self.name
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_ROUTER_ROUTER_ID": self.name,
+            "WEIR_ROUTER_PORT": str(self.port if reuse_ports else 0),
+            "WEIR_ROUTER_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.port = int(str(ready["port"]))
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
+@dataclass
+class RedisHandle:
+    """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
+    to an append-only file in `data_dir` (fsync every second), so a local cluster stopped and
+    started again on the same data directory keeps its placement."""
+
+    data_dir: Path
+    log_path: Path
+    die_with_parent: bool = True
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisHandle:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise LaunchError("redis-server not found: install Redis (Debian: apt-get install redis-server)")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for _ in range(5):
+            self.port = self.port or _free_port()
+            command = [
+                binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                "--appendonly", "yes", "--appendfsync", "everysec",
+                "--dir", str(self.data_dir), "--logfile", str(self.log_path), "--daemonize", "no",
+            ]  # fmt: skip
+            self.process = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
+                start_new_session=not self.die_with_parent,
+            )
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.process.poll() is None:
+                if _redis_ping(self.port):
+                    return self
+                time.sleep(0.02)
+            self.kill()
+            self.port = 0  # the port was taken between our probe and its bind: try another
+        raise LaunchError(f"redis-server did not start; its log {self.log_path}")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _redis_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
 def _die_with_parent() -> None:
     """In the child before exec: receive SIGKILL when the parent dies (Linux prctl), so a crashed
     test run or benchmark leaves no node behind."""
@@ -180,7 +316,7 @@ def start_node(
 ) -> NodeHandle:
     """Start one partition node with its data (and log, `node.log`) under `data_dir`."""
     handle = NodeHandle(
-        node_id=node_id,
+        name=node_id,
         data_dir=data_dir,
         log_path=data_dir.parent / f"{node_id}.log",
         env=dict(env or {}),
@@ -190,6 +326,155 @@ def start_node(
     return handle.start()
 
 
-def stop_all(handles: Sequence[NodeHandle]) -> None:
+def stop_all(handles: Sequence[ProcessHandle]) -> None:
     for handle in handles:
         handle.stop()
+
+
+CLUSTER_STATE_FILE = "cluster.json"
+ProgressCallback = Callable[[str], None]
+
+
+@dataclass
+class LocalCluster:
+    """The DESIGN §8 topology as local processes: one redis-server, `routers` routers and `nodes`
+    partition nodes, with data and logs under `data_dir` (``redis/``, ``router-N/``, ``node-N/``,
+    ``*.log``) and the addresses in ``cluster.json``. The environment variables are the ones the
+    compose file sets (`WEIR_NODE_*`, `WEIR_ROUTER_*`)."""
+
+    data_dir: Path
+    redis: RedisHandle
+    routers: list[RouterHandle]
+    nodes: list[NodeHandle]
+
+    @property
+    def router_addresses(self) -> list[str]:
+        return [router.address for router in self.routers]
+
+    @classmethod
+    def start(
+        cls,
+        data_dir: Path,
+        *,
+        nodes: int = 3,
+        routers: int = 2,
+        node_env: Mapping[str, str] | None = None,
+        router_env: Mapping[str, str] | None = None,
+        die_with_parent: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> LocalCluster:
+        """Start Redis, then the routers, then the nodes (which register with Redis); returns
+        once every process serves. On failure everything started is stopped again."""
+        say = progress or (lambda _message: None)
+        data_dir = data_dir.resolve()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
+        cluster = cls(data_dir, redis, [], [])
+        try:
+            say("starting redis-server")
+            redis.start()
+            say(f"redis at {redis.url}")
+            shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
+            for index in range(1, routers + 1):
+                router = RouterHandle(
+                    name=f"router-{index}",
+                    data_dir=data_dir / f"router-{index}",
+                    log_path=data_dir / f"router-{index}.log",
+                    env=dict(shared_router),
+                    die_with_parent=die_with_parent,
+                )
+                cluster.routers.append(router)
+                router.start()
+                say(f"{router.name} serving at {router.address}")
+            shared_node = {"WEIR_NODE_REDIS_URL": redis.url, **(node_env or {})}
+            for index in range(1, nodes + 1):
+                node = NodeHandle(
+                    name=f"node-{index}",
+                    data_dir=data_dir / f"node-{index}",
+                    log_path=data_dir / f"node-{index}.log",
+                    env=dict(shared_node),
+                    die_with_parent=die_with_parent,
+                )
+                cluster.nodes.append(node)
+                node.start()
+                say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
+        except BaseException:
+            cluster.stop()
+            raise
+        cluster.write_state()
+        return cluster
+
+    def state(self) -> dict[str, object]:
+        return {
+            "data_dir": str(self.data_dir),
+            "redis": {"url": self.redis.url, "pid": self.redis.process.pid if self.redis.process else 0},
+            "routers": [
+                {"router_id": r.name, "address": r.address, "metrics_port": r.metrics_port, "pid": r.pid}
+                for r in self.routers
+            ],
+            "nodes": [
+                {
+                    "node_id": n.name,
+                    "client_address": n.client_address,
+                    "internal_address": n.internal_address,
+                    "metrics_port": n.metrics_port,
+                    "pid": n.pid,
+                }
+                for n in self.nodes
+            ],
+        }
+
+    def write_state(self) -> None:
+        temporary = self.data_dir / (CLUSTER_STATE_FILE + ".tmp")
+        temporary.write_text(json.dumps(self.state(), indent=2))
+        temporary.replace(self.data_dir / CLUSTER_STATE_FILE)
+
+    def stop(self) -> None:
+        """SIGTERM every process (routers, then nodes, then Redis) and wait for each."""
+        for router in self.routers:
+            router.stop()
+        for node in self.nodes:
+            node.stop()
+        self.redis.stop()
+        (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
+
+
+def read_cluster_state(data_dir: Path) -> dict[str, Any] | None:
+    """The ``cluster.json`` of a cluster started under `data_dir` (None when there is none)."""
+    path = data_dir / CLUSTER_STATE_FILE
+    if not path.exists():
+        return None
+    state: dict[str, Any] = json.loads(path.read_text())
+    return state
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop_pids(pids: Sequence[int], timeout_s: float = 20.0) -> list[int]:
+    """SIGTERM each process and wait; SIGKILL what is still running after `timeout_s`. Returns the
+    pids that had to be killed."""
+    for pid in pids:
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    killed = [pid for pid in pids if pid_alive(pid)]
+    for pid in killed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return killed

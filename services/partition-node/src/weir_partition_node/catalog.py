@@ -20,7 +20,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS streams (
     name TEXT PRIMARY KEY,
     config BLOB NOT NULL,
-    created_at_ms INTEGER NOT NULL
+    created_at_ms INTEGER NOT NULL,
+    placement BLOB
 );
 CREATE TABLE IF NOT EXISTS changes (
     change_seq INTEGER PRIMARY KEY,
@@ -72,15 +73,24 @@ class Catalog:
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute("PRAGMA synchronous=FULL")
         await db.executescript(_SCHEMA)
+        columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(streams)")}
+        if "placement" not in columns:  # a catalog written before clustering existed
+            await db.execute("ALTER TABLE streams ADD COLUMN placement BLOB")
         return cls(db)
 
     async def close(self) -> None:
         await self._db.close()
 
-    async def load_streams(self) -> list[tuple[str, bytes, int]]:
+    async def load_streams(self) -> list[tuple[str, bytes, int, bytes | None]]:
+        """(name, config, created_at_ms, placement or None when standalone) per stream."""
         async with self._lock:
-            rows = await self._db.execute_fetchall("SELECT name, config, created_at_ms FROM streams ORDER BY name")
-        return [(str(name), bytes(config), int(created)) for name, config, created in rows]
+            rows = await self._db.execute_fetchall(
+                "SELECT name, config, created_at_ms, placement FROM streams ORDER BY name"
+            )
+        return [
+            (str(name), bytes(config), int(created), bytes(placement) if placement is not None else None)
+            for name, config, created, placement in rows
+        ]
 
     async def get_meta(self, key: str, default: int = 0) -> int:
         async with self._lock:
@@ -114,12 +124,14 @@ class Catalog:
                 await db.execute("ROLLBACK")
                 raise
 
-    async def create_stream(self, name: str, config: bytes, created_at_ms: int, change: StoredChange) -> None:
+    async def create_stream(
+        self, name: str, config: bytes, created_at_ms: int, change: StoredChange, placement: bytes | None = None
+    ) -> None:
         await self._transaction(
             [
                 (
-                    "INSERT INTO streams (name, config, created_at_ms) VALUES (?, ?, ?)",
-                    (name, config, created_at_ms),
+                    "INSERT INTO streams (name, config, created_at_ms, placement) VALUES (?, ?, ?, ?)",
+                    (name, config, created_at_ms, placement),
                 ),
                 ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
             ]

@@ -76,3 +76,8 @@ CONSUMER_ACK_PENDING = Gauge(
 CONSUMER_ACK_FLOOR = Gauge(
     "weir_consumer_ack_floor_seq", "A consumer's ack floor in a partition", ["stream", "consumer", "partition"]
 )
+
+HEARTBEAT_LAST_SECONDS = Gauge(
+    "weir_node_heartbeat_last_timestamp_seconds", "Unix time of the node's last successful heartbeat to Redis"
+)
+REDIS_ERRORS = Counter("weir_node_redis_errors_total", "Failed calls from the node to the metadata Redis")

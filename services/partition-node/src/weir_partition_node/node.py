@@ -32,6 +32,7 @@ from weir.errors import (
     NoSuchMessageError,
     NoSuchPartitionError,
     NoSuchStreamError,
+    NotLeaderError,
     OversizeError,
     ShuttingDownError,
     SubjectRejectedError,
@@ -58,7 +59,13 @@ from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import PartitionLog
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
-from weir_partition_node.streamconfig import apply_update, bounds_of, normalize_config
+from weir_partition_node.streamconfig import (
+    apply_update,
+    bounds_of,
+    check_placement,
+    hosted_partitions,
+    normalize_config,
+)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -126,16 +133,39 @@ class Stream:
     config: types_pb2.StreamConfig
     created_at_ms: int
     view: StreamView
-    partitions: list[Partition]
+    # The partitions this node hosts (all of them when standalone), by index.
+    partitions: dict[int, Partition]
     subject_filter: SubjectFilter
+    # Set in a cluster (by the router); None = standalone: this node hosts and leads every partition.
+    placement: types_pb2.StreamPlacement | None
+    # Indexes of the partitions this node leads (its primaries), ascending.
+    led: list[int]
     consumers: dict[str, Consumer] = field(default_factory=dict)
     deleted: bool = False
+    led_set: frozenset[int] = field(init=False)
     round_robin: itertools.cycle[int] = field(init=False)
     max_msg_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
-        self.round_robin = itertools.cycle(range(len(self.partitions)))
+        self.led_set = frozenset(self.led)
+        self.round_robin = itertools.cycle(self.led or [0])
         self.max_msg_bytes = self.config.max_msg_bytes
+
+    def not_leader(self, index: int) -> NotLeaderError:
+        """The redirect for a partition this node does not lead (DESIGN §4)."""
+        leader = ""
+        epoch = 0
+        if self.placement is not None and index < len(self.placement.partitions):
+            leader = self.placement.partitions[index].primary_node_id
+            epoch = self.placement.partitions[index].leader_epoch
+        return NotLeaderError(
+            f"this node does not lead partition {index} of stream {self.name!r}; its leader is {leader or 'unknown'} "
+            "(refresh routes with QueryRoute)",
+            stream=self.name,
+            partition=index,
+            leader_node_id=leader,
+            leader_epoch=epoch,
+        )
 
     @property
     def name(self) -> str:
@@ -177,9 +207,10 @@ class Node:
         feed = ChangeFeedClock(start, start - 1, reserve)
         node = cls(settings, clock, catalog, feed)
         node._change_floor = await catalog.get_meta(_FLOOR_KEY)
-        for name, config_bytes, created_at_ms in await catalog.load_streams():
+        for name, config_bytes, created_at_ms, placement_bytes in await catalog.load_streams():
             config = types_pb2.StreamConfig.FromString(config_bytes)
-            node._streams[name] = node._open_stream(config, created_at_ms)
+            placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
+            node._streams[name] = node._open_stream(config, created_at_ms, placement)
         node._remove_orphans()
         await node._restore_consumers(await catalog.load_consumers())
         if isinstance(node._clock, ManualClock):
@@ -198,7 +229,7 @@ class Node:
 
     def _wake_all_partitions(self) -> None:
         for stream in self._streams.values():
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 partition.wake_waiters()
 
     @property
@@ -212,7 +243,7 @@ class Node:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         for stream in self._streams.values():
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 await partition.close()
                 partition.log.close()
         self.feed.wake_all()
@@ -227,10 +258,13 @@ class Node:
         """Where a stream's partition logs live: <data_dir>/streams/<name>/<partition>/."""
         return self._streams_root / name
 
-    def _open_stream(self, config: types_pb2.StreamConfig, created_at_ms: int) -> Stream:
+    def _open_stream(
+        self, config: types_pb2.StreamConfig, created_at_ms: int, placement: types_pb2.StreamPlacement | None = None
+    ) -> Stream:
         view = StreamView(config.name, bounds_of(config), config.retention)
-        partitions = []
-        for index in range(config.partitions):
+        hosted, led = hosted_partitions(config, placement, self.node_id)
+        partitions: dict[int, Partition] = {}
+        for index in hosted:
             log: PartitionLog
             if config.storage == types_pb2.STORAGE_KIND_MEMORY:
                 log = MemoryPartitionLog(config.name, index)
@@ -243,10 +277,10 @@ class Node:
                     self.settings.fsync,
                 )
                 executor = self._executor
-            partitions.append(
-                Partition(view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits)
+            partitions[index] = Partition(
+                view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
             )
-        return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects))
+        return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects), placement, led)
 
     def _remove_orphans(self) -> None:
         """Remove partition directories of streams the catalog does not know (a crash between
@@ -273,13 +307,17 @@ class Node:
         return stream
 
     def _partition(self, name: str, index: int) -> Partition:
+        """The partition `index` of a stream, which this node must lead. Errors: NoSuchStreamError,
+        NoSuchPartitionError, NotLeaderError (hosted as a secondary, or placed on another node)."""
         stream = self._stream(name)
-        if index >= len(stream.partitions):
+        if index >= stream.config.partitions:
             raise NoSuchPartitionError(
-                f"stream {name!r} has {len(stream.partitions)} partition(s); partition {index} does not exist",
+                f"stream {name!r} has {stream.config.partitions} partition(s); partition {index} does not exist",
                 stream=name,
                 partition=index,
             )
+        if index not in stream.led_set:
+            raise stream.not_leader(index)
         return stream.partitions[index]
 
     async def _lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
@@ -288,27 +326,39 @@ class Node:
         change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
         return change_seq, now_ms, change.SerializeToString()
 
-    async def create_stream(self, config: types_pb2.StreamConfig) -> tuple[types_pb2.StreamConfig, int]:
-        """Create a stream (idempotent for an identical config). Returns (effective config,
-        created_at_ms). Errors: InvalidNameError, InvalidConfigError, InvalidSubjectError,
-        AlreadyExistsError."""
+    async def create_stream(
+        self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
+    ) -> tuple[types_pb2.StreamConfig, int]:
+        """Create a stream (idempotent for an identical config and placement). Returns (effective
+        config, created_at_ms). `placement` (from the router) says which partitions this node hosts
+        and leads; None = standalone, every partition here. Errors: InvalidNameError,
+        InvalidConfigError, InvalidSubjectError, AlreadyExistsError."""
         self._check_open()
-        effective = normalize_config(config, self.settings.max_message_bytes)
+        effective = normalize_config(config, self.settings.max_message_bytes, clustered=placement is not None)
+        if placement is not None:
+            check_placement(effective, placement, self.node_id)
         async with self._lifecycle_lock:
             existing = self._streams.get(effective.name)
             if existing is not None:
-                if existing.config == effective:
+                if existing.config == effective and existing.placement == placement:
                     return existing.config, existing.created_at_ms
+                what = "config" if existing.config != effective else "placement"
                 raise AlreadyExistsError(
-                    f"stream {effective.name!r} already exists with a different config", stream=effective.name
+                    f"stream {effective.name!r} already exists with a different {what}", stream=effective.name
                 )
             created_at_ms = self._clock.now_ms()
-            stream = self._open_stream(effective, created_at_ms)
+            stream = self._open_stream(effective, created_at_ms, placement)
             change = await self._lifecycle_change(
                 effective.name, stream_created=types_pb2.StreamCreatedChange(config=effective)
             )
             try:
-                await self._catalog.create_stream(effective.name, effective.SerializeToString(), created_at_ms, change)
+                await self._catalog.create_stream(
+                    effective.name,
+                    effective.SerializeToString(),
+                    created_at_ms,
+                    change,
+                    placement.SerializeToString() if placement is not None else None,
+                )
             except BaseException:
                 self.feed.settle([change[0]])
                 await self._destroy_partitions(stream)
@@ -319,7 +369,7 @@ class Node:
             return effective, created_at_ms
 
     async def _destroy_partitions(self, stream: Stream) -> None:
-        for partition in stream.partitions:
+        for partition in stream.partitions.values():
             await partition.close()
             partition.log.destroy()
             partition.forget_metrics()
@@ -332,10 +382,10 @@ class Node:
             stream = self._stream(name)
             del self._streams[name]  # from here on, new requests see no_such_stream
             stream.deleted = True
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 await partition.close()  # commits what was already queued
             archived: list[tuple[int, int, bytes]] = []
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 for change_seq, record in partition.log.read_changes(0, self.feed.horizon, NO_LIMIT):
                     archived.append((change_seq, types_pb2.Change.FromString(record).ts_ms, record))
             change = await self._lifecycle_change(name, stream_deleted=types_pb2.StreamDeletedChange())
@@ -343,7 +393,7 @@ class Node:
                 await self._catalog.delete_stream(name, archived, change)
             except BaseException:
                 self.feed.settle([change[0]])
-                reopened = self._open_stream(stream.config, stream.created_at_ms)
+                reopened = self._open_stream(stream.config, stream.created_at_ms, stream.placement)
                 reopened.consumers = stream.consumers
                 await self._attach_consumers(reopened)
                 self._streams[name] = reopened
@@ -351,13 +401,13 @@ class Node:
             self.feed.settle([change[0]])
             await self._destroy_partitions(stream)
             metrics.STREAMS.set(len(self._streams))
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 partition.wake_waiters()
 
     def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
         stream = self._stream(name)
         stats = types_pb2.StreamStats()
-        for partition in stream.partitions:
+        for partition in stream.partitions.values():
             stats.msg_count += partition.msg_count
             stats.bytes += partition.bytes
             stats.partitions.add(
@@ -390,7 +440,7 @@ class Node:
                 stream.max_msg_bytes = updated.max_msg_bytes
                 stream.view.bounds = bounds_of(updated)
             pruned = 0
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 pruned += await partition.sweep()
             return updated, pruned
 
@@ -429,7 +479,7 @@ class Node:
         ts_ms = fields.ts_ms
         if ts_ms < 0:
             raise InvalidArgumentError(f"ts_ms must not be negative, got {ts_ms}")
-        partitions = len(stream.partitions)
+        partitions = stream.config.partitions
         if fields.HasField("partition"):
             partition = fields.partition
             if partition >= partitions:
@@ -468,6 +518,8 @@ class Node:
             chosen = next(stream.round_robin) if partition == _ROUND_ROBIN else partition
             group = groups.get(chosen)
             if group is None:
+                if chosen not in stream.led_set:  # before anything is appended: a failed request stores nothing
+                    raise stream.not_leader(chosen)
                 group = groups[chosen] = _PartitionGroup()
             group.indexes.append(index)
             group.entries.append(entry)
@@ -508,7 +560,7 @@ class Node:
             await self._attach_consumers(stream)
 
     async def _attach_consumers(self, stream: Stream) -> None:
-        for partition in stream.partitions:
+        for partition in stream.partitions.values():
             stored = partition.log.load_consumers()
             for name, state in stored.items():
                 consumer = stream.consumers.get(name)
@@ -534,8 +586,8 @@ class Node:
     def _start_positions(self, stream: Stream, config: types_pb2.ConsumerConfig, accepts: Any) -> list[int]:
         """Per partition, the last_delivered a new consumer starts from (its delivery policy)."""
         policy = config.deliver_policy
-        starts: list[int] = []
-        for partition in stream.partitions:
+        starts: list[int] = [0] * stream.config.partitions  # 0 for partitions hosted elsewhere
+        for partition in stream.partitions.values():
             if policy == types_pb2.DELIVER_POLICY_ALL:
                 start = 0
             elif policy == types_pb2.DELIVER_POLICY_NEW:
@@ -548,7 +600,7 @@ class Node:
             else:
                 first = partition.log.first_seq_at_time(config.start_time_ms)
                 start = first - 1 if first else partition.last_seq
-            starts.append(start)
+            starts[partition.index] = start
         return starts
 
     async def create_consumer(self, stream_name: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
@@ -593,8 +645,8 @@ class Node:
             spec.incarnation = change_seq
             consumer = Consumer(effective, now_ms, spec, starts)
             stream.consumers[effective.name] = consumer
-            for partition, start in zip(stream.partitions, starts, strict=True):
-                partition.restore_consumer(spec, start, None)
+            for partition in stream.partitions.values():
+                partition.restore_consumer(spec, starts[partition.index], None)
             return self.consumer_info(stream_name, effective.name)
 
     async def delete_consumer(self, stream_name: str, name: str) -> None:
@@ -613,14 +665,14 @@ class Node:
                 self.feed.settle([change_seq])
             del stream.consumers[name]
             consumer.deleted = True
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 await partition.consumer_op(partition.new_op("remove", name))
 
     def consumer_info(self, stream_name: str, name: str) -> types_pb2.ConsumerInfo:
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
         info = types_pb2.ConsumerInfo(stream=stream_name, config=consumer.config, created_at_ms=consumer.created_at_ms)
-        for partition in stream.partitions:
+        for partition in stream.partitions.values():
             cursor = partition.consumers.get(name)
             if cursor is None:
                 continue
@@ -771,7 +823,9 @@ class Node:
         consumer = self._consumer(stream, name)
         if batch_size > MAX_FETCH_BATCH:
             raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
-        indexes = sorted(set(partitions)) or list(range(len(stream.partitions)))
+        indexes = sorted(set(partitions)) or stream.led
+        if not indexes:
+            raise stream.not_leader(0)
         chosen = [self._partition(stream_name, index) for index in indexes]
         group = consumer.config.deliver_group
         if group and deliver_group != group:
@@ -850,7 +904,7 @@ class Node:
         now_ms = self._clock.now_ms()
         processed = 0
         for stream in list(self._streams.values()):
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 for name, cursor in list(partition.consumers.items()):
                     if consumers.has_exhausted_due(cursor, now_ms):
                         try:
@@ -939,7 +993,7 @@ class Node:
             return [], start, horizon
         sources = [await self._catalog.read_changes(start, horizon, limit)]
         for stream in list(self._streams.values()):
-            for partition in stream.partitions:
+            for partition in stream.partitions.values():
                 if partition.last_change_seq >= start:
                     sources.append(partition.log.read_changes(start, horizon, limit))
         merged = list(itertools.islice(heapq.merge(*sources), limit))
@@ -996,7 +1050,7 @@ class Node:
         await self.expire_exhausted()
         for stream in list(self._streams.values()):
             if stream.view.bounds.max_age_ms:
-                for partition in stream.partitions:
+                for partition in stream.partitions.values():
                     if partition.msg_count:
                         removed += await partition.sweep()
         metrics.CHANGE_FEED_LAST_SEQ.set(self.feed.horizon)
@@ -1006,7 +1060,7 @@ class Node:
             self._change_floor = excess_floor  # readers below this now get change_feed_truncated
             await self._catalog.drop_changes_before(excess_floor + 1)
             for stream in list(self._streams.values()):
-                for partition in stream.partitions:
+                for partition in stream.partitions.values():
                     await partition.drop_changes_before(excess_floor + 1)
         return removed
 

@@ -20,6 +20,7 @@ from prometheus_client import start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.servicers import ChangeFeedServicer, StreamsServicer, TestClockServicer
 from weir_partition_node.settings import NodeSettings
@@ -53,13 +54,35 @@ class NodeProcess:
         self._internal_server = _grpc_server(settings)
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._metrics_httpd: object | None = None
+        self.membership: Membership | None = None
 
     async def start(self) -> None:
         settings = self.settings
         self.node = await Node.open(settings)
-        streams_pb2_grpc.add_StreamsServicer_to_server(StreamsServicer(self.node), self._client_server)
+        # Bind first: the registration needs the ports, and the servicers need the membership.
+        self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
+        self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+        if settings.redis_url:
+            advertise = settings.advertise_host or settings.host
+            self.membership = Membership(
+                settings,
+                client_address=f"{advertise}:{self.client_port}",
+                internal_address=f"{advertise}:{self.internal_port}",
+                metrics_address=f"{advertise}:{self.metrics_port}",
+            )
+        streams_pb2_grpc.add_StreamsServicer_to_server(
+            StreamsServicer(self.node, membership=self.membership, admin=self.membership is None), self._client_server
+        )
         internal_pb2_grpc.add_ChangeFeedServicer_to_server(ChangeFeedServicer(self.node), self._internal_server)
         internal_services = [internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name]
+        if self.membership is not None:  # the router's admin calls arrive on the internal port
+            streams_pb2_grpc.add_StreamsServicer_to_server(
+                StreamsServicer(self.node, membership=self.membership, admin=True), self._internal_server
+            )
+            internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
         if isinstance(self.node.clock, ManualClock):
             logger.warning("test clock enabled: time moves only through TestClock.AdvanceClock")
             internal_pb2_grpc.add_TestClockServicer_to_server(TestClockServicer(self.node.clock), self._internal_server)
@@ -77,13 +100,10 @@ class NodeProcess:
         reflection.enable_server_reflection(
             [*internal_services, health.SERVICE_NAME, reflection.SERVICE_NAME], self._internal_server
         )
-        self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
-        self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")
         await self._client_server.start()
         await self._internal_server.start()
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
-        self._metrics_httpd = httpd
-        self.metrics_port = httpd.server_port
+        if self.membership is not None:
+            await self.membership.register()
         for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
             await _set_health(self._health, service, health_pb2.HealthCheckResponse.SERVING)
         logger.info(
@@ -117,6 +137,8 @@ class NodeProcess:
         if self.node is not None:
             self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
         await asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s))
+        if self.membership is not None:
+            await self.membership.close()
         if self.node is not None:
             await self.node.close()
         if self._metrics_httpd is not None:

@@ -15,11 +15,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from weir.errors import InternalError, WeirError, WrongRevisionError
+from weir.errors import (
+    InternalError,
+    InvalidArgumentError,
+    ManagedByRouterError,
+    NoSuchStreamError,
+    NotLeaderError,
+    WeirError,
+    WrongRevisionError,
+)
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Delivery
 
@@ -61,7 +70,7 @@ def unary(
         try:
             return await handler(self, request, context)
         except Exception as raw:
-            error = _as_weir_error(method, raw)
+            error = await _redirect(self, request, _as_weir_error(method, raw))
             metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
             await context.abort_with_status(error.to_status())
             raise AssertionError("unreachable: abort raises") from None
@@ -82,26 +91,69 @@ def server_stream(
             async for item in handler(self, request, context):
                 yield item
         except Exception as raw:
-            error = _as_weir_error(method, raw)
+            error = await _redirect(self, request, _as_weir_error(method, raw))
             metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
             await context.abort_with_status(error.to_status())
 
     return wrapper
 
 
-class StreamsServicer(streams_pb2_grpc.StreamsServicer):
-    """weir.v1.Streams on the client port."""
+async def _redirect(servicer: Any, request: Any, error: WeirError) -> WeirError:
+    """In a cluster, complete a redirect: add the leader's registered address to a NotLeaderError,
+    and turn no_such_stream for a stream placed on other nodes into NotLeaderError (DESIGN §4)."""
+    membership: Membership | None = getattr(servicer, "membership", None)
+    if membership is None:
+        return error
+    if isinstance(error, NotLeaderError) and not error.metadata.get("leader_address"):
+        error.metadata["leader_address"] = await membership.leader_address(error.metadata.get("leader_node_id", ""))
+        return error
+    stream = getattr(request, "stream", "")
+    if isinstance(error, NoSuchStreamError) and isinstance(stream, str) and stream:
+        record = await membership.placement_of(stream)
+        index = getattr(request, "partition", 0)
+        if record is not None and isinstance(index, int) and index < len(record.placement.partitions):
+            entry = record.placement.partitions[index]
+            return NotLeaderError(
+                f"this node hosts no partition of stream {stream!r}; partition {index} is led by "
+                f"{entry.primary_node_id} (refresh routes with QueryRoute)",
+                stream=stream,
+                partition=index,
+                leader_node_id=entry.primary_node_id,
+                leader_epoch=entry.leader_epoch,
+                leader_address=await membership.leader_address(entry.primary_node_id),
+            )
+    return error
 
-    def __init__(self, node: Node) -> None:
+
+class StreamsServicer(streams_pb2_grpc.StreamsServicer):
+    """weir.v1.Streams. On a standalone node the client port serves every call. On a clustered node
+    (`membership` set) the client port refuses stream and consumer admin (managed_by_router) and
+    the internal port, where the router sends them, serves them (`admin=True`)."""
+
+    def __init__(self, node: Node, *, membership: Membership | None = None, admin: bool = True) -> None:
         self.node = node
+        self.membership = membership
+        self.admin = admin
+
+    def _check_admin(self, call: str) -> None:
+        if not self.admin:
+            raise ManagedByRouterError(
+                f"{call}: node {self.node.node_id} belongs to a cluster; manage streams and consumers through "
+                "a router (weir --router ...)"
+            )
 
     @unary
     async def CreateStream(self, request: streams_pb2.CreateStreamRequest, context: Any) -> Any:
-        config, created_at_ms = await self.node.create_stream(request.config)
+        self._check_admin("CreateStream")
+        placement = request.placement if request.HasField("placement") else None
+        if placement is not None and self.membership is None:
+            raise InvalidArgumentError("placement: only a clustered node takes a placement (set by the router)")
+        config, created_at_ms = await self.node.create_stream(request.config, placement)
         return streams_pb2.CreateStreamResponse(config=config, created_at_ms=created_at_ms)
 
     @unary
     async def DeleteStream(self, request: streams_pb2.DeleteStreamRequest, context: Any) -> Any:
+        self._check_admin("DeleteStream")
         await self.node.delete_stream(request.name)
         return streams_pb2.DeleteStreamResponse()
 
@@ -115,6 +167,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def UpdateStream(self, request: streams_pb2.UpdateStreamRequest, context: Any) -> Any:
+        self._check_admin("UpdateStream")
         config, pruned = await self.node.update_stream(request)
         return streams_pb2.UpdateStreamResponse(config=config, pruned=pruned)
 
@@ -209,11 +262,13 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def CreateConsumer(self, request: streams_pb2.CreateConsumerRequest, context: Any) -> Any:
+        self._check_admin("CreateConsumer")
         info = await self.node.create_consumer(request.stream, request.config)
         return streams_pb2.CreateConsumerResponse(info=info)
 
     @unary
     async def DeleteConsumer(self, request: streams_pb2.DeleteConsumerRequest, context: Any) -> Any:
+        self._check_admin("DeleteConsumer")
         await self.node.delete_consumer(request.stream, request.consumer)
         return streams_pb2.DeleteConsumerResponse()
 

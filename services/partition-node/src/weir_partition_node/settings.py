@@ -40,6 +40,22 @@ class NodeSettings(BaseSettings):
         description="Tests only: read time from a manual clock moved by the internal TestClock service "
         "(AdvanceClock), so ack_wait, nak delays and max_age can be tested without sleeping.",
     )
+    redis_url: str = Field(
+        "",
+        description="Cluster metadata Redis (redis://host:port/db). Set = clustered: the node registers, "
+        "heartbeats, takes stream placement from the router, and refuses admin calls on the client port. "
+        "Empty = standalone.",
+    )
+    metadata_prefix: str = Field("weir", description="Prefix of the cluster's Redis keys (one cluster per prefix).")
+    advertise_host: str = Field(
+        "", description="Host other processes reach this node at (registered in Redis); empty = `host`."
+    )
+    zone: str = Field("", description="Failure zone, registered for placement and operators.")
+    capacity: int = Field(1, ge=1, le=1000, description="Relative placement weight.")
+    heartbeat_interval_ms: int = Field(1000, ge=50, description="How often the node refreshes its registration.")
+    heartbeat_ttl_ms: int = Field(
+        5000, ge=200, description="A node whose heartbeat is older than this is marked dead by the controller."
+    )
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )

@@ -13,11 +13,14 @@ from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.retention import LimitsBounds
 
 MAX_PARTITIONS = 1024
+MAX_REPLICAS = 5
 MAX_SUBJECT_PATTERNS = 256
 _LIMIT_FIELDS = ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
 
 
-def normalize_config(config: types_pb2.StreamConfig, node_max_message_bytes: int) -> types_pb2.StreamConfig:
+def normalize_config(
+    config: types_pb2.StreamConfig, node_max_message_bytes: int, *, clustered: bool = False
+) -> types_pb2.StreamConfig:
     """The effective config: validated, defaults filled in. Raises InvalidNameError /
     InvalidConfigError / InvalidSubjectError naming the offending field."""
     validate_name(config.name)
@@ -45,7 +48,9 @@ def normalize_config(config: types_pb2.StreamConfig, node_max_message_bytes: int
     if effective.partitions > MAX_PARTITIONS:
         raise InvalidConfigError(f"partitions: at most {MAX_PARTITIONS}, got {config.partitions}")
     effective.replicas = config.replicas or 1
-    if effective.replicas > 1:
+    if effective.replicas > MAX_REPLICAS:
+        raise InvalidConfigError(f"replicas: at most {MAX_REPLICAS}, got {config.replicas}")
+    if effective.replicas > 1 and not clustered:
         raise InvalidConfigError(
             f"replicas: {effective.replicas} requested, but this node runs standalone; "
             "replicated streams are placed by the router across nodes"
@@ -104,3 +109,40 @@ def bounds_of(config: types_pb2.StreamConfig) -> LimitsBounds:
         max_bytes=limits.max_bytes,
         max_msgs_per_subject=limits.max_msgs_per_subject,
     )
+
+
+def check_placement(config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement, node_id: str) -> None:
+    """A placement from the router must name every partition once, in order, with `replicas`
+    distinct nodes each, and include this node. Errors: InvalidConfigError."""
+    if len(placement.partitions) != config.partitions:
+        raise InvalidConfigError(
+            f"placement: {len(placement.partitions)} partition(s) placed, the stream has {config.partitions}"
+        )
+    involved = False
+    for index, entry in enumerate(placement.partitions):
+        nodes = [entry.primary_node_id, *entry.secondary_node_ids]
+        if entry.partition != index or not entry.primary_node_id:
+            raise InvalidConfigError(f"placement: entry {index} must place partition {index} with a primary")
+        if len(set(nodes)) != len(nodes) or len(nodes) != config.replicas:
+            raise InvalidConfigError(
+                f"placement: partition {index} needs {config.replicas} distinct node(s), got {nodes}"
+            )
+        involved = involved or node_id in nodes
+    if not involved:
+        raise InvalidConfigError(f"placement: node {node_id!r} hosts no partition of stream {config.name!r}")
+
+
+def hosted_partitions(
+    config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None, node_id: str
+) -> tuple[list[int], list[int]]:
+    """(partitions this node hosts, partitions it leads), ascending. Standalone: all and all."""
+    if placement is None:
+        every = list(range(config.partitions))
+        return every, every
+    hosted = [
+        entry.partition
+        for entry in placement.partitions
+        if entry.primary_node_id == node_id or node_id in entry.secondary_node_ids
+    ]
+    led = [entry.partition for entry in placement.partitions if entry.primary_node_id == node_id]
+    return hosted, led

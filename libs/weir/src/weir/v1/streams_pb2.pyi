@@ -33,10 +33,12 @@ WATCH_EVENT_TYPE_CONSUMER_CREATED: WatchEventType
 WATCH_EVENT_TYPE_CONSUMER_DELETED: WatchEventType
 
 class CreateStreamRequest(_message.Message):
-    __slots__ = ("config",)
+    __slots__ = ("config", "placement")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     config: _types_pb2.StreamConfig
-    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ...) -> None: ...
+    placement: _types_pb2.StreamPlacement
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[_types_pb2.StreamPlacement, _Mapping]] = ...) -> None: ...
 
 class CreateStreamResponse(_message.Message):
     __slots__ = ("config", "created_at_ms")

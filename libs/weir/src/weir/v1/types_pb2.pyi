@@ -326,3 +326,33 @@ class ConsumerInfo(_message.Message):
     dropped_total: int
     termed_total: int
     def __init__(self, stream: _Optional[str] = ..., config: _Optional[_Union[ConsumerConfig, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[ConsumerPartitionState, _Mapping]]] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...
+
+class PartitionPlacement(_message.Message):
+    __slots__ = ("partition", "primary_node_id", "secondary_node_ids", "leader_epoch", "in_sync_node_ids")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SECONDARY_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    primary_node_id: str
+    secondary_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    leader_epoch: int
+    in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., secondary_node_ids: _Optional[_Iterable[str]] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class StreamPlacement(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionPlacement]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionPlacement, _Mapping]]] = ...) -> None: ...
+
+class StreamRecord(_message.Message):
+    __slots__ = ("config", "placement", "created_at_ms")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    config: StreamConfig
+    placement: StreamPlacement
+    created_at_ms: int
+    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...

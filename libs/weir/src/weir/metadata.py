@@ -1,0 +1,96 @@
+"""The cluster metadata schema in Redis (DESIGN §4), shared by the router and the partition nodes.
+
+Keys (all under a prefix, default ``weir``, so several clusters can share one Redis):
+
+- ``{prefix}:nodes`` — SET of registered node ids.
+- ``{prefix}:node:{id}`` — HASH: client_address, internal_address, metrics_address, zone, capacity,
+  registered_at_ms, last_heartbeat_ms, state ("alive" | "dead").
+- ``{prefix}:node:{id}:heartbeat`` — STRING with a TTL (``heartbeat_ttl_ms``) the node refreshes;
+  its expiry is how the controller notices a dead node.
+- ``{prefix}:streams`` — SET of stream names.
+- ``{prefix}:stream:{name}`` — STRING: an encoded `weir.v1.StreamRecord` (config + placement).
+- ``{prefix}:group:{stream}:{group}`` — STRING: the consumer group's JSON state (members,
+  owners, generation), changed only in WATCH/MULTI transactions.
+- ``{prefix}:controller`` — STRING "router_id address", SET NX PX: the controller lease.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "weir"
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def nodes(self) -> str:
+        return f"{self.prefix}:nodes"
+
+    def node(self, node_id: str) -> str:
+        return f"{self.prefix}:node:{node_id}"
+
+    def heartbeat(self, node_id: str) -> str:
+        return f"{self.prefix}:node:{node_id}:heartbeat"
+
+    @property
+    def streams(self) -> str:
+        return f"{self.prefix}:streams"
+
+    def stream(self, name: str) -> str:
+        return f"{self.prefix}:stream:{name}"
+
+    def group(self, stream: str, group: str) -> str:
+        return f"{self.prefix}:group:{stream}:{group}"
+
+    def groups_of(self, stream: str) -> str:
+        """Pattern matching every group key of a stream (for cleanup on delete)."""
+        return f"{self.prefix}:group:{stream}:*"
+
+    @property
+    def controller(self) -> str:
+        return f"{self.prefix}:controller"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """One registered node as stored in its hash."""
+
+    node_id: str
+    client_address: str
+    internal_address: str
+    metrics_address: str = ""
+    zone: str = ""
+    capacity: int = 1
+    registered_at_ms: int = 0
+    last_heartbeat_ms: int = 0
+    state: str = "alive"
+
+    def to_hash(self) -> dict[str, str]:
+        return {
+            "node_id": self.node_id,
+            "client_address": self.client_address,
+            "internal_address": self.internal_address,
+            "metrics_address": self.metrics_address,
+            "zone": self.zone,
+            "capacity": str(self.capacity),
+            "registered_at_ms": str(self.registered_at_ms),
+            "last_heartbeat_ms": str(self.last_heartbeat_ms),
+            "state": self.state,
+        }
+
+    @staticmethod
+    def from_hash(values: dict[str, str]) -> NodeRecord:
+        return NodeRecord(
+            node_id=values.get("node_id", ""),
+            client_address=values.get("client_address", ""),
+            internal_address=values.get("internal_address", ""),
+            metrics_address=values.get("metrics_address", ""),
+            zone=values.get("zone", ""),
+            capacity=int(values.get("capacity") or 1),
+            registered_at_ms=int(values.get("registered_at_ms") or 0),
+            last_heartbeat_ms=int(values.get("last_heartbeat_ms") or 0),
+            state=values.get("state", "alive"),
+        )

@@ -1,0 +1,225 @@
+from weir.v1 import streams_pb2 as _streams_pb2
+from weir.v1 import types_pb2 as _types_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Permission(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PERMISSION_NONE: _ClassVar[Permission]
+    PERMISSION_READ: _ClassVar[Permission]
+    PERMISSION_WRITE: _ClassVar[Permission]
+    PERMISSION_READ_WRITE: _ClassVar[Permission]
+PERMISSION_NONE: Permission
+PERMISSION_READ: Permission
+PERMISSION_WRITE: Permission
+PERMISSION_READ_WRITE: Permission
+
+class Address(_message.Message):
+    __slots__ = ("host", "port")
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    host: str
+    port: int
+    def __init__(self, host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class Endpoints(_message.Message):
+    __slots__ = ("scheme", "addresses")
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    scheme: str
+    addresses: _containers.RepeatedCompositeFieldContainer[Address]
+    def __init__(self, scheme: _Optional[str] = ..., addresses: _Optional[_Iterable[_Union[Address, _Mapping]]] = ...) -> None: ...
+
+class Broker(_message.Message):
+    __slots__ = ("node_id", "address", "alive")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    address: str
+    alive: bool
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., alive: _Optional[bool] = ...) -> None: ...
+
+class PartitionRoute(_message.Message):
+    __slots__ = ("partition", "primary", "secondaries", "leader_epoch", "permission")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_FIELD_NUMBER: _ClassVar[int]
+    SECONDARIES_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    primary: Broker
+    secondaries: _containers.RepeatedCompositeFieldContainer[Broker]
+    leader_epoch: int
+    permission: Permission
+    def __init__(self, partition: _Optional[int] = ..., primary: _Optional[_Union[Broker, _Mapping]] = ..., secondaries: _Optional[_Iterable[_Union[Broker, _Mapping]]] = ..., leader_epoch: _Optional[int] = ..., permission: _Optional[_Union[Permission, str]] = ...) -> None: ...
+
+class QueryRouteRequest(_message.Message):
+    __slots__ = ("stream", "endpoints")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    endpoints: Endpoints
+    def __init__(self, stream: _Optional[str] = ..., endpoints: _Optional[_Union[Endpoints, _Mapping]] = ...) -> None: ...
+
+class QueryRouteResponse(_message.Message):
+    __slots__ = ("config", "partitions")
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionRoute]
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., partitions: _Optional[_Iterable[_Union[PartitionRoute, _Mapping]]] = ...) -> None: ...
+
+class QueryAssignmentRequest(_message.Message):
+    __slots__ = ("stream", "group", "client_id", "endpoints", "owned_partitions", "consumer")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINTS_FIELD_NUMBER: _ClassVar[int]
+    OWNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    group: str
+    client_id: str
+    endpoints: Endpoints
+    owned_partitions: _containers.RepeatedScalarFieldContainer[int]
+    consumer: _types_pb2.ConsumerConfig
+    def __init__(self, stream: _Optional[str] = ..., group: _Optional[str] = ..., client_id: _Optional[str] = ..., endpoints: _Optional[_Union[Endpoints, _Mapping]] = ..., owned_partitions: _Optional[_Iterable[int]] = ..., consumer: _Optional[_Union[_types_pb2.ConsumerConfig, _Mapping]] = ...) -> None: ...
+
+class Assignment(_message.Message):
+    __slots__ = ("route",)
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    route: PartitionRoute
+    def __init__(self, route: _Optional[_Union[PartitionRoute, _Mapping]] = ...) -> None: ...
+
+class QueryAssignmentResponse(_message.Message):
+    __slots__ = ("assignments", "generation", "members", "awaiting_partitions")
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    AWAITING_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    assignments: _containers.RepeatedCompositeFieldContainer[Assignment]
+    generation: int
+    members: _containers.RepeatedScalarFieldContainer[str]
+    awaiting_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, assignments: _Optional[_Iterable[_Union[Assignment, _Mapping]]] = ..., generation: _Optional[int] = ..., members: _Optional[_Iterable[str]] = ..., awaiting_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class LeaveGroupRequest(_message.Message):
+    __slots__ = ("stream", "group", "client_id")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    group: str
+    client_id: str
+    def __init__(self, stream: _Optional[str] = ..., group: _Optional[str] = ..., client_id: _Optional[str] = ...) -> None: ...
+
+class LeaveGroupResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetClusterStreamStatsRequest(_message.Message):
+    __slots__ = ("include_per_stream",)
+    INCLUDE_PER_STREAM_FIELD_NUMBER: _ClassVar[int]
+    include_per_stream: bool
+    def __init__(self, include_per_stream: _Optional[bool] = ...) -> None: ...
+
+class PerStreamStats(_message.Message):
+    __slots__ = ("name", "partitions", "msg_count", "bytes", "last_seq", "partition_stats", "primary_node_ids")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_STATS_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    partitions: int
+    msg_count: int
+    bytes: int
+    last_seq: int
+    partition_stats: _containers.RepeatedCompositeFieldContainer[_types_pb2.PartitionStats]
+    primary_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., partitions: _Optional[int] = ..., msg_count: _Optional[int] = ..., bytes: _Optional[int] = ..., last_seq: _Optional[int] = ..., partition_stats: _Optional[_Iterable[_Union[_types_pb2.PartitionStats, _Mapping]]] = ..., primary_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PerNodeSummary(_message.Message):
+    __slots__ = ("node_id", "stream_count", "partition_count", "total_msg_count", "total_bytes", "status", "address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    stream_count: int
+    partition_count: int
+    total_msg_count: int
+    total_bytes: int
+    status: str
+    address: str
+    def __init__(self, node_id: _Optional[str] = ..., stream_count: _Optional[int] = ..., partition_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., status: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class GetClusterStreamStatsResponse(_message.Message):
+    __slots__ = ("nodes", "streams", "total_stream_count", "total_msg_count", "total_bytes", "skew_partitions", "skew_msg_count", "skew_bytes")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    STREAMS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_STREAM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SKEW_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    SKEW_MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SKEW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[PerNodeSummary]
+    streams: _containers.RepeatedCompositeFieldContainer[PerStreamStats]
+    total_stream_count: int
+    total_msg_count: int
+    total_bytes: int
+    skew_partitions: int
+    skew_msg_count: int
+    skew_bytes: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[PerNodeSummary, _Mapping]]] = ..., streams: _Optional[_Iterable[_Union[PerStreamStats, _Mapping]]] = ..., total_stream_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., skew_partitions: _Optional[int] = ..., skew_msg_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ...) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    INTERNAL_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    ALIVE_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    client_address: str
+    internal_address: str
+    metrics_address: str
+    zone: str
+    capacity: int
+    alive: bool
+    registered_at_ms: int
+    last_heartbeat_ms: int
+    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: _Optional[bool] = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ...) -> None: ...
+
+class GetClusterInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetClusterInfoResponse(_message.Message):
+    __slots__ = ("nodes", "controller_id", "controller_address", "router_id")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ROUTER_ID_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
+    controller_id: str
+    controller_address: str
+    router_id: str
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ..., controller_id: _Optional[str] = ..., controller_address: _Optional[str] = ..., router_id: _Optional[str] = ...) -> None: ...

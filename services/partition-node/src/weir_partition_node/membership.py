@@ -1,0 +1,110 @@
+"""Cluster membership of a partition node: registration and heartbeats in the metadata Redis, and
+the address lookups a redirect needs (DESIGN §4).
+
+The node writes its hash (`weir.metadata.Keys.node`) at start and refreshes it and its heartbeat key
+(TTL `heartbeat_ttl_ms`) every `heartbeat_interval_ms`; a graceful stop deletes the heartbeat key so
+the controller marks it dead at once instead of after the TTL. Redis errors are logged and retried
+on the next beat (the node keeps serving what it hosts; the router will mark it dead if beats stop
+for longer than the TTL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+import redis.asyncio as redis_asyncio
+from redis.exceptions import RedisError
+from weir.metadata import Keys, NodeRecord
+from weir.v1 import types_pb2
+
+from weir_partition_node import metrics
+from weir_partition_node.settings import NodeSettings
+
+logger = logging.getLogger(__name__)
+
+
+class Membership:
+    def __init__(self, settings: NodeSettings, client_address: str, internal_address: str, metrics_address: str):
+        self.settings = settings
+        self.keys = Keys(settings.metadata_prefix)
+        self.redis = redis_asyncio.Redis.from_url(settings.redis_url, decode_responses=True)
+        self._raw = redis_asyncio.Redis.from_url(settings.redis_url)
+        self.record = NodeRecord(
+            node_id=settings.node_id,
+            client_address=client_address,
+            internal_address=internal_address,
+            metrics_address=metrics_address,
+            zone=settings.zone,
+            capacity=settings.capacity,
+            registered_at_ms=int(time.time() * 1000),
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def register(self) -> None:
+        """Write the registration and the first heartbeat; raises if Redis is unreachable (a node
+        that cannot join its cluster should not start)."""
+        await self._beat()
+        logger.info(
+            "registered node %s as %s in %s", self.settings.node_id, self.record.client_address, self.settings.redis_url
+        )
+        self._task = asyncio.get_running_loop().create_task(self._beat_forever(), name="heartbeat")
+
+    async def _beat(self) -> None:
+        now_ms = int(time.time() * 1000)
+        values = self.record.to_hash()
+        values["last_heartbeat_ms"] = str(now_ms)
+        values["state"] = "alive"
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.sadd(self.keys.nodes, self.settings.node_id)
+            pipe.hset(self.keys.node(self.settings.node_id), mapping=dict(values))  # type: ignore[arg-type]
+            pipe.set(self.keys.heartbeat(self.settings.node_id), str(now_ms), px=self.settings.heartbeat_ttl_ms)
+            await pipe.execute()
+        metrics.HEARTBEAT_LAST_SECONDS.set(now_ms / 1000)
+
+    async def _beat_forever(self) -> None:
+        interval_s = self.settings.heartbeat_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self._beat()
+            except (RedisError, OSError) as error:
+                metrics.REDIS_ERRORS.inc()
+                logger.warning("heartbeat to %s failed: %s", self.settings.redis_url, error)
+
+    async def leader_address(self, node_id: str) -> str:
+        """The client address a node registered ("" when unknown or Redis is unreachable)."""
+        if not node_id:
+            return ""
+        try:
+            address = await self.redis.hget(self.keys.node(node_id), "client_address")
+        except (RedisError, OSError):
+            metrics.REDIS_ERRORS.inc()
+            return ""
+        return str(address or "")
+
+    async def placement_of(self, stream: str) -> types_pb2.StreamRecord | None:
+        """The router's record of a stream this node does not host (None when there is none)."""
+        try:
+            raw = await self._raw.get(self.keys.stream(stream))
+        except (RedisError, OSError):
+            metrics.REDIS_ERRORS.inc()
+            return None
+        if not raw:
+            return None
+        return types_pb2.StreamRecord.FromString(raw if isinstance(raw, bytes) else raw.encode())
+
+    async def close(self) -> None:
+        """Stop heartbeating and withdraw the heartbeat key (the controller marks the node dead)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        try:
+            await self.redis.delete(self.keys.heartbeat(self.settings.node_id))
+        except (RedisError, OSError) as error:
+            logger.warning("could not withdraw the heartbeat: %s", error)
+        await self.redis.aclose()
+        await self._raw.aclose()

@@ -1,0 +1,1 @@
+"""Weir router: cluster metadata, placement, routing and consumer-group assignment (DESIGN §4)."""

@@ -1,0 +1,606 @@
+"""The router core (transport-neutral; the servicer is a thin adapter over it).
+
+- Routing: QueryRoute builds each partition's route from the stream record and the node registry.
+- Consumer groups: QueryAssignment / LeaveGroup run `assignment.step` inside a Redis transaction.
+- Controller: one router at a time holds the lease (SET NX PX, renewed every tick); the holder
+  marks nodes whose heartbeat expired dead, and alone places and changes streams. The other
+  routers forward those calls to it (see the servicer).
+- Admin: stream and consumer calls are forwarded to the nodes' internal ports; node answers keep
+  their typed errors. A create is validated by the first node before any other node is touched,
+  and rolled back on the nodes already created when a later node fails, so a failed request
+  leaves no state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from redis.exceptions import RedisError
+from weir.client import NodeClient
+from weir.errors import (
+    InvalidArgumentError,
+    NoSuchConsumerError,
+    NoSuchStreamError,
+    UnavailableError,
+    WeirError,
+)
+from weir.metadata import NodeRecord
+from weir.subjects import validate_name
+from weir.v1 import router_pb2, streams_pb2, types_pb2
+
+from weir_router import assignment, metrics
+from weir_router.placement import loads_from, place_stream
+from weir_router.settings import RouterSettings
+from weir_router.store import MetadataStore
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    record: NodeRecord
+    alive: bool
+
+
+class NodePool:
+    """One NodeClient per address, kept for the router's lifetime."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._clients: dict[str, NodeClient] = {}
+
+    def client(self, address: str) -> NodeClient:
+        client = self._clients.get(address)
+        if client is None:
+            client = self._clients[address] = NodeClient(address, timeout_s=self.timeout_s)
+        return client
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()
+
+
+def check_endpoints(endpoints: router_pb2.Endpoints) -> None:
+    """RocketMQ seed: an empty service access point is INVALID_ARGUMENT."""
+    if not endpoints.addresses or any(not address.host or address.port <= 0 for address in endpoints.addresses):
+        raise InvalidArgumentError(
+            "endpoints: give the router address(es) you used (host and port > 0); an empty endpoints is invalid"
+        )
+
+
+class RouterCore:
+    def __init__(self, settings: RouterSettings, store: MetadataStore, address: str) -> None:
+        self.settings = settings
+        self.store = store
+        self.address = address
+        self.holder = f"{settings.router_id} {address}"
+        self.is_controller = False
+        self.nodes = NodePool(settings.node_timeout_ms / 1000)
+        self._admin_lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._known_dead: set[str] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._controller_loop(), name="controller")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self.is_controller:
+            with contextlib.suppress(RedisError, OSError):
+                await self.store.release_lease(self.holder)  # hand over at once, not after the lease
+        self.is_controller = False
+        metrics.IS_CONTROLLER.set(0)
+        await self.nodes.close()
+        await self.store.close()
+
+    # -- controller --------------------------------------------------------------------------------
+
+    async def _controller_loop(self) -> None:
+        interval_s = self.settings.controller_tick_ms / 1000
+        while True:
+            try:
+                await self.controller_tick()
+            except (RedisError, OSError) as error:
+                metrics.REDIS_ERRORS.inc()
+                if self.is_controller:
+                    logger.warning(
+                        "router %s: Redis unreachable, giving up the controller role: %s",
+                        self.settings.router_id,
+                        error,
+                    )
+                self._set_controller(False)
+            except Exception:
+                logger.exception("controller tick failed")
+            await asyncio.sleep(interval_s)
+
+    def _set_controller(self, value: bool) -> None:
+        if value and not self.is_controller:
+            logger.info("router %s is now the controller", self.settings.router_id)
+            metrics.CONTROLLER_CHANGES.inc()
+        elif not value and self.is_controller:
+            logger.warning("router %s lost the controller lease", self.settings.router_id)
+        self.is_controller = value
+        metrics.IS_CONTROLLER.set(1 if value else 0)
+
+    async def controller_tick(self) -> None:
+        """Renew or seek the lease; as controller, mark nodes with an expired heartbeat dead."""
+        lease_ms = self.settings.lease_ms
+        if self.is_controller:
+            held = await self.store.renew_lease(self.holder, lease_ms)
+        else:
+            held = await self.store.acquire_lease(self.holder, lease_ms)
+        self._set_controller(held)
+        views = await self.node_views()
+        alive = sum(1 for view in views if view.alive)
+        metrics.NODES.labels("alive").set(alive)
+        metrics.NODES.labels("dead").set(len(views) - alive)
+        if not self.is_controller:
+            return
+        for view in views:
+            if not view.alive and view.record.state == "alive":
+                await self.store.mark_dead(view.record.node_id)
+                metrics.NODES_MARKED_DEAD.inc()
+                logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
+
+    async def controller(self) -> tuple[str, str]:
+        """(router id, address) of the lease holder; ("", "") while nobody holds it."""
+        holder = await self.store.lease_holder()
+        router_id, _, address = holder.partition(" ")
+        return router_id, address
+
+    # -- nodes and routes --------------------------------------------------------------------------
+
+    async def node_views(self) -> list[NodeView]:
+        return [NodeView(record, alive) for record, alive in await self.store.nodes()]
+
+    async def _record(self, name: str) -> types_pb2.StreamRecord:
+        validate_name(name)
+        record = await self.store.stream(name)
+        if record is None:
+            raise NoSuchStreamError(f"stream {name!r} does not exist", stream=name)
+        return record
+
+    @staticmethod
+    def _broker(node_id: str, nodes: dict[str, NodeView]) -> router_pb2.Broker:
+        view = nodes.get(node_id)
+        if view is None:
+            return router_pb2.Broker(node_id=node_id, address="", alive=False)
+        return router_pb2.Broker(node_id=node_id, address=view.record.client_address, alive=view.alive)
+
+    def _route(self, entry: types_pb2.PartitionPlacement, nodes: dict[str, NodeView]) -> router_pb2.PartitionRoute:
+        primary = self._broker(entry.primary_node_id, nodes)
+        return router_pb2.PartitionRoute(
+            partition=entry.partition,
+            primary=primary,
+            secondaries=[self._broker(node_id, nodes) for node_id in entry.secondary_node_ids],
+            leader_epoch=entry.leader_epoch,
+            permission=router_pb2.PERMISSION_READ_WRITE if primary.alive else router_pb2.PERMISSION_NONE,
+        )
+
+    async def query_route(self, stream: str, endpoints: router_pb2.Endpoints) -> router_pb2.QueryRouteResponse:
+        """Every partition's route. Errors: InvalidArgumentError (endpoints, name), NoSuchStreamError."""
+        check_endpoints(endpoints)
+        record = await self._record(stream)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        response = router_pb2.QueryRouteResponse(config=record.config)
+        for entry in record.placement.partitions:
+            response.partitions.append(self._route(entry, nodes))
+        return response
+
+    # -- consumer groups -------------------------------------------------------------------------------
+
+    async def query_assignment(self, request: router_pb2.QueryAssignmentRequest) -> router_pb2.QueryAssignmentResponse:
+        """One member's assignment (and heartbeat). Errors: InvalidArgumentError, NoSuchStreamError,
+        and the node errors of creating the group's consumer."""
+        check_endpoints(request.endpoints)
+        if not request.group:
+            raise InvalidArgumentError("group: a consumer group name is required")
+        validate_name(request.group, "group")
+        if not request.client_id:
+            raise InvalidArgumentError("client_id: required (unique per member process)")
+        if len(request.client_id) > 256:
+            raise InvalidArgumentError(f"client_id: at most 256 characters, got {len(request.client_id)}")
+        record = await self._record(request.stream)
+        partitions = record.config.partitions
+        bad = [p for p in request.owned_partitions if p >= partitions]
+        if bad:
+            raise InvalidArgumentError(f"owned_partitions: {bad} out of range (the stream has {partitions})")
+        current = assignment.GroupState.from_json(
+            await self.store.redis.get(self.store.keys.group(request.stream, request.group))
+        )
+        if request.client_id not in current.members:
+            await self._ensure_group_consumer(record, request.group, request.consumer)
+
+        def update(raw: bytes | None, now_ms: int) -> tuple[str, tuple[assignment.MemberView, bool]]:
+            state = assignment.GroupState.from_json(raw)
+            new_state, view = assignment.step(
+                state,
+                partitions=partitions,
+                client_id=request.client_id,
+                owned_partitions=request.owned_partitions,
+                now_ms=now_ms,
+                session_timeout_ms=self.settings.group_session_timeout_ms,
+            )
+            return new_state.to_json(), (view, new_state.generation != state.generation)
+
+        view, changed = await self.store.update_group(request.stream, request.group, update)
+        if changed:
+            metrics.GROUP_REBALANCES.labels(request.stream, request.group).inc()
+        nodes = {node.record.node_id: node for node in await self.node_views()}
+        response = router_pb2.QueryAssignmentResponse(
+            generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
+        )
+        for partition in view.assigned:
+            response.assignments.add(route=self._route(record.placement.partitions[partition], nodes))
+        return response
+
+    async def _ensure_group_consumer(
+        self, record: types_pb2.StreamRecord, group: str, config: types_pb2.ConsumerConfig
+    ) -> None:
+        try:
+            await self.consumer_info(record.config.name, group)
+            return
+        except NoSuchConsumerError:
+            pass
+        wanted = types_pb2.ConsumerConfig()
+        wanted.CopyFrom(config)
+        wanted.name = group
+        await self.create_consumer(record.config.name, wanted)
+
+    async def leave_group(self, stream: str, group: str, client_id: str) -> None:
+        if not group or not client_id:
+            raise InvalidArgumentError("group and client_id are required")
+        record = await self._record(stream)
+
+        def update(raw: bytes | None, now_ms: int) -> tuple[str, None]:
+            new_state, _ = assignment.step(
+                assignment.GroupState.from_json(raw),
+                partitions=record.config.partitions,
+                client_id=client_id,
+                owned_partitions=(),
+                now_ms=now_ms,
+                session_timeout_ms=self.settings.group_session_timeout_ms,
+                leaving=True,
+            )
+            return new_state.to_json(), None
+
+        await self.store.update_group(stream, group, update)
+        metrics.GROUP_REBALANCES.labels(stream, group).inc()
+
+    # -- stream admin (controller) ---------------------------------------------------------------------
+
+    def _hosting(self, record: types_pb2.StreamRecord) -> list[str]:
+        """Node ids hosting any partition of the stream, primary of partition 0 first."""
+        ordered: list[str] = []
+        for entry in record.placement.partitions:
+            for node_id in (entry.primary_node_id, *entry.secondary_node_ids):
+                if node_id not in ordered:
+                    ordered.append(node_id)
+        return ordered
+
+    async def _internal(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
+        view = nodes.get(node_id)
+        if view is None or not view.record.internal_address:
+            raise UnavailableError(f"node {node_id} is not registered", node_id=node_id)
+        return self.nodes.client(view.record.internal_address)
+
+    async def create_stream(self, config: types_pb2.StreamConfig) -> streams_pb2.CreateStreamResponse:
+        """Place and create a stream (controller only). Idempotent for the same config. Errors:
+        the node's validation errors, AlreadyExistsError, NotEnoughNodesError, UnavailableError."""
+        validate_name(config.name)
+        async with self._admin_lock:
+            nodes = {view.record.node_id: view for view in await self.node_views()}
+            existing = await self.store.stream(config.name)
+            if existing is not None:  # the node compares configs exactly as a standalone create would
+                first = await self._internal(self._hosting(existing)[0], nodes)
+                effective = await first.create_stream(config, existing.placement)
+                return streams_pb2.CreateStreamResponse(config=effective, created_at_ms=existing.created_at_ms)
+            alive = [view for view in nodes.values() if view.alive]
+            records = await self.store.streams()
+            loads = loads_from(
+                [view.record.node_id for view in alive],
+                {view.record.node_id: view.record.capacity for view in alive},
+                (record.placement for record in records),
+            )
+            placement = place_stream(config.partitions or 1, config.replicas or 1, loads)
+            record = types_pb2.StreamRecord(placement=placement)
+            record.config.CopyFrom(config)
+            hosting = self._hosting(record)
+            created: list[NodeClient] = []
+            try:
+                first = await self._internal(hosting[0], nodes)
+                effective = await first.create_stream(config, placement)  # validates before anything else
+                created.append(first)
+                others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+
+                async def create_on(client: NodeClient) -> None:
+                    await client.create_stream(config, placement)
+                    created.append(client)
+
+                await _gather_first_error([create_on(client) for client in others])
+                record.config.CopyFrom(effective)
+                record.created_at_ms = await self.store.now_ms()
+                await self.store.put_stream(record)
+            except BaseException:
+                await self._undo_create(config.name, created)
+                raise
+            logger.info(
+                "created stream %s: %d partition(s) x %d replica(s) on %s",
+                config.name,
+                effective.partitions,
+                effective.replicas,
+                ", ".join(hosting),
+            )
+            return streams_pb2.CreateStreamResponse(config=effective, created_at_ms=record.created_at_ms)
+
+    async def _undo_create(self, name: str, created: Sequence[NodeClient]) -> None:
+        for client in created:
+            try:
+                await client.delete_stream(name)
+            except WeirError as error:
+                logger.warning("rolling back stream %s on %s: %s", name, client.address, error)
+
+    async def delete_stream(self, name: str) -> None:
+        """Delete a stream from every node hosting it and from the metadata (controller only).
+        A node that is down keeps its copy until it is deleted there (logged)."""
+        async with self._admin_lock:
+            record = await self._record(name)
+            nodes = {view.record.node_id: view for view in await self.node_views()}
+            for node_id in self._hosting(record):
+                try:
+                    client = await self._internal(node_id, nodes)
+                    await client.delete_stream(name)
+                except NoSuchStreamError:
+                    pass
+                except WeirError as error:
+                    if not error.retryable:
+                        raise
+                    logger.warning(
+                        "stream %s: node %s unreachable during delete (%s); its copy remains", name, node_id, error
+                    )
+            await self.store.delete_stream(name)
+
+    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        """Apply a partial update on every node hosting the stream (controller only); `pruned`
+        counts the primaries' removals."""
+        async with self._admin_lock:
+            record = await self._record(request.name)
+            nodes = {view.record.node_id: view for view in await self.node_views()}
+            hosting = self._hosting(record)
+            first = await self._internal(hosting[0], nodes)
+            response = await first.update_stream(request)  # validates first
+            others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+            results = await _gather_first_error([client.update_stream(request) for client in others])
+            pruned = response.pruned + sum(result.pruned for result in results)
+            record.config.CopyFrom(response.config)
+            await self.store.put_stream(record)
+            return streams_pb2.UpdateStreamResponse(config=response.config, pruned=pruned)
+
+    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        """Stats merged from each partition's primary (a partition whose primary is unreachable
+        is left out of the totals and listed without figures)."""
+        record = await self._record(name)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        led = _led_by(record)
+        infos = await asyncio.gather(
+            *(self._client_info(node_id, nodes, name) for node_id in led), return_exceptions=True
+        )
+        response = streams_pb2.GetStreamInfoResponse(config=record.config, created_at_ms=record.created_at_ms)
+        by_partition: dict[int, types_pb2.PartitionStats] = {}
+        for node_id, info in zip(led, infos, strict=True):
+            if isinstance(info, BaseException):
+                logger.warning("stream info %s: node %s: %s", name, node_id, info)
+                continue
+            for stats in info.stats.partitions:
+                if stats.partition in led[node_id]:
+                    by_partition[stats.partition] = stats
+        for index in range(record.config.partitions):
+            stats = by_partition.get(index, types_pb2.PartitionStats(partition=index))
+            response.stats.partitions.append(stats)
+            response.stats.msg_count += stats.msg_count
+            response.stats.bytes += stats.bytes
+        return response
+
+    async def _client_info(
+        self, node_id: str, nodes: dict[str, NodeView], name: str
+    ) -> streams_pb2.GetStreamInfoResponse:
+        client = await self._internal(node_id, nodes)
+        return await client.stream_info(name)
+
+    async def list_streams(self) -> list[str]:
+        return await self.store.stream_names()
+
+    # -- consumer admin ------------------------------------------------------------------------------
+
+    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        """Create the consumer on every node hosting the stream (first node validates)."""
+        record = await self._record(stream)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        hosting = self._hosting(record)
+        first = await self._internal(hosting[0], nodes)
+        await first.create_consumer(stream, config)
+        others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+        await _gather_first_error([client.create_consumer(stream, config) for client in others])
+        return await self.consumer_info(stream, config.name)
+
+    async def delete_consumer(self, stream: str, name: str) -> None:
+        record = await self._record(stream)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        hosting = self._hosting(record)
+        first = await self._internal(hosting[0], nodes)
+        await first.delete_consumer(stream, name)  # NOT_FOUND surfaces from here
+        others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+        results = await asyncio.gather(
+            *(client.delete_consumer(stream, name) for client in others), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, NoSuchConsumerError):
+                raise result
+        with contextlib.suppress(RedisError):
+            await self.store.redis.delete(self.store.keys.group(stream, name))
+
+    async def consumer_info(self, stream: str, name: str) -> types_pb2.ConsumerInfo:
+        """Per-partition state from each partition's primary, totals summed."""
+        record = await self._record(stream)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        led = _led_by(record)
+        infos: list[types_pb2.ConsumerInfo] = []
+        for node_id in led:
+            client = await self._internal(node_id, nodes)
+            infos.append(await client.consumer_info(stream, name))
+        return merge_consumer_infos(infos, led)
+
+    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        record = await self._record(stream)
+        nodes = {view.record.node_id: view for view in await self.node_views()}
+        first = await self._internal(self._hosting(record)[0], nodes)
+        names = [info.config.name for info in await first.list_consumers(stream)]
+        return [await self.consumer_info(stream, name) for name in names]
+
+    # -- cluster views ---------------------------------------------------------------------------------
+
+    async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
+        controller_id, controller_address = await self.controller()
+        response = router_pb2.GetClusterInfoResponse(
+            controller_id=controller_id, controller_address=controller_address, router_id=self.settings.router_id
+        )
+        for view in await self.node_views():
+            record = view.record
+            response.nodes.add(
+                node_id=record.node_id,
+                client_address=record.client_address,
+                internal_address=record.internal_address,
+                metrics_address=record.metrics_address,
+                zone=record.zone,
+                capacity=record.capacity,
+                alive=view.alive,
+                registered_at_ms=record.registered_at_ms,
+                last_heartbeat_ms=record.last_heartbeat_ms,
+            )
+        return response
+
+    async def cluster_stats(self, include_per_stream: bool) -> router_pb2.GetClusterStreamStatsResponse:
+        """Fan out over the nodes: each node reports the partitions it leads (seed
+        GetClusterStreamStats; skew = max - min over the nodes that answered)."""
+        records = await self.store.streams()
+        views = await self.node_views()
+        nodes = {view.record.node_id: view for view in views}
+        led_by_node: dict[str, dict[str, set[int]]] = {view.record.node_id: {} for view in views}
+        for record in records:
+            for node_id, partitions in _led_by(record).items():
+                led_by_node.setdefault(node_id, {})[record.config.name] = partitions
+
+        async def node_stats(node_id: str) -> dict[str, streams_pb2.GetStreamInfoResponse]:
+            client = await self._internal(node_id, nodes)
+            names = sorted(led_by_node[node_id])
+            infos = await asyncio.gather(*(client.stream_info(name) for name in names))
+            return dict(zip(names, infos, strict=True))
+
+        alive_ids = [view.record.node_id for view in views if view.alive]
+        answers = await asyncio.gather(*(node_stats(node_id) for node_id in alive_ids), return_exceptions=True)
+        by_node = dict(zip(alive_ids, answers, strict=True))
+        response = router_pb2.GetClusterStreamStatsResponse(total_stream_count=len(records))
+        partition_stats: dict[tuple[str, int], types_pb2.PartitionStats] = {}
+        answered: list[router_pb2.PerNodeSummary] = []
+        for view in views:
+            node_id = view.record.node_id
+            summary = response.nodes.add(node_id=node_id, address=view.record.client_address)
+            led = led_by_node.get(node_id, {})
+            summary.stream_count = len(led)
+            summary.partition_count = sum(len(partitions) for partitions in led.values())
+            answer = by_node.get(node_id)
+            if not view.alive:
+                summary.status = "dead"
+                continue
+            if isinstance(answer, BaseException) or answer is None:
+                summary.status = "unreachable"
+                logger.warning("cluster stats: node %s: %s", node_id, answer)
+                continue
+            summary.status = "ok"
+            for name, info in answer.items():
+                for stats in info.stats.partitions:
+                    if stats.partition in led.get(name, ()):
+                        partition_stats[(name, stats.partition)] = stats
+                        summary.total_msg_count += stats.msg_count
+                        summary.total_bytes += stats.bytes
+            answered.append(summary)
+        response.total_msg_count = sum(summary.total_msg_count for summary in answered)
+        response.total_bytes = sum(summary.total_bytes for summary in answered)
+        if answered:
+            response.skew_partitions = _spread(summary.partition_count for summary in answered)
+            response.skew_msg_count = _spread(summary.total_msg_count for summary in answered)
+            response.skew_bytes = _spread(summary.total_bytes for summary in answered)
+        if include_per_stream:
+            for record in records:
+                entry = response.streams.add(name=record.config.name, partitions=record.config.partitions)
+                for placement in record.placement.partitions:
+                    entry.primary_node_ids.append(placement.primary_node_id)
+                    stats = partition_stats.get(
+                        (record.config.name, placement.partition),
+                        types_pb2.PartitionStats(partition=placement.partition),
+                    )
+                    entry.partition_stats.append(stats)
+                    entry.msg_count += stats.msg_count
+                    entry.bytes += stats.bytes
+                    entry.last_seq = max(entry.last_seq, stats.last_seq)
+        return response
+
+
+def _led_by(record: types_pb2.StreamRecord) -> dict[str, set[int]]:
+    """node id -> partitions of the stream it leads."""
+    led: dict[str, set[int]] = {}
+    for entry in record.placement.partitions:
+        led.setdefault(entry.primary_node_id, set()).add(entry.partition)
+    return led
+
+
+def merge_consumer_infos(infos: Sequence[types_pb2.ConsumerInfo], led: dict[str, set[int]]) -> types_pb2.ConsumerInfo:
+    """One ConsumerInfo from the primaries' answers (pure): each partition's state from its
+    primary, totals summed over those partitions."""
+    merged = types_pb2.ConsumerInfo()
+    if not infos:
+        return merged
+    merged.stream = infos[0].stream
+    merged.config.CopyFrom(infos[0].config)
+    merged.created_at_ms = infos[0].created_at_ms
+    partitions: list[types_pb2.ConsumerPartitionState] = []
+    for info, partitions_led in zip(infos, led.values(), strict=True):
+        partitions.extend(state for state in info.partitions if state.partition in partitions_led)
+        # Totals are per node; a node's totals cover the partitions it leads (secondaries are idle).
+        merged.delivered_total += info.delivered_total
+        merged.acked_total += info.acked_total
+        merged.redelivered_total += info.redelivered_total
+        merged.dead_lettered_total += info.dead_lettered_total
+        merged.dropped_total += info.dropped_total
+        merged.termed_total += info.termed_total
+    for state in sorted(partitions, key=lambda state: state.partition):
+        merged.partitions.append(state)
+        merged.num_ack_pending += state.num_ack_pending
+        merged.num_pending += state.num_pending
+    return merged
+
+
+def _spread(values: Iterable[int]) -> int:
+    items = list(values)
+    return max(items) - min(items) if items else 0
+
+
+async def _gather_first_error(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Run all; raise the first failure after all finished (so rollback sees every success)."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results  # type: ignore[return-value]

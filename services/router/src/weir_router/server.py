@@ -1,0 +1,98 @@
+"""The router process: a grpc.aio server (weir.v1.Router, health, reflection), a Prometheus
+/metrics endpoint, the controller loop, and clean shutdown on SIGTERM/SIGINT (the lease is
+released, so another router takes over at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+from weir.v1 import router_pb2, router_pb2_grpc
+
+from weir_router.core import RouterCore
+from weir_router.servicer import RouterServicer
+from weir_router.settings import RouterSettings
+from weir_router.store import MetadataStore
+
+logger = logging.getLogger(__name__)
+SERVICE = router_pb2.DESCRIPTOR.services_by_name["Router"].full_name
+
+
+class RouterProcess:
+    def __init__(self, settings: RouterSettings) -> None:
+        self.settings = settings
+        self.port = 0
+        self.metrics_port = 0
+        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        self._health = health.aio.HealthServicer()
+        self._metrics_httpd: object | None = None
+        self.core: RouterCore | None = None
+        self._servicer: RouterServicer | None = None
+
+    async def start(self) -> None:
+        settings = self.settings
+        self.port = self._server.add_insecure_port(f"{settings.host}:{settings.port}")
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+        store = MetadataStore(settings.redis_url, settings.metadata_prefix)
+        await store.redis.ping()  # a router that cannot reach its metadata should not start
+        self.core = RouterCore(settings, store, f"{settings.advertise_host or settings.host}:{self.port}")
+        self._servicer = RouterServicer(self.core)
+        router_pb2_grpc.add_RouterServicer_to_server(self._servicer, self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        reflection.enable_server_reflection([SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        await self._server.start()
+        await self.core.controller_tick()  # take the lease at once when nobody holds it
+        self.core.start()
+        for service in ("", SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        logger.info(
+            "router %s serving on %s:%d (metrics %d), metadata %s, controller=%s",
+            settings.router_id,
+            settings.host,
+            self.port,
+            self.metrics_port,
+            settings.redis_url,
+            self.core.is_controller,
+        )
+        if settings.ready_file is not None:
+            ready = {
+                "router_id": settings.router_id,
+                "pid": os.getpid(),
+                "port": self.port,
+                "metrics_port": self.metrics_port,
+            }
+            temporary = settings.ready_file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(ready))
+            temporary.replace(settings.ready_file)
+
+    async def stop(self) -> None:
+        for service in ("", SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._server.stop(self.settings.shutdown_grace_ms / 1000)
+        if self._servicer is not None:
+            await self._servicer.close()
+        if self.core is not None:
+            await self.core.close()
+        if self._metrics_httpd is not None:
+            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
+        logger.info("router %s stopped", self.settings.router_id)
+
+
+async def serve(settings: RouterSettings) -> None:
+    process = RouterProcess(settings)
+    await process.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await process.stop()

@@ -1,0 +1,37 @@
+"""Router settings, read from `WEIR_ROUTER_*` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class RouterSettings(BaseSettings):
+    """Every field is the environment variable ``WEIR_ROUTER_<FIELD>`` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="WEIR_ROUTER_", extra="ignore")
+
+    router_id: str = Field("router-1", description="Unique id of this router (shown as the controller).")
+    host: str = Field("127.0.0.1", description="Address the gRPC and metrics servers bind to.")
+    port: int = Field(7501, ge=0, le=65535, description="gRPC port (0 = pick a free one).")
+    metrics_port: int = Field(7503, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
+    advertise_host: str = Field("", description="Host other routers reach this one at; empty = `host`.")
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="The cluster metadata Redis.")
+    metadata_prefix: str = Field("weir", description="Prefix of the cluster's Redis keys (one cluster per prefix).")
+    lease_ms: int = Field(
+        3000, ge=300, description="Controller lease length; a dead controller is replaced within about this long."
+    )
+    controller_tick_ms: int = Field(
+        500, ge=50, description="How often the lease is renewed (or sought) and node liveness checked."
+    )
+    group_session_timeout_ms: int = Field(
+        6000, ge=100, description="A consumer-group member that does not call QueryAssignment this long leaves."
+    )
+    node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call from the router to a node.")
+    shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
+    log_level: str = Field("INFO", description="Python logging level.")
+    ready_file: Path | None = Field(
+        None, description="When set, the router writes its bound ports here as JSON once it serves."
+    )

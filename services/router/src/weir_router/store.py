@@ -1,0 +1,147 @@
+"""The router's view of the cluster metadata in Redis (schema: `weir.metadata`).
+
+All reads and writes of Redis go through here. Multi-key updates that other routers may race on
+(consumer groups) use WATCH/MULTI optimistic transactions; stream records are written only by the
+controller. Times come from the Redis server (TIME), so routers on different machines agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import redis.asyncio as redis_asyncio
+from redis.exceptions import WatchError
+from weir.errors import UnavailableError
+from weir.metadata import Keys, NodeRecord
+from weir.v1 import types_pb2
+
+T = TypeVar("T")
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+MAX_TRANSACTION_ATTEMPTS = 50
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class MetadataStore:
+    def __init__(self, redis_url: str, prefix: str) -> None:
+        self.keys = Keys(prefix)
+        self.redis = redis_asyncio.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+        self._renew = self.redis.register_script(_RENEW)
+        self._release = self.redis.register_script(_RELEASE)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
+
+    async def now_ms(self) -> int:
+        seconds, microseconds = await self.redis.time()
+        return int(seconds) * 1000 + int(microseconds) // 1000
+
+    # -- nodes -------------------------------------------------------------------------------------
+
+    async def nodes(self) -> list[tuple[NodeRecord, bool]]:
+        """Every registered node and whether its heartbeat key is alive, by node id."""
+        node_ids = sorted(_text(member) for member in await self.redis.smembers(self.keys.nodes))
+        if not node_ids:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for node_id in node_ids:
+                pipe.hgetall(self.keys.node(node_id))
+                pipe.exists(self.keys.heartbeat(node_id))
+            replies = await pipe.execute()
+        result = []
+        for index in range(len(node_ids)):
+            raw: dict[bytes, bytes] = replies[2 * index]
+            if not raw:
+                continue
+            record = NodeRecord.from_hash({key.decode(): value.decode() for key, value in raw.items()})
+            result.append((record, bool(replies[2 * index + 1]) and record.state == "alive"))
+        return result
+
+    async def mark_dead(self, node_id: str) -> None:
+        await self.redis.hset(self.keys.node(node_id), "state", "dead")
+
+    # -- streams -----------------------------------------------------------------------------------
+
+    async def stream(self, name: str) -> types_pb2.StreamRecord | None:
+        raw = await self.redis.get(self.keys.stream(name))
+        return types_pb2.StreamRecord.FromString(_bytes(raw)) if raw else None
+
+    async def stream_names(self) -> list[str]:
+        return sorted(_text(member) for member in await self.redis.smembers(self.keys.streams))
+
+    async def streams(self) -> list[types_pb2.StreamRecord]:
+        names = await self.stream_names()
+        if not names:
+            return []
+        raws = await self.redis.mget([self.keys.stream(name) for name in names])
+        return [types_pb2.StreamRecord.FromString(_bytes(raw)) for raw in raws if raw]
+
+    async def put_stream(self, record: types_pb2.StreamRecord) -> None:
+        name = record.config.name
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self.keys.stream(name), record.SerializeToString())
+            pipe.sadd(self.keys.streams, name)
+            await pipe.execute()
+
+    async def delete_stream(self, name: str) -> None:
+        group_keys = [key async for key in self.redis.scan_iter(match=self.keys.groups_of(name), count=1000)]
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self.keys.stream(name), *group_keys)
+            pipe.srem(self.keys.streams, name)
+            await pipe.execute()
+
+    # -- consumer groups -----------------------------------------------------------------------------
+
+    async def update_group(self, stream: str, group: str, update: Callable[[bytes | None, int], tuple[str, T]]) -> T:
+        """Apply `update(current_json, now_ms) -> (new_json, result)` atomically (WATCH/MULTI,
+        retried on conflict); returns `result`."""
+        key = self.keys.group(stream, group)
+        for _ in range(MAX_TRANSACTION_ATTEMPTS):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    current = await pipe.get(key)
+                    seconds, microseconds = await pipe.time()
+                    now_ms = int(seconds) * 1000 + int(microseconds) // 1000
+                    new_json, result = update(_bytes(current) if current is not None else None, now_ms)
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.set(key, new_json)
+                    await pipe.execute()
+                    return result
+                except WatchError:
+                    continue
+        raise UnavailableError(f"consumer group {stream}/{group}: too many concurrent updates, retry")
+
+    # -- controller lease ------------------------------------------------------------------------------
+
+    async def acquire_lease(self, holder: str, lease_ms: int) -> bool:
+        return bool(await self.redis.set(self.keys.controller, holder, nx=True, px=lease_ms))
+
+    async def renew_lease(self, holder: str, lease_ms: int) -> bool:
+        return bool(await self._renew(keys=[self.keys.controller], args=[holder, lease_ms]))
+
+    async def release_lease(self, holder: str) -> None:
+        await self._release(keys=[self.keys.controller], args=[holder])
+
+    async def lease_holder(self) -> str:
+        raw = await self.redis.get(self.keys.controller)
+        return _text(raw) if raw else ""
