@@ -1,42 +1,83 @@
 """`weir`: the Weir command line.
 
-    weir demo                      start a node, publish, read and consume a demo workload, stop it
-    weir stream create NAME ...    stream admin against a node (--server host:port)
+    weir cluster up|down|status    run the local cluster as processes (redis, 2 routers, 3 nodes)
+    weir demo                      bring up a cluster, publish and consume a demo workload, stop it
+    weir stream create NAME ...    stream admin (placed by the router)
     weir stream info|list|delete
     weir pub STREAM SUBJECT DATA   publish one message
     weir read STREAM               print stored messages of a partition
     weir consumer create STREAM NAME ...   durable consumer admin
     weir consumer info|list|delete
     weir fetch STREAM CONSUMER     fetch (and with --ack acknowledge) a batch of one partition
-    weir sub STREAM CONSUMER       push-subscribe, print and acknowledge messages as they come
+    weir sub STREAM CONSUMER       consume as a member of group CONSUMER (cluster), or push-subscribe
+                                   (standalone node); prints and acknowledges messages
+    weir stats                     cluster stats (GetClusterStreamStats: per node, per stream, skew)
     weir changes                   print a node's change feed (--server = its internal port)
 
-`--server` defaults to $WEIR_SERVER or 127.0.0.1:7401 (a node's default client port). Errors print
-the result code and message and exit with status 1 (2 for usage errors).
+Target: `--router host:port[,host:port]` (or $WEIR_ROUTER; else the routers of the local cluster
+under --data-dir, default ./weir-cluster; else 127.0.0.1:7501). `--server host:port` (or
+$WEIR_SERVER) talks to one standalone node instead. Errors print the result code and message and
+exit with status 1 (2 for usage errors).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
+import contextlib
 import hashlib
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
 
 from weir.client import DELIVER_POLICIES, ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.cluster import PublishAck, WeirClient
 from weir.errors import WeirError
-from weir.v1 import streams_pb2
+from weir.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
+from weir.v1 import types_pb2
 
-DEFAULT_SERVER = "127.0.0.1:7401"
 DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"
+DEFAULT_ROUTER = "127.0.0.1:7501"
+DEFAULT_CLUSTER_DIR = "weir-cluster"
+
+
+def _cluster_dir(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "data_dir", None) or os.environ.get("WEIR_CLUSTER_DIR") or DEFAULT_CLUSTER_DIR)
+
+
+def _routers(args: argparse.Namespace) -> list[str]:
+    """--router, else $WEIR_ROUTER, else the local cluster's routers, else the default port."""
+    given = getattr(args, "router", None) or os.environ.get("WEIR_ROUTER")
+    if given:
+        return [address.strip() for address in given.split(",") if address.strip()]
+    state = read_cluster_state(_cluster_dir(args))
+    if state and state.get("routers"):
+        return [str(router["address"]) for router in state["routers"]]
+    return [DEFAULT_ROUTER]
+
+
+def _standalone(args: argparse.Namespace) -> str | None:
+    server = getattr(args, "server", None) or os.environ.get("WEIR_SERVER")
+    return str(server) if server else None
+
+
+@contextlib.asynccontextmanager
+async def _client(args: argparse.Namespace) -> AsyncIterator[Any]:
+    """A NodeClient for --server (one standalone node), else a WeirClient on the routers."""
+    server = _standalone(args)
+    client: Any = NodeClient(server) if server else WeirClient(_routers(args))
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def _print_message(message: Any, as_json: bool) -> None:
@@ -58,100 +99,184 @@ def _progress(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+# -- local cluster ----------------------------------------------------------------------------------
+
+
+async def _cluster_up(args: argparse.Namespace) -> int:
+    data_dir = _cluster_dir(args)
+    state = read_cluster_state(data_dir)
+    if state and _live_pids(state):
+        raise SystemExit(f"weir cluster up: a cluster is already running under {data_dir} (weir cluster down first)")
+    _progress(f"starting the local cluster under {data_dir} ...")
+    cluster = await asyncio.to_thread(
+        LocalCluster.start,
+        data_dir,
+        nodes=args.nodes,
+        routers=args.routers,
+        die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
+        progress=_progress,
+    )
+    summary = cluster.state()
+    summary["router_address"] = cluster.router_addresses[0]
+    print(json.dumps(summary, indent=None if args.json else 2))
+    _progress(f"cluster up: weir --router {','.join(cluster.router_addresses)} ... (or run from this directory)")
+    return 0
+
+
+def _live_pids(state: dict[str, Any]) -> list[int]:
+    pids = [int(entry["pid"]) for group in ("routers", "nodes") for entry in state.get(group, [])]
+    pids.append(int(state.get("redis", {}).get("pid", 0)))
+    return [pid for pid in pids if pid_alive(pid)]
+
+
+async def _cluster_down(args: argparse.Namespace) -> int:
+    data_dir = _cluster_dir(args)
+    state = read_cluster_state(data_dir)
+    if state is None:
+        print(json.dumps({"stopped": 0}) if args.json else f"no cluster under {data_dir}")
+        return 0
+    order = [
+        *(int(entry["pid"]) for entry in state.get("routers", [])),
+        *(int(entry["pid"]) for entry in state.get("nodes", [])),
+    ]
+    _progress(f"stopping {len(order)} router/node process(es) (SIGTERM: drain, flush, close) ...")
+    killed = await asyncio.to_thread(stop_pids, order)
+    redis_pid = int(state.get("redis", {}).get("pid", 0))
+    killed += await asyncio.to_thread(stop_pids, [redis_pid])
+    (data_dir / "cluster.json").unlink(missing_ok=True)
+    result = {"stopped": len(order) + 1, "killed_after_timeout": killed, "data_dir": str(data_dir)}
+    print(json.dumps(result) if args.json else f"cluster under {data_dir} stopped (data kept)")
+    return 0
+
+
+async def _cluster_status(args: argparse.Namespace) -> int:
+    data_dir = _cluster_dir(args)
+    state = read_cluster_state(data_dir)
+    summary: dict[str, Any] = {"data_dir": str(data_dir), "local_processes": None}
+    if state is not None:
+        summary["local_processes"] = {
+            "redis": {"url": state["redis"]["url"], "running": pid_alive(int(state["redis"]["pid"]))},
+            "routers": {r["router_id"]: pid_alive(int(r["pid"])) for r in state.get("routers", [])},
+            "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
+        }
+    routers = _routers(args)
+    summary["router_address"] = routers[0]
+    async with WeirClient(routers, retry_timeout_s=3.0, timeout_s=5.0) as client:
+        info = await client.cluster_info()
+        streams = await client.list_streams()
+    summary["controller"] = info.controller_id
+    summary["nodes"] = [
+        {"node_id": node.node_id, "alive": node.alive, "client_address": node.client_address} for node in info.nodes
+    ]
+    summary["streams"] = streams
+    print(json.dumps(summary, indent=None if args.json else 2))
+    return 0 if all(node.alive for node in info.nodes) else 1
+
+
+async def _stats(args: argparse.Namespace) -> int:
+    async with WeirClient(_routers(args)) as client:
+        _print_message(await client.cluster_stats(include_per_stream=not args.nodes_only), args.json)
+    return 0
+
+
 # -- demo -----------------------------------------------------------------------------------------
 
 
 async def _demo(args: argparse.Namespace) -> int:
-    from weir.launcher import start_node  # the demo needs the partition node installed beside us
-
     with tempfile.TemporaryDirectory(prefix="weir-demo-") as temporary:
         root = Path(args.data_dir) if args.data_dir else Path(temporary)
-        _progress(f"starting a partition node (data under {root}) ...")
-        handle = start_node(root / "node-1", node_id="node-1")  # from this thread: see die_with_parent
+        _progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
+        # Started from this (long-lived) thread: the processes die with us if we are killed.
+        cluster = LocalCluster.start(root, progress=_progress)
         try:
-            summary = await _demo_workload(handle.client_address, args.messages, args.payload_bytes)
-            summary["node"] = {
-                "client_address": handle.client_address,
-                "internal_address": handle.internal_address,
-                "metrics": f"http://127.0.0.1:{handle.metrics_port}/metrics",
-                "peak_rss_mib": round(handle.peak_rss_bytes() / 2**20, 1),
+            summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
+            summary["cluster"] = {
+                "router_addresses": cluster.router_addresses,
+                "redis": cluster.redis.url,
+                "nodes": {node.name: node.client_address for node in cluster.nodes},
+                "peak_rss_mib": {
+                    handle.name: round(handle.peak_rss_bytes() / 2**20, 1)
+                    for handle in (*cluster.routers, *cluster.nodes)
+                },
             }
         finally:
-            _progress("stopping the node (SIGTERM: drain, flush, close) ...")
-            code = await asyncio.to_thread(handle.stop)
-        summary["node"]["exit_code"] = code
+            _progress("stopping the cluster (SIGTERM: drain, flush, close) ...")
+            await asyncio.to_thread(cluster.stop)
         print(json.dumps(summary, indent=None if args.json else 2))
-        return 0 if summary["verified"] and code == 0 else 1
+        return 0 if summary["verified"] else 1
 
 
-async def _demo_workload(address: str, messages: int, payload_bytes: int) -> dict[str, Any]:
-    partitions = 3
-    async with NodeClient(address) as client:
+async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) -> dict[str, Any]:
+    """Through the SDK: a 16-partition stream, a 3-member consumer group that balances first, then
+    keyed publishes consumed as they arrive; every message is checked by digest."""
+    partitions = 16
+    async with WeirClient(routers) as client:
         await client.create_stream(stream_config("demo", subjects=["demo.>"], partitions=partitions))
-        _progress(f"created stream 'demo' with {partitions} partitions; publishing {messages} messages ...")
+        route = await client.route("demo")
+        primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
+        _progress(f"created stream 'demo' with {partitions} partitions (primaries per node: {dict(primaries)})")
         digests: dict[tuple[int, int], str] = {}
+        seen: dict[tuple[int, int], int] = collections.Counter()
+        received: dict[tuple[int, int], str] = {}
+        all_seen = asyncio.Event()
+
+        async def handle(message: types_pb2.Message) -> None:
+            seen[(message.partition, message.seq)] += 1
+            received[(message.partition, message.seq)] = hashlib.sha256(message.payload).hexdigest()
+            if len(seen) >= messages:
+                all_seen.set()
+
+        _progress("starting a consumer group of 3 members (QueryAssignment + Fetch + AckBatch) ...")
+        members = [
+            client.group_consumer("demo", "demo-workers", handle, client_id=f"member-{i}").start() for i in range(3)
+        ]
+        balanced_by = time.monotonic() + 30
+        while time.monotonic() < balanced_by and not (  # noqa: ASYNC110 (the members' view of the router)
+            all(member.assigned for member in members) and sum(len(member.assigned) for member in members) == partitions
+        ):
+            await asyncio.sleep(0.1)
+        assignment = {member.client_id: list(member.assigned) for member in members}
+        _progress(f"group balanced: {[len(partitions) for partitions in assignment.values()]} partitions per member")
+        _progress(f"publishing {messages} messages through the SDK (keyed, batched) while the group consumes ...")
         started = time.perf_counter()
-        batch_size = 500
-        for offset in range(0, messages, batch_size):
-            count = min(batch_size, messages - offset)
-            entries = []
-            for index in range(offset, offset + count):
-                payload = index.to_bytes(8, "big") * (payload_bytes // 8)
-                entries.append(
-                    streams_pb2.PublishEntry(
-                        subject=f"demo.user.{index % 10}", payload=payload, key=f"user-{index % 10}".encode()
-                    )
-                )
-            for entry, result in zip(entries, await client.publish_batch("demo", entries), strict=True):
-                digests[(result.partition, result.seq)] = hashlib.sha256(entry.payload).hexdigest()
-            if (offset // batch_size) % 10 == 9 or offset + count == messages:
-                _progress(f"  published {offset + count}/{messages}")
+        step = 2000
+        for offset in range(0, messages, step):
+            count = min(step, messages - offset)
+            payloads = [index.to_bytes(8, "big") * (payload_bytes // 8) for index in range(offset, offset + count)]
+            futures = [
+                await client.publish_nowait("demo", f"demo.user.{index % 10}", payload, key=f"user-{index}".encode())
+                for index, payload in zip(range(offset, offset + count), payloads, strict=True)
+            ]
+            for payload, ack in zip(payloads, await asyncio.gather(*futures), strict=True):
+                digests[(ack.partition, ack.seq)] = hashlib.sha256(payload).hexdigest()
+            _progress(f"  published {offset + count}/{messages}, consumed {len(seen)}")
         publish_s = time.perf_counter() - started
-        started = time.perf_counter()
-        read = 0
-        mismatches = 0
-        for partition in range(partitions):
-            async for message in client.read_all("demo", partition):
-                read += 1
-                if digests.get((partition, message.seq)) != hashlib.sha256(message.payload).hexdigest():
-                    mismatches += 1
-        read_s = time.perf_counter() - started
-        _progress(f"read back {read} messages, {mismatches} mismatches")
-        consumed, consume_s = await _demo_consume(client, partitions)
-        _progress(f"consumer 'demo-worker' fetched and acknowledged {consumed} messages")
-        consumer = await client.consumer_info("demo", "demo-worker")
-        latest = await client.latest_at_subject("demo", "demo.user.3", partition=_partition_of(b"user-3", partitions))
-        info = await client.stream_info("demo")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(all_seen.wait(), 120)
+        end_to_end_s = time.perf_counter() - started
+        for member in members:
+            await member.stop()
+        mismatches = sum(1 for key, digest in received.items() if digests.get(key) != digest)
+        _progress(f"consumed {len(seen)} distinct messages ({sum(seen.values())} deliveries), {mismatches} mismatches")
+        consumer = await client.consumer_info("demo", "demo-workers")
+        stats = await client.cluster_stats(include_per_stream=False)
         return {
             "stream": "demo",
+            "partitions": partitions,
             "published": len(digests),
-            "read": read,
-            "consumed": consumed,
-            "verified": read == messages and mismatches == 0 and consumed == messages and consumer.num_ack_pending == 0,
+            "consumed": len(seen),
+            "redelivered": sum(seen.values()) - len(seen),
+            "verified": len(digests) == messages
+            and len(seen) == messages
+            and mismatches == 0
+            and consumer.num_ack_pending == 0,
             "publish_msgs_per_s": round(messages / publish_s),
-            "read_msgs_per_s": round(read / read_s) if read_s else None,
-            "consume_msgs_per_s": round(consumed / consume_s) if consume_s else None,
-            "consumer_ack_floors": [p.ack_floor for p in consumer.partitions],
-            "latest_demo_user_3_seq": latest.seq if latest else None,
-            "per_partition_last_seq": [p.last_seq for p in info.stats.partitions],
-            "stored_bytes": info.stats.bytes,
+            "publish_and_consume_msgs_per_s": round(len(seen) / end_to_end_s) if end_to_end_s else None,
+            "group_assignment": assignment,
+            "primaries_per_node": dict(primaries),
+            "messages_per_node": {node.node_id: node.total_msg_count for node in stats.nodes},
+            "skew_msg_count": stats.skew_msg_count,
         }
-
-
-async def _demo_consume(client: NodeClient, partitions: int) -> tuple[int, float]:
-    """A durable consumer takes every message: Fetch(100) + AckBatch per partition, concurrently."""
-    await client.create_consumer("demo", consumer_config("demo-worker", filter_subject="demo.>"))
-    started = time.perf_counter()
-
-    async def drain(partition: int) -> int:
-        taken = 0
-        while messages := await client.fetch("demo", "demo-worker", partition, batch_size=100):
-            results = await client.ack_batch("demo", "demo-worker", partition, [m.seq for m in messages])
-            taken += sum(1 for result in results if result.result_code == "ok")
-        return taken
-
-    counts = await asyncio.gather(*(drain(partition) for partition in range(partitions)))
-    return sum(counts), time.perf_counter() - started
 
 
 def _partition_of(key: bytes, partitions: int) -> int:
@@ -175,27 +300,28 @@ async def _stream_create(args: argparse.Namespace) -> int:
         max_msgs_per_subject=args.max_msgs_per_subject,
         max_msg_bytes=args.max_msg_bytes,
         storage=args.storage,
+        replicas=args.replicas,
     )
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         _print_message(await client.create_stream(config), args.json)
     return 0
 
 
 async def _stream_info(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         _print_message(await client.stream_info(args.name), args.json)
     return 0
 
 
 async def _stream_list(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         names = await client.list_streams()
     print(json.dumps(names) if args.json else "\n".join(names))
     return 0
 
 
 async def _stream_delete(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         await client.delete_stream(args.name)
     print(json.dumps({"deleted": args.name}) if args.json else f"deleted {args.name}")
     return 0
@@ -205,7 +331,7 @@ async def _pub(args: argparse.Namespace) -> int:
     headers = [tuple(item.split("=", 1)) for item in args.header or ()]
     if any(len(pair) != 2 for pair in headers):
         raise SystemExit("weir pub: --header takes KEY=VALUE")
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         ack = await client.publish(
             args.stream,
             args.subject,
@@ -215,13 +341,23 @@ async def _pub(args: argparse.Namespace) -> int:
             partition=args.partition,
             ack_level=args.ack,
         )
-    _print_message(ack, args.json)
+    if isinstance(ack, PublishAck):
+        print(json.dumps({"partition": ack.partition, "seq": ack.seq}))
+    else:
+        _print_message(ack, args.json)
     return 0
 
 
 async def _read(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
-        response = await client.read_messages(args.stream, args.partition, args.from_seq, max_messages=args.max)
+    async with _client(args) as client:
+        if isinstance(client, WeirClient):
+            response = await client.on_leader(
+                args.stream,
+                args.partition,
+                lambda node: node.read_messages(args.stream, args.partition, args.from_seq, max_messages=args.max),
+            )
+        else:
+            response = await client.read_messages(args.stream, args.partition, args.from_seq, max_messages=args.max)
     for message in response.messages:
         _print_message(message, True)
     return 0
@@ -240,19 +376,19 @@ async def _consumer_create(args: argparse.Namespace) -> int:
         max_ack_pending=args.max_ack_pending,
         deliver_group=args.deliver_group,
     )
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         _print_message(await client.create_consumer(args.stream, config), args.json)
     return 0
 
 
 async def _consumer_info(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         _print_message(await client.consumer_info(args.stream, args.name), args.json)
     return 0
 
 
 async def _consumer_list(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         infos = await client.list_consumers(args.stream)
     names = [info.config.name for info in infos]
     print(json.dumps(names) if args.json else "\n".join(names))
@@ -260,14 +396,14 @@ async def _consumer_list(args: argparse.Namespace) -> int:
 
 
 async def _consumer_delete(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         await client.delete_consumer(args.stream, args.name)
     print(json.dumps({"deleted": args.name}) if args.json else f"deleted consumer {args.name}")
     return 0
 
 
 async def _fetch(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    async with _client(args) as client:
         messages = await client.fetch(
             args.stream, args.consumer, args.partition, batch_size=args.batch, max_wait_ms=args.wait_ms
         )
@@ -279,7 +415,9 @@ async def _fetch(args: argparse.Namespace) -> int:
 
 
 async def _sub(args: argparse.Namespace) -> int:
-    async with NodeClient(args.server) as client:
+    if not _standalone(args):
+        return await _sub_group(args)
+    async with _client(args) as client:
         async for event in client.subscribe(
             args.stream,
             args.consumer,
@@ -293,6 +431,30 @@ async def _sub(args: argparse.Namespace) -> int:
             _print_message(event.message, True)
             if not args.no_ack:
                 await client.ack(args.stream, args.consumer, event.message.partition, event.message.seq)
+    return 0
+
+
+async def _sub_group(args: argparse.Namespace) -> int:
+    """In a cluster: join consumer group CONSUMER (its durable consumer) and print what arrives."""
+    async with WeirClient(_routers(args)) as client:
+        idle_since = time.monotonic()
+
+        async def handle(message: types_pb2.Message) -> None:
+            nonlocal idle_since
+            idle_since = time.monotonic()
+            _print_message(message, True)
+            if args.no_ack:
+                raise RuntimeError("--no-ack: left for redelivery")
+
+        member = client.group_consumer(args.stream, args.consumer, handle).start()
+        _progress(f"joined group {args.consumer!r} as {member.client_id} (Ctrl-C leaves)")
+        try:
+            while True:
+                await asyncio.sleep(0.2)
+                if args.stop_when_empty and member.assigned and time.monotonic() - idle_since > 2.0:
+                    break
+        finally:
+            await member.stop()
     return 0
 
 
@@ -317,20 +479,48 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="one-line JSON output")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="start a node, publish and read a demo workload, stop it")
+    demo = commands.add_parser("demo", help="bring up a local cluster, publish and consume a demo workload, stop it")
     demo.add_argument("--messages", type=int, default=20_000)
     demo.add_argument("--payload-bytes", type=int, default=1024)
-    demo.add_argument("--data-dir", help="keep the node's data here (default: a temporary directory)")
+    demo.add_argument("--data-dir", help="keep the cluster's data here (default: a temporary directory)")
     demo.set_defaults(handler=_demo)
 
-    def server_option(command: argparse.ArgumentParser, default: str = DEFAULT_SERVER) -> None:
-        command.add_argument("--server", default=os.environ.get("WEIR_SERVER", default), help="host:port")
+    cluster = commands.add_parser("cluster", help="the local cluster as processes").add_subparsers(
+        dest="cluster_command", required=True
+    )
+    cluster_up = cluster.add_parser("up", help="start redis-server, routers and partition nodes; returns once serving")
+    cluster_up.add_argument("--nodes", type=int, default=3)
+    cluster_up.add_argument("--routers", type=int, default=2)
+    cluster_up.set_defaults(handler=_cluster_up)
+    cluster_down = cluster.add_parser("down", help="stop every process of the local cluster (data is kept)")
+    cluster_down.set_defaults(handler=_cluster_down)
+    cluster_status = cluster.add_parser("status", help="processes, node liveness, controller, streams")
+    cluster_status.set_defaults(handler=_cluster_status)
+    for command in (cluster_up, cluster_down, cluster_status):
+        command.add_argument("--data-dir", help=f"cluster data and cluster.json (default: ./{DEFAULT_CLUSTER_DIR})")
+    cluster_status.add_argument("--router", help="host:port[,host:port] (default: the local cluster's)")
+
+    def server_option(command: argparse.ArgumentParser, default: str | None = None) -> None:
+        """Where a command goes: the routers (default) or one standalone node (--server)."""
+        command.add_argument(
+            "--server", default=default, help="a standalone node's host:port (default $WEIR_SERVER; else the routers)"
+        )
+        if default is None:
+            command.add_argument("--router", help="router host:port[,host:port] (default $WEIR_ROUTER)")
+            command.add_argument("--data-dir", help=f"find the routers in this local cluster (./{DEFAULT_CLUSTER_DIR})")
+
+    stats = commands.add_parser("stats", help="cluster stats: per node, per stream, skew")
+    stats.add_argument("--nodes-only", action="store_true")
+    stats.add_argument("--router", help="router host:port[,host:port]")
+    stats.add_argument("--data-dir")
+    stats.set_defaults(handler=_stats)
 
     stream = commands.add_parser("stream", help="stream admin").add_subparsers(dest="stream_command", required=True)
     create = stream.add_parser("create")
     create.add_argument("name")
     create.add_argument("--subjects", nargs="*")
     create.add_argument("--partitions", type=int, default=1)
+    create.add_argument("--replicas", type=int, default=1, help="copies on distinct nodes (cluster only)")
     create.add_argument("--retention", choices=["limits", "work_queue", "interest"], default="limits")
     create.add_argument("--max-age-ms", type=int)
     create.add_argument("--max-msgs", type=int)
@@ -421,7 +611,7 @@ def _parser() -> argparse.ArgumentParser:
     changes.add_argument("--max", type=int, default=1000)
     changes.add_argument("--follow", action="store_true", help="keep tailing")
     changes.set_defaults(handler=_changes)
-    server_option(changes, DEFAULT_INTERNAL_SERVER)
+    server_option(changes, os.environ.get("WEIR_SERVER", DEFAULT_INTERNAL_SERVER))
     return parser
 
 

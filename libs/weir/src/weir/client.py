@@ -60,6 +60,7 @@ def stream_config(
     max_msgs_per_subject: int | None = None,
     max_msg_bytes: int = 0,
     storage: str = "file",
+    replicas: int = 1,
 ) -> types_pb2.StreamConfig:
     """A StreamConfig from keyword arguments (None = no bound)."""
     limits = types_pb2.Limits()
@@ -79,6 +80,7 @@ def stream_config(
         limits=limits,
         max_msg_bytes=max_msg_bytes,
         storage=STORAGE_KINDS[storage],
+        replicas=replicas,
     )
 
 

@@ -1,0 +1,577 @@
+"""Asyncio client of a Weir cluster: routing, batched publishes, retries, consumer groups.
+
+`WeirClient(["host:port", ...])` bootstraps from one or more router addresses. It caches each
+stream's route (QueryRoute), picks a partition per message (explicit partition, else
+hash(key) mod partitions as kafka-pixy does, else round robin), and sends publishes to that
+partition's primary in batches: a batch goes out after `linger_ms` or once it holds
+`batch_max_bytes` / `batch_max_messages`. Failures that are `retryable` are retried with
+exponential backoff and jitter (tenacity) until `retry_timeout_s`; an error with `refresh_routing`
+(`not_leader`, a node that went away) refreshes the route first. Other errors surface as the
+typed `WeirError` the server sent. At most `max_pending_messages` publishes wait at once (callers
+then wait: the buffer is bounded).
+
+`GroupConsumer` is a consumer-group member: it calls QueryAssignment every `heartbeat_interval_ms`
+(also its heartbeat), runs one fetch loop per assigned partition on that partition's primary,
+hands each message to the handler, acks what the handler accepted and naks what it raised on,
+and gives a revoked partition back only after its in-flight batch is settled.
+
+Delivery is at least once: a publish retried after a lost response may be stored twice; a
+message whose ack was lost is delivered again.
+
+Shutdown: `await client.close()` flushes queued publishes and closes every channel;
+`await member.stop()` finishes in-flight batches and leaves the group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
+
+from weir.client import DEFAULT_TIMEOUT_S, NodeClient, headers_of
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
+from weir.partitioning import partition_for_key
+from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_LINGER_MS = 2
+DEFAULT_BATCH_MAX_BYTES = 1024 * 1024
+DEFAULT_BATCH_MAX_MESSAGES = 1000
+DEFAULT_MAX_PENDING_MESSAGES = 100_000
+DEFAULT_RETRY_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class PublishAck:
+    """Where a published message was stored (seq 0 with ack level none)."""
+
+    partition: int
+    seq: int
+
+
+def _is_retryable(error: BaseException) -> bool:
+    return isinstance(error, WeirError) and error.retryable
+
+
+def _endpoints(address: str) -> router_pb2.Endpoints:
+    host, _, port = address.rpartition(":")
+    return router_pb2.Endpoints(scheme="ipv4", addresses=[router_pb2.Address(host=host, port=int(port or 0))])
+
+
+class RouterClient:
+    """weir.v1.Router on a set of routers: a call goes to the current router and moves on to the
+    next one when that router is unreachable."""
+
+    def __init__(self, addresses: Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        if not addresses:
+            raise InvalidArgumentError("give at least one router address (host:port)")
+        self.addresses = list(addresses)
+        self.timeout_s = timeout_s
+        self._index = 0
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    @property
+    def address(self) -> str:
+        return self.addresses[self._index % len(self.addresses)]
+
+    def _stub(self) -> router_pb2_grpc.RouterStub:
+        address = self.address
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+        return router_pb2_grpc.RouterStub(channel)
+
+    async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        """One call, tried on each router in turn while they are unreachable."""
+        last: WeirError | None = None
+        for _ in range(len(self.addresses)):
+            stub = self._stub()
+            try:
+                return await getattr(stub, method)(request, timeout=timeout_s or self.timeout_s)
+            except grpc.aio.AioRpcError as raw:
+                error = WeirError.from_rpc_error(raw)
+                if not isinstance(error, UnavailableError):
+                    raise error from None
+                last = error
+                self._index += 1  # that router is gone or restarting: try the next
+        assert last is not None
+        raise last
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
+
+
+@dataclass(slots=True)
+class _Pending:
+    entry: streams_pb2.PublishEntry
+    future: asyncio.Future[PublishAck]
+    size: int
+
+
+@dataclass(slots=True)
+class _Batch:
+    stream: str
+    partition: int
+    ack_level: int
+    items: list[_Pending] = field(default_factory=list)
+    size: int = 0
+    timer: asyncio.TimerHandle | None = None
+
+
+class WeirClient:
+    def __init__(
+        self,
+        routers: Sequence[str],
+        *,
+        linger_ms: int = DEFAULT_LINGER_MS,
+        batch_max_bytes: int = DEFAULT_BATCH_MAX_BYTES,
+        batch_max_messages: int = DEFAULT_BATCH_MAX_MESSAGES,
+        max_pending_messages: int = DEFAULT_MAX_PENDING_MESSAGES,
+        retry_timeout_s: float = DEFAULT_RETRY_TIMEOUT_S,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        if linger_ms < 0 or batch_max_bytes < 1 or batch_max_messages < 1 or max_pending_messages < 1:
+            raise InvalidArgumentError("linger_ms >= 0 and batch/pending bounds >= 1 are required")
+        self.router = RouterClient(routers, timeout_s=timeout_s)
+        self.linger_s = linger_ms / 1000
+        self.batch_max_bytes = batch_max_bytes
+        self.batch_max_messages = batch_max_messages
+        self.retry_timeout_s = retry_timeout_s
+        self.timeout_s = timeout_s
+        self._routes: dict[str, router_pb2.QueryRouteResponse] = {}
+        self._round_robin: dict[str, itertools.cycle[int]] = {}
+        self._nodes: dict[str, NodeClient] = {}
+        self._batches: dict[tuple[str, int, int], _Batch] = {}
+        self._in_flight: set[asyncio.Task[None]] = set()
+        self._pending = asyncio.Semaphore(max_pending_messages)
+        self._closed = False
+
+    async def __aenter__(self) -> WeirClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Flush queued publishes, then close every channel."""
+        if self._closed:
+            return
+        await self.flush()
+        self._closed = True
+        for client in self._nodes.values():
+            await client.close()
+        await self.router.close()
+
+    # -- retries and routes ------------------------------------------------------------------------
+
+    async def _retrying(self, operation: Callable[[], Awaitable[T]], stream: str | None = None) -> T:
+        async def before_sleep(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            logger.debug("retrying after %s (attempt %d)", error, state.attempt_number)
+            if stream is not None and isinstance(error, WeirError) and error.refresh_routing:
+                self._routes.pop(stream, None)
+
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(_is_retryable),
+            wait=wait_exponential_jitter(initial=0.05, max=1.0),
+            stop=stop_after_delay(self.retry_timeout_s),
+            before_sleep=before_sleep,
+            reraise=True,
+        ):
+            with attempt:
+                return await operation()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        return await self._retrying(lambda: self.router.call(method, request, timeout_s))
+
+    async def route(self, stream: str, *, refresh: bool = False) -> router_pb2.QueryRouteResponse:
+        """The stream's route (cached; `refresh` asks the router again). Errors: NoSuchStreamError."""
+        if not refresh:
+            cached = self._routes.get(stream)
+            if cached is not None:
+                return cached
+        request = router_pb2.QueryRouteRequest(stream=stream, endpoints=_endpoints(self.router.address))
+        route: router_pb2.QueryRouteResponse = await self._router_call("QueryRoute", request)
+        self._routes[stream] = route
+        return route
+
+    def node(self, address: str) -> NodeClient:
+        client = self._nodes.get(address)
+        if client is None:
+            client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s)
+        return client
+
+    async def leader(self, stream: str, partition: int) -> NodeClient:
+        """The client of the partition's primary, from the cached route. Errors:
+        NoSuchPartitionError-like InvalidArgumentError, UnavailableError (primary dead)."""
+        route = await self.route(stream)
+        if partition >= len(route.partitions):
+            raise InvalidArgumentError(
+                f"stream {stream!r} has {len(route.partitions)} partition(s); partition {partition} does not exist"
+            )
+        entry = route.partitions[partition]
+        if entry.permission == router_pb2.PERMISSION_NONE or not entry.primary.address:
+            raise UnavailableError(
+                f"partition {partition} of {stream!r}: primary {entry.primary.node_id} is not alive", stream=stream
+            )
+        return self.node(entry.primary.address)
+
+    async def on_leader(self, stream: str, partition: int, call: Callable[[NodeClient], Awaitable[T]]) -> T:
+        """Run `call` against the partition's primary, with retries and route refreshes."""
+
+        async def once() -> T:
+            return await call(await self.leader(stream, partition))
+
+        return await self._retrying(once, stream)
+
+    async def partition_for(self, stream: str, key: bytes | None) -> int:
+        route = await self.route(stream)
+        partitions = len(route.partitions)
+        if key is not None:
+            return partition_for_key(key, partitions)
+        cycle = self._round_robin.get(stream)
+        if cycle is None:
+            cycle = self._round_robin[stream] = itertools.cycle(range(partitions))
+        return next(cycle)
+
+    # -- publishing --------------------------------------------------------------------------------
+
+    async def publish(
+        self,
+        stream: str,
+        subject: str,
+        payload: bytes,
+        *,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        expected_last_seq: int | None = None,
+        ack_level: str = "leader",
+    ) -> PublishAck:
+        """Publish one message through the batcher; returns once it is acknowledged per
+        `ack_level` ("leader", "all", "none"). Errors: the node's typed errors (subject_rejected,
+        oversize, wrong_revision, ...), after retries for retryable ones."""
+        future = self.publish_nowait(
+            stream,
+            subject,
+            payload,
+            key=key,
+            partition=partition,
+            headers=headers,
+            expected_last_seq=expected_last_seq,
+            ack_level=ack_level,
+        )
+        return await (await future)
+
+    async def publish_nowait(
+        self,
+        stream: str,
+        subject: str,
+        payload: bytes,
+        *,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        expected_last_seq: int | None = None,
+        ack_level: str = "leader",
+    ) -> asyncio.Future[PublishAck]:
+        """Queue one message and return a future of its PublishAck (awaiting the call itself
+        waits only while the pending buffer is full). Use this to keep many publishes in flight."""
+        if self._closed:
+            raise UnavailableError("the client is closed")
+        levels = {"leader": streams_pb2.ACK_LEVEL_LEADER, "all": streams_pb2.ACK_LEVEL_ALL,
+                  "none": streams_pb2.ACK_LEVEL_NONE}  # fmt: skip
+        if ack_level not in levels:
+            raise InvalidArgumentError(f"ack_level: one of {sorted(levels)}, got {ack_level!r}")
+        chosen = partition if partition is not None else await self.partition_for(stream, key)
+        entry = streams_pb2.PublishEntry(subject=subject, payload=payload, headers=headers_of(headers))
+        entry.partition = chosen
+        if expected_last_seq is not None:
+            entry.expected_last_seq = expected_last_seq
+        await self._pending.acquire()
+        future: asyncio.Future[PublishAck] = asyncio.get_running_loop().create_future()
+        future.add_done_callback(lambda _: self._pending.release())
+        size = len(payload) + len(subject) + 16
+        batch_key = (stream, chosen, levels[ack_level])
+        batch = self._batches.get(batch_key)
+        if batch is None:
+            batch = self._batches[batch_key] = _Batch(stream, chosen, levels[ack_level])
+            batch.timer = asyncio.get_running_loop().call_later(self.linger_s, self._send, batch_key)
+        batch.items.append(_Pending(entry, future, size))
+        batch.size += size
+        if len(batch.items) >= self.batch_max_messages or batch.size >= self.batch_max_bytes:
+            self._send(batch_key)
+        return future
+
+    def _send(self, batch_key: tuple[str, int, int]) -> None:
+        batch = self._batches.pop(batch_key, None)
+        if batch is None:
+            return
+        if batch.timer is not None:
+            batch.timer.cancel()
+        task = asyncio.get_running_loop().create_task(self._send_batch(batch))
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+
+    async def _send_batch(self, batch: _Batch) -> None:
+        request = streams_pb2.PublishBatchRequest(
+            stream=batch.stream,
+            entries=[item.entry for item in batch.items],
+            ack_level=batch.ack_level,  # type: ignore[arg-type]
+        )
+
+        async def send(client: NodeClient) -> streams_pb2.PublishBatchResponse:
+            response: streams_pb2.PublishBatchResponse = await client._call(client.stub.PublishBatch, request)
+            return response
+
+        try:
+            response = await self.on_leader(batch.stream, batch.partition, send)
+        except BaseException as error:
+            for item in batch.items:
+                if not item.future.done():
+                    item.future.set_exception(error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        for item, result in zip(batch.items, response.results, strict=True):
+            if item.future.done():
+                continue
+            if result.result_code == "ok":
+                item.future.set_result(PublishAck(result.partition, result.seq))
+            elif result.result_code == "wrong_revision":
+                item.future.set_exception(
+                    WrongRevisionError(result.message, stream=batch.stream, partition=result.partition,
+                                       last_seq=result.seq)
+                )  # fmt: skip
+            else:
+                item.future.set_exception(WeirError.for_code(result.result_code, result.message))
+
+    async def flush(self) -> None:
+        """Send every queued batch now and wait until all in-flight batches are answered."""
+        for batch_key in list(self._batches):
+            self._send(batch_key)
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+
+    # -- admin through the router --------------------------------------------------------------------
+
+    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
+        """Place and create a stream (idempotent for the same config); returns the effective config."""
+        response = await self._router_call("CreateStream", streams_pb2.CreateStreamRequest(config=config))
+        self._routes.pop(config.name, None)
+        return response.config  # type: ignore[no-any-return]
+
+    async def delete_stream(self, name: str) -> None:
+        await self._router_call("DeleteStream", streams_pb2.DeleteStreamRequest(name=name))
+        self._routes.pop(name, None)
+
+    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
+
+    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
+
+    async def list_streams(self) -> list[str]:
+        response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
+        return list(response.names)
+
+    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
+        return (await self._router_call("CreateConsumer", request)).info  # type: ignore[no-any-return]
+
+    async def delete_consumer(self, stream: str, consumer: str) -> None:
+        request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
+        await self._router_call("DeleteConsumer", request)
+
+    async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
+        return (await self._router_call("GetConsumerInfo", request)).info  # type: ignore[no-any-return]
+
+    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
+        return list(response.consumers)
+
+    async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
+        request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
+        return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
+
+    async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
+        return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
+
+    # -- consuming -----------------------------------------------------------------------------------
+
+    async def fetch(
+        self, stream: str, consumer: str, partition: int, *, batch_size: int = 0, max_wait_ms: int = 0
+    ) -> list[types_pb2.Message]:
+        """Fetch from one partition's primary (with retries and route refreshes)."""
+        return await self.on_leader(
+            stream,
+            partition,
+            lambda client: client.fetch(stream, consumer, partition, batch_size=batch_size, max_wait_ms=max_wait_ms),
+        )
+
+    async def ack_batch(self, stream: str, consumer: str, partition: int, seqs: Sequence[int]) -> list[str]:
+        """Acknowledge seqs of one partition; one result code per seq ("ok" | "not_pending")."""
+        results = await self.on_leader(
+            stream, partition, lambda client: client.ack_batch(stream, consumer, partition, seqs)
+        )
+        return [result.result_code for result in results]
+
+    async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:
+        await self.on_leader(stream, partition, lambda client: client.nak(stream, consumer, partition, seq, delay_ms))
+
+    def group_consumer(
+        self,
+        stream: str,
+        group: str,
+        handler: Callable[[types_pb2.Message], Awaitable[None]],
+        **options: Any,
+    ) -> GroupConsumer:
+        return GroupConsumer(self, stream, group, handler, **options)
+
+
+class GroupConsumer:
+    """One member of a consumer group (RocketMQ / kafka-pixy style).
+
+    `handler(message)` is awaited for each message; when it returns the message is acked, when it
+    raises the message is nak'ed (redelivered, to this or another member). `run()` runs until
+    `stop()`; `start()` runs it in a task.
+    """
+
+    def __init__(
+        self,
+        client: WeirClient,
+        stream: str,
+        group: str,
+        handler: Callable[[types_pb2.Message], Awaitable[None]],
+        *,
+        client_id: str | None = None,
+        consumer_config: types_pb2.ConsumerConfig | None = None,
+        batch_size: int = 100,
+        max_wait_ms: int = 500,
+        heartbeat_interval_ms: int = 1000,
+    ) -> None:
+        self.client = client
+        self.stream = stream
+        self.group = group
+        self.handler = handler
+        self.client_id = client_id or f"{group}-{uuid.uuid4().hex[:12]}"
+        self.consumer_config = consumer_config or types_pb2.ConsumerConfig()
+        self.batch_size = batch_size
+        self.max_wait_ms = max_wait_ms
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.generation = 0
+        self.assigned: list[int] = []
+        self.processed = 0
+        self._workers: dict[int, tuple[asyncio.Task[None], asyncio.Event]] = {}
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> GroupConsumer:
+        self._task = asyncio.get_running_loop().create_task(self.run(), name=f"group-{self.client_id}")
+        return self
+
+    async def stop(self) -> None:
+        """Finish in-flight batches, leave the group (its partitions move at once)."""
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    changed = await self._rebalance()
+                except WeirError as error:
+                    if not error.retryable:
+                        raise
+                    logger.warning("member %s: QueryAssignment failed: %s", self.client_id, error)
+                    changed = False
+                if changed:
+                    continue  # a revoked partition was just released: tell the router at once
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.heartbeat_interval_s)
+        finally:
+            await self._release(list(self._workers))
+            with contextlib.suppress(WeirError):
+                request = router_pb2.LeaveGroupRequest(stream=self.stream, group=self.group, client_id=self.client_id)
+                await self.client.router.call("LeaveGroup", request)
+
+    async def _rebalance(self) -> bool:
+        """One QueryAssignment; start workers for new partitions, stop revoked ones. True when a
+        partition was released (so the next call should follow at once)."""
+        request = router_pb2.QueryAssignmentRequest(
+            stream=self.stream,
+            group=self.group,
+            client_id=self.client_id,
+            endpoints=_endpoints(self.client.router.address),
+            owned_partitions=sorted(self._workers),
+            consumer=self.consumer_config,
+        )
+        response = await self.client._router_call("QueryAssignment", request)
+        self.generation = response.generation
+        assigned = sorted(entry.route.partition for entry in response.assignments)
+        self.assigned = assigned
+        revoked = [partition for partition in self._workers if partition not in assigned]
+        for partition in assigned:
+            if partition not in self._workers:
+                stop = asyncio.Event()
+                task = asyncio.get_running_loop().create_task(self._work(partition, stop))
+                self._workers[partition] = (task, stop)
+        if revoked:
+            await self._release(revoked)
+        return bool(revoked)
+
+    async def _release(self, partitions: Sequence[int]) -> None:
+        for partition in partitions:
+            self._workers[partition][1].set()
+        for partition in partitions:
+            task, _ = self._workers.pop(partition)
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _work(self, partition: int, stop: asyncio.Event) -> None:
+        """Fetch, handle, settle — until told to stop; a batch in hand is always settled."""
+        client = self.client
+        while not stop.is_set():
+            try:
+                messages = await client.fetch(
+                    self.stream, self.group, partition, batch_size=self.batch_size, max_wait_ms=self.max_wait_ms
+                )
+            except WeirError as error:
+                logger.warning("member %s partition %d: fetch failed: %s", self.client_id, partition, error)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
+                continue
+            if not messages:
+                continue
+            done: list[int] = []
+            for message in messages:
+                try:
+                    await self.handler(message)
+                    done.append(message.seq)
+                except Exception as error:  # the handler refused it: redeliver
+                    logger.warning("member %s: handler failed on %d/%d: %s", self.client_id, partition,
+                                   message.seq, error)  # fmt: skip
+                    with contextlib.suppress(WeirError):
+                        await client.nak(self.stream, self.group, partition, message.seq)
+            if done:
+                try:
+                    await client.ack_batch(self.stream, self.group, partition, done)
+                    self.processed += len(done)
+                except WeirError as error:  # redelivered after ack_wait: at least once
+                    logger.warning("member %s partition %d: ack failed: %s", self.client_id, partition, error)
