@@ -1,7 +1,9 @@
 """Shared fixtures: real partition-node processes on free ports, and clients of them.
 
 `node` is one node process shared by the whole session (tests use unique stream names via
-`stream_name`); `fresh_node` starts a node of its own for tests that restart or kill it.
+`stream_name`); `fresh_node` starts a node of its own for tests that restart or kill it. `cluster`
+is a shared local cluster (redis-server, 2 routers, 3 nodes) and `fresh_cluster` one of the test's
+own; `weir_client` is a cluster SDK client on the shared one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from weir.client import ChangeFeedClient, NodeClient
-from weir.launcher import NodeHandle, start_node
+from weir.cluster import WeirClient
+from weir.launcher import LocalCluster, NodeHandle, start_node
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +50,46 @@ def stream_name(request: pytest.FixtureRequest) -> str:
     """A stream name unique to the test (valid characters only)."""
     base = re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:80]
     return f"{base}-{uuid.uuid4().hex[:8]}"
+
+
+# Cluster timings for tests: liveness and takeover in about a second instead of the defaults' seconds.
+CLUSTER_NODE_ENV = {
+    "WEIR_NODE_HEARTBEAT_INTERVAL_MS": "200",
+    "WEIR_NODE_HEARTBEAT_TTL_MS": "1500",
+}
+CLUSTER_ROUTER_ENV = {
+    "WEIR_ROUTER_LEASE_MS": "1500",
+    "WEIR_ROUTER_CONTROLLER_TICK_MS": "200",
+    "WEIR_ROUTER_GROUP_SESSION_TIMEOUT_MS": "3000",
+}
+
+
+def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2) -> LocalCluster:
+    """A real local cluster (its own redis-server, routers, nodes) with the test timings."""
+    return LocalCluster.start(
+        data_dir, nodes=nodes, routers=routers, node_env=CLUSTER_NODE_ENV, router_env=CLUSTER_ROUTER_ENV
+    )
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One cluster shared by the tests that do not kill or restart its processes."""
+    local = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
+    yield local
+    local.stop()
+
+
+@pytest.fixture
+def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    """A cluster of the test's own, for tests that kill or restart processes."""
+    local = start_cluster(tmp_path / "cluster")
+    yield local
+    for handle in (*local.routers, *local.nodes):
+        handle.kill()
+    local.redis.kill()
+
+
+@pytest.fixture(scope="session")
+async def weir_client(cluster: LocalCluster) -> AsyncIterator[WeirClient]:
+    async with WeirClient(cluster.router_addresses) as cluster_client:
+        yield cluster_client

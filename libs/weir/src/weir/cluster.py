@@ -177,15 +177,23 @@ class WeirClient:
     # -- retries and routes ------------------------------------------------------------------------
 
     async def _retrying(self, operation: Callable[[], Awaitable[T]], stream: str | None = None) -> T:
+        """`operation()`, retried while it fails with a retryable error (backoff with jitter,
+        routes refreshed when the error says so) for up to `retry_timeout_s`."""
+        try:  # the common case pays for no retry machinery
+            return await operation()
+        except WeirError as error:
+            if not error.retryable:
+                raise
+            self._forget_route(stream, error)
+
         async def before_sleep(state: RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
             logger.debug("retrying after %s (attempt %d)", error, state.attempt_number)
-            if stream is not None and isinstance(error, WeirError) and error.refresh_routing:
-                self._routes.pop(stream, None)
+            self._forget_route(stream, error)
 
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_is_retryable),
-            wait=wait_exponential_jitter(initial=0.05, max=1.0),
+            wait=wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05),
             stop=stop_after_delay(self.retry_timeout_s),
             before_sleep=before_sleep,
             reraise=True,
@@ -193,6 +201,10 @@ class WeirClient:
             with attempt:
                 return await operation()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _forget_route(self, stream: str | None, error: BaseException | None) -> None:
+        if stream is not None and isinstance(error, WeirError) and error.refresh_routing:
+            self._routes.pop(stream, None)
 
     async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         return await self._retrying(lambda: self.router.call(method, request, timeout_s))

@@ -71,9 +71,18 @@ class MemberView:
     members: list[str]
 
 
-def balanced_targets(partitions: int, members: Iterable[str], owners: Mapping[int, str]) -> dict[int, str]:
+def balanced_targets(
+    partitions: int,
+    members: Iterable[str],
+    owners: Mapping[int, str],
+    previous_targets: Mapping[int, str] | None = None,
+) -> dict[int, str]:
     """Balanced, sticky targets: each member gets partitions // n or one more; current holders keep
-    their lowest partitions up to their share, the rest go to the members with the fewest."""
+    their lowest partitions up to their share, the rest go to the members with the fewest.
+
+    The one-larger shares go to the members that had the most targets before (then the most
+    holdings): ranking by holdings alone would move them back and forth while a handoff releases
+    partitions one member at a time, telling a member to drop a partition it gets back later."""
     live = sorted(set(members))
     if not live:
         return {}
@@ -83,8 +92,11 @@ def balanced_targets(partitions: int, members: Iterable[str], owners: Mapping[in
         owner = owners.get(partition)
         if owner in held:
             held[owner].append(partition)
-    # The `extra` larger shares go to the members already holding the most (fewest moves).
-    by_holding = sorted(live, key=lambda member: (-len(held[member]), member))
+    before = dict.fromkeys(live, 0)
+    for target in (previous_targets or {}).values():
+        if target in before:
+            before[target] += 1
+    by_holding = sorted(live, key=lambda member: (-before[member], -len(held[member]), member))
     share = {member: base + (1 if rank < extra else 0) for rank, member in enumerate(by_holding)}
     targets: dict[int, str] = {}
     count = dict.fromkeys(live, 0)
@@ -125,7 +137,7 @@ def step(
     for partition, owner in list(owners.items()):
         if owner == client_id and partition not in still_owned and state.targets.get(partition) != client_id:
             del owners[partition]  # released: the member stopped listing a partition it was asked to give up
-    targets = balanced_targets(partitions, members, owners)
+    targets = balanced_targets(partitions, members, owners, state.targets)
     for partition, target in targets.items():
         if partition not in owners:
             owners[partition] = target

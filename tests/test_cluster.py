@@ -1,0 +1,250 @@
+"""The cluster through real processes: redis-server, two routers, three partition nodes (issue 4).
+
+Scripts, as a user would run them: place a stream and publish through the SDK; kill the controller
+router; run a consumer group through a rebalance; restart a node.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Awaitable, Callable
+
+import pytest
+from weir.client import NodeClient, stream_config
+from weir.cluster import GroupConsumer, WeirClient
+from weir.errors import NotLeaderError
+from weir.launcher import LocalCluster
+from weir.v1 import router_pb2, types_pb2
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
+    """Poll `check` until true; returns the seconds it took. Fails with `what` after `timeout_s`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if await check():
+            return time.monotonic() - started
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not within {timeout_s}s: {what}")
+
+
+def node_by_id(cluster: LocalCluster, node_id: str) -> str:
+    return next(node.client_address for node in cluster.nodes if node.name == node_id)
+
+
+async def test_sixteen_partitions_spread_and_publishes_land_where_query_route_says(
+    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+) -> None:
+    await weir_client.create_stream(stream_config(stream_name, partitions=16))
+    route = await weir_client.route(stream_name)
+    primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
+    assert sorted(primaries.values()) == [5, 5, 6]  # spread evenly over the three nodes
+    assert set(primaries) == {node.name for node in cluster.nodes}
+    assert all(entry.permission == router_pb2.PERMISSION_READ_WRITE for entry in route.partitions)
+    assert [entry.leader_epoch for entry in route.partitions] == [1] * 16
+
+    futures = [
+        await weir_client.publish_nowait(
+            stream_name, "orders.created", f"order-{index}".encode(), key=f"k{index}".encode()
+        )
+        for index in range(800)
+    ]
+    acks = await asyncio.gather(*futures)
+    assert len({(ack.partition, ack.seq) for ack in acks}) == 800
+    assert len({ack.partition for ack in acks}) == 16
+
+    # Every message is stored on the primary QueryRoute named, and only there.
+    for node in cluster.nodes:
+        async with NodeClient(node.client_address) as direct:
+            led = [entry.partition for entry in route.partitions if entry.primary.node_id == node.name]
+            info = await direct.stream_info(stream_name)
+            hosted = {stats.partition: stats for stats in info.stats.partitions}
+            assert sorted(hosted) == led
+            for index, ack in enumerate(acks):
+                if ack.partition in led and index % 20 == 0:
+                    message = await direct.get_message(stream_name, ack.partition, ack.seq)
+                    assert message.payload == f"order-{index}".encode()
+            other = next(partition for partition in range(16) if partition not in led)
+            with pytest.raises(NotLeaderError) as redirect:
+                await direct.get_message(stream_name, other, 1)
+            leader = route.partitions[other].primary
+            assert redirect.value.metadata["leader_node_id"] == leader.node_id
+            assert redirect.value.metadata["leader_address"] == leader.address
+    info = await weir_client.stream_info(stream_name)
+    assert info.stats.msg_count == 800
+    counts = collections.Counter(ack.partition for ack in acks)
+    assert [stats.msg_count for stats in info.stats.partitions] == [counts[p] for p in range(16)]
+
+    stats = await weir_client.cluster_stats()
+    mine = next(entry for entry in stats.streams if entry.name == stream_name)
+    assert mine.msg_count == 800
+    assert list(mine.primary_node_ids) == [entry.primary.node_id for entry in route.partitions]
+    assert all(summary.status == "ok" for summary in stats.nodes)
+
+
+async def test_consumer_group_owns_each_partition_once_and_loses_nothing_across_a_rebalance(
+    weir_client: WeirClient, stream_name: str
+) -> None:
+    await weir_client.create_stream(stream_config(stream_name, partitions=16))
+    seen: collections.Counter[tuple[int, int]] = collections.Counter()
+    working: dict[str, set[int]] = {}
+    overlaps: list[tuple[str, str, set[int]]] = []
+
+    def handler_for(member_id: str) -> Callable[[types_pb2.Message], Awaitable[None]]:
+        async def handle(message: types_pb2.Message) -> None:
+            working.setdefault(member_id, set()).add(message.partition)
+            seen[(message.partition, message.seq)] += 1
+
+        return handle
+
+    config = types_pb2.ConsumerConfig(ack_wait_ms=5000)
+    members: list[GroupConsumer] = [
+        weir_client.group_consumer(
+            stream_name, "workers", handler_for(f"m{i}"), client_id=f"m{i}", consumer_config=config,
+            heartbeat_interval_ms=200, max_wait_ms=200,
+        ).start()
+        for i in range(3)
+    ]  # fmt: skip
+
+    def owned() -> list[set[int]]:
+        return [set(member.assigned) for member in members]
+
+    def check_exclusive() -> None:
+        sets = [(member.client_id, set(member.assigned)) for member in members if not member._stop.is_set()]
+        for index, (first, first_set) in enumerate(sets):
+            for second, second_set in sets[index + 1 :]:
+                if first_set & second_set:
+                    overlaps.append((first, second, first_set & second_set))
+
+    async def balanced() -> bool:
+        check_exclusive()
+        sets = owned()
+        return all(sets) and sorted(len(s) for s in sets) == [5, 5, 6] and set().union(*sets) == set(range(16))
+
+    await eventually(balanced, 20, "three members balanced over 16 partitions")
+
+    published: list[tuple[int, int]] = []
+    stop_publishing = asyncio.Event()
+
+    async def publish_continuously() -> None:
+        index = 0
+        while not stop_publishing.is_set():
+            futures = [
+                await weir_client.publish_nowait(
+                    stream_name, "jobs", f"job-{index + i}".encode(), key=str(index + i).encode()
+                )
+                for i in range(50)
+            ]
+            published.extend((ack.partition, ack.seq) for ack in await asyncio.gather(*futures))
+            index += 50
+            await asyncio.sleep(0.01)
+
+    publisher = asyncio.get_running_loop().create_task(publish_continuously())
+    await asyncio.sleep(1.0)
+    leaving = members[0]
+    its_partitions = set(leaving.assigned)
+    await leaving.stop()  # finishes its in-flight batch, leaves the group
+
+    async def moved() -> bool:
+        check_exclusive()
+        rest = [set(member.assigned) for member in members[1:]]
+        return set().union(*rest) == set(range(16)) and sorted(len(s) for s in rest) == [8, 8]
+
+    await eventually(moved, 20, "the leaver's partitions moved to the two others")
+    assert its_partitions <= set().union(*(set(member.assigned) for member in members[1:]))
+    await asyncio.sleep(1.0)
+    stop_publishing.set()
+    await publisher
+
+    async def all_consumed() -> bool:
+        check_exclusive()
+        return all(key in seen for key in published)
+
+    await eventually(all_consumed, 30, f"every one of {len(published)} published messages consumed")
+    for member in members[1:]:
+        await member.stop()
+    assert not overlaps, f"two members held one partition: {overlaps[:3]}"
+    duplicates = sum(count - 1 for count in seen.values())
+    assert len(published) > 500
+    assert duplicates <= len(published) // 10, f"{duplicates} redeliveries"  # allowed, but a rebalance is orderly
+    info = await weir_client.consumer_info(stream_name, "workers")
+    assert info.num_ack_pending == 0
+    assert info.acked_total >= len(published)
+
+
+@pytest.mark.slow
+async def test_killing_the_controller_router_hands_the_lease_over_and_routing_keeps_working(
+    fresh_cluster: LocalCluster,
+) -> None:
+    cluster = fresh_cluster
+    async with WeirClient(cluster.router_addresses, retry_timeout_s=15) as client:
+        await client.create_stream(stream_config("before", partitions=4))
+        info = await client.cluster_info()
+        controller = next(router for router in cluster.routers if router.name == info.controller_id)
+        survivor = next(router for router in cluster.routers if router is not controller)
+        controller.kill()  # SIGKILL: the lease is not released, it must lapse
+
+        async with WeirClient([survivor.address]) as direct:
+
+            async def taken_over() -> bool:
+                return (await direct.cluster_info()).controller_id == survivor.name
+
+            took_s = await eventually(taken_over, 10, "the surviving router holds the controller lease")
+        assert took_s < 5.0, f"takeover took {took_s:.1f}s"
+
+        # Routing and admin keep working through the same client (it moves past the dead router).
+        route = await client.route("before", refresh=True)
+        assert len(route.partitions) == 4
+        ack = await client.publish("before", "x", b"after-failover", partition=2)
+        assert ack.partition == 2
+        await client.create_stream(stream_config("after", partitions=3))  # needs the controller
+        assert sorted(await client.list_streams()) == ["after", "before"]
+
+
+@pytest.mark.slow
+async def test_a_restarted_node_keeps_its_partitions_and_re_registers(fresh_cluster: LocalCluster) -> None:
+    cluster = fresh_cluster
+    async with WeirClient(cluster.router_addresses, retry_timeout_s=20) as client:
+        await client.create_stream(stream_config("orders", partitions=6))
+        route = await client.route("orders")
+        acks = [
+            await client.publish("orders", "o", f"m{partition}".encode(), partition=partition) for partition in range(6)
+        ]
+        victim = cluster.nodes[1]
+        led = [entry.partition for entry in route.partitions if entry.primary.node_id == victim.name]
+        assert led
+
+        victim.kill()
+
+        async def marked_dead() -> bool:
+            nodes = {node.node_id: node for node in (await client.cluster_info()).nodes}
+            return not nodes[victim.name].alive
+
+        await eventually(marked_dead, 10, f"{victim.name} marked dead after missing heartbeats")
+        dead_route = await client.route("orders", refresh=True)
+        assert [entry.permission for entry in dead_route.partitions if entry.partition in led] == [
+            router_pb2.PERMISSION_NONE
+        ] * len(led)
+
+        victim.start(reuse_ports=True)
+
+        async def alive_again() -> bool:
+            nodes = {node.node_id: node for node in (await client.cluster_info()).nodes}
+            return nodes[victim.name].alive
+
+        await eventually(alive_again, 10, f"{victim.name} registered again")
+        route_after = await client.route("orders", refresh=True)
+        assert [entry.primary.node_id for entry in route_after.partitions] == [
+            entry.primary.node_id for entry in route.partitions
+        ]
+        assert all(entry.permission == router_pb2.PERMISSION_READ_WRITE for entry in route_after.partitions)
+        for partition in led:  # its partitions and their messages are still there, and writable
+
+            async def read_back(node: NodeClient, p: int = partition) -> types_pb2.Message:
+                return await node.get_message("orders", p, acks[p].seq)
+
+            message = await client.on_leader("orders", partition, read_back)
+            assert message.payload == f"m{partition}".encode()
+            ack = await client.publish("orders", "o", b"again", partition=partition)
+            assert ack.seq == acks[partition].seq + 1
