@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node bench clean
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router bench clean
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -32,11 +32,14 @@ test: setup  ## every test tier: unit, integration over real gRPC, crash tests
 test-fast: setup  ## everything except the slow (crash/fault) tier
 	$(UV) run pytest -q -m "not slow"
 
-run: setup  ## the main job: start a partition node, publish and read a demo workload, stop it
+run: setup  ## the main job: bring up a local cluster, run a demo workload through it, stop it
 	$(UV) run weir demo
 
 node: setup  ## run one partition node in the foreground (settings from WEIR_NODE_* variables)
 	$(UV) run weir-partition-node
+
+router: setup  ## run one router in the foreground (settings from WEIR_ROUTER_* variables)
+	$(UV) run weir-router
 
 bench: setup  ## single-node benchmarks; prints JSON
 	$(UV) run python -m bench.node_bench
