@@ -23,6 +23,7 @@ from typing import TypeVar
 from redis.exceptions import RedisError
 from weir.client import NodeClient
 from weir.errors import (
+    AlreadyExistsError,
     InvalidArgumentError,
     NoSuchConsumerError,
     NoSuchStreamError,
@@ -304,6 +305,15 @@ class RouterCore:
             nodes = {view.record.node_id: view for view in await self.node_views()}
             existing = await self.store.stream(config.name)
             if existing is not None:  # the node compares configs exactly as a standalone create would
+                if (config.partitions or 1, config.replicas or 1) != (
+                    existing.config.partitions,
+                    existing.config.replicas,
+                ):
+                    raise AlreadyExistsError(
+                        f"stream {config.name!r} already exists with a different config "
+                        f"({existing.config.partitions} partition(s) x {existing.config.replicas} replica(s))",
+                        stream=config.name,
+                    )
                 first = await self._internal(self._hosting(existing)[0], nodes)
                 effective = await first.create_stream(config, existing.placement)
                 return streams_pb2.CreateStreamResponse(config=effective, created_at_ms=existing.created_at_ms)

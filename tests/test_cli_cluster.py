@@ -1,0 +1,303 @@
+"""The `weir` command line end to end, each command a real subprocess (`python -m weir.cli`):
+`weir cluster up` starts a local cluster (redis-server, 2 routers, 3 partition nodes) that outlives
+the command, the other commands find its routers through ``cluster.json`` under ``--data-dir``,
+and `weir cluster down` stops every process it started.
+
+The tests share one cluster (module fixture) and run in file order; the last one takes the cluster
+down. The fixture's teardown runs `weir cluster down` again whatever happened (it must exit 0 and
+leave no process behind) and, as a last resort, kills the processes of this cluster itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from weir.launcher import pid_alive, read_cluster_state, stop_pids
+from weir.partitioning import partition_for_key
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT_S = 120.0
+# Variables that would point the CLI somewhere other than the cluster under test.
+_FOREIGN_ENV = ("WEIR_ROUTER", "WEIR_SERVER", "WEIR_CLUSTER_DIR")
+
+
+def weir(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run `weir ARGS` as a subprocess (the interpreter running the tests, so the same install)."""
+    env = {key: value for key, value in os.environ.items() if key not in _FOREIGN_ENV}
+    return subprocess.run(
+        [sys.executable, "-m", "weir.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> str:
+    """stdout of a command that must have succeeded."""
+    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stderr}"
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.stdout
+
+
+def state_pids(state: dict[str, Any]) -> list[int]:
+    """Every pid an up-JSON / cluster.json names: routers, nodes, redis."""
+    pids = [int(entry["pid"]) for group in ("routers", "nodes") for entry in state.get(group, [])]
+    pids.append(int(state.get("redis", {}).get("pid", 0)))
+    return [pid for pid in pids if pid > 0]
+
+
+def pids_using(data_dir: Path) -> list[int]:
+    """Processes whose command line or environment names `data_dir` (the processes of this cluster,
+    also when `cluster up` died before writing cluster.json). Last-resort cleanup only."""
+    marker = str(data_dir.resolve()).encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes() or marker in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@dataclass
+class CliCluster:
+    root: Path  # the commands' working directory
+    data_dir: Path
+    up: dict[str, Any]  # what `weir --json cluster up` printed
+    up_stderr: str
+
+    @property
+    def pids(self) -> list[int]:
+        return state_pids(self.up)
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return weir(*args, cwd=self.root)
+
+    @property
+    def dir_flag(self) -> tuple[str, str]:
+        return ("--data-dir", str(self.data_dir))
+
+
+@pytest.fixture(scope="module")
+def cli_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
+    root = tmp_path_factory.mktemp("cli")
+    data_dir = root / "D"
+    known: set[int] = set()
+    try:
+        result = weir("--json", "cluster", "up", "--data-dir", str(data_dir), cwd=root)
+        state = read_cluster_state(data_dir)
+        known.update(state_pids(state) if state else [])
+        out = ok(result)
+        up = json.loads(out)
+        known.update(state_pids(up))
+        yield CliCluster(root, data_dir, up, result.stderr)
+    finally:
+        state = read_cluster_state(data_dir)
+        known.update(state_pids(state) if state else [])
+        down: subprocess.CompletedProcess[str] | None = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            down = weir("--json", "cluster", "down", "--data-dir", str(data_dir), cwd=root)
+        leftover = sorted(pid for pid in known | set(pids_using(data_dir)) if pid_alive(pid))
+        if leftover:  # last resort: never leak processes, even when the CLI misbehaves
+            stop_pids(leftover, timeout_s=5)  # SIGTERM, then SIGKILL what is still running
+        assert down is not None, "weir cluster down timed out"
+        assert down.returncode == 0, down.stderr
+        assert leftover == [], f"processes still running after weir cluster down: {leftover}"
+
+
+def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliCluster) -> None:
+    up = cli_cluster.up
+    assert up["data_dir"] == str(cli_cluster.data_dir.resolve())
+    assert [router["router_id"] for router in up["routers"]] == ["router-1", "router-2"]
+    assert [node["node_id"] for node in up["nodes"]] == ["node-1", "node-2", "node-3"]
+    assert up["router_address"] == up["routers"][0]["address"]
+    assert up["router_address"].startswith("127.0.0.1:")
+    assert up["redis"]["url"].startswith("redis://127.0.0.1:")
+    assert len(set(cli_cluster.pids)) == 6
+    # The command has returned; its processes keep serving.
+    assert all(pid_alive(pid) for pid in cli_cluster.pids), cli_cluster.pids
+    assert "cluster up:" in cli_cluster.up_stderr
+    # cluster.json says the same (the other commands read it).
+    state = read_cluster_state(cli_cluster.data_dir)
+    assert state is not None
+    assert state_pids(state) == cli_cluster.pids
+    assert [router["address"] for router in state["routers"]] == [router["address"] for router in up["routers"]]
+
+
+def test_second_cluster_up_on_the_same_dir_fails_and_leaves_the_first_running(cli_cluster: CliCluster) -> None:
+    before = (cli_cluster.data_dir / "cluster.json").read_text()
+
+    result = cli_cluster.run("--json", "cluster", "up", *cli_cluster.dir_flag)
+
+    assert result.returncode != 0
+    assert "already running" in result.stderr
+    assert "weir cluster down" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert (cli_cluster.data_dir / "cluster.json").read_text() == before
+    assert all(pid_alive(pid) for pid in cli_cluster.pids)
+
+
+def test_cluster_status_shows_live_nodes_and_a_controller(cli_cluster: CliCluster) -> None:
+    deadline = time.monotonic() + 30
+    while True:  # the nodes register within a heartbeat of starting; normally true at once
+        result = cli_cluster.run("--json", "cluster", "status", *cli_cluster.dir_flag)
+        if result.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    status = json.loads(ok(result))
+
+    assert status["router_address"] == cli_cluster.up["router_address"]
+    assert status["controller"] in {"router-1", "router-2"}
+    assert sorted(node["node_id"] for node in status["nodes"]) == ["node-1", "node-2", "node-3"]
+    assert all(node["alive"] for node in status["nodes"])
+    addresses = {node["node_id"]: node["client_address"] for node in cli_cluster.up["nodes"]}
+    assert {node["node_id"]: node["client_address"] for node in status["nodes"]} == addresses
+    processes = status["local_processes"]
+    assert processes["redis"]["running"] is True
+    assert processes["routers"] == {"router-1": True, "router-2": True}
+    assert processes["nodes"] == {"node-1": True, "node-2": True, "node-3": True}
+
+
+def _messages(stdout: str) -> list[dict[str, Any]]:
+    """One JSON message per line (read / fetch output)."""
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+
+    created = json.loads(ok(cli_cluster.run("stream", "create", "orders", "--partitions", "4", *flag)))
+    assert created["name"] == "orders"
+    assert created["partitions"] == 4
+
+    published = json.loads(ok(cli_cluster.run("pub", "orders", "orders.x", "hello", "--key", "k1", *flag)))
+    partition = partition_for_key(b"k1", 4)
+    assert published == {"partition": partition, "seq": 1}
+
+    (message,) = _messages(ok(cli_cluster.run("read", "orders", "--partition", str(partition), *flag)))
+    assert base64.b64decode(message["payload"]) == b"hello"
+    assert message["subject"] == "orders.x"
+    assert (int(message["seq"]), message["partition"]) == (1, partition)
+    other = (partition + 1) % 4
+    assert _messages(ok(cli_cluster.run("read", "orders", "--partition", str(other), *flag))) == []
+
+    info_out = ok(cli_cluster.run("--json", "stream", "info", "orders", *flag))
+    assert "\n" not in info_out.strip()  # --json: one line
+    info = json.loads(info_out)
+    assert info["config"]["name"] == "orders"
+    assert info["config"]["partitions"] == 4
+    assert int(info["stats"]["msg_count"]) == 1
+    per_partition = {entry["partition"]: int(entry["msg_count"]) for entry in info["stats"]["partitions"]}
+    assert per_partition == {index: 1 if index == partition else 0 for index in range(4)}
+
+    consumer = json.loads(ok(cli_cluster.run("consumer", "create", "orders", "c1", *flag)))
+    assert consumer["config"]["name"] == "c1"
+    assert int(consumer["num_pending"]) == 1
+
+    (fetched,) = _messages(ok(cli_cluster.run("fetch", "orders", "c1", "--partition", str(partition), "--ack", *flag)))
+    assert base64.b64decode(fetched["payload"]) == b"hello"
+    assert (int(fetched["seq"]), fetched["deliver_count"]) == (1, 1)
+    # Acknowledged: nothing left to fetch, nothing pending.
+    assert ok(cli_cluster.run("fetch", "orders", "c1", "--partition", str(partition), *flag)).strip() == ""
+    state = json.loads(ok(cli_cluster.run("--json", "consumer", "info", "orders", "c1", *flag)))
+    assert (int(state["acked_total"]), int(state["num_ack_pending"]), int(state["num_pending"])) == (1, 0, 0)
+
+    stats = json.loads(ok(cli_cluster.run("--json", "stats", *flag)))
+    assert int(stats["total_msg_count"]) == 1
+    assert int(stats["total_stream_count"]) == 1
+    assert sorted(node["node_id"] for node in stats["nodes"]) == ["node-1", "node-2", "node-3"]
+    assert all(node["status"] == "ok" for node in stats["nodes"])
+    (stream,) = stats["streams"]
+    assert (stream["name"], int(stream["msg_count"])) == ("orders", 1)
+
+    assert json.loads(ok(cli_cluster.run("--json", "stream", "list", *flag))) == ["orders"]
+    # --router instead of --data-dir, from a directory that has no cluster: same answer.
+    elsewhere = cli_cluster.root / "elsewhere"
+    elsewhere.mkdir()
+    routers = ",".join(router["address"] for router in cli_cluster.up["routers"])
+    listing = weir("--json", "stream", "list", "--router", routers, cwd=elsewhere)
+    assert json.loads(ok(listing)) == ["orders"]
+
+
+def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+
+    missing = cli_cluster.run("stream", "info", "nope", *flag)
+    assert missing.returncode == 1
+    assert "no_such_stream" in missing.stderr
+    assert "'nope'" in missing.stderr
+    assert missing.stdout == ""
+    assert "Traceback" not in missing.stderr
+
+    unknown_pub = cli_cluster.run("pub", "nope", "nope.x", "hello", *flag)
+    assert (unknown_pub.returncode, "no_such_stream" in unknown_pub.stderr) == (1, True), unknown_pub.stderr
+
+    bad_name = cli_cluster.run("stream", "create", "a b", *flag)
+    assert (bad_name.returncode, "invalid_name" in bad_name.stderr) == (1, True), bad_name.stderr
+
+    no_consumer = cli_cluster.run("fetch", "orders", "c-nope", *flag)
+    assert (no_consumer.returncode, "no_such_consumer" in no_consumer.stderr) == (1, True), no_consumer.stderr
+
+    # --json is a global flag: after the subcommand it is a usage error (exit 2), not silently ignored.
+    misplaced = cli_cluster.run("stream", "info", "orders", *flag, "--json")
+    assert misplaced.returncode == 2
+    assert "unrecognized arguments: --json" in misplaced.stderr
+
+
+def _names(state: dict[str, Any]) -> dict[str, int]:
+    """process name (its log is <name>.log) -> pid."""
+    names = {entry["router_id"]: int(entry["pid"]) for entry in state["routers"]}
+    names.update({entry["node_id"]: int(entry["pid"]) for entry in state["nodes"]})
+    names["redis"] = int(state["redis"]["pid"])
+    return names
+
+
+def _log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliCluster) -> None:
+    pids = cli_cluster.pids
+    assert all(pid_alive(pid) for pid in pids)
+
+    result = cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag)
+
+    summary = json.loads(ok(result))
+    assert summary["stopped"] == 6
+    killed = summary["killed_after_timeout"]
+    assert killed == [], (
+        "did not stop within 20 s of SIGTERM (drain, flush, close) and had to be killed:\n"
+        + "\n".join(
+            f"== {name} (pid {pid}):\n{_log_tail(cli_cluster.data_dir / f'{name}.log')}"
+            for name, pid in _names(cli_cluster.up).items()
+            if pid in killed
+        )
+    )
+    assert [pid for pid in pids if pid_alive(pid)] == []
+    assert not (cli_cluster.data_dir / "cluster.json").exists()
+    for name in ("redis", "router-1", "router-2", "node-1", "node-2", "node-3"):
+        assert (cli_cluster.data_dir / name).is_dir(), name
+    # Down again: nothing to stop, still a success.
+    assert json.loads(ok(cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag))) == {"stopped": 0}
