@@ -111,7 +111,7 @@ async def test_consumer_group_owns_each_partition_once_and_loses_nothing_across_
         return [set(member.assigned) for member in members]
 
     def check_exclusive() -> None:
-        sets = [(member.client_id, set(member.assigned)) for member in members if not member._stop.is_set()]
+        sets = [(member.client_id, set(member.assigned)) for member in members if member.running]
         for index, (first, first_set) in enumerate(sets):
             for second, second_set in sets[index + 1 :]:
                 if first_set & second_set:

@@ -492,6 +492,11 @@ class GroupConsumer:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def running(self) -> bool:
+        """False once `stop()` was called."""
+        return not self._stop.is_set()
+
     def start(self) -> GroupConsumer:
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"group-{self.client_id}")
         return self

@@ -376,25 +376,13 @@ class LocalCluster:
             say(f"redis at {redis.url}")
             shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
             for index in range(1, routers + 1):
-                router = RouterHandle(
-                    name=f"router-{index}",
-                    data_dir=data_dir / f"router-{index}",
-                    log_path=data_dir / f"router-{index}.log",
-                    env=dict(shared_router),
-                    die_with_parent=die_with_parent,
-                )
+                router = RouterHandle(**_placed(data_dir, f"router-{index}", shared_router, die_with_parent))
                 cluster.routers.append(router)
                 router.start()
                 say(f"{router.name} serving at {router.address}")
             shared_node = {"WEIR_NODE_REDIS_URL": redis.url, **(node_env or {})}
             for index in range(1, nodes + 1):
-                node = NodeHandle(
-                    name=f"node-{index}",
-                    data_dir=data_dir / f"node-{index}",
-                    log_path=data_dir / f"node-{index}.log",
-                    env=dict(shared_node),
-                    die_with_parent=die_with_parent,
-                )
+                node = NodeHandle(**_placed(data_dir, f"node-{index}", shared_node, die_with_parent))
                 cluster.nodes.append(node)
                 node.start()
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
@@ -437,6 +425,17 @@ class LocalCluster:
             node.stop()
         self.redis.stop()
         (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
+
+
+def _placed(data_dir: Path, name: str, env: Mapping[str, str], die_with_parent: bool) -> dict[str, Any]:
+    """A cluster process's handle arguments: data in `<data_dir>/<name>`, log `<data_dir>/<name>.log`."""
+    return {
+        "name": name,
+        "data_dir": data_dir / name,
+        "log_path": data_dir / f"{name}.log",
+        "env": dict(env),
+        "die_with_parent": die_with_parent,
+    }
 
 
 def read_cluster_state(data_dir: Path) -> dict[str, Any] | None:

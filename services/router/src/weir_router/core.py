@@ -384,7 +384,8 @@ class RouterCore:
 
     async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
         """Apply a partial update on every node hosting the stream (controller only); `pruned`
-        counts the primaries' removals."""
+        sums the removals of every node hosting it (secondaries hold no data until replication
+        arrives; then each copy's removals are counted)."""
         async with self._admin_lock:
             record = await self._record(request.name)
             nodes = {view.record.node_id: view for view in await self.node_views()}
