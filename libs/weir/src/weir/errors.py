@@ -51,6 +51,7 @@ class ResultCode(StrEnum):
     NOT_LEADER = "not_leader"
     NOT_ENOUGH_NODES = "not_enough_nodes"
     MANAGED_BY_ROUTER = "managed_by_router"
+    REPLICATION_UNAVAILABLE = "replication_unavailable"
     INTERNAL = "internal"
 
 
@@ -292,3 +293,10 @@ class ManagedByRouterError(WeirError):
 class InternalError(WeirError):
     result_code = ResultCode.INTERNAL
     status_code = grpc.StatusCode.INTERNAL
+
+
+class ReplicationUnavailableError(WeirError):
+    """ack_level all on a replicated stream while nothing copies to its secondaries yet."""
+
+    result_code = ResultCode.REPLICATION_UNAVAILABLE
+    status_code = grpc.StatusCode.FAILED_PRECONDITION

@@ -34,6 +34,7 @@ from weir.errors import (
     NoSuchStreamError,
     NotLeaderError,
     OversizeError,
+    ReplicationUnavailableError,
     ShuttingDownError,
     SubjectRejectedError,
     WeirError,
@@ -511,6 +512,13 @@ class Node:
         stream = self._stream(stream_name)
         if ack_level not in _ACK_LEVELS:
             raise InvalidArgumentError(f"ack_level: unknown value {ack_level}")
+        if ack_level == streams_pb2.ACK_LEVEL_ALL and stream.config.replicas > 1:
+            # Acknowledging after the leader alone would promise a durability nobody provides yet.
+            raise ReplicationUnavailableError(
+                f"ack_level all: stream {stream_name!r} has {stream.config.replicas} replicas, but nothing copies "
+                "to the secondaries yet (the replicator); publish with ack_level leader",
+                stream=stream_name,
+            )
         prepare = self._prepare
         prepared = [prepare(stream, fields, index if batch else None) for index, fields in enumerate(entries)]
         groups: dict[int, _PartitionGroup] = {}
