@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
-from weir.client import DEFAULT_TIMEOUT_S, NodeClient, headers_of
+from weir.client import ACK_LEVELS, DEFAULT_TIMEOUT_S, NodeClient, headers_of
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
 from weir.partitioning import partition_for_key
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
@@ -304,10 +304,9 @@ class WeirClient:
         waits only while the pending buffer is full). Use this to keep many publishes in flight."""
         if self._closed:
             raise UnavailableError("the client is closed")
-        levels = {"leader": streams_pb2.ACK_LEVEL_LEADER, "all": streams_pb2.ACK_LEVEL_ALL,
-                  "none": streams_pb2.ACK_LEVEL_NONE}  # fmt: skip
-        if ack_level not in levels:
-            raise InvalidArgumentError(f"ack_level: one of {sorted(levels)}, got {ack_level!r}")
+        level = ACK_LEVELS.get(ack_level)
+        if level is None:
+            raise InvalidArgumentError(f"ack_level: one of {sorted(ACK_LEVELS)}, got {ack_level!r}")
         chosen = partition if partition is not None else await self.partition_for(stream, key)
         entry = streams_pb2.PublishEntry(subject=subject, payload=payload, headers=headers_of(headers))
         entry.partition = chosen
@@ -317,10 +316,10 @@ class WeirClient:
         future: asyncio.Future[PublishAck] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._pending.release())
         size = len(payload) + len(subject) + 16
-        batch_key = (stream, chosen, levels[ack_level])
+        batch_key = (stream, chosen, level)
         batch = self._batches.get(batch_key)
         if batch is None:
-            batch = self._batches[batch_key] = _Batch(stream, chosen, levels[ack_level])
+            batch = self._batches[batch_key] = _Batch(stream, chosen, level)
             batch.timer = asyncio.get_running_loop().call_later(self.linger_s, self._send, batch_key)
         batch.items.append(_Pending(entry, future, size))
         batch.size += size

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -166,6 +166,9 @@ class RouterCore:
     async def node_views(self) -> list[NodeView]:
         return [NodeView(record, alive) for record, alive in await self.store.nodes()]
 
+    async def _nodes_by_id(self) -> dict[str, NodeView]:
+        return {view.record.node_id: view for view in await self.node_views()}
+
     async def _record(self, name: str) -> types_pb2.StreamRecord:
         validate_name(name)
         record = await self.store.stream(name)
@@ -194,7 +197,7 @@ class RouterCore:
         """Every partition's route. Errors: InvalidArgumentError (endpoints, name), NoSuchStreamError."""
         check_endpoints(endpoints)
         record = await self._record(stream)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
+        nodes = await self._nodes_by_id()
         response = router_pb2.QueryRouteResponse(config=record.config)
         for entry in record.placement.partitions:
             response.partitions.append(self._route(entry, nodes))
@@ -239,7 +242,7 @@ class RouterCore:
         view, changed = await self.store.update_group(request.stream, request.group, update)
         if changed:
             metrics.GROUP_REBALANCES.labels(request.stream, request.group).inc()
-        nodes = {node.record.node_id: node for node in await self.node_views()}
+        nodes = await self._nodes_by_id()
         response = router_pb2.QueryAssignmentResponse(
             generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
         )
@@ -291,18 +294,30 @@ class RouterCore:
                     ordered.append(node_id)
         return ordered
 
-    async def _internal(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
+    def _internal(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
         view = nodes.get(node_id)
         if view is None or not view.record.internal_address:
             raise UnavailableError(f"node {node_id} is not registered", node_id=node_id)
         return self.nodes.client(view.record.internal_address)
+
+    async def _first_then_rest(
+        self, record: types_pb2.StreamRecord, call: Callable[[NodeClient], Awaitable[T]]
+    ) -> list[T]:
+        """`call` on the node leading partition 0 first (it validates, so a bad request reaches no
+        other node), then on every other node hosting the stream at once; results in that order.
+        A later failure is raised after all calls finished."""
+        nodes = await self._nodes_by_id()
+        hosting = self._hosting(record)
+        first = await call(self._internal(hosting[0], nodes))
+        rest = await _gather_first_error([call(self._internal(node_id, nodes)) for node_id in hosting[1:]])
+        return [first, *rest]
 
     async def create_stream(self, config: types_pb2.StreamConfig) -> streams_pb2.CreateStreamResponse:
         """Place and create a stream (controller only). Idempotent for the same config. Errors:
         the node's validation errors, AlreadyExistsError, NotEnoughNodesError, UnavailableError."""
         validate_name(config.name)
         async with self._admin_lock:
-            nodes = {view.record.node_id: view for view in await self.node_views()}
+            nodes = await self._nodes_by_id()
             existing = await self.store.stream(config.name)
             if existing is not None:  # the node compares configs exactly as a standalone create would
                 if (config.partitions or 1, config.replicas or 1) != (
@@ -314,7 +329,7 @@ class RouterCore:
                         f"({existing.config.partitions} partition(s) x {existing.config.replicas} replica(s))",
                         stream=config.name,
                     )
-                first = await self._internal(self._hosting(existing)[0], nodes)
+                first = self._internal(self._hosting(existing)[0], nodes)
                 effective = await first.create_stream(config, existing.placement)
                 return streams_pb2.CreateStreamResponse(config=effective, created_at_ms=existing.created_at_ms)
             alive = [view for view in nodes.values() if view.alive]
@@ -330,10 +345,10 @@ class RouterCore:
             hosting = self._hosting(record)
             created: list[NodeClient] = []
             try:
-                first = await self._internal(hosting[0], nodes)
+                first = self._internal(hosting[0], nodes)
                 effective = await first.create_stream(config, placement)  # validates before anything else
                 created.append(first)
-                others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+                others = [self._internal(node_id, nodes) for node_id in hosting[1:]]
 
                 async def create_on(client: NodeClient) -> None:
                     await client.create_stream(config, placement)
@@ -367,10 +382,10 @@ class RouterCore:
         A node that is down keeps its copy until it is deleted there (logged)."""
         async with self._admin_lock:
             record = await self._record(name)
-            nodes = {view.record.node_id: view for view in await self.node_views()}
+            nodes = await self._nodes_by_id()
             for node_id in self._hosting(record):
                 try:
-                    client = await self._internal(node_id, nodes)
+                    client = self._internal(node_id, nodes)
                     await client.delete_stream(name)
                 except NoSuchStreamError:
                     pass
@@ -388,13 +403,9 @@ class RouterCore:
         arrives; then each copy's removals are counted)."""
         async with self._admin_lock:
             record = await self._record(request.name)
-            nodes = {view.record.node_id: view for view in await self.node_views()}
-            hosting = self._hosting(record)
-            first = await self._internal(hosting[0], nodes)
-            response = await first.update_stream(request)  # validates first
-            others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
-            results = await _gather_first_error([client.update_stream(request) for client in others])
-            pruned = response.pruned + sum(result.pruned for result in results)
+            results = await self._first_then_rest(record, lambda client: client.update_stream(request))
+            response = results[0]
+            pruned = sum(result.pruned for result in results)
             record.config.CopyFrom(response.config)
             await self.store.put_stream(record)
             return streams_pb2.UpdateStreamResponse(config=response.config, pruned=pruned)
@@ -403,7 +414,7 @@ class RouterCore:
         """Stats merged from each partition's primary (a partition whose primary is unreachable
         is left out of the totals and listed without figures)."""
         record = await self._record(name)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
+        nodes = await self._nodes_by_id()
         led = _led_by(record)
         infos = await asyncio.gather(
             *(self._client_info(node_id, nodes, name) for node_id in led), return_exceptions=True
@@ -427,7 +438,7 @@ class RouterCore:
     async def _client_info(
         self, node_id: str, nodes: dict[str, NodeView], name: str
     ) -> streams_pb2.GetStreamInfoResponse:
-        client = await self._internal(node_id, nodes)
+        client = self._internal(node_id, nodes)
         return await client.stream_info(name)
 
     async def list_streams(self) -> list[str]:
@@ -438,21 +449,16 @@ class RouterCore:
     async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
         """Create the consumer on every node hosting the stream (first node validates)."""
         record = await self._record(stream)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
-        hosting = self._hosting(record)
-        first = await self._internal(hosting[0], nodes)
-        await first.create_consumer(stream, config)
-        others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
-        await _gather_first_error([client.create_consumer(stream, config) for client in others])
+        await self._first_then_rest(record, lambda client: client.create_consumer(stream, config))
         return await self.consumer_info(stream, config.name)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
         record = await self._record(stream)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
+        nodes = await self._nodes_by_id()
         hosting = self._hosting(record)
-        first = await self._internal(hosting[0], nodes)
+        first = self._internal(hosting[0], nodes)
         await first.delete_consumer(stream, name)  # NOT_FOUND surfaces from here
-        others = [await self._internal(node_id, nodes) for node_id in hosting[1:]]
+        others = [self._internal(node_id, nodes) for node_id in hosting[1:]]
         results = await asyncio.gather(
             *(client.delete_consumer(stream, name) for client in others), return_exceptions=True
         )
@@ -465,18 +471,15 @@ class RouterCore:
     async def consumer_info(self, stream: str, name: str) -> types_pb2.ConsumerInfo:
         """Per-partition state from each partition's primary, totals summed."""
         record = await self._record(stream)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
+        nodes = await self._nodes_by_id()
         led = _led_by(record)
-        infos: list[types_pb2.ConsumerInfo] = []
-        for node_id in led:
-            client = await self._internal(node_id, nodes)
-            infos.append(await client.consumer_info(stream, name))
+        infos = await asyncio.gather(*(self._internal(node_id, nodes).consumer_info(stream, name) for node_id in led))
         return merge_consumer_infos(infos, led)
 
     async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
         record = await self._record(stream)
-        nodes = {view.record.node_id: view for view in await self.node_views()}
-        first = await self._internal(self._hosting(record)[0], nodes)
+        nodes = await self._nodes_by_id()
+        first = self._internal(self._hosting(record)[0], nodes)
         names = [info.config.name for info in await first.list_consumers(stream)]
         return [await self.consumer_info(stream, name) for name in names]
 
@@ -514,7 +517,7 @@ class RouterCore:
                 led_by_node.setdefault(node_id, {})[record.config.name] = partitions
 
         async def node_stats(node_id: str) -> dict[str, streams_pb2.GetStreamInfoResponse]:
-            client = await self._internal(node_id, nodes)
+            client = self._internal(node_id, nodes)
             names = sorted(led_by_node[node_id])
             infos = await asyncio.gather(*(client.stream_info(name) for name in names))
             return dict(zip(names, infos, strict=True))
