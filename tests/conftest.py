@@ -56,6 +56,14 @@ def stream_name(request: pytest.FixtureRequest) -> str:
 CLUSTER_NODE_ENV = {
     "WEIR_NODE_HEARTBEAT_INTERVAL_MS": "200",
     "WEIR_NODE_HEARTBEAT_TTL_MS": "1500",
+    "WEIR_NODE_REPLICA_LAG_MAX_MS": "2000",
+    "WEIR_NODE_REPLICATION_TIMEOUT_MS": "5000",
+    "WEIR_NODE_PLACEMENT_REFRESH_MS": "300",
+}
+CLUSTER_REPLICATOR_ENV = {
+    "WEIR_REPLICATOR_TICK_MS": "200",
+    "WEIR_REPLICATOR_LEASE_MS": "1500",
+    "WEIR_REPLICATOR_RETRY_BACKOFF_MS": "100",
 }
 CLUSTER_ROUTER_ENV = {
     "WEIR_ROUTER_LEASE_MS": "1500",
@@ -64,10 +72,16 @@ CLUSTER_ROUTER_ENV = {
 }
 
 
-def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2) -> LocalCluster:
-    """A real local cluster (its own redis-server, routers, nodes) with the test timings."""
+def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2, replicators: int = 1) -> LocalCluster:
+    """A real local cluster (its own redis-server, routers, nodes, replicators) with the test timings."""
     return LocalCluster.start(
-        data_dir, nodes=nodes, routers=routers, node_env=CLUSTER_NODE_ENV, router_env=CLUSTER_ROUTER_ENV
+        data_dir,
+        nodes=nodes,
+        routers=routers,
+        replicators=replicators,
+        node_env=CLUSTER_NODE_ENV,
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env=CLUSTER_REPLICATOR_ENV,
     )
 
 

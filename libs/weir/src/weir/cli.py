@@ -124,7 +124,9 @@ async def _cluster_up(args: argparse.Namespace) -> int:
 
 
 def _live_pids(state: dict[str, Any]) -> list[int]:
-    pids = [int(entry["pid"]) for group in ("routers", "nodes") for entry in state.get(group, [])]
+    pids = [
+        int(entry["pid"]) for group in ("replicators", "routers", "nodes") for entry in state.get(group, [])
+    ]
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid_alive(pid)]
 
@@ -136,6 +138,7 @@ async def _cluster_down(args: argparse.Namespace) -> int:
         print(json.dumps({"stopped": 0}) if args.json else f"no cluster under {data_dir}")
         return 0
     order = [
+        *(int(entry["pid"]) for entry in state.get("replicators", [])),
         *(int(entry["pid"]) for entry in state.get("routers", [])),
         *(int(entry["pid"]) for entry in state.get("nodes", [])),
     ]
@@ -158,6 +161,7 @@ async def _cluster_status(args: argparse.Namespace) -> int:
             "redis": {"url": state["redis"]["url"], "running": pid_alive(int(state["redis"]["pid"]))},
             "routers": {r["router_id"]: pid_alive(int(r["pid"])) for r in state.get("routers", [])},
             "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
+            "replicators": {r["replicator_id"]: pid_alive(int(r["pid"])) for r in state.get("replicators", [])},
         }
     routers = _routers(args)
     summary["router_address"] = routers[0]

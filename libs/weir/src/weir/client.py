@@ -61,6 +61,8 @@ def stream_config(
     max_msg_bytes: int = 0,
     storage: str = "file",
     replicas: int = 1,
+    min_insync_replicas: int = 0,
+    deliver_up_to_high_watermark: bool = False,
 ) -> types_pb2.StreamConfig:
     """A StreamConfig from keyword arguments (None = no bound)."""
     limits = types_pb2.Limits()
@@ -81,6 +83,8 @@ def stream_config(
         max_msg_bytes=max_msg_bytes,
         storage=STORAGE_KINDS[storage],
         replicas=replicas,
+        min_insync_replicas=min_insync_replicas,
+        deliver_up_to_high_watermark=deliver_up_to_high_watermark,
     )
 
 
@@ -407,3 +411,36 @@ class ChangeFeedClient(_Client):
             from_change_seq=from_change_seq, max_changes_per_batch=max_changes_per_batch
         )
         return self._stream(self.stub.TailChanges, request)
+
+
+class ReplicationClient(_Client):
+    """weir.v1.Replication on one node's internal port (the replicator, the router's controller)."""
+
+    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(address, timeout_s)
+        self.stub = internal_pb2_grpc.ReplicationStub(self.channel)
+
+    async def fetch(
+        self, request: internal_pb2.FetchReplicationRequest, timeout_s: float | None = None
+    ) -> internal_pb2.FetchReplicationResponse:
+        return await self._call(self.stub.FetchReplication, request, timeout_s)  # type: ignore[no-any-return]
+
+    async def replicate(self, method: str, request: Any) -> internal_pb2.ReplicateResponse:
+        """One Replicate* call by name (ReplicateMessage, ReplicateTruncate, ...)."""
+        return await self._call(getattr(self.stub, method), request)  # type: ignore[no-any-return]
+
+    async def consumer_snapshots(
+        self, stream: str, partition: int, leader_epoch: int
+    ) -> internal_pb2.GetConsumerSnapshotsResponse:
+        request = internal_pb2.GetConsumerSnapshotsRequest(
+            stream=stream, partition=partition, leader_epoch=leader_epoch
+        )
+        return await self._call(self.stub.GetConsumerSnapshots, request)  # type: ignore[no-any-return]
+
+    async def replica_state(self, stream: str, partition: int) -> internal_pb2.GetReplicaStateResponse:
+        request = internal_pb2.GetReplicaStateRequest(stream=stream, partition=partition)
+        return await self._call(self.stub.GetReplicaState, request)  # type: ignore[no-any-return]
+
+    async def apply_placement(self, record: types_pb2.StreamRecord) -> internal_pb2.ApplyPlacementResponse:
+        request = internal_pb2.ApplyPlacementRequest(record=record)
+        return await self._call(self.stub.ApplyPlacement, request)  # type: ignore[no-any-return]

@@ -51,7 +51,9 @@ class ResultCode(StrEnum):
     NOT_LEADER = "not_leader"
     NOT_ENOUGH_NODES = "not_enough_nodes"
     MANAGED_BY_ROUTER = "managed_by_router"
-    REPLICATION_UNAVAILABLE = "replication_unavailable"
+    NOT_ENOUGH_REPLICAS = "not_enough_replicas"
+    REPLICATION_TIMEOUT = "replication_timeout"
+    LEADER_LEASE_EXPIRED = "leader_lease_expired"
     INTERNAL = "internal"
 
 
@@ -295,8 +297,33 @@ class InternalError(WeirError):
     status_code = grpc.StatusCode.INTERNAL
 
 
-class ReplicationUnavailableError(WeirError):
-    """ack_level all on a replicated stream while nothing copies to its secondaries yet."""
+class NotEnoughReplicasError(WeirError):
+    """ack_level all while the partition's in-sync set is smaller than the stream's
+    min_insync_replicas (Kafka NOT_ENOUGH_REPLICAS). Raised before anything is appended, so the
+    publish stored nothing; or after the append when the in-sync set shrank while it waited (then the
+    message is stored on the primary and may or may not survive a failover: retrying may duplicate).
+    metadata: "in_sync" (count), "min_insync_replicas"."""
 
-    result_code = ResultCode.REPLICATION_UNAVAILABLE
-    status_code = grpc.StatusCode.FAILED_PRECONDITION
+    result_code = ResultCode.NOT_ENOUGH_REPLICAS
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class ReplicationTimeoutError(WeirError):
+    """ack_level all: the in-sync replicas did not all confirm the message within the node's
+    WEIR_NODE_REPLICATION_TIMEOUT_MS. The message is stored on the primary; retrying may duplicate."""
+
+    result_code = ResultCode.REPLICATION_TIMEOUT
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class LeaderLeaseExpiredError(WeirError):
+    """The node could not renew its heartbeat in the metadata Redis for longer than its lease, so
+    another node may already lead its partitions: it refuses writes, consumer operations and ack
+    completions until it hears from Redis again (self-fencing). Refresh routes and retry."""
+
+    result_code = ResultCode.LEADER_LEASE_EXPIRED
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+    refresh_routing = True

@@ -221,6 +221,24 @@ class RouterHandle(ProcessHandle):
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
+class ReplicatorHandle(ProcessHandle):
+    """One replicator process."""
+
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_replicator"
+    env_prefix: ClassVar[str] = "WEIR_REPLICATOR_"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_REPLICATOR_REPLICATOR_ID": self.name,
+            "WEIR_REPLICATOR_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
 @dataclass
 class RedisHandle:
     """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
@@ -337,15 +355,17 @@ ProgressCallback = Callable[[str], None]
 
 @dataclass
 class LocalCluster:
-    """The DESIGN §8 topology as local processes: one redis-server, `routers` routers and `nodes`
-    partition nodes, with data and logs under `data_dir` (``redis/``, ``router-N/``, ``node-N/``,
-    ``*.log``) and the addresses in ``cluster.json``. The environment variables are the ones the
-    compose file sets (`WEIR_NODE_*`, `WEIR_ROUTER_*`)."""
+    """The DESIGN §8 topology as local processes: one redis-server, `routers` routers, `nodes`
+    partition nodes and `replicators` replicators, with data and logs under `data_dir` (``redis/``,
+    ``router-N/``, ``node-N/``, ``replicator-N/``, ``*.log``) and the addresses in ``cluster.json``.
+    The environment variables are the ones the compose file sets (`WEIR_NODE_*`, `WEIR_ROUTER_*`,
+    `WEIR_REPLICATOR_*`)."""
 
     data_dir: Path
     redis: RedisHandle
     routers: list[RouterHandle]
     nodes: list[NodeHandle]
+    replicators: list[ReplicatorHandle] = field(default_factory=list)
 
     @property
     def router_addresses(self) -> list[str]:
@@ -360,11 +380,14 @@ class LocalCluster:
         routers: int = 2,
         node_env: Mapping[str, str] | None = None,
         router_env: Mapping[str, str] | None = None,
+        replicators: int = 1,
+        replicator_env: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
     ) -> LocalCluster:
-        """Start Redis, then the routers, then the nodes (which register with Redis); returns
-        once every process serves. On failure everything started is stopped again."""
+        """Start Redis, then the routers, then the nodes (which register with Redis), then the
+        replicators; returns once every process serves. On failure everything started is stopped
+        again."""
         say = progress or (lambda _message: None)
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -386,6 +409,14 @@ class LocalCluster:
                 cluster.nodes.append(node)
                 node.start()
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
+            shared_replicator = {"WEIR_REPLICATOR_REDIS_URL": redis.url, **(replicator_env or {})}
+            for index in range(1, replicators + 1):
+                replicator = ReplicatorHandle(
+                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent)
+                )
+                cluster.replicators.append(replicator)
+                replicator.start()
+                say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
         except BaseException:
             cluster.stop()
             raise
@@ -399,6 +430,9 @@ class LocalCluster:
             "routers": [
                 {"router_id": r.name, "address": r.address, "metrics_port": r.metrics_port, "pid": r.pid}
                 for r in self.routers
+            ],
+            "replicators": [
+                {"replicator_id": r.name, "metrics_port": r.metrics_port, "pid": r.pid} for r in self.replicators
             ],
             "nodes": [
                 {
@@ -418,7 +452,9 @@ class LocalCluster:
         temporary.replace(self.data_dir / CLUSTER_STATE_FILE)
 
     def stop(self) -> None:
-        """SIGTERM every process (routers, then nodes, then Redis) and wait for each."""
+        """SIGTERM every process (replicators, routers, then nodes, then Redis) and wait for each."""
+        for replicator in self.replicators:
+            replicator.stop()
         for router in self.routers:
             router.stop()
         for node in self.nodes:

@@ -12,13 +12,54 @@ Keys (all under a prefix, default ``weir``, so several clusters can share one Re
 - ``{prefix}:group:{stream}:{group}`` — STRING: the consumer group's JSON state (members,
   owners, generation), changed only in WATCH/MULTI transactions.
 - ``{prefix}:controller`` — STRING "router_id address", SET NX PX: the controller lease.
+- ``{prefix}:in_sync:{stream}:{partition}`` — STRING JSON ``{"leader_epoch", "leader", "in_sync"}``:
+  the partition's live in-sync replica set. The primary changes it only while the stored epoch is
+  its own (`IN_SYNC_CAS`); the controller rewrites it with the new epoch on failover.
+- ``{prefix}:replicators`` — ZSET replicator id -> lease expiry (ms): the live replicator instances.
+- ``{prefix}:replicator:lease:{stream}:{partition}`` — STRING replicator id, SET NX PX: which
+  replicator instance ships the partition.
+- ``{prefix}:replicator:position:{stream}:{partition}`` — STRING "node_id change_seq": the primary's
+  change feed position through which every follower got the partition's removals and consumer
+  snapshots (where a restarted replicator resumes).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 DEFAULT_PREFIX = "weir"
+
+# KEYS[1] = in_sync key; ARGV[1] = the writer's leader epoch, ARGV[2] = the new JSON value.
+# Writes only when the stored record is absent or carries the same epoch; returns 1 when written.
+IN_SYNC_CAS = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local decoded = cjson.decode(current)
+  if tonumber(decoded['leader_epoch']) ~= tonumber(ARGV[1]) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class InSyncRecord:
+    """A partition's in-sync set as stored under `Keys.in_sync`."""
+
+    leader_epoch: int
+    leader: str
+    in_sync: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps({"leader_epoch": self.leader_epoch, "leader": self.leader, "in_sync": list(self.in_sync)})
+
+    @staticmethod
+    def from_json(raw: str | bytes) -> InSyncRecord:
+        value = json.loads(raw)
+        return InSyncRecord(int(value["leader_epoch"]), str(value["leader"]), tuple(value["in_sync"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +93,27 @@ class Keys:
     @property
     def controller(self) -> str:
         return f"{self.prefix}:controller"
+
+    def in_sync(self, stream: str, partition: int) -> str:
+        return f"{self.prefix}:in_sync:{stream}:{partition}"
+
+    def in_sync_of(self, stream: str) -> str:
+        """Pattern matching every in-sync key of a stream (for cleanup on delete)."""
+        return f"{self.prefix}:in_sync:{stream}:*"
+
+    @property
+    def replicators(self) -> str:
+        return f"{self.prefix}:replicators"
+
+    def replicator_lease(self, stream: str, partition: int) -> str:
+        return f"{self.prefix}:replicator:lease:{stream}:{partition}"
+
+    def replicator_position(self, stream: str, partition: int) -> str:
+        return f"{self.prefix}:replicator:position:{stream}:{partition}"
+
+    def replicator_keys_of(self, stream: str) -> list[str]:
+        """Patterns matching every replicator key of a stream (for cleanup on delete)."""
+        return [f"{self.prefix}:replicator:lease:{stream}:*", f"{self.prefix}:replicator:position:{stream}:*"]
 
 
 @dataclass(frozen=True, slots=True)

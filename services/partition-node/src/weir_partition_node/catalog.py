@@ -57,6 +57,10 @@ class ConsumerRow:
 StoredChange = tuple[int, int, bytes]  # (change_seq, ts_ms, encoded weir.v1.Change)
 
 
+def replica_epoch_key(stream: str, partition: int) -> str:
+    return f"replica_epoch:{stream}:{partition}"
+
+
 class Catalog:
     """All access goes through `_lock`: the connection is shared, and without the lock a statement
     of one coroutine (say, a change-seq lease) could run inside another's open transaction and be
@@ -135,6 +139,33 @@ class Catalog:
                 ),
                 ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
             ]
+        )
+
+    async def set_replica_state(self, name: str, placement: bytes, replica_epochs: dict[int, int]) -> None:
+        """Store a stream's new placement and, per hosted partition, the leader epoch its log is now
+        a prefix of (`meta` keys ``replica_epoch:<stream>:<partition>``), in one transaction."""
+        await self._transaction(
+            [
+                ("UPDATE streams SET placement = ? WHERE name = ?", (placement, name)),
+                (
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [(replica_epoch_key(name, index), epoch) for index, epoch in replica_epochs.items()],
+                ),
+            ]
+        )
+
+    async def replica_epochs(self, name: str) -> dict[int, int]:
+        """The stored replica epoch per partition of a stream (absent: never set)."""
+        prefix = replica_epoch_key(name, 0)[:-1]
+        async with self._lock:
+            rows = await self._db.execute_fetchall(
+                "SELECT key, value FROM meta WHERE key >= ? AND key < ?", (prefix, prefix + "\uffff")
+            )
+        return {int(str(key)[len(prefix) :]): int(value) for key, value in rows if str(key)[len(prefix) :].isdigit()}
+
+    async def forget_replica_epochs(self, name: str, partitions: int) -> None:
+        await self._transaction(
+            [("DELETE FROM meta WHERE key = ?", [(replica_epoch_key(name, index),) for index in range(partitions)])]
         )
 
     async def update_stream(self, name: str, config: bytes, change: StoredChange) -> None:

@@ -38,3 +38,8 @@ class ManualClock:
 
     def on_advance(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
+
+
+def monotonic_ms() -> int:
+    """Monotonic milliseconds (intervals only: leases, replica lag)."""
+    return time.monotonic_ns() // 1_000_000

@@ -17,7 +17,7 @@ import time
 
 import redis.asyncio as redis_asyncio
 from redis.exceptions import RedisError
-from weir.metadata import Keys, NodeRecord
+from weir.metadata import InSyncRecord, Keys, NodeRecord
 from weir.v1 import types_pb2
 
 from weir_partition_node import metrics
@@ -31,7 +31,11 @@ class Membership:
         self.settings = settings
         self.keys = Keys(settings.metadata_prefix)
         self.redis = redis_asyncio.Redis.from_url(settings.redis_url, decode_responses=True)
-        self._raw = redis_asyncio.Redis.from_url(settings.redis_url)
+        self.raw = redis_asyncio.Redis.from_url(settings.redis_url)
+        # Monotonic deadline of the heartbeat lease: the controller cannot declare this node dead
+        # before its heartbeat key expires, which is never before this (the key's TTL starts when
+        # Redis receives the write, after the moment this deadline is measured from).
+        self._lease_until = 0.0
         self.record = NodeRecord(
             node_id=settings.node_id,
             client_address=client_address,
@@ -52,7 +56,13 @@ class Membership:
         )
         self._task = asyncio.get_running_loop().create_task(self._beat_forever(), name="heartbeat")
 
+    def lease_valid(self) -> bool:
+        """Whether the last successful heartbeat is recent enough that no failover can have
+        replaced this node yet (a margin of one heartbeat interval under the TTL)."""
+        return time.monotonic() < self._lease_until
+
     async def _beat(self) -> None:
+        sent = time.monotonic()
         now_ms = int(time.time() * 1000)
         values = self.record.to_hash()
         values["last_heartbeat_ms"] = str(now_ms)
@@ -62,6 +72,8 @@ class Membership:
             pipe.hset(self.keys.node(self.settings.node_id), mapping=dict(values))  # type: ignore[arg-type]
             pipe.set(self.keys.heartbeat(self.settings.node_id), str(now_ms), px=self.settings.heartbeat_ttl_ms)
             await pipe.execute()
+        margin_ms = min(self.settings.heartbeat_interval_ms, self.settings.heartbeat_ttl_ms // 4)
+        self._lease_until = sent + (self.settings.heartbeat_ttl_ms - margin_ms) / 1000
         metrics.HEARTBEAT_LAST_SECONDS.set(now_ms / 1000)
 
     async def _beat_forever(self) -> None:
@@ -88,13 +100,28 @@ class Membership:
     async def placement_of(self, stream: str) -> types_pb2.StreamRecord | None:
         """The router's record of a stream this node does not host (None when there is none)."""
         try:
-            raw = await self._raw.get(self.keys.stream(stream))
+            raw = await self.raw.get(self.keys.stream(stream))
         except (RedisError, OSError):
             metrics.REDIS_ERRORS.inc()
             return None
         if not raw:
             return None
         return types_pb2.StreamRecord.FromString(raw if isinstance(raw, bytes) else raw.encode())
+
+    async def stream_records(self, names: list[str]) -> dict[str, types_pb2.StreamRecord]:
+        """The router's records of `names` (missing ones are left out). Raises RedisError/OSError."""
+        if not names:
+            return {}
+        values = await self.raw.mget([self.keys.stream(name) for name in names])
+        return {
+            name: types_pb2.StreamRecord.FromString(raw if isinstance(raw, bytes) else raw.encode())
+            for name, raw in zip(names, values, strict=True)
+            if raw
+        }
+
+    async def in_sync_record(self, stream: str, partition: int) -> InSyncRecord | None:
+        raw = await self.raw.get(self.keys.in_sync(stream, partition))
+        return InSyncRecord.from_json(raw) if raw else None
 
     async def close(self) -> None:
         """Stop heartbeating and withdraw the heartbeat key (the controller marks the node dead)."""
@@ -107,4 +134,4 @@ class Membership:
         except (RedisError, OSError) as error:
             logger.warning("could not withdraw the heartbeat: %s", error)
         await self.redis.aclose()
-        await self._raw.aclose()
+        await self.raw.aclose()

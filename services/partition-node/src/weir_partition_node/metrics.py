@@ -81,3 +81,28 @@ HEARTBEAT_LAST_SECONDS = Gauge(
     "weir_node_heartbeat_last_timestamp_seconds", "Unix time of the node's last successful heartbeat to Redis"
 )
 REDIS_ERRORS = Counter("weir_node_redis_errors_total", "Failed calls from the node to the metadata Redis")
+
+# Replication (DESIGN §5).
+LEADER_CHANGES = Counter(
+    "weir_partition_leader_changes_total",
+    "Leader epochs this node adopted for a partition (failovers, restarts into a new epoch)",
+    ["stream", "partition"],
+)
+IN_SYNC_REPLICAS = Gauge(
+    "weir_partition_in_sync_replicas",
+    "Size of the in-sync replica set of a partition this node leads",
+    ["stream", "partition"],
+)
+HIGH_WATERMARK = Gauge(
+    "weir_partition_high_watermark", "Highest seq every in-sync replica holds (primary's view)", ["stream", "partition"]
+)
+DIVERGENT_TRUNCATED = Counter(
+    "weir_partition_divergent_truncated_total",
+    "Messages removed from a divergent tail when the replica adopted a newer leader epoch",
+    ["stream", "partition"],
+)
+REPLICATION_DIVERGENCES = Counter(
+    "weir_replication_divergences_total",
+    "ReplicateMessage calls refused because a stored record differed from the primary's",
+    ["stream", "partition"],
+)

@@ -28,25 +28,28 @@ from weir.errors import (
     ConsumerBoundError,
     CorruptRecordError,
     InvalidArgumentError,
+    InvalidConfigError,
+    LeaderLeaseExpiredError,
     NoSuchConsumerError,
     NoSuchMessageError,
     NoSuchPartitionError,
     NoSuchStreamError,
     NotLeaderError,
     OversizeError,
-    ReplicationUnavailableError,
+    ReplicationTimeoutError,
     ShuttingDownError,
     SubjectRejectedError,
     WeirError,
 )
 from weir.partitioning import partition_for_key
+from weir.replication import InSyncTracker
 from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import ChangeFeedClock
-from weir_partition_node.clock import Clock, ManualClock, SystemClock
+from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
 from weir_partition_node.consumers import MAX_ACK_WAIT_MS, NEVER, ConsumerSpec, normalize_consumer_config
 from weir_partition_node.partition import (
     AppendOutcome,
@@ -148,9 +151,14 @@ class Stream:
     max_msg_bytes: int = field(init=False)
 
     def __post_init__(self) -> None:
+        self.set_led(self.led)
+        self.max_msg_bytes = self.config.max_msg_bytes
+
+    def set_led(self, led: Iterable[int]) -> None:
+        """Change which partitions this node leads (role changes on failover)."""
+        self.led = sorted(led)
         self.led_set = frozenset(self.led)
         self.round_robin = itertools.cycle(self.led or [0])
-        self.max_msg_bytes = self.config.max_msg_bytes
 
     def not_leader(self, index: int) -> NotLeaderError:
         """The redirect for a partition this node does not lead (DESIGN §4)."""
@@ -187,6 +195,9 @@ class Node:
         self._change_floor = 0
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
+        # Clustered: whether the node's heartbeat lease in Redis is still valid (set by the server);
+        # while it is not, the node refuses to act as a primary (self-fencing, DESIGN §5).
+        self.lease_valid: Callable[[], bool] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -211,7 +222,8 @@ class Node:
         for name, config_bytes, created_at_ms, placement_bytes in await catalog.load_streams():
             config = types_pb2.StreamConfig.FromString(config_bytes)
             placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
-            node._streams[name] = node._open_stream(config, created_at_ms, placement)
+            epochs = await catalog.replica_epochs(name) if placement is not None else None
+            node._streams[name] = node._open_stream(config, created_at_ms, placement, epochs)
         node._remove_orphans()
         await node._restore_consumers(await catalog.load_consumers())
         if isinstance(node._clock, ManualClock):
@@ -260,9 +272,13 @@ class Node:
         return self._streams_root / name
 
     def _open_stream(
-        self, config: types_pb2.StreamConfig, created_at_ms: int, placement: types_pb2.StreamPlacement | None = None
+        self,
+        config: types_pb2.StreamConfig,
+        created_at_ms: int,
+        placement: types_pb2.StreamPlacement | None = None,
+        replica_epochs: dict[int, int] | None = None,
     ) -> Stream:
-        view = StreamView(config.name, bounds_of(config), config.retention)
+        view = StreamView(config.name, bounds_of(config), config.retention, config.deliver_up_to_high_watermark)
         hosted, led = hosted_partitions(config, placement, self.node_id)
         partitions: dict[int, Partition] = {}
         for index in hosted:
@@ -278,10 +294,40 @@ class Node:
                     self.settings.fsync,
                 )
                 executor = self._executor
-            partitions[index] = Partition(
+            partition = partitions[index] = Partition(
                 view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
             )
+            if placement is not None:
+                entry = placement.partitions[index]
+                partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
+                partition.set_role(
+                    leading=index in led,
+                    leader_epoch=entry.leader_epoch,
+                    tracker=self.new_tracker(config, entry, list(entry.in_sync_node_ids), partition.high_watermark)
+                    if index in led
+                    else None,
+                    min_insync=config.min_insync_replicas or 1,
+                )
         return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects), placement, led)
+
+    def new_tracker(
+        self,
+        config: types_pb2.StreamConfig,
+        entry: types_pb2.PartitionPlacement,
+        in_sync: list[str],
+        high_watermark: int,
+    ) -> InSyncTracker | None:
+        """The in-sync tracker of a partition this node starts leading (None without followers)."""
+        if config.replicas <= 1:
+            return None
+        return InSyncTracker.start(
+            self.node_id,
+            [entry.primary_node_id, *entry.secondary_node_ids],
+            in_sync,
+            lag_max_ms=self.settings.replica_lag_max_ms,
+            now_ms=monotonic_ms(),
+            high_watermark=high_watermark,
+        )
 
     def _remove_orphans(self) -> None:
         """Remove partition directories of streams the catalog does not know (a crash between
@@ -319,7 +365,37 @@ class Node:
             )
         if index not in stream.led_set:
             raise stream.not_leader(index)
+        if self.lease_valid is not None and not self.lease_valid():
+            raise self.lease_expired()
         return stream.partitions[index]
+
+    def hosted_partition(self, name: str, index: int) -> Partition:
+        """Partition `index` of a stream hosted here in any role (replication, internal reads).
+        Errors: NoSuchStreamError, NoSuchPartitionError (not hosted here)."""
+        stream = self._stream(name)
+        partition = stream.partitions.get(index)
+        if partition is None:
+            raise NoSuchPartitionError(
+                f"node {self.node_id} hosts no partition {index} of stream {name!r}", stream=name, partition=index
+            )
+        return partition
+
+    def hosted_stream(self, name: str) -> Stream | None:
+        return self._streams.get(name)
+
+    def hosted_streams(self) -> list[Stream]:
+        return [stream for stream in self._streams.values() if stream.placement is not None]
+
+    def lease_expired(self) -> LeaderLeaseExpiredError:
+        return LeaderLeaseExpiredError(
+            f"node {self.node_id} has not renewed its heartbeat lease in Redis in time; another node may lead "
+            "its partitions now, so it refuses to act as primary until Redis answers again",
+            node_id=self.node_id,
+        )
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._catalog
 
     async def _lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
         (change_seq,) = await self.feed.allocate(1)
@@ -401,6 +477,8 @@ class Node:
                 raise
             self.feed.settle([change[0]])
             await self._destroy_partitions(stream)
+            if stream.placement is not None:
+                await self._catalog.forget_replica_epochs(name, stream.config.partitions)
             metrics.STREAMS.set(len(self._streams))
             for partition in stream.partitions.values():
                 partition.wake_waiters()
@@ -417,6 +495,10 @@ class Node:
                 last_seq=partition.last_seq,
                 msg_count=partition.msg_count,
                 bytes=partition.bytes,
+                role=types_pb2.PARTITION_ROLE_PRIMARY if partition.leading else types_pb2.PARTITION_ROLE_SECONDARY,
+                leader_epoch=partition.leader_epoch,
+                high_watermark=partition.high_watermark,
+                in_sync_node_ids=partition.tracker.in_sync_sorted() if partition.tracker is not None else [],
             )
         return streams_pb2.GetStreamInfoResponse(config=stream.config, stats=stats, created_at_ms=stream.created_at_ms)
 
@@ -429,21 +511,38 @@ class Node:
         async with self._lifecycle_lock:
             stream = self._stream(request.name)
             updated = apply_update(stream.config, request, self.settings.max_message_bytes)
-            if updated != stream.config:
-                change = await self._lifecycle_change(
-                    stream.name, stream_updated=types_pb2.StreamUpdatedChange(config=updated)
-                )
-                try:
-                    await self._catalog.update_stream(stream.name, updated.SerializeToString(), change)
-                finally:
-                    self.feed.settle([change[0]])
-                stream.config = updated
-                stream.max_msg_bytes = updated.max_msg_bytes
-                stream.view.bounds = bounds_of(updated)
+            await self._store_config(stream, updated)
             pruned = 0
             for partition in stream.partitions.values():
                 pruned += await partition.sweep()
             return updated, pruned
+
+    async def _store_config(self, stream: Stream, updated: types_pb2.StreamConfig) -> None:
+        if updated == stream.config:
+            return
+        change = await self._lifecycle_change(stream.name, stream_updated=types_pb2.StreamUpdatedChange(config=updated))
+        try:
+            await self._catalog.update_stream(stream.name, updated.SerializeToString(), change)
+        finally:
+            self.feed.settle([change[0]])
+        stream.config = updated
+        stream.max_msg_bytes = updated.max_msg_bytes
+        stream.view.bounds = bounds_of(updated)
+
+    async def mirror_config(self, config: types_pb2.StreamConfig) -> None:
+        """Secondary: adopt the primary's config after an UpdateStream (ReplicateStreamUpdate). Only
+        the mutable fields may differ; removals it causes arrive as replicated truncations.
+        Errors: NoSuchStreamError, InvalidConfigError (an immutable field differs)."""
+        self._check_open()
+        async with self._lifecycle_lock:
+            stream = self._stream(config.name)
+            mutable_only = types_pb2.StreamConfig()
+            mutable_only.CopyFrom(stream.config)
+            mutable_only.limits.CopyFrom(config.limits)
+            mutable_only.max_msg_bytes = config.max_msg_bytes
+            if mutable_only != config:
+                raise InvalidConfigError(f"stream {config.name!r}: the primary's config differs in an immutable field")
+            await self._store_config(stream, config)
 
     # -- publish -----------------------------------------------------------------------------------
 
@@ -512,13 +611,9 @@ class Node:
         stream = self._stream(stream_name)
         if ack_level not in _ACK_LEVELS:
             raise InvalidArgumentError(f"ack_level: unknown value {ack_level}")
-        if ack_level == streams_pb2.ACK_LEVEL_ALL and stream.config.replicas > 1:
-            # Acknowledging after the leader alone would promise a durability nobody provides yet.
-            raise ReplicationUnavailableError(
-                f"ack_level all: stream {stream_name!r} has {stream.config.replicas} replicas, but nothing copies "
-                "to the secondaries yet (the replicator); publish with ack_level leader",
-                stream=stream_name,
-            )
+        if self.lease_valid is not None and not self.lease_valid():
+            raise self.lease_expired()
+        replicated = ack_level == streams_pb2.ACK_LEVEL_ALL and stream.config.replicas > 1
         prepare = self._prepare
         prepared = [prepare(stream, fields, index if batch else None) for index, fields in enumerate(entries)]
         groups: dict[int, _PartitionGroup] = {}
@@ -528,6 +623,10 @@ class Node:
             if group is None:
                 if chosen not in stream.led_set:  # before anything is appended: a failed request stores nothing
                     raise stream.not_leader(chosen)
+                if replicated:
+                    target = stream.partitions[chosen]
+                    if target.in_sync_count() < target.min_insync:
+                        raise target.not_enough_replicas()
                 group = groups[chosen] = _PartitionGroup()
             group.indexes.append(index)
             group.entries.append(entry)
@@ -550,7 +649,27 @@ class Node:
         for partition, partition_results in zip(keys, results, strict=True):
             for index, outcome in zip(groups[partition].indexes, partition_results, strict=True):
                 outcomes[index] = _outcome(partition, outcome)
+        if replicated:
+            await self._wait_replicated(stream, keys, results)
         return outcomes
+
+    async def _wait_replicated(self, stream: Stream, keys: list[int], results: Sequence[list[AppendOutcome]]) -> None:
+        """ack_level ALL: wait until every in-sync replica of each partition holds what was appended."""
+        timeout_s = self.settings.replication_timeout_ms / 1000
+        waits = []
+        for partition_index, partition_results in zip(keys, results, strict=True):
+            last = max((outcome.seq for outcome in partition_results if outcome.result_code == "ok"), default=0)
+            if last:
+                waits.append(stream.partitions[partition_index].wait_replicated(last, timeout_s))
+        try:
+            await asyncio.gather(*waits)
+        except TimeoutError:
+            raise ReplicationTimeoutError(
+                f"stream {stream.name!r}: the in-sync replicas did not confirm the publish within "
+                f"{self.settings.replication_timeout_ms} ms; it is stored on the primary and may be lost on a "
+                "failover (retrying may duplicate it)",
+                stream=stream.name,
+            ) from None
 
     # -- consumers ---------------------------------------------------------------------------------
 
@@ -913,6 +1032,8 @@ class Node:
         processed = 0
         for stream in list(self._streams.values()):
             for partition in stream.partitions.values():
+                if not partition.leading:
+                    continue
                 for name, cursor in list(partition.consumers.items()):
                     if consumers.has_exhausted_due(cursor, now_ms):
                         try:
@@ -938,10 +1059,20 @@ class Node:
         return record
 
     def read_messages(
-        self, stream: str, partition_index: int, from_seq: int, max_messages: int, max_bytes: int
+        self,
+        stream: str,
+        partition_index: int,
+        from_seq: int,
+        max_messages: int,
+        max_bytes: int,
+        *,
+        any_replica: bool = False,
     ) -> tuple[list[tuple[int, bytes]], int, int]:
-        """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored)."""
-        partition = self._partition(stream, partition_index)
+        """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored).
+        `any_replica` (internal port) reads a secondary's copy too."""
+        partition = (
+            self.hosted_partition(stream, partition_index) if any_replica else self._partition(stream, partition_index)
+        )
         if max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
         start = max(from_seq, partition.first_seq) if from_seq else partition.first_seq
@@ -1059,7 +1190,7 @@ class Node:
         for stream in list(self._streams.values()):
             if stream.view.bounds.max_age_ms:
                 for partition in stream.partitions.values():
-                    if partition.msg_count:
+                    if partition.msg_count and partition.leading:
                         removed += await partition.sweep()
         metrics.CHANGE_FEED_LAST_SEQ.set(self.feed.horizon)
         excess_floor = self.feed.horizon - self.settings.change_feed_max_changes

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import logging
 import time
 from collections.abc import Iterable
@@ -27,14 +29,22 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from weir.errors import NoSuchConsumerError, NotPendingError, ShuttingDownError, StorageFailedError, WeirError
+from weir.errors import (
+    NoSuchConsumerError,
+    NotEnoughReplicasError,
+    NotPendingError,
+    ShuttingDownError,
+    StorageFailedError,
+    WeirError,
+)
+from weir.replication import InSyncTracker
 from weir.v1 import types_pb2
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
-from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_retention
+from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
 
 logger = logging.getLogger(__name__)
@@ -93,7 +103,34 @@ class _ConsumerOp:
     size: int = 0
 
 
-_Item = _Append | _Sweep | _DropChanges | _ConsumerOp
+@dataclass(slots=True)
+class _Replicate:
+    """Records from the primary at their exact seqs, following `after_seq` (secondary only)."""
+
+    after_seq: int
+    records: list[bytes]
+    future: asyncio.Future[tuple[str, str]]
+    size: int
+
+
+@dataclass(slots=True)
+class _ReplicaEdit:
+    """A change a secondary mirrors, or a role change needs:
+    truncate_prefix (`first_seq`) | remove (`seqs`, `reason`) | truncate_tail (keep seqs <= `last_seq`)
+    | consumer_snapshot (`snapshot` with the local `spec`; tombstone removes)."""
+
+    kind: str
+    future: asyncio.Future[int]
+    first_seq: int = 0
+    last_seq: int = 0
+    seqs: list[int] = field(default_factory=list)
+    reason: str = ""
+    snapshot: Any = None
+    spec: ConsumerSpec | None = None
+    size: int = 0
+
+
+_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 
 
@@ -120,6 +157,15 @@ class _CommitContext:
     touched_cursors: dict[str, ConsumerCursor] = field(default_factory=dict)
     consumer_deletes: list[str] = field(default_factory=list)
     consumers_changed: bool = False
+    # Secondary edits (replication) and tail truncation, turned into the commit's removal plan.
+    replica_truncate_before: int = 0
+    replica_removals: dict[str, list[int]] = field(default_factory=dict)
+
+    def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
+        """Add a record that already has its seq (replication)."""
+        self.seq = seq
+        self.records.append(make_record(seq, ts_ms, subject, encoded))
+        self.subject_last[subject] = seq
 
     def append(self, subject: str, ts_ms: int, message: types_pb2.Message) -> int:
         """Give `message` the next seq and `ts_ms`, add its record to the commit; returns the seq."""
@@ -145,6 +191,7 @@ class StreamView:
     name: str
     bounds: LimitsBounds = field(default_factory=LimitsBounds)
     retention: int = types_pb2.RETENTION_POLICY_LIMITS
+    deliver_up_to_high_watermark: bool = False
 
 
 class Partition:
@@ -172,6 +219,15 @@ class Partition:
         self.msg_count = state.msg_count
         self.bytes = state.bytes
         self.last_change_seq = state.last_change_seq
+        # Replication (DESIGN §5). Standalone and single-replica partitions lead with no followers.
+        self.leading = True
+        self.leader_epoch = 0
+        self.replica_epoch = 0
+        self.high_watermark = self.last_seq
+        self.tracker: InSyncTracker | None = None
+        self.min_insync = 1
+        self._replicated_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiter_ids = itertools.count()
         self.consumers: dict[str, ConsumerCursor] = {}
         self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
@@ -186,6 +242,7 @@ class Partition:
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
+        self._high_watermark_gauge = metrics.HIGH_WATERMARK.labels(*self._labels)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
         self._publish_gauges()
 
@@ -212,6 +269,98 @@ class Partition:
         await self._put(_DropChanges(change_seq, future))
         await future
 
+    # -- replication (event loop) ------------------------------------------------------------------
+
+    async def replicate(self, after_seq: int, records: list[bytes], size: int) -> tuple[str, str]:
+        """Secondary: append the primary's `records` (encoded Messages with their seqs) after
+        `after_seq`; returns (result_code, message): ok | out_of_order | divergence | invalid."""
+        future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
+        await self._put(_Replicate(after_seq, records, future, size))
+        return await future
+
+    async def replica_edit(self, kind: str, **fields: Any) -> int:
+        """Queue a `_ReplicaEdit` (see there) and wait until it is durable."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        await self._put(_ReplicaEdit(kind, future, **fields))
+        return await future
+
+    def set_role(self, *, leading: bool, leader_epoch: int, tracker: InSyncTracker | None, min_insync: int) -> None:
+        """Become primary (with `tracker` when the partition has followers) or secondary. A
+        demoted primary fails the ack_level ALL publishes still waiting."""
+        was_leading = self.leading
+        self.leading = leading
+        self.leader_epoch = leader_epoch
+        self.tracker = tracker
+        self.min_insync = min_insync
+        if was_leading and not leading:
+            self.fail_replicated_waiters(
+                NotEnoughReplicasError(
+                    f"stream {self.stream.name!r} partition {self.index}: this node stopped leading "
+                    f"(leader epoch {leader_epoch}) before the in-sync replicas confirmed the message",
+                    stream=self.stream.name,
+                    partition=self.index,
+                )
+            )
+        if leading:
+            self.update_high_watermark()
+
+    def in_sync_count(self) -> int:
+        return len(self.tracker.in_sync) if self.tracker is not None else 1
+
+    def update_high_watermark(self) -> None:
+        """Primary: recompute the high watermark and complete the publishes it now covers (or
+        fail them all when the in-sync set is below min_insync_replicas)."""
+        if not self.leading:
+            return
+        tracker = self.tracker
+        hw = self.last_seq if tracker is None else tracker.compute_high_watermark(self.last_seq)
+        advanced = hw > self.high_watermark
+        self.high_watermark = hw
+        self._high_watermark_gauge.set(hw)
+        waiters = self._replicated_waiters
+        if waiters and self.in_sync_count() < self.min_insync:
+            self.fail_replicated_waiters(self.not_enough_replicas())
+            return
+        while waiters and waiters[0][0] <= hw:
+            _, _, future = heapq.heappop(waiters)
+            if not future.done():
+                future.set_result(None)
+        if advanced and self.stream.deliver_up_to_high_watermark:
+            self.wake_waiters()
+
+    def not_enough_replicas(self) -> NotEnoughReplicasError:
+        in_sync = self.in_sync_count()
+        return NotEnoughReplicasError(
+            f"stream {self.stream.name!r} partition {self.index}: {in_sync} in-sync replica(s), "
+            f"ack_level all needs min_insync_replicas={self.min_insync}",
+            stream=self.stream.name,
+            partition=self.index,
+            in_sync=in_sync,
+            min_insync_replicas=self.min_insync,
+        )
+
+    async def wait_replicated(self, seq: int, timeout_s: float) -> None:
+        """Primary: wait until every in-sync replica holds `seq` (the high watermark covers it).
+        Errors: NotEnoughReplicasError (the in-sync set shrank below the minimum, or this node
+        stopped leading), TimeoutError."""
+        if seq <= self.high_watermark and self.in_sync_count() >= self.min_insync:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._replicated_waiters, (seq, next(self._waiter_ids), future))
+        await asyncio.wait_for(future, timeout_s)
+
+    def fail_replicated_waiters(self, error: WeirError) -> None:
+        waiters, self._replicated_waiters = self._replicated_waiters, []
+        for _, _, future in waiters:
+            if not future.done():
+                future.set_exception(error)
+
+    def visible_last_seq(self) -> int:
+        """The last seq consumers may be delivered (the high watermark when the stream asks)."""
+        if self.stream.deliver_up_to_high_watermark:
+            return min(self.last_seq, self.high_watermark)
+        return self.last_seq
+
     # -- consumers (event loop) -------------------------------------------------------------------
 
     def restore_consumer(self, spec: ConsumerSpec, start_last_delivered: int, stored: StoredConsumer | None) -> None:
@@ -236,7 +385,7 @@ class Partition:
             return True  # let the fetch fail with no_such_consumer
         if cursor.earliest_redeliver_ms <= now_ms:
             return True
-        return cursor.last_delivered < self.last_seq and len(cursor.pending) < cursor.spec.max_ack_pending
+        return cursor.last_delivered < self.visible_last_seq() and len(cursor.pending) < cursor.spec.max_ack_pending
 
     async def fetch_ready(self, name: str, now_ms: int, batch_size: int, max_bytes: int) -> list[Delivery]:
         """A fetch through the commit loop, skipped (no queue round trip) when `ready_for` says
@@ -343,6 +492,10 @@ class Partition:
                     results.append(self._decide_consumer_op(item, context))
                 except WeirError as error:
                     results.append(error)
+            elif isinstance(item, _Replicate):
+                results.append(self._decide_replicate(item, context))
+            elif isinstance(item, _ReplicaEdit):
+                results.append(self._decide_replica_edit(item, context))
             else:
                 results.append(None)
         records = context.records
@@ -466,6 +619,8 @@ class Partition:
 
         if records or context.touched_cursors or context.consumers_changed:
             self.wake_waiters()
+        if records and self.leading:
+            self.update_high_watermark()
         for cursor, counts in touched_counts:
             self._consumer_metrics(cursor, counts)
         for name in context.consumer_deletes:
@@ -551,6 +706,98 @@ class Partition:
             return consumers.in_progress(cursor, seq, context.now_ms)
         raise AssertionError(f"unknown consumer op {op.kind}")
 
+    def _decide_replicate(self, item: _Replicate, context: _CommitContext) -> tuple[str, str]:
+        if self.leading:
+            return "not_follower", f"this node leads partition {self.index} of {self.stream.name!r}"
+        end = context.seq
+        if end != self.last_seq:
+            return "out_of_order", "another write to this partition is in the same commit; resend"
+        if item.after_seq > end:
+            return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
+        messages: list[types_pb2.Message] = []
+        previous = item.after_seq
+        for record in item.records:
+            message = types_pb2.Message.FromString(record)
+            if message.seq <= previous:
+                return "invalid", f"records: seq {message.seq} does not follow seq {previous} (seqs must increase)"
+            previous = message.seq
+            messages.append(message)
+        for message, record in zip(messages, item.records, strict=True):
+            seq = message.seq
+            if seq <= end:  # replay of what this replica already holds: must be identical
+                stored = self.log.get(seq)
+                if stored is not None and stored != record:
+                    return "divergence", f"seq {seq} holds another record than the primary's"
+                continue
+            context.append_record(seq, message.ts_ms, message.subject, record)
+        return "ok", ""
+
+    def _decide_replica_edit(self, item: _ReplicaEdit, context: _CommitContext) -> int:
+        if item.kind == "truncate_prefix":
+            if item.first_seq > max(self.first_seq, context.replica_truncate_before):
+                context.replica_truncate_before = item.first_seq
+            context.seq = max(context.seq, item.first_seq - 1)
+            return 0
+        if item.kind == "remove":
+            context.replica_removals.setdefault(item.reason or "replicated", []).extend(item.seqs)
+            return 0
+        if item.kind == "truncate_tail":
+            keep = item.last_seq
+            if context.seq <= keep:
+                return 0
+            context.records[:] = [record for record in context.records if record[0] <= keep]
+            tail: list[int] = []
+            scan_from = keep + 1
+            while scan_from <= self.last_seq:
+                chunk = self.log.oldest(scan_from, 4096)
+                tail.extend(row.seq for row in chunk)
+                if len(chunk) < 4096:
+                    break
+                scan_from = chunk[-1].seq + 1
+            context.replica_removals.setdefault("divergent_tail", []).extend(tail)
+            context.seq = keep
+            for cursor_state in self.consumers.values():
+                beyond = [seq for seq in cursor_state.pending if seq > keep]
+                if beyond or cursor_state.last_delivered > keep:
+                    for seq in beyond:
+                        del cursor_state.pending[seq]
+                        cursor_state.touched.add(seq)
+                    cursor_state.last_delivered = min(cursor_state.last_delivered, keep)
+                    cursor_state.commit_counts()
+                    context.touched_cursors[cursor_state.spec.name] = cursor_state
+            return len(tail)
+        if item.kind == "consumer_snapshot":
+            snapshot = item.snapshot
+            name = snapshot.consumer
+            context.consumer_deletes.append(name)  # the stored pending set is replaced whole
+            context.consumers_changed = True
+            context.touched_cursors.pop(name, None)
+            if snapshot.tombstone or item.spec is None:
+                self.consumers.pop(name, None)
+                return 0
+            pending = {
+                entry.seq: Pending(entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
+                for entry in sorted(snapshot.pending, key=lambda entry: entry.seq)
+            }
+            totals = Counters(
+                snapshot.delivered,
+                snapshot.acked,
+                snapshot.redelivered,
+                snapshot.dead_lettered,
+                snapshot.dropped,
+                snapshot.termed,
+            )
+            cursor = ConsumerCursor(item.spec, snapshot.last_delivered, pending, totals)
+            cursor.earliest_redeliver_ms = min(
+                (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
+            )
+            cursor.touched = set(pending)
+            cursor.commit_counts()
+            self.consumers[name] = cursor
+            context.touched_cursors[name] = cursor
+            return 0
+        raise AssertionError(f"unknown replica edit {item.kind}")
+
     def _not_pending(self, cursor: ConsumerCursor, seq: int) -> NotPendingError:
         return NotPendingError(
             consumers.not_pending_reason(cursor, seq),
@@ -585,14 +832,17 @@ class Partition:
         if due.exhausted or due.redeliver:
             context.touched_cursors[spec.name] = cursor
         want = min(batch_size - len(deliveries), spec.max_ack_pending - len(cursor.pending))
-        if want > 0 and cursor.last_delivered < self.last_seq and used_bytes < max_bytes:
+        visible = self.visible_last_seq()
+        if want > 0 and cursor.last_delivered < visible and used_bytes < max_bytes:
             rows, scanned, at_end = self.log.read_matching(
                 cursor.last_delivered + 1, want, max_bytes - used_bytes, spec.accepts, _FILTER_SCAN_ROWS
             )
             for seq, record in rows:
+                if seq > visible:
+                    break
                 consumers.deliver_new(cursor, seq, now_ms)
                 deliveries.append(Delivery(seq, record, 1, self.index))
-            last = self.last_seq if at_end else min(scanned, self.last_seq)
+            last = visible if at_end else min(scanned, visible)
             if last > cursor.last_delivered:
                 cursor.last_delivered = last
                 cursor.commit_counts()
@@ -624,6 +874,15 @@ class Partition:
             context.dead_lettered.append(seq)  # moved, not copied
 
     def _plan_retention(self, context: _CommitContext) -> RetentionPlan:
+        if not self.leading or context.replica_truncate_before or context.replica_removals:
+            # A secondary never decides retention itself: it mirrors the primary's removals.
+            return plan_replica_edits(
+                first_seq=self.first_seq,
+                truncate_before=context.replica_truncate_before,
+                removals=context.replica_removals,
+                oldest=self.log.oldest,
+                rows=self.log.rows,
+            )
         bounds = self.stream.bounds
         records = context.records
         removals: dict[str, list[RowInfo]] = {}
@@ -723,9 +982,8 @@ class Partition:
                 gauge.remove(self.stream.name, name, str(self.index))
 
     def _change(self, **kind: Any) -> types_pb2.Change:
-        return types_pb2.Change(
-            stream=self.stream.name, partition=self.index, role=types_pb2.PARTITION_ROLE_PRIMARY, **kind
-        )
+        role = types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
+        return types_pb2.Change(stream=self.stream.name, partition=self.index, role=role, **kind)
 
     def _publish_gauges(self) -> None:
         self._last_seq_gauge.set(self.last_seq)
@@ -733,7 +991,12 @@ class Partition:
         self._bytes_gauge.set(self.bytes)
 
     def forget_metrics(self) -> None:
-        for gauge in (metrics.PARTITION_LAST_SEQ, metrics.PARTITION_MESSAGES, metrics.PARTITION_BYTES):
+        for gauge in (
+            metrics.PARTITION_LAST_SEQ,
+            metrics.PARTITION_MESSAGES,
+            metrics.PARTITION_BYTES,
+            metrics.HIGH_WATERMARK,
+        ):
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
         for name in list(self._consumer_children):

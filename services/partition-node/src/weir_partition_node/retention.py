@@ -159,3 +159,47 @@ def _rows_in_order(
             break
         cursor = chunk[-1].seq + 1
     yield from new_rows
+
+
+def plan_replica_edits(
+    *,
+    first_seq: int,
+    truncate_before: int,
+    removals: Mapping[str, Sequence[int]],
+    oldest: Callable[[int, int], list[RowInfo]],
+    rows: Callable[[list[int]], list[RowInfo]],
+) -> RetentionPlan:
+    """The removals a secondary mirrors from its primary (or a replica makes when it truncates a
+    divergent tail), as a plan the commit applies like retention: every stored message below
+    `truncate_before` (reason "replicated"), then the stored ones among `removals` (by reason)."""
+    plan = RetentionPlan()
+    if truncate_before > first_seq:
+        for row in rows_below(first_seq, truncate_before, oldest):
+            plan.truncate_before = truncate_before
+            plan.truncated_count += 1
+            plan.truncated_bytes += row.size
+        plan.truncate_before = truncate_before
+        plan.truncate_reason = "replicated"
+    removed: set[int] = set()
+    for reason, seqs in removals.items():
+        kept = [row for row in rows(sorted(set(seqs))) if row.seq >= truncate_before and row.seq not in removed]
+        if kept:
+            removed.update(row.seq for row in kept)
+            plan.consumer_removals[reason] = kept
+            plan.consumer_removed_count += len(kept)
+            plan.consumer_removed_bytes += sum(row.size for row in kept)
+    return plan
+
+
+def rows_below(first_seq: int, before_seq: int, oldest: Callable[[int, int], list[RowInfo]]) -> Iterator[RowInfo]:
+    """Stored rows with first_seq <= seq < before_seq, oldest first (read in chunks)."""
+    cursor = first_seq
+    while cursor < before_seq:
+        chunk = oldest(cursor, SCAN_CHUNK_ROWS)
+        for row in chunk:
+            if row.seq >= before_seq:
+                return
+            yield row
+        if len(chunk) < SCAN_CHUNK_ROWS:
+            return
+        cursor = chunk[-1].seq + 1

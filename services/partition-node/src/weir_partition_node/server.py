@@ -22,7 +22,8 @@ from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_gr
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
-from weir_partition_node.servicers import ChangeFeedServicer, StreamsServicer, TestClockServicer
+from weir_partition_node.replica import ReplicaManager
+from weir_partition_node.servicers import ChangeFeedServicer, ReplicationServicer, StreamsServicer, TestClockServicer
 from weir_partition_node.settings import NodeSettings
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class NodeProcess:
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._metrics_httpd: object | None = None
         self.membership: Membership | None = None
+        self.replicas: ReplicaManager | None = None
+        self._replicas_ready = False
 
     async def start(self) -> None:
         settings = self.settings
@@ -73,6 +76,11 @@ class NodeProcess:
                 internal_address=f"{advertise}:{self.internal_port}",
                 metrics_address=f"{advertise}:{self.metrics_port}",
             )
+            self.replicas = ReplicaManager(self.node, self.membership)
+            membership = self.membership
+            # Self-fencing: never act as primary without a live lease, nor before the placement in
+            # Redis was adopted at start (a failover may have happened while this node was down).
+            self.node.lease_valid = lambda: self._replicas_ready and membership.lease_valid()
         streams_pb2_grpc.add_StreamsServicer_to_server(
             StreamsServicer(self.node, membership=self.membership, admin=self.membership is None), self._client_server
         )
@@ -83,6 +91,11 @@ class NodeProcess:
                 StreamsServicer(self.node, membership=self.membership, admin=True), self._internal_server
             )
             internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
+            assert self.replicas is not None
+            internal_pb2_grpc.add_ReplicationServicer_to_server(
+                ReplicationServicer(self.replicas), self._internal_server
+            )
+            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name)
         if isinstance(self.node.clock, ManualClock):
             logger.warning("test clock enabled: time moves only through TestClock.AdvanceClock")
             internal_pb2_grpc.add_TestClockServicer_to_server(TestClockServicer(self.node.clock), self._internal_server)
@@ -104,6 +117,9 @@ class NodeProcess:
         await self._internal_server.start()
         if self.membership is not None:
             await self.membership.register()
+        if self.replicas is not None:
+            await self.replicas.start()
+            self._replicas_ready = True
         for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
             await _set_health(self._health, service, health_pb2.HealthCheckResponse.SERVING)
         logger.info(
@@ -137,6 +153,8 @@ class NodeProcess:
         if self.node is not None:
             self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
         await asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s))
+        if self.replicas is not None:
+            await self.replicas.close()
         if self.membership is not None:
             await self.membership.close()
         if self.node is not None:

@@ -31,6 +31,7 @@ from weir_partition_node.clock import ManualClock
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Delivery
+from weir_partition_node.replica import ReplicaManager
 
 logger = logging.getLogger(__name__)
 Request = TypeVar("Request")
@@ -206,7 +207,12 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def ReadMessages(self, request: streams_pb2.ReadMessagesRequest, context: Any) -> Any:
         records, next_seq, last_seq = self.node.read_messages(
-            request.stream, request.partition, request.from_seq, request.max_messages, request.max_bytes
+            request.stream,
+            request.partition,
+            request.from_seq,
+            request.max_messages,
+            request.max_bytes,
+            any_replica=self.admin and self.membership is not None,  # internal port: secondaries' copies too
         )
         response = streams_pb2.ReadMessagesResponse(next_seq=next_seq, last_seq=last_seq)
         add = response.messages.add
@@ -380,6 +386,57 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
             batch = internal_pb2.ChangeBatch(last_change_seq=horizon, node_id=self.node.node_id)
             _change_batch(batch, records)
             yield batch
+
+
+class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
+    """weir.v1.Replication on a clustered node's internal port (never the client port)."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
+
+    @unary
+    async def FetchReplication(self, request: internal_pb2.FetchReplicationRequest, context: Any) -> Any:
+        return await self.replicas.fetch_replication(request)
+
+    @unary
+    async def GetConsumerSnapshots(self, request: internal_pb2.GetConsumerSnapshotsRequest, context: Any) -> Any:
+        return self.replicas.consumer_snapshots(request)
+
+    @unary
+    async def ReplicateStreamCreate(self, request: internal_pb2.ReplicateStreamCreateRequest, context: Any) -> Any:
+        return await self.replicas.replicate_stream_create(request)
+
+    @unary
+    async def ReplicateMessage(self, request: internal_pb2.ReplicateMessageRequest, context: Any) -> Any:
+        return await self.replicas.replicate_message(request)
+
+    @unary
+    async def ReplicateTruncate(self, request: internal_pb2.ReplicateTruncateRequest, context: Any) -> Any:
+        return await self.replicas.replicate_truncate(request)
+
+    @unary
+    async def ReplicateStreamUpdate(self, request: internal_pb2.ReplicateStreamUpdateRequest, context: Any) -> Any:
+        return await self.replicas.replicate_stream_update(request)
+
+    @unary
+    async def ReplicateWorkQueueAck(self, request: internal_pb2.ReplicateWorkQueueAckRequest, context: Any) -> Any:
+        return await self.replicas.replicate_removals(request)
+
+    @unary
+    async def ReplicateConsumerState(self, request: internal_pb2.ReplicateConsumerStateRequest, context: Any) -> Any:
+        return await self.replicas.replicate_consumer_state(request)
+
+    @unary
+    async def ReplicateStreamDelete(self, request: internal_pb2.ReplicateStreamDeleteRequest, context: Any) -> Any:
+        return await self.replicas.replicate_stream_delete(request)
+
+    @unary
+    async def GetReplicaState(self, request: internal_pb2.GetReplicaStateRequest, context: Any) -> Any:
+        return self.replicas.replica_state(request)
+
+    @unary
+    async def ApplyPlacement(self, request: internal_pb2.ApplyPlacementRequest, context: Any) -> Any:
+        return internal_pb2.ApplyPlacementResponse(partitions=await self.replicas.apply_record(request.record))
 
 
 class TestClockServicer(internal_pb2_grpc.TestClockServicer):

@@ -56,6 +56,21 @@ class NodeSettings(BaseSettings):
     heartbeat_ttl_ms: int = Field(
         5000, ge=200, description="A node whose heartbeat is older than this is marked dead by the controller."
     )
+    replica_lag_max_ms: int = Field(
+        10_000,
+        ge=100,
+        description="A secondary that has not caught up with the primary for this long leaves the in-sync set "
+        "(Kafka replica.lag.time.max.ms); it rejoins once it reaches the high watermark.",
+    )
+    replication_timeout_ms: int = Field(
+        10_000, ge=100, description="How long an ack_level all publish waits for the in-sync replicas."
+    )
+    placement_refresh_ms: int = Field(
+        1000,
+        ge=50,
+        description="How often the node re-reads the placement of its streams from Redis (leader epochs, roles); "
+        "the controller also pushes changes at once.",
+    )
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )

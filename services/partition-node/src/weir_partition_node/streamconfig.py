@@ -7,6 +7,7 @@ limit; on update a bound set to 0 clears it; immutable fields need delete + recr
 from __future__ import annotations
 
 from weir.errors import InvalidConfigError
+from weir.replication import default_min_insync
 from weir.subjects import validate_name, validate_pattern
 from weir.v1 import streams_pb2, types_pb2
 
@@ -54,6 +55,11 @@ def normalize_config(
         raise InvalidConfigError(
             f"replicas: {effective.replicas} requested, but this node runs standalone; "
             "replicated streams are placed by the router across nodes"
+        )
+    effective.min_insync_replicas = config.min_insync_replicas or default_min_insync(effective.replicas)
+    if effective.min_insync_replicas > effective.replicas:
+        raise InvalidConfigError(
+            f"min_insync_replicas: {config.min_insync_replicas} is more than replicas ({effective.replicas})"
         )
     return effective
 

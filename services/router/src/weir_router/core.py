@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from redis.exceptions import RedisError
-from weir.client import NodeClient
+from weir.client import NodeClient, ReplicationClient
 from weir.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -30,11 +30,11 @@ from weir.errors import (
     UnavailableError,
     WeirError,
 )
-from weir.metadata import NodeRecord
+from weir.metadata import InSyncRecord, NodeRecord
 from weir.subjects import validate_name
 from weir.v1 import router_pb2, streams_pb2, types_pb2
 
-from weir_router import assignment, metrics
+from weir_router import assignment, failover, metrics
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings
 from weir_router.store import MetadataStore
@@ -55,6 +55,7 @@ class NodePool:
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._clients: dict[str, NodeClient] = {}
+        self._replication: dict[str, ReplicationClient] = {}
 
     def client(self, address: str) -> NodeClient:
         client = self._clients.get(address)
@@ -62,10 +63,17 @@ class NodePool:
             client = self._clients[address] = NodeClient(address, timeout_s=self.timeout_s)
         return client
 
+    def replication(self, address: str) -> ReplicationClient:
+        client = self._replication.get(address)
+        if client is None:
+            client = self._replication[address] = ReplicationClient(address, timeout_s=self.timeout_s)
+        return client
+
     async def close(self) -> None:
-        for client in self._clients.values():
+        for client in [*self._clients.values(), *self._replication.values()]:
             await client.close()
         self._clients.clear()
+        self._replication.clear()
 
 
 def check_endpoints(endpoints: router_pb2.Endpoints) -> None:
@@ -87,6 +95,7 @@ class RouterCore:
         self._admin_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._known_dead: set[str] = set()
+        self._unavailable_logged: set[tuple[str, int, int]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -154,6 +163,94 @@ class RouterCore:
                 await self.store.mark_dead(view.record.node_id)
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
+        if alive < len(views):
+            await self.fail_over({view.record.node_id: view for view in views})
+
+    async def fail_over(self, nodes: dict[str, NodeView]) -> None:
+        """Replace the dead primary of every partition that has one by its best alive in-sync
+        replica (failover.py), bump the leader epoch, store the record and the new in-sync set in
+        one transaction, then tell the stream's alive nodes (they also poll Redis)."""
+        alive = {node_id for node_id, view in nodes.items() if view.alive}
+        for record in await self.store.streams():
+            orphaned = [entry for entry in record.placement.partitions if entry.primary_node_id not in alive]
+            if not orphaned:
+                continue
+            updated = types_pb2.StreamRecord()
+            updated.CopyFrom(record)
+            expected: dict[int, int] = {}
+            in_sync_records: dict[int, InSyncRecord] = {}
+            for entry in orphaned:
+                stored = await self.store.in_sync(record.config.name, entry.partition)
+                in_sync = (
+                    list(stored.in_sync)
+                    if stored is not None and stored.leader_epoch == entry.leader_epoch
+                    else list(entry.in_sync_node_ids)
+                )
+                candidates = [node_id for node_id in in_sync if node_id in alive and node_id != entry.primary_node_id]
+                views = await self._replica_views(record.config.name, entry.partition, candidates, nodes)
+                promotion = failover.choose_leader(entry, in_sync, views)
+                key = (record.config.name, entry.partition, entry.leader_epoch)
+                if promotion is None:
+                    if key not in self._unavailable_logged:
+                        self._unavailable_logged.add(key)
+                        logger.error(
+                            "%s/%d: primary %s is dead and no in-sync replica is alive (in-sync: %s); the partition "
+                            "stays unavailable until one returns",
+                            *key[:2],
+                            entry.primary_node_id,
+                            in_sync,
+                        )
+                    continue
+                new_entry = failover.promoted(entry, promotion, in_sync, alive)
+                updated.placement.partitions[entry.partition].CopyFrom(new_entry)
+                expected[entry.partition] = entry.leader_epoch
+                in_sync_records[entry.partition] = InSyncRecord(
+                    new_entry.leader_epoch, new_entry.primary_node_id, tuple(new_entry.in_sync_node_ids)
+                )
+                logger.warning(
+                    "%s/%d: primary %s is dead; promoted %s (log valid through seq %d) under leader epoch %d",
+                    record.config.name,
+                    entry.partition,
+                    entry.primary_node_id,
+                    promotion.leader,
+                    promotion.valid_end,
+                    new_entry.leader_epoch,
+                )
+            if not expected:
+                continue
+            if not await self.store.replace_placement(updated, expected, in_sync_records):
+                logger.warning("%s: placement changed during failover; retrying next tick", record.config.name)
+                continue
+            metrics.LEADER_ELECTIONS.inc(len(expected))
+            await self._push_placement(updated, nodes)
+
+    async def _replica_views(
+        self, stream: str, partition: int, candidates: list[str], nodes: dict[str, NodeView]
+    ) -> dict[str, failover.ReplicaView]:
+        async def ask(node_id: str) -> failover.ReplicaView | None:
+            try:
+                state = await self.nodes.replication(nodes[node_id].record.internal_address).replica_state(
+                    stream, partition
+                )
+            except WeirError as error:
+                logger.warning("%s/%d: replica %s did not answer: %s", stream, partition, node_id, error)
+                return None
+            return failover.ReplicaView(node_id, state.replica_epoch, state.last_seq)
+
+        answers = await asyncio.gather(*(ask(node_id) for node_id in candidates))
+        return {view.node_id: view for view in answers if view is not None}
+
+    async def _push_placement(self, record: types_pb2.StreamRecord, nodes: dict[str, NodeView]) -> None:
+        async def push(node_id: str) -> None:
+            view = nodes.get(node_id)
+            if view is None or not view.alive:
+                return
+            try:
+                await self.nodes.replication(view.record.internal_address).apply_placement(record)
+            except WeirError as error:  # the node polls Redis and adopts the record on its own
+                logger.warning("%s: could not push the placement to %s: %s", record.config.name, node_id, error)
+
+        await asyncio.gather(*(push(node_id) for node_id in self._hosting(record)))
 
     async def controller(self) -> tuple[str, str]:
         """(router id, address) of the lease holder; ("", "") while nobody holds it."""

@@ -74,5 +74,6 @@ def place_stream(partitions: int, replicas: int, nodes: Sequence[NodeLoad]) -> t
             secondary_node_ids=secondaries,
             leader_epoch=1,
             in_sync_node_ids=[primary, *secondaries],
+            epoch_starts=[types_pb2.EpochStart(leader_epoch=1, start_seq=1)],
         )
     return placement

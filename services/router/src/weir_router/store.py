@@ -13,7 +13,7 @@ from typing import TypeVar
 import redis.asyncio as redis_asyncio
 from redis.exceptions import WatchError
 from weir.errors import UnavailableError
-from weir.metadata import Keys, NodeRecord
+from weir.metadata import InSyncRecord, Keys, NodeRecord
 from weir.v1 import types_pb2
 
 T = TypeVar("T")
@@ -103,11 +103,45 @@ class MetadataStore:
             await pipe.execute()
 
     async def delete_stream(self, name: str) -> None:
-        group_keys = [key async for key in self.redis.scan_iter(match=self.keys.groups_of(name), count=1000)]
+        patterns = [self.keys.groups_of(name), self.keys.in_sync_of(name), *self.keys.replicator_keys_of(name)]
+        extra = [key for pattern in patterns async for key in self.redis.scan_iter(match=pattern, count=1000)]
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self.keys.stream(name), *group_keys)
+            pipe.delete(self.keys.stream(name), *extra)
             pipe.srem(self.keys.streams, name)
             await pipe.execute()
+
+    async def in_sync(self, stream: str, partition: int) -> InSyncRecord | None:
+        raw = await self.redis.get(self.keys.in_sync(stream, partition))
+        return InSyncRecord.from_json(raw) if raw else None
+
+    async def replace_placement(
+        self,
+        record: types_pb2.StreamRecord,
+        expected_epochs: dict[int, int],
+        in_sync: dict[int, InSyncRecord],
+    ) -> bool:
+        """Write `record` and the partitions' new in-sync records atomically, only if the stored
+        record still has `expected_epochs` (partition -> leader epoch); False when it moved on."""
+        name = record.config.name
+        key = self.keys.stream(name)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key)
+                raw = await pipe.get(key)
+                if not raw:
+                    return False
+                current = types_pb2.StreamRecord.FromString(_bytes(raw))
+                for index, epoch in expected_epochs.items():
+                    if current.placement.partitions[index].leader_epoch != epoch:
+                        return False
+                pipe.multi()  # type: ignore[no-untyped-call]
+                pipe.set(key, record.SerializeToString())
+                for index, value in in_sync.items():
+                    pipe.set(self.keys.in_sync(name, index), value.to_json())
+                await pipe.execute()
+                return True
+            except WatchError:
+                return False
 
     # -- consumer groups -----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from weir.v1 import types_pb2 as weir_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16weir/v1/internal.proto\x12\x07weir.v1\x1a\x13weir/v1/types.proto\"B\n\x12ReadChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x13\n\x0bmax_changes\x18\x02 \x01(\r\"z\n\x13ReadChangesResponse\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0fnext_change_seq\x18\x02 \x01(\x04\x12\x17\n\x0flast_change_seq\x18\x03 \x01(\x04\x12\x0f\n\x07node_id\x18\x04 \x01(\t\"L\n\x12TailChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x1d\n\x15max_changes_per_batch\x18\x02 \x01(\r\"Y\n\x0b\x43hangeBatch\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0flast_change_seq\x18\x02 \x01(\x04\x12\x0f\n\x07node_id\x18\x03 \x01(\t\"\'\n\x13\x41\x64vanceClockRequest\x12\x10\n\x08\x64\x65lta_ms\x18\x01 \x01(\x04\"&\n\x14\x41\x64vanceClockResponse\x12\x0e\n\x06now_ms\x18\x01 \x01(\x03\x32\x9a\x01\n\nChangeFeed\x12H\n\x0bReadChanges\x12\x1b.weir.v1.ReadChangesRequest\x1a\x1c.weir.v1.ReadChangesResponse\x12\x42\n\x0bTailChanges\x12\x1b.weir.v1.TailChangesRequest\x1a\x14.weir.v1.ChangeBatch0\x01\x32X\n\tTestClock\x12K\n\x0c\x41\x64vanceClock\x12\x1c.weir.v1.AdvanceClockRequest\x1a\x1d.weir.v1.AdvanceClockResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16weir/v1/internal.proto\x12\x07weir.v1\x1a\x13weir/v1/types.proto\"B\n\x12ReadChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x13\n\x0bmax_changes\x18\x02 \x01(\r\"z\n\x13ReadChangesResponse\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0fnext_change_seq\x18\x02 \x01(\x04\x12\x17\n\x0flast_change_seq\x18\x03 \x01(\x04\x12\x0f\n\x07node_id\x18\x04 \x01(\t\"L\n\x12TailChangesRequest\x12\x17\n\x0f\x66rom_change_seq\x18\x01 \x01(\x04\x12\x1d\n\x15max_changes_per_batch\x18\x02 \x01(\r\"Y\n\x0b\x43hangeBatch\x12 \n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x0f.weir.v1.Change\x12\x17\n\x0flast_change_seq\x18\x02 \x01(\x04\x12\x0f\n\x07node_id\x18\x03 \x01(\t\"\xc5\x01\n\x17\x46\x65tchReplicationRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x04\x12\x18\n\x10\x66ollower_node_id\x18\x04 \x01(\t\x12\x19\n\x11\x66ollower_last_seq\x18\x05 \x01(\x04\x12\x14\n\x0cmax_messages\x18\x06 \x01(\r\x12\x11\n\tmax_bytes\x18\x07 \x01(\x04\x12\x13\n\x0bmax_wait_ms\x18\x08 \x01(\r\"\xbe\x01\n\x18\x46\x65tchReplicationResponse\x12\x13\n\x0bresult_code\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07records\x18\x03 \x03(\x0c\x12\x11\n\tfirst_seq\x18\x04 \x01(\x04\x12\x10\n\x08last_seq\x18\x05 \x01(\x04\x12\x16\n\x0ehigh_watermark\x18\x06 \x01(\x04\x12\x14\n\x0cleader_epoch\x18\x07 \x01(\x04\x12\x18\n\x10in_sync_node_ids\x18\x08 \x03(\t\"V\n\x1bGetConsumerSnapshotsRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x04\"r\n\x1cGetConsumerSnapshotsResponse\x12\x13\n\x0bresult_code\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12,\n\tsnapshots\x18\x03 \x03(\x0b\x32\x19.weir.v1.ConsumerSnapshot\"\x8f\x02\n\x10\x43onsumerSnapshot\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x11\n\tack_floor\x18\x03 \x01(\x04\x12\x16\n\x0elast_delivered\x18\x04 \x01(\x04\x12)\n\x07pending\x18\x05 \x03(\x0b\x32\x18.weir.v1.PendingDelivery\x12\x11\n\tdelivered\x18\x06 \x01(\x04\x12\r\n\x05\x61\x63ked\x18\x07 \x01(\x04\x12\x13\n\x0bredelivered\x18\x08 \x01(\x04\x12\x15\n\rdead_lettered\x18\t \x01(\x04\x12\x0f\n\x07\x64ropped\x18\n \x01(\x04\x12\x0e\n\x06termed\x18\x0b \x01(\x04\x12\x11\n\ttombstone\x18\x0c \x01(\x08\"\x96\x01\n\x11ReplicateResponse\x12\x0f\n\x07success\x18\x01 \x01(\x08\x12\x13\n\x0bresult_code\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x11\n\tfirst_seq\x18\x04 \x01(\x04\x12\x10\n\x08last_seq\x18\x05 \x01(\x04\x12\x14\n\x0cleader_epoch\x18\x06 \x01(\x04\x12\x0f\n\x07\x64ropped\x18\x07 \x01(\x04\"E\n\x1cReplicateStreamCreateRequest\x12%\n\x06record\x18\x01 \x01(\x0b\x32\x15.weir.v1.StreamRecord\"\x8e\x01\n\x17ReplicateMessageRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x04\x12\x11\n\tafter_seq\x18\x04 \x01(\x04\x12\x0f\n\x07records\x18\x05 \x03(\x0c\x12\x16\n\x0ehigh_watermark\x18\x06 \x01(\x04\"f\n\x18ReplicateTruncateRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x04\x12\x11\n\tfirst_seq\x18\x04 \x01(\x04\"E\n\x1cReplicateStreamUpdateRequest\x12%\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x15.weir.v1.StreamConfig\"u\n\x1cReplicateWorkQueueAckRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cleader_epoch\x18\x03 \x01(\x04\x12\x0c\n\x04seqs\x18\x04 \x03(\x04\x12\x0e\n\x06reason\x18\x05 \x01(\t\"r\n\x1dReplicateConsumerStateRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x14\n\x0cleader_epoch\x18\x02 \x01(\x04\x12+\n\x08snapshot\x18\x03 \x01(\x0b\x32\x19.weir.v1.ConsumerSnapshot\".\n\x1cReplicateStreamDeleteRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\";\n\x16GetReplicaStateRequest\x12\x0e\n\x06stream\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\"\xba\x01\n\x17GetReplicaStateResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12$\n\x04role\x18\x02 \x01(\x0e\x32\x16.weir.v1.PartitionRole\x12\x15\n\rreplica_epoch\x18\x03 \x01(\x04\x12\x14\n\x0cleader_epoch\x18\x04 \x01(\x04\x12\x11\n\tfirst_seq\x18\x05 \x01(\x04\x12\x10\n\x08last_seq\x18\x06 \x01(\x04\x12\x16\n\x0ehigh_watermark\x18\x07 \x01(\x04\">\n\x15\x41pplyPlacementRequest\x12%\n\x06record\x18\x01 \x01(\x0b\x32\x15.weir.v1.StreamRecord\"N\n\x16\x41pplyPlacementResponse\x12\x34\n\npartitions\x18\x01 \x03(\x0b\x32 .weir.v1.GetReplicaStateResponse\"\'\n\x13\x41\x64vanceClockRequest\x12\x10\n\x08\x64\x65lta_ms\x18\x01 \x01(\x04\"&\n\x14\x41\x64vanceClockResponse\x12\x0e\n\x06now_ms\x18\x01 \x01(\x03\x32\x9a\x01\n\nChangeFeed\x12H\n\x0bReadChanges\x12\x1b.weir.v1.ReadChangesRequest\x1a\x1c.weir.v1.ReadChangesResponse\x12\x42\n\x0bTailChanges\x12\x1b.weir.v1.TailChangesRequest\x1a\x14.weir.v1.ChangeBatch0\x01\x32\xe8\x07\n\x0bReplication\x12W\n\x10\x46\x65tchReplication\x12 .weir.v1.FetchReplicationRequest\x1a!.weir.v1.FetchReplicationResponse\x12\x63\n\x14GetConsumerSnapshots\x12$.weir.v1.GetConsumerSnapshotsRequest\x1a%.weir.v1.GetConsumerSnapshotsResponse\x12Z\n\x15ReplicateStreamCreate\x12%.weir.v1.ReplicateStreamCreateRequest\x1a\x1a.weir.v1.ReplicateResponse\x12P\n\x10ReplicateMessage\x12 .weir.v1.ReplicateMessageRequest\x1a\x1a.weir.v1.ReplicateResponse\x12R\n\x11ReplicateTruncate\x12!.weir.v1.ReplicateTruncateRequest\x1a\x1a.weir.v1.ReplicateResponse\x12Z\n\x15ReplicateStreamUpdate\x12%.weir.v1.ReplicateStreamUpdateRequest\x1a\x1a.weir.v1.ReplicateResponse\x12Z\n\x15ReplicateWorkQueueAck\x12%.weir.v1.ReplicateWorkQueueAckRequest\x1a\x1a.weir.v1.ReplicateResponse\x12\\\n\x16ReplicateConsumerState\x12&.weir.v1.ReplicateConsumerStateRequest\x1a\x1a.weir.v1.ReplicateResponse\x12Z\n\x15ReplicateStreamDelete\x12%.weir.v1.ReplicateStreamDeleteRequest\x1a\x1a.weir.v1.ReplicateResponse\x12T\n\x0fGetReplicaState\x12\x1f.weir.v1.GetReplicaStateRequest\x1a .weir.v1.GetReplicaStateResponse\x12Q\n\x0e\x41pplyPlacement\x12\x1e.weir.v1.ApplyPlacementRequest\x1a\x1f.weir.v1.ApplyPlacementResponse2X\n\tTestClock\x12K\n\x0c\x41\x64vanceClock\x12\x1c.weir.v1.AdvanceClockRequest\x1a\x1d.weir.v1.AdvanceClockResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,12 +40,48 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TAILCHANGESREQUEST']._serialized_end=324
   _globals['_CHANGEBATCH']._serialized_start=326
   _globals['_CHANGEBATCH']._serialized_end=415
-  _globals['_ADVANCECLOCKREQUEST']._serialized_start=417
-  _globals['_ADVANCECLOCKREQUEST']._serialized_end=456
-  _globals['_ADVANCECLOCKRESPONSE']._serialized_start=458
-  _globals['_ADVANCECLOCKRESPONSE']._serialized_end=496
-  _globals['_CHANGEFEED']._serialized_start=499
-  _globals['_CHANGEFEED']._serialized_end=653
-  _globals['_TESTCLOCK']._serialized_start=655
-  _globals['_TESTCLOCK']._serialized_end=743
+  _globals['_FETCHREPLICATIONREQUEST']._serialized_start=418
+  _globals['_FETCHREPLICATIONREQUEST']._serialized_end=615
+  _globals['_FETCHREPLICATIONRESPONSE']._serialized_start=618
+  _globals['_FETCHREPLICATIONRESPONSE']._serialized_end=808
+  _globals['_GETCONSUMERSNAPSHOTSREQUEST']._serialized_start=810
+  _globals['_GETCONSUMERSNAPSHOTSREQUEST']._serialized_end=896
+  _globals['_GETCONSUMERSNAPSHOTSRESPONSE']._serialized_start=898
+  _globals['_GETCONSUMERSNAPSHOTSRESPONSE']._serialized_end=1012
+  _globals['_CONSUMERSNAPSHOT']._serialized_start=1015
+  _globals['_CONSUMERSNAPSHOT']._serialized_end=1286
+  _globals['_REPLICATERESPONSE']._serialized_start=1289
+  _globals['_REPLICATERESPONSE']._serialized_end=1439
+  _globals['_REPLICATESTREAMCREATEREQUEST']._serialized_start=1441
+  _globals['_REPLICATESTREAMCREATEREQUEST']._serialized_end=1510
+  _globals['_REPLICATEMESSAGEREQUEST']._serialized_start=1513
+  _globals['_REPLICATEMESSAGEREQUEST']._serialized_end=1655
+  _globals['_REPLICATETRUNCATEREQUEST']._serialized_start=1657
+  _globals['_REPLICATETRUNCATEREQUEST']._serialized_end=1759
+  _globals['_REPLICATESTREAMUPDATEREQUEST']._serialized_start=1761
+  _globals['_REPLICATESTREAMUPDATEREQUEST']._serialized_end=1830
+  _globals['_REPLICATEWORKQUEUEACKREQUEST']._serialized_start=1832
+  _globals['_REPLICATEWORKQUEUEACKREQUEST']._serialized_end=1949
+  _globals['_REPLICATECONSUMERSTATEREQUEST']._serialized_start=1951
+  _globals['_REPLICATECONSUMERSTATEREQUEST']._serialized_end=2065
+  _globals['_REPLICATESTREAMDELETEREQUEST']._serialized_start=2067
+  _globals['_REPLICATESTREAMDELETEREQUEST']._serialized_end=2113
+  _globals['_GETREPLICASTATEREQUEST']._serialized_start=2115
+  _globals['_GETREPLICASTATEREQUEST']._serialized_end=2174
+  _globals['_GETREPLICASTATERESPONSE']._serialized_start=2177
+  _globals['_GETREPLICASTATERESPONSE']._serialized_end=2363
+  _globals['_APPLYPLACEMENTREQUEST']._serialized_start=2365
+  _globals['_APPLYPLACEMENTREQUEST']._serialized_end=2427
+  _globals['_APPLYPLACEMENTRESPONSE']._serialized_start=2429
+  _globals['_APPLYPLACEMENTRESPONSE']._serialized_end=2507
+  _globals['_ADVANCECLOCKREQUEST']._serialized_start=2509
+  _globals['_ADVANCECLOCKREQUEST']._serialized_end=2548
+  _globals['_ADVANCECLOCKRESPONSE']._serialized_start=2550
+  _globals['_ADVANCECLOCKRESPONSE']._serialized_end=2588
+  _globals['_CHANGEFEED']._serialized_start=2591
+  _globals['_CHANGEFEED']._serialized_end=2745
+  _globals['_REPLICATION']._serialized_start=2748
+  _globals['_REPLICATION']._serialized_end=3748
+  _globals['_TESTCLOCK']._serialized_start=3750
+  _globals['_TESTCLOCK']._serialized_end=3838
 # @@protoc_insertion_point(module_scope)

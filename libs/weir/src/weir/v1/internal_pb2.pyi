@@ -45,6 +45,220 @@ class ChangeBatch(_message.Message):
     node_id: str
     def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
 
+class FetchReplicationRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FOLLOWER_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLLOWER_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    follower_node_id: str
+    follower_last_seq: int
+    max_messages: int
+    max_bytes: int
+    max_wait_ms: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
+
+class FetchReplicationResponse(_message.Message):
+    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids")
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    result_code: str
+    message: str
+    records: _containers.RepeatedScalarFieldContainer[bytes]
+    first_seq: int
+    last_seq: int
+    high_watermark: int
+    leader_epoch: int
+    in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetConsumerSnapshotsRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
+class GetConsumerSnapshotsResponse(_message.Message):
+    __slots__ = ("result_code", "message", "snapshots")
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    result_code: str
+    message: str
+    snapshots: _containers.RepeatedCompositeFieldContainer[ConsumerSnapshot]
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., snapshots: _Optional[_Iterable[_Union[ConsumerSnapshot, _Mapping]]] = ...) -> None: ...
+
+class ConsumerSnapshot(_message.Message):
+    __slots__ = ("consumer", "partition", "ack_floor", "last_delivered", "pending", "delivered", "acked", "redelivered", "dead_lettered", "dropped", "termed", "tombstone")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
+    LAST_DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    ACKED_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    TERMED_FIELD_NUMBER: _ClassVar[int]
+    TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    partition: int
+    ack_floor: int
+    last_delivered: int
+    pending: _containers.RepeatedCompositeFieldContainer[_types_pb2.PendingDelivery]
+    delivered: int
+    acked: int
+    redelivered: int
+    dead_lettered: int
+    dropped: int
+    termed: int
+    tombstone: bool
+    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: _Optional[bool] = ...) -> None: ...
+
+class ReplicateResponse(_message.Message):
+    __slots__ = ("success", "result_code", "message", "first_seq", "last_seq", "leader_epoch", "dropped")
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    success: bool
+    result_code: str
+    message: str
+    first_seq: int
+    last_seq: int
+    leader_epoch: int
+    dropped: int
+    def __init__(self, success: _Optional[bool] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+
+class ReplicateStreamCreateRequest(_message.Message):
+    __slots__ = ("record",)
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    record: _types_pb2.StreamRecord
+    def __init__(self, record: _Optional[_Union[_types_pb2.StreamRecord, _Mapping]] = ...) -> None: ...
+
+class ReplicateMessageRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "after_seq", "records", "high_watermark")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    after_seq: int
+    records: _containers.RepeatedScalarFieldContainer[bytes]
+    high_watermark: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., after_seq: _Optional[int] = ..., records: _Optional[_Iterable[bytes]] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+
+class ReplicateTruncateRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "first_seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    first_seq: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ...) -> None: ...
+
+class ReplicateStreamUpdateRequest(_message.Message):
+    __slots__ = ("config",)
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    config: _types_pb2.StreamConfig
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ...) -> None: ...
+
+class ReplicateWorkQueueAckRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "seqs", "reason")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    reason: str
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ReplicateConsumerStateRequest(_message.Message):
+    __slots__ = ("stream", "leader_epoch", "snapshot")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    leader_epoch: int
+    snapshot: ConsumerSnapshot
+    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ...) -> None: ...
+
+class ReplicateStreamDeleteRequest(_message.Message):
+    __slots__ = ("stream",)
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    def __init__(self, stream: _Optional[str] = ...) -> None: ...
+
+class GetReplicaStateRequest(_message.Message):
+    __slots__ = ("stream", "partition")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
+
+class GetReplicaStateResponse(_message.Message):
+    __slots__ = ("node_id", "role", "replica_epoch", "leader_epoch", "first_seq", "last_seq", "high_watermark")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    role: _types_pb2.PartitionRole
+    replica_epoch: int
+    leader_epoch: int
+    first_seq: int
+    last_seq: int
+    high_watermark: int
+    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+
+class ApplyPlacementRequest(_message.Message):
+    __slots__ = ("record",)
+    RECORD_FIELD_NUMBER: _ClassVar[int]
+    record: _types_pb2.StreamRecord
+    def __init__(self, record: _Optional[_Union[_types_pb2.StreamRecord, _Mapping]] = ...) -> None: ...
+
+class ApplyPlacementResponse(_message.Message):
+    __slots__ = ("partitions",)
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    partitions: _containers.RepeatedCompositeFieldContainer[GetReplicaStateResponse]
+    def __init__(self, partitions: _Optional[_Iterable[_Union[GetReplicaStateResponse, _Mapping]]] = ...) -> None: ...
+
 class AdvanceClockRequest(_message.Message):
     __slots__ = ("delta_ms",)
     DELTA_MS_FIELD_NUMBER: _ClassVar[int]

@@ -146,6 +146,551 @@ class ChangeFeed:
             _registered_method=True)
 
 
+class ReplicationStub:
+    """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
+
+    The replicator pulls from a partition's primary with FetchReplication (which also reports the
+    follower's applied seq, so the primary can keep the in-sync set and the high watermark) and pushes
+    what it got to the follower with ReplicateMessage at the primary's exact seqs. Every call names
+    the leader epoch it acts under: a replica refuses an older epoch (`fenced`) and asks for its
+    placement again on a newer one (`stale_epoch`). Result codes travel in the responses (the seed's
+    shape); malformed requests fail with INVALID_ARGUMENT / NOT_FOUND as everywhere else.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.FetchReplication = channel.unary_unary(
+                '/weir.v1.Replication/FetchReplication',
+                request_serializer=weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.FromString,
+                _registered_method=True)
+        self.GetConsumerSnapshots = channel.unary_unary(
+                '/weir.v1.Replication/GetConsumerSnapshots',
+                request_serializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsResponse.FromString,
+                _registered_method=True)
+        self.ReplicateStreamCreate = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateStreamCreate',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamCreateRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateMessage = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateMessage',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateMessageRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateTruncate = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateTruncate',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateTruncateRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateStreamUpdate = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateStreamUpdate',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamUpdateRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateWorkQueueAck = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateWorkQueueAck',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateWorkQueueAckRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateConsumerState = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateConsumerState',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateConsumerStateRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.ReplicateStreamDelete = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateStreamDelete',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.GetReplicaState = channel.unary_unary(
+                '/weir.v1.Replication/GetReplicaState',
+                request_serializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.FromString,
+                _registered_method=True)
+        self.ApplyPlacement = channel.unary_unary(
+                '/weir.v1.Replication/ApplyPlacement',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.FromString,
+                _registered_method=True)
+
+
+class ReplicationServicer:
+    """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
+
+    The replicator pulls from a partition's primary with FetchReplication (which also reports the
+    follower's applied seq, so the primary can keep the in-sync set and the high watermark) and pushes
+    what it got to the follower with ReplicateMessage at the primary's exact seqs. Every call names
+    the leader epoch it acts under: a replica refuses an older epoch (`fenced`) and asks for its
+    placement again on a newer one (`stale_epoch`). Result codes travel in the responses (the seed's
+    shape); malformed requests fail with INVALID_ARGUMENT / NOT_FOUND as everywhere else.
+    """
+
+    def FetchReplication(self, request, context):
+        """Primary side. Records after `from_seq`'s predecessor, long-polling up to max_wait_ms when
+        there are none. result_code: ok | not_leader | fenced | no_such_stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsumerSnapshots(self, request, context):
+        """Primary side: the committed state of every consumer of one partition (cursor and pending).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateStreamCreate(self, request, context):
+        """Secondary side.
+        Create the stream with the primary's config and placement when the follower lacks it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateMessage(self, request, context):
+        """Apply records at their exact seqs after `after_seq`. Idempotent on replay (identical records
+        at seqs the follower holds are accepted); result_code ok | out_of_order (the follower's log
+        ends before after_seq: resend from last_seq) | divergence (a stored record differs) | fenced |
+        stale_epoch | no_such_stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateTruncate(self, request, context):
+        """Drop every message below first_seq (the primary's retention), raising last_seq to at least
+        first_seq - 1. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateStreamUpdate(self, request, context):
+        """Mirror the primary's mutable config (UpdateStream's partial update).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateWorkQueueAck(self, request, context):
+        """Remove individual seqs the primary removed (work-queue acks, dead-letter moves,
+        max_msgs_per_subject). Missing seqs are success.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateConsumerState(self, request, context):
+        """Replace one consumer's state in one partition with the primary's snapshot (tombstone: remove).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateStreamDelete(self, request, context):
+        """Remove the follower's copy of a stream the primary deleted. Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReplicaState(self, request, context):
+        """Any replica (router controller, replicator): what this node holds of a partition.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ApplyPlacement(self, request, context):
+        """Adopt the stream record (placement, leader epoch) the controller just wrote: truncate a
+        divergent tail, become primary or secondary. Nodes also poll Redis, so this only saves time.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ReplicationServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'FetchReplication': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchReplication,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.SerializeToString,
+            ),
+            'GetConsumerSnapshots': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsumerSnapshots,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsResponse.SerializeToString,
+            ),
+            'ReplicateStreamCreate': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateStreamCreate,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamCreateRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateMessage,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateMessageRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateTruncate': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateTruncate,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateTruncateRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateStreamUpdate': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateStreamUpdate,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamUpdateRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateWorkQueueAck': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateWorkQueueAck,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateWorkQueueAckRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateConsumerState': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateConsumerState,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateConsumerStateRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateStreamDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateStreamDelete,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'GetReplicaState': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplicaState,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.SerializeToString,
+            ),
+            'ApplyPlacement': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyPlacement,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'weir.v1.Replication', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('weir.v1.Replication', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Replication:
+    """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
+
+    The replicator pulls from a partition's primary with FetchReplication (which also reports the
+    follower's applied seq, so the primary can keep the in-sync set and the high watermark) and pushes
+    what it got to the follower with ReplicateMessage at the primary's exact seqs. Every call names
+    the leader epoch it acts under: a replica refuses an older epoch (`fenced`) and asks for its
+    placement again on a newer one (`stale_epoch`). Result codes travel in the responses (the seed's
+    shape); malformed requests fail with INVALID_ARGUMENT / NOT_FOUND as everywhere else.
+    """
+
+    @staticmethod
+    def FetchReplication(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/FetchReplication',
+            weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsumerSnapshots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/GetConsumerSnapshots',
+            weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateStreamCreate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateStreamCreate',
+            weir_dot_v1_dot_internal__pb2.ReplicateStreamCreateRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateMessage',
+            weir_dot_v1_dot_internal__pb2.ReplicateMessageRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateTruncate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateTruncate',
+            weir_dot_v1_dot_internal__pb2.ReplicateTruncateRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateStreamUpdate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateStreamUpdate',
+            weir_dot_v1_dot_internal__pb2.ReplicateStreamUpdateRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateWorkQueueAck(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateWorkQueueAck',
+            weir_dot_v1_dot_internal__pb2.ReplicateWorkQueueAckRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateConsumerState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateConsumerState',
+            weir_dot_v1_dot_internal__pb2.ReplicateConsumerStateRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateStreamDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateStreamDelete',
+            weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplicaState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/GetReplicaState',
+            weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyPlacement(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ApplyPlacement',
+            weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class TestClockStub:
     """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
     reads time from a manual clock that only this service moves, so tests through the real server

@@ -56,7 +56,7 @@ class Limits(_message.Message):
     def __init__(self, max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
 
 class StreamConfig(_message.Message):
-    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage")
+    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUBJECTS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,8 @@ class StreamConfig(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     STORAGE_FIELD_NUMBER: _ClassVar[int]
+    MIN_INSYNC_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_UP_TO_HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     name: str
     subjects: _containers.RepeatedScalarFieldContainer[str]
     retention: RetentionPolicy
@@ -73,7 +75,9 @@ class StreamConfig(_message.Message):
     partitions: int
     replicas: int
     storage: StorageKind
-    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ...) -> None: ...
+    min_insync_replicas: int
+    deliver_up_to_high_watermark: bool
+    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ...) -> None: ...
 
 class Header(_message.Message):
     __slots__ = ("key", "value")
@@ -102,18 +106,26 @@ class Message(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class PartitionStats(_message.Message):
-    __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes")
+    __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes", "role", "leader_epoch", "high_watermark", "in_sync_node_ids")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
     BYTES_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     first_seq: int
     last_seq: int
     msg_count: int
     bytes: int
-    def __init__(self, partition: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., msg_count: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+    role: PartitionRole
+    leader_epoch: int
+    high_watermark: int
+    in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, partition: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., msg_count: _Optional[int] = ..., bytes: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamStats(_message.Message):
     __slots__ = ("msg_count", "bytes", "partitions")
@@ -328,18 +340,28 @@ class ConsumerInfo(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., config: _Optional[_Union[ConsumerConfig, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[ConsumerPartitionState, _Mapping]]] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...
 
 class PartitionPlacement(_message.Message):
-    __slots__ = ("partition", "primary_node_id", "secondary_node_ids", "leader_epoch", "in_sync_node_ids")
+    __slots__ = ("partition", "primary_node_id", "secondary_node_ids", "leader_epoch", "in_sync_node_ids", "epoch_starts")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SECONDARY_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_STARTS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     primary_node_id: str
     secondary_node_ids: _containers.RepeatedScalarFieldContainer[str]
     leader_epoch: int
     in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., secondary_node_ids: _Optional[_Iterable[str]] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    epoch_starts: _containers.RepeatedCompositeFieldContainer[EpochStart]
+    def __init__(self, partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., secondary_node_ids: _Optional[_Iterable[str]] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., epoch_starts: _Optional[_Iterable[_Union[EpochStart, _Mapping]]] = ...) -> None: ...
+
+class EpochStart(_message.Message):
+    __slots__ = ("leader_epoch", "start_seq")
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    START_SEQ_FIELD_NUMBER: _ClassVar[int]
+    leader_epoch: int
+    start_seq: int
+    def __init__(self, leader_epoch: _Optional[int] = ..., start_seq: _Optional[int] = ...) -> None: ...
 
 class StreamPlacement(_message.Message):
     __slots__ = ("partitions",)

@@ -1,0 +1,144 @@
+"""Replication decisions shared by the partition node and the router's controller (DESIGN §5).
+
+Pure functions and one small state machine, no I/O, so they are unit-tested directly:
+
+- `valid_log_end`: how much of a replica's log belongs to the cluster's history, given the epoch
+  history of its partition (Kafka's leader-epoch truncation). A replica whose log was a prefix of
+  epoch `e`'s primary keeps its log up to the start of the next epoch after `e`, minus one.
+- `InSyncTracker`: the primary's view of its followers: each one's applied seq, the in-sync set
+  (Kafka's ISR rules: a follower that has not caught up for `lag_max_ms` leaves it; one that reaches
+  the high watermark joins again) and the high watermark (highest seq every in-sync replica holds;
+  never decreases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+def valid_log_end(replica_epoch: int, last_seq: int, epoch_starts: Iterable[tuple[int, int]]) -> int:
+    """The highest seq of a replica's log that belongs to the partition's history.
+
+    `replica_epoch` is the epoch whose primary's log this replica's log is a prefix of, `last_seq`
+    the end of its log and `epoch_starts` the (leader_epoch, start_seq) pairs of the placement. Every
+    seq above the result was written under an epoch that a later epoch replaced: a divergent tail to
+    truncate. Example: epochs [(1, 1), (2, 96)], a replica of epoch 1 ending at 100 keeps 1..95.
+    """
+    for epoch, start_seq in sorted(epoch_starts):
+        if epoch > replica_epoch:
+            return min(last_seq, start_seq - 1)
+    return last_seq
+
+
+def default_min_insync(replicas: int) -> int:
+    """min_insync_replicas when the stream leaves it 0: min(2, replicas)."""
+    return min(2, max(1, replicas))
+
+
+@dataclass(slots=True)
+class FollowerProgress:
+    """What the primary knows of one follower (times in the primary's monotonic milliseconds)."""
+
+    last_seq: int = 0
+    reported: bool = False
+    # When the follower was last known to hold everything the primary had (Kafka lastCaughtUpTime).
+    caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    # The primary's last seq at the follower's previous report.
+    leader_last_at_previous: int = 0
+
+
+@dataclass(slots=True)
+class InSyncTracker:
+    """The primary's in-sync set and high watermark for one partition.
+
+    The primary is always in sync. `report` records a follower's progress (the replicator reports
+    it with every fetch); `lagging` names in-sync followers that have not caught up for `lag_max_ms`;
+    `joining` names out-of-sync followers that reached the high watermark. Callers persist a
+    membership change first and then apply it with `set_in_sync` (a shrink must be durable before
+    the primary acknowledges with the smaller set, or a failover could pick a replica without them).
+    """
+
+    leader_id: str
+    followers: dict[str, FollowerProgress]
+    in_sync: set[str]
+    lag_max_ms: int
+    high_watermark: int = 0
+
+    @classmethod
+    def start(
+        cls,
+        leader_id: str,
+        follower_ids: Sequence[str],
+        in_sync: Iterable[str],
+        *,
+        lag_max_ms: int,
+        now_ms: int,
+        high_watermark: int = 0,
+    ) -> InSyncTracker:
+        """A tracker for a primary that just took over (or restarted): followers get a full
+        `lag_max_ms` from now to report before they count as lagging."""
+        followers = {node: FollowerProgress(caught_up_ms=now_ms) for node in follower_ids if node != leader_id}
+        members = {node for node in in_sync if node in followers}
+        members.add(leader_id)
+        return cls(leader_id, followers, members, lag_max_ms, high_watermark)
+
+    def report(self, follower: str, last_seq: int, leader_last_seq: int, now_ms: int) -> None:
+        """The follower holds every record up to `last_seq`; the primary's log ends at `leader_last_seq`."""
+        progress = self.followers.get(follower)
+        if progress is None:
+            return
+        if progress.reported and last_seq >= progress.leader_last_at_previous:
+            progress.caught_up_ms = max(progress.caught_up_ms, progress.last_fetch_ms)
+        if last_seq >= leader_last_seq:
+            progress.caught_up_ms = now_ms
+        progress.last_seq = last_seq
+        progress.reported = True
+        progress.last_fetch_ms = now_ms
+        progress.leader_last_at_previous = leader_last_seq
+
+    def compute_high_watermark(self, leader_last_seq: int) -> int:
+        """Advance (never lower) the high watermark to the lowest end among in-sync replicas."""
+        candidate = leader_last_seq
+        for node in self.in_sync:
+            if node == self.leader_id:
+                continue
+            progress = self.followers[node]
+            candidate = min(candidate, progress.last_seq if progress.reported else 0)
+        self.high_watermark = max(self.high_watermark, candidate)
+        return self.high_watermark
+
+    def lagging(self, now_ms: int) -> list[str]:
+        """In-sync followers that have not caught up within lag_max_ms (sorted)."""
+        return sorted(
+            node
+            for node in self.in_sync
+            if node != self.leader_id and now_ms - self.followers[node].caught_up_ms > self.lag_max_ms
+        )
+
+    def joining(self) -> list[str]:
+        """Out-of-sync followers whose log reached the high watermark (sorted)."""
+        return sorted(
+            node
+            for node, progress in self.followers.items()
+            if node not in self.in_sync and progress.reported and progress.last_seq >= self.high_watermark
+        )
+
+    def proposed(self, now_ms: int) -> set[str] | None:
+        """The in-sync set after dropping laggards and adding joiners; None when unchanged."""
+        target = (self.in_sync - set(self.lagging(now_ms))) | set(self.joining())
+        return None if target == self.in_sync else target
+
+    def set_in_sync(self, members: Iterable[str], now_ms: int) -> None:
+        """Apply a persisted in-sync set (the primary always stays in it). A follower that joins
+        starts its lag clock now."""
+        members = set(members) | {self.leader_id}
+        for node in members - self.in_sync:
+            if node in self.followers:
+                self.followers[node].caught_up_ms = now_ms
+        self.in_sync = {node for node in members if node == self.leader_id or node in self.followers}
+
+    def in_sync_sorted(self) -> list[str]:
+        """The in-sync set, primary first, then the followers sorted."""
+        return [self.leader_id, *sorted(self.in_sync - {self.leader_id})]

@@ -1,0 +1,513 @@
+"""A clustered node's side of replication (DESIGN §5): roles, leader epochs, fencing, the in-sync
+set, and the Replication service's transport-neutral core.
+
+- **Roles and epochs.** The stream records in Redis (written by the router's controller) say which
+  node leads each partition under which leader epoch. `apply_record` adopts a record: a partition
+  whose log belongs to an older epoch first truncates its divergent tail (`valid_log_end` over the
+  record's epoch history), the new epoch is stored with the placement in the catalog, and only then
+  does the node lead or follow under it. Records arrive by the controller's ApplyPlacement push, by
+  a poll every `placement_refresh_ms`, and at start (before the node serves).
+- **Fencing.** A replica refuses replication under an older epoch (`fenced`); a node whose heartbeat
+  lease lapsed (Redis unreachable for longer than `heartbeat_ttl_ms`) refuses to act as primary,
+  since the controller may already have replaced it (`Membership.lease_valid`).
+- **In-sync set.** The primary's `InSyncTracker` hears each follower's applied seq with every
+  FetchReplication; `maintain` persists in-sync changes in Redis (compare-and-set on the epoch)
+  before applying them, so the controller never promotes a replica the primary stopped waiting for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from redis.exceptions import RedisError
+from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError, WeirError
+from weir.metadata import IN_SYNC_CAS, InSyncRecord
+from weir.replication import valid_log_end
+from weir.v1 import internal_pb2, types_pb2
+
+from weir_partition_node import metrics
+from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.membership import Membership
+from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream
+from weir_partition_node.partition import Partition
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FETCH_MESSAGES = 1000
+DEFAULT_FETCH_BYTES = 4 * 1024 * 1024
+MAX_FETCH_WAIT_MS = 30_000
+
+
+def _role(partition: Partition) -> types_pb2.PartitionRole:
+    return types_pb2.PARTITION_ROLE_PRIMARY if partition.leading else types_pb2.PARTITION_ROLE_SECONDARY
+
+
+class ReplicaManager:
+    def __init__(self, node: Node, membership: Membership) -> None:
+        self.node = node
+        self.membership = membership
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._in_sync_writes: set[tuple[str, int]] = set()
+        self._refresh_now = asyncio.Event()
+        self._cas = membership.raw.register_script(IN_SYNC_CAS)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Adopt the current records from Redis (before the node serves), then keep polling."""
+        await self.refresh()
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._refresh_forever(), name="placement-refresh"),
+            loop.create_task(self._maintain_forever(), name="in-sync-maintenance"),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _lock(self, stream: str) -> asyncio.Lock:
+        lock = self._locks.get(stream)
+        if lock is None:
+            lock = self._locks[stream] = asyncio.Lock()
+        return lock
+
+    # -- adopting placements ------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Read the records of every hosted stream and adopt the changed ones."""
+        streams = self.node.hosted_streams()
+        if not streams:
+            return
+        records = await self.membership.stream_records([stream.name for stream in streams])
+        for stream in streams:
+            record = records.get(stream.name)
+            if record is None:
+                continue  # deleted (or never recorded: a create the router rolled back)
+            if self._differs(stream, record):
+                await self.apply_record(record)
+
+    @staticmethod
+    def _differs(stream: Stream, record: types_pb2.StreamRecord) -> bool:
+        if stream.placement is None:
+            return False
+        for index, partition in stream.partitions.items():
+            entry = record.placement.partitions[index]
+            if entry.leader_epoch != partition.leader_epoch:
+                return True
+        return False
+
+    async def apply_record(self, record: types_pb2.StreamRecord) -> list[internal_pb2.GetReplicaStateResponse]:
+        """Adopt `record` for the partitions this node hosts (see the module docstring). Returns the
+        node's state per hosted partition afterwards. Records older than what the node knows are
+        ignored (their epochs are lower)."""
+        name = record.config.name
+        async with self._lock(name):
+            stream = self.node.hosted_stream(name)
+            if stream is None or stream.placement is None:
+                return []
+            placement = record.placement
+            changed: list[int] = []
+            for index, partition in stream.partitions.items():
+                entry = placement.partitions[index]
+                if entry.leader_epoch > partition.leader_epoch:
+                    changed.append(index)
+            if changed:
+                # Stop leading the changed partitions first: no write may land while they truncate.
+                stream.set_led(set(stream.led) - set(changed))
+                epochs: dict[int, int] = {}
+                for index in changed:
+                    partition = stream.partitions[index]
+                    entry = placement.partitions[index]
+                    history = [(item.leader_epoch, item.start_seq) for item in entry.epoch_starts]
+                    partition.set_role(leading=False, leader_epoch=entry.leader_epoch, tracker=None, min_insync=1)
+                    keep = valid_log_end(partition.replica_epoch, partition.last_seq, history)
+                    if keep < partition.last_seq:
+                        dropped = await partition.replica_edit("truncate_tail", last_seq=keep)
+                        logger.warning(
+                            "%s/%d: truncated a divergent tail of %d message(s) after seq %d (epoch %d -> %d)",
+                            name,
+                            index,
+                            dropped,
+                            keep,
+                            partition.replica_epoch,
+                            entry.leader_epoch,
+                        )
+                        metrics.DIVERGENT_TRUNCATED.labels(name, str(index)).inc(dropped)
+                    partition.high_watermark = min(partition.high_watermark, partition.last_seq)
+                    epochs[index] = entry.leader_epoch
+                await self.node.catalog.set_replica_state(name, placement.SerializeToString(), epochs)
+                for index in changed:
+                    stream.partitions[index].replica_epoch = epochs[index]
+            stream.placement = placement
+            led = {
+                index for index in stream.partitions if placement.partitions[index].primary_node_id == self.node.node_id
+            }
+            for index in changed:
+                partition = stream.partitions[index]
+                entry = placement.partitions[index]
+                tracker = None
+                if index in led:
+                    in_sync = await self._stored_in_sync(name, index, entry)
+                    tracker = self.node.new_tracker(stream.config, entry, in_sync, partition.high_watermark)
+                partition.set_role(
+                    leading=index in led,
+                    leader_epoch=entry.leader_epoch,
+                    tracker=tracker,
+                    min_insync=stream.config.min_insync_replicas or 1,
+                )
+                metrics.LEADER_CHANGES.labels(name, str(index)).inc()
+                logger.info(
+                    "%s/%d: %s under leader epoch %d (log %d..%d)",
+                    name,
+                    index,
+                    "leading" if index in led else f"following {entry.primary_node_id}",
+                    entry.leader_epoch,
+                    partition.first_seq,
+                    partition.last_seq,
+                )
+            stream.set_led(led)
+            return [self.state_of(partition) for partition in stream.partitions.values()]
+
+    async def _stored_in_sync(self, stream: str, index: int, entry: types_pb2.PartitionPlacement) -> list[str]:
+        try:
+            stored = await self.membership.in_sync_record(stream, index)
+        except (RedisError, OSError):
+            metrics.REDIS_ERRORS.inc()
+            stored = None
+        if stored is not None and stored.leader_epoch == entry.leader_epoch:
+            return list(stored.in_sync)
+        return list(entry.in_sync_node_ids)
+
+    def state_of(self, partition: Partition) -> internal_pb2.GetReplicaStateResponse:
+        return internal_pb2.GetReplicaStateResponse(
+            node_id=self.node.node_id,
+            role=_role(partition),
+            replica_epoch=partition.replica_epoch,
+            leader_epoch=partition.leader_epoch,
+            first_seq=partition.first_seq,
+            last_seq=partition.last_seq,
+            high_watermark=partition.high_watermark,
+        )
+
+    async def _refresh_forever(self) -> None:
+        interval_s = self.node.settings.placement_refresh_ms / 1000
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval_s):
+                    await self._refresh_now.wait()
+            self._refresh_now.clear()
+            try:
+                await self.refresh()
+            except (RedisError, OSError) as error:
+                metrics.REDIS_ERRORS.inc()
+                logger.warning("placement refresh: %s", error)
+            except WeirError as error:
+                logger.warning("placement refresh: %s", error)
+            except Exception:
+                logger.exception("placement refresh failed")
+
+    # -- the in-sync set ------------------------------------------------------------------------------
+
+    async def _maintain_forever(self) -> None:
+        interval_s = max(0.05, self.node.settings.replica_lag_max_ms / 4000)
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.maintain()
+            except Exception:
+                logger.exception("in-sync maintenance failed")
+
+    async def maintain(self) -> None:
+        """Per led partition: fail waiting ack-all publishes when the lease lapsed; persist and apply
+        in-sync changes (laggards out, caught-up followers in)."""
+        lease_ok = self.membership.lease_valid()
+        now_ms = monotonic_ms()
+        for stream in self.node.hosted_streams():
+            for index in list(stream.led):
+                partition = stream.partitions[index]
+                if not lease_ok:
+                    partition.fail_replicated_waiters(self.node.lease_expired())
+                    continue
+                tracker = partition.tracker
+                if tracker is None:
+                    continue
+                proposed = tracker.proposed(now_ms)
+                if proposed is not None:
+                    await self._write_in_sync(stream.name, partition, proposed)
+                metrics.IN_SYNC_REPLICAS.labels(stream.name, str(index)).set(len(tracker.in_sync))
+
+    def _maybe_join(self, stream: str, partition: Partition) -> None:
+        tracker = partition.tracker
+        if tracker is not None and tracker.joining() and (stream, partition.index) not in self._in_sync_writes:
+            proposed = tracker.in_sync | set(tracker.joining())
+            asyncio.get_running_loop().create_task(self._write_in_sync(stream, partition, proposed))
+
+    async def _write_in_sync(self, stream: str, partition: Partition, members: set[str]) -> None:
+        key = (stream, partition.index)
+        tracker = partition.tracker
+        if key in self._in_sync_writes or tracker is None:
+            return
+        self._in_sync_writes.add(key)
+        try:
+            value = InSyncRecord(
+                partition.leader_epoch,
+                self.node.node_id,
+                tuple([tracker.leader_id, *sorted(members - {tracker.leader_id})]),
+            )
+            try:
+                written = await self._cas(
+                    keys=[self.membership.keys.in_sync(stream, partition.index)],
+                    args=[partition.leader_epoch, value.to_json()],
+                )
+            except (RedisError, OSError) as error:
+                metrics.REDIS_ERRORS.inc()
+                logger.warning("%s/%d: could not store the in-sync set: %s", stream, partition.index, error)
+                return
+            if not written:  # the controller moved the epoch on: adopt the new record instead
+                logger.warning("%s/%d: in-sync write refused (epoch moved on); refreshing", stream, partition.index)
+                self._refresh_now.set()
+                return
+            if partition.tracker is tracker:
+                before = set(tracker.in_sync)
+                tracker.set_in_sync(members, monotonic_ms())
+                left = sorted(before - tracker.in_sync)
+                joined = sorted(tracker.in_sync - before)
+                logger.info(
+                    "%s/%d: in-sync set %s (left %s, joined %s)",
+                    stream,
+                    partition.index,
+                    tracker.in_sync_sorted(),
+                    left,
+                    joined,
+                )
+                metrics.IN_SYNC_REPLICAS.labels(stream, str(partition.index)).set(len(tracker.in_sync))
+                partition.update_high_watermark()
+        finally:
+            self._in_sync_writes.discard(key)
+
+    # -- primary side -----------------------------------------------------------------------------------
+
+    def _check_epoch(self, partition: Partition, epoch: int) -> tuple[str, str] | None:
+        if epoch < partition.leader_epoch:
+            return "fenced", f"leader epoch {epoch} is older than this replica's {partition.leader_epoch}"
+        if epoch > partition.leader_epoch:
+            self._refresh_now.set()
+            return "stale_epoch", f"this replica is at leader epoch {partition.leader_epoch}, not yet {epoch}; retry"
+        return None
+
+    async def fetch_replication(
+        self, request: internal_pb2.FetchReplicationRequest
+    ) -> internal_pb2.FetchReplicationResponse:
+        """Primary: record the follower's progress, then return the records after it."""
+        response = internal_pb2.FetchReplicationResponse(result_code="ok")
+        if request.max_messages > MAX_READ_MESSAGES:
+            raise _invalid(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
+        if request.max_wait_ms > MAX_FETCH_WAIT_MS:
+            raise _invalid(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
+        if not request.follower_node_id:
+            raise _invalid("follower_node_id: required")
+        partition = self.node.hosted_partition(request.stream, request.partition)
+        refusal = self._check_epoch(partition, request.leader_epoch)
+        if refusal is None and not partition.leading:
+            refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
+        if refusal is None and not self.membership.lease_valid():
+            refusal = "not_leader", str(self.node.lease_expired())
+        if refusal is not None:
+            response.result_code, response.message = refusal
+            response.leader_epoch = partition.leader_epoch
+            return response
+        tracker = partition.tracker
+        if tracker is not None:
+            tracker.report(request.follower_node_id, request.follower_last_seq, partition.last_seq, monotonic_ms())
+            partition.update_high_watermark()
+            self._maybe_join(request.stream, partition)
+        max_messages = request.max_messages or DEFAULT_FETCH_MESSAGES
+        max_bytes = request.max_bytes or DEFAULT_FETCH_BYTES
+        start = request.follower_last_seq + 1
+        if start > partition.last_seq and request.max_wait_ms:
+            await partition.wait_for_work(request.max_wait_ms / 1000)
+        if start <= partition.last_seq:
+            rows = partition.log.read(max(start, partition.first_seq), max_messages, max_bytes)
+            response.records.extend(record for _, record in rows)
+        response.first_seq = partition.first_seq
+        response.last_seq = partition.last_seq
+        response.high_watermark = partition.high_watermark
+        response.leader_epoch = partition.leader_epoch
+        if tracker is not None:
+            response.in_sync_node_ids.extend(tracker.in_sync_sorted())
+        return response
+
+    def consumer_snapshots(
+        self, request: internal_pb2.GetConsumerSnapshotsRequest
+    ) -> internal_pb2.GetConsumerSnapshotsResponse:
+        """Primary: the committed state of every consumer in one partition (read from the log)."""
+        partition = self.node.hosted_partition(request.stream, request.partition)
+        response = internal_pb2.GetConsumerSnapshotsResponse(result_code="ok")
+        refusal = self._check_epoch(partition, request.leader_epoch)
+        if refusal is None and not partition.leading:
+            refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
+        if refusal is not None:
+            response.result_code, response.message = refusal
+            return response
+        for name, stored in sorted(partition.log.load_consumers().items()):
+            delivered, acked, redelivered, dead_lettered, dropped, termed = stored.totals
+            snapshot = response.snapshots.add(
+                consumer=name,
+                partition=partition.index,
+                ack_floor=stored.ack_floor,
+                last_delivered=stored.last_delivered,
+                delivered=delivered,
+                acked=acked,
+                redelivered=redelivered,
+                dead_lettered=dead_lettered,
+                dropped=dropped,
+                termed=termed,
+            )
+            for seq, delivered_at_ms, deliver_count, redeliver_at_ms in stored.pending:
+                snapshot.pending.add(
+                    seq=seq,
+                    delivered_at_ms=delivered_at_ms,
+                    deliver_count=deliver_count,
+                    redeliver_at_ms=redeliver_at_ms,
+                )
+        return response
+
+    # -- secondary side ---------------------------------------------------------------------------------
+
+    async def _follower(
+        self, stream: str, index: int, epoch: int
+    ) -> tuple[Partition | None, internal_pb2.ReplicateResponse]:
+        """The hosted secondary partition for a Replicate* call at `epoch`, or the refusal."""
+        response = internal_pb2.ReplicateResponse()
+        try:
+            partition = self.node.hosted_partition(stream, index)
+        except (NoSuchStreamError, NoSuchPartitionError) as error:
+            response.result_code, response.message = error.result_code.value, error.message
+            return None, response
+        if epoch > partition.leader_epoch:
+            await self.refresh_stream(stream)
+        refusal = self._check_epoch(partition, epoch)
+        if refusal is None and partition.leading:
+            refusal = "not_follower", f"node {self.node.node_id} leads this partition under epoch {epoch}"
+        if refusal is None and partition.replica_epoch != epoch:
+            refusal = "stale_epoch", f"this replica has not adopted leader epoch {epoch} yet; retry"
+        response.leader_epoch = partition.leader_epoch
+        if refusal is not None:
+            response.result_code, response.message = refusal
+            self._fill(response, partition)
+            return None, response
+        return partition, response
+
+    async def refresh_stream(self, stream: str) -> None:
+        records = await self.membership.stream_records([stream])
+        record = records.get(stream)
+        if record is not None:
+            await self.apply_record(record)
+
+    @staticmethod
+    def _fill(response: internal_pb2.ReplicateResponse, partition: Partition) -> internal_pb2.ReplicateResponse:
+        response.first_seq = partition.first_seq
+        response.last_seq = partition.last_seq
+        response.leader_epoch = partition.leader_epoch
+        response.success = response.result_code == "ok"
+        return response
+
+    async def replicate_message(self, request: internal_pb2.ReplicateMessageRequest) -> internal_pb2.ReplicateResponse:
+        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
+        if partition is None:
+            return response
+        records = list(request.records)
+        code, message = await partition.replicate(request.after_seq, records, sum(len(record) for record in records))
+        if code == "invalid":
+            raise _invalid(message)
+        if code == "divergence":
+            metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
+            logger.error("%s/%d: %s", request.stream, request.partition, message)
+        partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
+        response.result_code, response.message = code, message
+        return self._fill(response, partition)
+
+    async def replicate_truncate(
+        self, request: internal_pb2.ReplicateTruncateRequest
+    ) -> internal_pb2.ReplicateResponse:
+        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
+        if partition is None:
+            return response
+        before = partition.msg_count
+        await partition.replica_edit("truncate_prefix", first_seq=request.first_seq)
+        response.result_code = "ok"
+        response.dropped = max(0, before - partition.msg_count)
+        return self._fill(response, partition)
+
+    async def replicate_removals(
+        self, request: internal_pb2.ReplicateWorkQueueAckRequest
+    ) -> internal_pb2.ReplicateResponse:
+        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
+        if partition is None:
+            return response
+        before = partition.msg_count
+        await partition.replica_edit("remove", seqs=list(request.seqs), reason=request.reason or "work_queue_ack")
+        response.result_code = "ok"
+        response.dropped = max(0, before - partition.msg_count)
+        return self._fill(response, partition)
+
+    async def replicate_consumer_state(
+        self, request: internal_pb2.ReplicateConsumerStateRequest
+    ) -> internal_pb2.ReplicateResponse:
+        snapshot = request.snapshot
+        partition, response = await self._follower(request.stream, snapshot.partition, request.leader_epoch)
+        if partition is None:
+            return response
+        stream = self.node.hosted_stream(request.stream)
+        consumer = stream.consumers.get(snapshot.consumer) if stream is not None else None
+        if consumer is None and not snapshot.tombstone:
+            error = NoSuchConsumerError(
+                f"stream {request.stream!r} has no consumer {snapshot.consumer!r} on node {self.node.node_id}",
+                stream=request.stream,
+                consumer=snapshot.consumer,
+            )
+            response.result_code, response.message = error.result_code.value, error.message
+            return self._fill(response, partition)
+        await partition.replica_edit(
+            "consumer_snapshot", snapshot=snapshot, spec=consumer.spec if consumer is not None else None
+        )
+        response.result_code = "ok"
+        return self._fill(response, partition)
+
+    async def replicate_stream_create(
+        self, request: internal_pb2.ReplicateStreamCreateRequest
+    ) -> internal_pb2.ReplicateResponse:
+        record = request.record
+        response = internal_pb2.ReplicateResponse()
+        if self.node.hosted_stream(record.config.name) is None:
+            await self.node.create_stream(record.config, record.placement)
+        await self.apply_record(record)
+        response.result_code, response.success = "ok", True
+        return response
+
+    async def replicate_stream_update(
+        self, request: internal_pb2.ReplicateStreamUpdateRequest
+    ) -> internal_pb2.ReplicateResponse:
+        await self.node.mirror_config(request.config)
+        return internal_pb2.ReplicateResponse(result_code="ok", success=True)
+
+    async def replicate_stream_delete(
+        self, request: internal_pb2.ReplicateStreamDeleteRequest
+    ) -> internal_pb2.ReplicateResponse:
+        with contextlib.suppress(NoSuchStreamError):
+            await self.node.delete_stream(request.stream)
+        return internal_pb2.ReplicateResponse(result_code="ok", success=True)
+
+    def replica_state(self, request: internal_pb2.GetReplicaStateRequest) -> internal_pb2.GetReplicaStateResponse:
+        return self.state_of(self.node.hosted_partition(request.stream, request.partition))
+
+
+def _invalid(message: str) -> WeirError:
+    return InvalidArgumentError(message)

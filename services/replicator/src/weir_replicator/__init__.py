@@ -1,0 +1,1 @@
+"""Weir replicator (DESIGN §5)."""

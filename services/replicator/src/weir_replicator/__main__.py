@@ -1,0 +1,23 @@
+"""`weir-replicator` / `python -m weir_replicator`: run one replicator (settings from `WEIR_REPLICATOR_*`)."""
+
+from __future__ import annotations
+
+import logging
+
+import uvloop
+
+from weir_replicator.server import serve
+from weir_replicator.settings import ReplicatorSettings
+
+
+def main() -> None:
+    settings = ReplicatorSettings()
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
+    )
+    uvloop.run(serve(settings))
+
+
+if __name__ == "__main__":
+    main()

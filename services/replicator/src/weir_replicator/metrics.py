@@ -1,0 +1,26 @@
+"""Prometheus metrics of the replicator (prometheus-client)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+PARTITIONS_OWNED = Gauge("weir_replicator_partitions_owned", "Partitions this replicator instance ships")
+LIVE_INSTANCES = Gauge("weir_replicator_live_instances", "Replicator instances registered and alive")
+SHIPPED_MESSAGES = Counter(
+    "weir_replicator_shipped_messages_total", "Records pushed to secondaries", ["stream", "partition"]
+)
+SHIPPED_BYTES = Counter(
+    "weir_replicator_shipped_bytes_total", "Record bytes pushed to secondaries", ["stream", "partition"]
+)
+SNAPSHOTS_SHIPPED = Counter(
+    "weir_replicator_consumer_snapshots_total",
+    "Consumer-state snapshots pushed to secondaries",
+    ["stream", "partition"],
+)
+REPLICATION_LAG = Gauge(
+    "weir_replication_lag_messages",
+    "Primary's last seq minus the secondary's, as of the last pull",
+    ["stream", "partition", "follower"],
+)
+ERRORS = Counter("weir_replicator_errors_total", "Failed or refused replication calls by result code", ["code"])
+REDIS_ERRORS = Counter("weir_replicator_redis_errors_total", "Failed calls from the replicator to the metadata Redis")

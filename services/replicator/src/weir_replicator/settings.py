@@ -1,0 +1,42 @@
+"""Replicator settings, read from `WEIR_REPLICATOR_*` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ReplicatorSettings(BaseSettings):
+    """Every field is the environment variable ``WEIR_REPLICATOR_<FIELD>`` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="WEIR_REPLICATOR_", extra="ignore")
+
+    replicator_id: str = Field("replicator-1", description="Unique id of this replicator instance.")
+    host: str = Field("127.0.0.1", description="Address the metrics server binds to.")
+    metrics_port: int = Field(7603, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="The cluster metadata Redis.")
+    metadata_prefix: str = Field("weir", description="Prefix of the cluster's Redis keys (one cluster per prefix).")
+    tick_ms: int = Field(
+        500, ge=20, description="How often placements are re-read, partition leases renewed and ownership balanced."
+    )
+    lease_ms: int = Field(
+        3000,
+        ge=200,
+        description="Partition lease: a partition whose replicator died is taken over within about this long.",
+    )
+    fetch_wait_ms: int = Field(
+        500, ge=0, le=30_000, description="How long one FetchReplication waits at the primary for new records."
+    )
+    max_batch_messages: int = Field(1000, ge=1, le=10_000, description="Most records shipped in one call.")
+    max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Most record bytes shipped in one call.")
+    snapshot_interval_ms: int = Field(
+        100, ge=0, description="Shortest interval between two consumer-state snapshots shipped to one follower."
+    )
+    node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call to a node (fetches add their wait).")
+    retry_backoff_ms: int = Field(200, ge=10, description="Pause after a failed call before a follower loop retries.")
+    log_level: str = Field("INFO", description="Python logging level.")
+    ready_file: Path | None = Field(
+        None, description="When set, the replicator writes its pid and metrics port here as JSON once it runs."
+    )

@@ -1,0 +1,392 @@
+"""Shipping one partition from its primary to its secondaries (DESIGN §5).
+
+A `PartitionShipper` runs while this instance holds the partition's lease, for one leader epoch:
+
+- One `_FollowerLoop` per secondary pulls from the primary with FetchReplication (reporting what
+  the follower holds, which is how the primary learns its progress for the in-sync set and the high
+  watermark) and pushes the records with ReplicateMessage at the primary's exact seqs. Positions
+  come from the follower itself (GetReplicaState), never from this process, so a restarted
+  replicator resumes exactly where each follower is: no gap, no duplicate.
+- One tail of the primary's change feed collects what data pulls cannot see: removals of single
+  messages (work-queue acks, dead-letter moves, max_msgs_per_subject), consumer state changes,
+  stream updates and deletion. Each follower loop ships the removals it saw *before* its last pull,
+  so a removal never reaches a follower ahead of the record it removes. Consumer snapshots (full
+  state with pending) follow each change, at most every `snapshot_interval_ms`.
+- The feed position shipped to every follower is stored in Redis (``replicator:position``), so a
+  restarted or new owner resumes the tail there. Without a usable position (first start, a new
+  primary, a trimmed feed) it reads the primary's whole retained feed and re-ships every consumer
+  snapshot: the Replicate* calls are idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from weir.client import ChangeFeedClient, NodeClient, ReplicationClient
+from weir.errors import ChangeFeedTruncatedError, WeirError
+from weir.v1 import internal_pb2, types_pb2
+
+from weir_replicator import metrics
+from weir_replicator.ownership import Ownership
+from weir_replicator.settings import ReplicatorSettings
+
+logger = logging.getLogger(__name__)
+
+_REMOVAL_BATCH = 10_000
+
+
+@dataclass(slots=True)
+class _Removal:
+    change_seq: int
+    seqs: list[int]
+    reason: str
+
+
+@dataclass(slots=True)
+class _FollowerState:
+    node_id: str
+    address: str
+    last_seq: int | None = None
+    first_seq: int = 0
+    removals: list[_Removal] = field(default_factory=list)
+    consumers_dirty: bool = True
+    tombstones: set[str] = field(default_factory=set)
+    config_dirty: bool = False
+    delete_stream: bool = False
+    shipped_through: int = 0
+    last_snapshot_s: float = 0.0
+
+
+class PartitionShipper:
+    def __init__(
+        self,
+        *,
+        settings: ReplicatorSettings,
+        ownership: Ownership,
+        record: types_pb2.StreamRecord,
+        partition: int,
+        addresses: dict[str, str],
+        clients: ClientPool,
+        lease_valid: asyncio.Event,
+    ) -> None:
+        self.settings = settings
+        self.ownership = ownership
+        self.record = record
+        self.stream = record.config.name
+        self.partition = partition
+        entry = record.placement.partitions[partition]
+        self.epoch = entry.leader_epoch
+        self.primary = entry.primary_node_id
+        self.primary_address = addresses.get(self.primary, "")
+        self.followers = [_FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
+        self.clients = clients
+        self.lease_valid = lease_valid
+        self.observed_through = 0
+        self._new_changes = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._labels = (self.stream, str(partition))
+
+    @property
+    def key(self) -> tuple[str, int, int, str]:
+        """What the shipper was started for; a different key means restart it."""
+        return self.stream, self.partition, self.epoch, self.primary
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        name = f"{self.stream}/{self.partition}"
+        self._tasks = [loop.create_task(self._tail(), name=f"tail:{name}")]
+        self._tasks += [
+            loop.create_task(self._follow(follower), name=f"follow:{name}:{follower.node_id}")
+            for follower in self.followers
+        ]
+        self._tasks.append(loop.create_task(self._save_positions(), name=f"position:{name}"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for follower in self.followers:
+            with contextlib.suppress(KeyError):
+                metrics.REPLICATION_LAG.remove(*self._labels, follower.node_id)
+
+    # -- the primary's change feed -----------------------------------------------------------------
+
+    async def _tail(self) -> None:
+        feed = self.clients.change_feed(self.primary_address)
+        stored = await self.ownership.position(self.stream, self.partition)
+        start = stored[1] + 1 if stored is not None and stored[0] == self.primary else 0
+        while True:
+            try:
+                async for batch in feed.tail_changes(start, 1000):
+                    for change in batch.changes:
+                        self._observe(change)
+                        start = change.change_seq + 1
+                    self.observed_through = max(self.observed_through, batch.last_change_seq, start - 1)
+                    self._new_changes.set()
+            except ChangeFeedTruncatedError as error:
+                logger.warning("%s/%d: %s; re-reading the retained feed", *self._labels, error)
+                start = 0
+                for follower in self.followers:
+                    follower.consumers_dirty = True
+            except WeirError as error:
+                metrics.ERRORS.labels("tail").inc()
+                logger.warning("%s/%d: change feed of %s: %s", *self._labels, self.primary, error)
+            await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
+
+    def _observe(self, change: types_pb2.Change) -> None:
+        if change.stream != self.stream:
+            return
+        kind = change.WhichOneof("kind")
+        if kind in ("stream_updated", "stream_deleted", "consumer_created"):
+            for follower in self.followers:
+                if kind == "stream_updated":
+                    follower.config_dirty = True
+                elif kind == "stream_deleted":
+                    follower.delete_stream = True
+                else:
+                    follower.consumers_dirty = True
+            return
+        if kind == "consumer_deleted":
+            for follower in self.followers:
+                follower.tombstones.add(change.consumer_deleted.consumer)
+            return
+        if change.partition != self.partition or change.role != types_pb2.PARTITION_ROLE_PRIMARY:
+            return
+        if kind == "remove":
+            removal = _Removal(change.change_seq, list(change.remove.seqs), change.remove.reason)
+            for follower in self.followers:
+                follower.removals.append(removal)
+        elif kind == "consumer_state":
+            for follower in self.followers:
+                follower.consumers_dirty = True
+
+    async def _save_positions(self) -> None:
+        saved = -1
+        while True:
+            await asyncio.sleep(1.0)
+            through = min((follower.shipped_through for follower in self.followers), default=0)
+            if through > saved and self.lease_valid.is_set():
+                try:
+                    await self.ownership.save_position(self.stream, self.partition, self.primary, through)
+                    saved = through
+                except OSError as error:
+                    logger.warning("%s/%d: could not store the feed position: %s", *self._labels, error)
+
+    # -- one follower -----------------------------------------------------------------------------------
+
+    async def _follow(self, follower: _FollowerState) -> None:
+        backoff_s = self.settings.retry_backoff_ms / 1000
+        while True:
+            await self.lease_valid.wait()
+            try:
+                if not await self._step(follower):
+                    await asyncio.sleep(backoff_s)
+            except WeirError as error:
+                metrics.ERRORS.labels(error.result_code.value).inc()
+                logger.warning("%s/%d -> %s: %s", *self._labels, follower.node_id, error)
+                follower.last_seq = None
+                await asyncio.sleep(backoff_s)
+
+    async def _sync_position(self, follower: _FollowerState) -> bool:
+        """Learn where the follower's log ends, making it adopt the epoch first."""
+        target = self.clients.replication(follower.address)
+        try:
+            state = await target.replica_state(self.stream, self.partition)
+        except WeirError as error:
+            if error.result_code.value != "no_such_stream":
+                raise
+            await target.replicate(
+                "ReplicateStreamCreate", internal_pb2.ReplicateStreamCreateRequest(record=self.record)
+            )
+            state = await target.replica_state(self.stream, self.partition)
+        if state.replica_epoch != self.epoch:
+            await target.apply_placement(self.record)
+            state = await target.replica_state(self.stream, self.partition)
+        if state.replica_epoch != self.epoch:
+            logger.info(
+                "%s/%d: %s is at epoch %d, waiting for %d",
+                *self._labels,
+                follower.node_id,
+                state.replica_epoch,
+                self.epoch,
+            )
+            return False
+        follower.last_seq = state.last_seq
+        follower.first_seq = state.first_seq
+        follower.consumers_dirty = True
+        return True
+
+    async def _step(self, follower: _FollowerState) -> bool:
+        """One pull-and-push round; False when the caller should back off."""
+        if follower.last_seq is None and not await self._sync_position(follower):
+            return False
+        assert follower.last_seq is not None
+        observed = self.observed_through
+        removals = list(follower.removals)  # seen before this pull: safe to ship after its push
+        idle = not (removals or follower.consumers_dirty or follower.tombstones or follower.config_dirty)
+        primary = self.clients.replication(self.primary_address)
+        wait_ms = self.settings.fetch_wait_ms if idle else 0
+        response = await primary.fetch(
+            internal_pb2.FetchReplicationRequest(
+                stream=self.stream,
+                partition=self.partition,
+                leader_epoch=self.epoch,
+                follower_node_id=follower.node_id,
+                follower_last_seq=follower.last_seq,
+                max_messages=self.settings.max_batch_messages,
+                max_bytes=self.settings.max_batch_bytes,
+                max_wait_ms=wait_ms,
+            ),
+            timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
+        )
+        if response.result_code != "ok":
+            logger.info("%s/%d: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
+            return False
+        target = self.clients.replication(follower.address)
+        if response.first_seq > follower.first_seq and follower.first_seq <= follower.last_seq + 1:
+            reply = await target.replicate(
+                "ReplicateTruncate",
+                internal_pb2.ReplicateTruncateRequest(
+                    stream=self.stream, partition=self.partition, leader_epoch=self.epoch, first_seq=response.first_seq
+                ),
+            )
+            if not self._accepted(follower, reply):
+                return False
+        if response.records:
+            reply = await target.replicate(
+                "ReplicateMessage",
+                internal_pb2.ReplicateMessageRequest(
+                    stream=self.stream,
+                    partition=self.partition,
+                    leader_epoch=self.epoch,
+                    after_seq=follower.last_seq,
+                    records=response.records,
+                    high_watermark=response.high_watermark,
+                ),
+            )
+            if not self._accepted(follower, reply):
+                return False
+            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(len(response.records))
+            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(len(record) for record in response.records))
+        metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
+            max(0, response.last_seq - (follower.last_seq or 0))
+        )
+        await self._ship_side_changes(follower, target, removals)
+        follower.shipped_through = max(follower.shipped_through, observed)
+        return True
+
+    def _accepted(self, follower: _FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
+        if reply.result_code == "ok":
+            follower.last_seq = reply.last_seq
+            follower.first_seq = reply.first_seq
+            return True
+        if reply.result_code == "out_of_order":
+            follower.last_seq = reply.last_seq  # resend from where its log ends
+            follower.first_seq = reply.first_seq
+            return True
+        metrics.ERRORS.labels(reply.result_code).inc()
+        logger.warning("%s/%d -> %s: %s %s", *self._labels, follower.node_id, reply.result_code, reply.message)
+        follower.last_seq = None  # re-sync (adopt the epoch, re-read the position)
+        return False
+
+    async def _ship_side_changes(
+        self, follower: _FollowerState, target: ReplicationClient, removals: list[_Removal]
+    ) -> None:
+        if removals:
+            by_reason: dict[str, list[int]] = {}
+            for removal in removals:
+                by_reason.setdefault(removal.reason, []).extend(removal.seqs)
+            for reason, seqs in by_reason.items():
+                for start in range(0, len(seqs), _REMOVAL_BATCH):
+                    await target.replicate(
+                        "ReplicateWorkQueueAck",
+                        internal_pb2.ReplicateWorkQueueAckRequest(
+                            stream=self.stream,
+                            partition=self.partition,
+                            leader_epoch=self.epoch,
+                            seqs=seqs[start : start + _REMOVAL_BATCH],
+                            reason=reason,
+                        ),
+                    )
+            del follower.removals[: len(removals)]
+        if follower.config_dirty:
+            follower.config_dirty = False
+            info = await self.clients.node(self.primary_address).stream_info(self.stream)
+            await target.replicate(
+                "ReplicateStreamUpdate", internal_pb2.ReplicateStreamUpdateRequest(config=info.config)
+            )
+        if follower.tombstones:
+            for name in sorted(follower.tombstones):
+                await target.replicate(
+                    "ReplicateConsumerState",
+                    internal_pb2.ReplicateConsumerStateRequest(
+                        stream=self.stream,
+                        leader_epoch=self.epoch,
+                        snapshot=internal_pb2.ConsumerSnapshot(consumer=name, partition=self.partition, tombstone=True),
+                    ),
+                )
+            follower.tombstones.clear()
+        now_s = time.monotonic()
+        if follower.consumers_dirty and now_s - follower.last_snapshot_s >= self.settings.snapshot_interval_ms / 1000:
+            follower.consumers_dirty = False
+            follower.last_snapshot_s = now_s
+            snapshots = await self.clients.replication(self.primary_address).consumer_snapshots(
+                self.stream, self.partition, self.epoch
+            )
+            if snapshots.result_code != "ok":
+                follower.consumers_dirty = True
+                return
+            for snapshot in snapshots.snapshots:
+                reply = await target.replicate(
+                    "ReplicateConsumerState",
+                    internal_pb2.ReplicateConsumerStateRequest(
+                        stream=self.stream, leader_epoch=self.epoch, snapshot=snapshot
+                    ),
+                )
+                if reply.result_code not in ("ok", "no_such_consumer"):
+                    follower.consumers_dirty = True
+            metrics.SNAPSHOTS_SHIPPED.labels(*self._labels).inc(len(snapshots.snapshots))
+        if follower.delete_stream:
+            follower.delete_stream = False
+            await target.replicate(
+                "ReplicateStreamDelete", internal_pb2.ReplicateStreamDeleteRequest(stream=self.stream)
+            )
+
+
+class ClientPool:
+    """One client per node address and API, kept for the replicator's lifetime."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._replication: dict[str, ReplicationClient] = {}
+        self._feeds: dict[str, ChangeFeedClient] = {}
+        self._nodes: dict[str, NodeClient] = {}
+
+    def replication(self, address: str) -> ReplicationClient:
+        client = self._replication.get(address)
+        if client is None:
+            client = self._replication[address] = ReplicationClient(address, timeout_s=self.timeout_s)
+        return client
+
+    def change_feed(self, address: str) -> ChangeFeedClient:
+        client = self._feeds.get(address)
+        if client is None:
+            client = self._feeds[address] = ChangeFeedClient(address, timeout_s=self.timeout_s)
+        return client
+
+    def node(self, address: str) -> NodeClient:
+        client = self._nodes.get(address)
+        if client is None:
+            client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s)
+        return client
+
+    async def close(self) -> None:
+        for pool in (self._replication, self._feeds, self._nodes):
+            for client in pool.values():
+                await client.close()
