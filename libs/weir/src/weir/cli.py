@@ -124,9 +124,7 @@ async def _cluster_up(args: argparse.Namespace) -> int:
 
 
 def _live_pids(state: dict[str, Any]) -> list[int]:
-    pids = [
-        int(entry["pid"]) for group in ("replicators", "routers", "nodes") for entry in state.get(group, [])
-    ]
+    pids = [int(entry["pid"]) for group in ("replicators", "routers", "nodes") for entry in state.get(group, [])]
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid_alive(pid)]
 

@@ -14,21 +14,24 @@ Pure functions and one small state machine, no I/O, so they are unit-tested dire
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def valid_log_end(replica_epoch: int, last_seq: int, epoch_starts: Iterable[tuple[int, int]]) -> int:
     """The highest seq of a replica's log that belongs to the partition's history.
 
     `replica_epoch` is the epoch whose primary's log this replica's log is a prefix of, `last_seq`
-    the end of its log and `epoch_starts` the (leader_epoch, start_seq) pairs of the placement. Every
-    seq above the result was written under an epoch that a later epoch replaced: a divergent tail to
-    truncate. Example: epochs [(1, 1), (2, 96)], a replica of epoch 1 ending at 100 keeps 1..95.
+    the end of its log and `epoch_starts` the (leader_epoch, start_seq) pairs of the placement. A
+    later epoch replaced every seq from its start on, and a later epoch may start below an earlier
+    one (its primary had less), so the result is below the start of *every* later epoch; every seq
+    above it is a divergent tail to truncate. Example: epochs [(1, 1), (2, 96)], a replica of epoch 1
+    ending at 100 keeps 1..95; with [(1, 1), (2, 11), (3, 7)] one of epoch 1 ending at 10 keeps 1..6.
     """
-    for epoch, start_seq in sorted(epoch_starts):
+    end = last_seq
+    for epoch, start_seq in epoch_starts:
         if epoch > replica_epoch:
-            return min(last_seq, start_seq - 1)
-    return last_seq
+            end = min(end, start_seq - 1)
+    return end
 
 
 def default_min_insync(replicas: int) -> int:
@@ -65,6 +68,8 @@ class InSyncTracker:
     in_sync: set[str]
     lag_max_ms: int
     high_watermark: int = 0
+    # Followers whose joining is being persisted: they already hold the high watermark back.
+    pending_joiners: set[str] = field(default_factory=set)
 
     @classmethod
     def start(
@@ -89,6 +94,7 @@ class InSyncTracker:
         progress = self.followers.get(follower)
         if progress is None:
             return
+        last_seq = min(last_seq, leader_last_seq)  # a follower never holds more than the primary
         if progress.reported and last_seq >= progress.leader_last_at_previous:
             progress.caught_up_ms = max(progress.caught_up_ms, progress.last_fetch_ms)
         if last_seq >= leader_last_seq:
@@ -101,8 +107,8 @@ class InSyncTracker:
     def compute_high_watermark(self, leader_last_seq: int) -> int:
         """Advance (never lower) the high watermark to the lowest end among in-sync replicas."""
         candidate = leader_last_seq
-        for node in self.in_sync:
-            if node == self.leader_id:
+        for node in self.in_sync | self.pending_joiners:
+            if node == self.leader_id or node not in self.followers:
                 continue
             progress = self.followers[node]
             candidate = min(candidate, progress.last_seq if progress.reported else 0)
@@ -117,17 +123,21 @@ class InSyncTracker:
             if node != self.leader_id and now_ms - self.followers[node].caught_up_ms > self.lag_max_ms
         )
 
-    def joining(self) -> list[str]:
-        """Out-of-sync followers whose log reached the high watermark (sorted)."""
+    def joining(self, now_ms: int) -> list[str]:
+        """Out-of-sync followers whose log reached the high watermark and that are caught up now
+        (a report within lag_max_ms: a dead follower's last report does not bring it back), sorted."""
         return sorted(
             node
             for node, progress in self.followers.items()
-            if node not in self.in_sync and progress.reported and progress.last_seq >= self.high_watermark
+            if node not in self.in_sync
+            and progress.reported
+            and progress.last_seq >= self.high_watermark
+            and now_ms - progress.caught_up_ms <= self.lag_max_ms
         )
 
     def proposed(self, now_ms: int) -> set[str] | None:
         """The in-sync set after dropping laggards and adding joiners; None when unchanged."""
-        target = (self.in_sync - set(self.lagging(now_ms))) | set(self.joining())
+        target = (self.in_sync - set(self.lagging(now_ms))) | set(self.joining(now_ms))
         return None if target == self.in_sync else target
 
     def set_in_sync(self, members: Iterable[str], now_ms: int) -> None:

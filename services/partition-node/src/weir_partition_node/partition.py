@@ -103,12 +103,17 @@ class _ConsumerOp:
     size: int = 0
 
 
+# One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded).
+ReplicatedRecord = tuple[int, int, str, bytes]
+
+
 @dataclass(slots=True)
 class _Replicate:
-    """Records from the primary at their exact seqs, following `after_seq` (secondary only)."""
+    """Records from the primary at their exact seqs (increasing, above `after_seq`), following
+    `after_seq` (secondary only)."""
 
     after_seq: int
-    records: list[bytes]
+    records: list[ReplicatedRecord]
     future: asyncio.Future[tuple[str, str]]
     size: int
 
@@ -271,9 +276,10 @@ class Partition:
 
     # -- replication (event loop) ------------------------------------------------------------------
 
-    async def replicate(self, after_seq: int, records: list[bytes], size: int) -> tuple[str, str]:
-        """Secondary: append the primary's `records` (encoded Messages with their seqs) after
-        `after_seq`; returns (result_code, message): ok | out_of_order | divergence | invalid."""
+    async def replicate(self, after_seq: int, records: list[ReplicatedRecord], size: int) -> tuple[str, str]:
+        """Secondary: append the primary's `records` (validated by the caller: seqs increase and
+        exceed `after_seq`) after `after_seq`; returns (result_code, message): ok | out_of_order |
+        divergence | not_follower."""
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
         await self._put(_Replicate(after_seq, records, future, size))
         return await future
@@ -714,22 +720,15 @@ class Partition:
             return "out_of_order", "another write to this partition is in the same commit; resend"
         if item.after_seq > end:
             return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
-        messages: list[types_pb2.Message] = []
-        previous = item.after_seq
-        for record in item.records:
-            message = types_pb2.Message.FromString(record)
-            if message.seq <= previous:
-                return "invalid", f"records: seq {message.seq} does not follow seq {previous} (seqs must increase)"
-            previous = message.seq
-            messages.append(message)
-        for message, record in zip(messages, item.records, strict=True):
-            seq = message.seq
-            if seq <= end:  # replay of what this replica already holds: must be identical
-                stored = self.log.get(seq)
-                if stored is not None and stored != record:
-                    return "divergence", f"seq {seq} holds another record than the primary's"
-                continue
-            context.append_record(seq, message.ts_ms, message.subject, record)
+        for seq, _, _, record in item.records:  # a replay must match what this replica holds
+            if seq > end:
+                break
+            stored = self.log.get(seq)
+            if stored is not None and stored != record:
+                return "divergence", f"seq {seq} holds another record than the primary's"
+        for seq, ts_ms, subject, record in item.records:
+            if seq > end:
+                context.append_record(seq, ts_ms, subject, record)
         return "ok", ""
 
     def _decide_replica_edit(self, item: _ReplicaEdit, context: _CommitContext) -> int:

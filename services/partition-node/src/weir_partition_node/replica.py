@@ -20,7 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 
+from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
 from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError, WeirError
 from weir.metadata import IN_SYNC_CAS, InSyncRecord
@@ -31,7 +33,7 @@ from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream
-from weir_partition_node.partition import Partition
+from weir_partition_node.partition import Partition, ReplicatedRecord
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class ReplicaManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._in_sync_writes: set[tuple[str, int]] = set()
         self._refresh_now = asyncio.Event()
+        self._background: set[asyncio.Task[None]] = set()
         self._cas = membership.raw.register_script(IN_SYNC_CAS)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -116,6 +119,8 @@ class ReplicaManager:
             changed: list[int] = []
             for index, partition in stream.partitions.items():
                 entry = placement.partitions[index]
+                if entry.leader_epoch < partition.leader_epoch:  # an older record (a late push): ignore it
+                    return [self.state_of(hosted) for hosted in stream.partitions.values()]
                 if entry.leader_epoch > partition.leader_epoch:
                     changed.append(index)
             if changed:
@@ -245,9 +250,14 @@ class ReplicaManager:
 
     def _maybe_join(self, stream: str, partition: Partition) -> None:
         tracker = partition.tracker
-        if tracker is not None and tracker.joining() and (stream, partition.index) not in self._in_sync_writes:
-            proposed = tracker.in_sync | set(tracker.joining())
-            asyncio.get_running_loop().create_task(self._write_in_sync(stream, partition, proposed))
+        if tracker is None or (stream, partition.index) in self._in_sync_writes:
+            return
+        joining = tracker.joining(monotonic_ms())
+        if joining:
+            proposed = tracker.in_sync | set(joining)
+            task = asyncio.get_running_loop().create_task(self._write_in_sync(stream, partition, proposed))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _write_in_sync(self, stream: str, partition: Partition, members: set[str]) -> None:
         key = (stream, partition.index)
@@ -255,6 +265,9 @@ class ReplicaManager:
         if key in self._in_sync_writes or tracker is None:
             return
         self._in_sync_writes.add(key)
+        # A joiner counts for the high watermark from now on: once the write below lands, the
+        # controller may promote it, so nothing may be acknowledged without it meanwhile.
+        tracker.pending_joiners = members - tracker.in_sync
         try:
             value = InSyncRecord(
                 partition.leader_epoch,
@@ -290,6 +303,7 @@ class ReplicaManager:
                 metrics.IN_SYNC_REPLICAS.labels(stream, str(partition.index)).set(len(tracker.in_sync))
                 partition.update_high_watermark()
         finally:
+            tracker.pending_joiners = set()
             self._in_sync_writes.discard(key)
 
     # -- primary side -----------------------------------------------------------------------------------
@@ -423,14 +437,15 @@ class ReplicaManager:
         partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
         if partition is None:
             return response
-        records = list(request.records)
-        code, message = await partition.replicate(request.after_seq, records, sum(len(record) for record in records))
-        if code == "invalid":
-            raise _invalid(message)
+        records = _decode_records(request.after_seq, request.records)
+        code, message = await partition.replicate(
+            request.after_seq, records, sum(len(record) for record in request.records)
+        )
         if code == "divergence":
             metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
             logger.error("%s/%d: %s", request.stream, request.partition, message)
-        partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
+        if code == "ok":
+            partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
         response.result_code, response.message = code, message
         return self._fill(response, partition)
 
@@ -495,12 +510,28 @@ class ReplicaManager:
     async def replicate_stream_update(
         self, request: internal_pb2.ReplicateStreamUpdateRequest
     ) -> internal_pb2.ReplicateResponse:
+        """Adopt the config only when it is the router's current one (the record in Redis): a
+        replayed or stale update must not change a copy behind the router's back."""
+        records = await self.membership.stream_records([request.config.name])
+        record = records.get(request.config.name)
+        if record is None or record.config != request.config:
+            return internal_pb2.ReplicateResponse(
+                result_code="stale_config",
+                message=f"stream {request.config.name!r}: the config is not the router's current one; not applied",
+            )
         await self.node.mirror_config(request.config)
         return internal_pb2.ReplicateResponse(result_code="ok", success=True)
 
     async def replicate_stream_delete(
         self, request: internal_pb2.ReplicateStreamDeleteRequest
     ) -> internal_pb2.ReplicateResponse:
+        """Delete a copy the router no longer places (a node that missed the router's delete); a
+        stream the router still records is refused (`still_placed`). Idempotent."""
+        if (await self.membership.stream_records([request.stream])).get(request.stream) is not None:
+            return internal_pb2.ReplicateResponse(
+                result_code="still_placed",
+                message=f"stream {request.stream!r} is still recorded by the router; not deleted",
+            )
         with contextlib.suppress(NoSuchStreamError):
             await self.node.delete_stream(request.stream)
         return internal_pb2.ReplicateResponse(result_code="ok", success=True)
@@ -511,3 +542,23 @@ class ReplicaManager:
 
 def _invalid(message: str) -> WeirError:
     return InvalidArgumentError(message)
+
+
+def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[ReplicatedRecord]:
+    """Decode and check a ReplicateMessage's records before anything is queued (bad input never
+    reaches the commit loop). Errors: InvalidArgumentError."""
+    decoded: list[ReplicatedRecord] = []
+    previous = after_seq
+    for index, record in enumerate(records):
+        try:
+            message = types_pb2.Message.FromString(record)
+        except DecodeError as error:
+            raise _invalid(f"records[{index}]: not an encoded weir.v1.Message ({error})") from None
+        if message.seq <= previous:
+            raise _invalid(
+                f"records[{index}]: seq {message.seq} does not follow seq {previous} "
+                "(seqs must increase, above after_seq)"
+            )
+        previous = message.seq
+        decoded.append((message.seq, message.ts_ms, message.subject, record))
+    return decoded

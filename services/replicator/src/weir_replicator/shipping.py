@@ -130,13 +130,13 @@ class PartitionShipper:
                     self.observed_through = max(self.observed_through, batch.last_change_seq, start - 1)
                     self._new_changes.set()
             except ChangeFeedTruncatedError as error:
-                logger.warning("%s/%d: %s; re-reading the retained feed", *self._labels, error)
+                logger.warning("%s/%s: %s; re-reading the retained feed", *self._labels, error)
                 start = 0
                 for follower in self.followers:
                     follower.consumers_dirty = True
             except WeirError as error:
                 metrics.ERRORS.labels("tail").inc()
-                logger.warning("%s/%d: change feed of %s: %s", *self._labels, self.primary, error)
+                logger.warning("%s/%s: change feed of %s: %s", *self._labels, self.primary, error)
             await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
 
     def _observe(self, change: types_pb2.Change) -> None:
@@ -176,7 +176,7 @@ class PartitionShipper:
                     await self.ownership.save_position(self.stream, self.partition, self.primary, through)
                     saved = through
                 except OSError as error:
-                    logger.warning("%s/%d: could not store the feed position: %s", *self._labels, error)
+                    logger.warning("%s/%s: could not store the feed position: %s", *self._labels, error)
 
     # -- one follower -----------------------------------------------------------------------------------
 
@@ -189,7 +189,7 @@ class PartitionShipper:
                     await asyncio.sleep(backoff_s)
             except WeirError as error:
                 metrics.ERRORS.labels(error.result_code.value).inc()
-                logger.warning("%s/%d -> %s: %s", *self._labels, follower.node_id, error)
+                logger.warning("%s/%s -> %s: %s", *self._labels, follower.node_id, error)
                 follower.last_seq = None
                 await asyncio.sleep(backoff_s)
 
@@ -210,7 +210,7 @@ class PartitionShipper:
             state = await target.replica_state(self.stream, self.partition)
         if state.replica_epoch != self.epoch:
             logger.info(
-                "%s/%d: %s is at epoch %d, waiting for %d",
+                "%s/%s: %s is at epoch %d, waiting for %d",
                 *self._labels,
                 follower.node_id,
                 state.replica_epoch,
@@ -246,7 +246,7 @@ class PartitionShipper:
             timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
         )
         if response.result_code != "ok":
-            logger.info("%s/%d: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
+            logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
             return False
         target = self.clients.replication(follower.address)
         if response.first_seq > follower.first_seq and follower.first_seq <= follower.last_seq + 1:
@@ -291,7 +291,7 @@ class PartitionShipper:
             follower.first_seq = reply.first_seq
             return True
         metrics.ERRORS.labels(reply.result_code).inc()
-        logger.warning("%s/%d -> %s: %s %s", *self._labels, follower.node_id, reply.result_code, reply.message)
+        logger.warning("%s/%s -> %s: %s %s", *self._labels, follower.node_id, reply.result_code, reply.message)
         follower.last_seq = None  # re-sync (adopt the epoch, re-read the position)
         return False
 

@@ -232,8 +232,9 @@ class ReplicationServicer:
     """
 
     def FetchReplication(self, request, context):
-        """Primary side. Records after `from_seq`'s predecessor, long-polling up to max_wait_ms when
-        there are none. result_code: ok | not_leader | fenced | no_such_stream.
+        """Primary side: report the follower's applied seq, then return the records after it,
+        long-polling up to max_wait_ms when there are none. result_code: ok | not_leader | fenced |
+        stale_epoch. Errors: no_such_stream / no_such_partition (NOT_FOUND), INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -273,7 +274,8 @@ class ReplicationServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReplicateStreamUpdate(self, request, context):
-        """Mirror the primary's mutable config (UpdateStream's partial update).
+        """Mirror the primary's mutable config (UpdateStream's partial update); applied only when it is
+        the router's current config (result_code stale_config otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -295,7 +297,8 @@ class ReplicationServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReplicateStreamDelete(self, request, context):
-        """Remove the follower's copy of a stream the primary deleted. Idempotent.
+        """Remove the follower's copy of a stream the router deleted (result_code still_placed while the
+        router still records it). Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
