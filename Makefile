@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router bench clean
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator bench clean
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -40,6 +40,9 @@ node: setup  ## run one partition node in the foreground (settings from WEIR_NOD
 
 router: setup  ## run one router in the foreground (settings from WEIR_ROUTER_* variables)
 	$(UV) run weir-router
+
+replicator: setup  ## run one replicator in the foreground (settings from WEIR_REPLICATOR_* variables)
+	$(UV) run weir-replicator
 
 bench: setup  ## single-node benchmarks; prints JSON
 	$(UV) run python -m bench.node_bench

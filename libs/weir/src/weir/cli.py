@@ -113,6 +113,7 @@ async def _cluster_up(args: argparse.Namespace) -> int:
         data_dir,
         nodes=args.nodes,
         routers=args.routers,
+        replicators=args.replicators,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=_progress,
     )
@@ -303,6 +304,8 @@ async def _stream_create(args: argparse.Namespace) -> int:
         max_msg_bytes=args.max_msg_bytes,
         storage=args.storage,
         replicas=args.replicas,
+        min_insync_replicas=args.min_insync_replicas,
+        deliver_up_to_high_watermark=args.deliver_up_to_high_watermark,
     )
     async with _client(args) as client:
         _print_message(await client.create_stream(config), args.json)
@@ -490,9 +493,12 @@ def _parser() -> argparse.ArgumentParser:
     cluster = commands.add_parser("cluster", help="the local cluster as processes").add_subparsers(
         dest="cluster_command", required=True
     )
-    cluster_up = cluster.add_parser("up", help="start redis-server, routers and partition nodes; returns once serving")
+    cluster_up = cluster.add_parser(
+        "up", help="start redis-server, routers, partition nodes and replicators; returns once serving"
+    )
     cluster_up.add_argument("--nodes", type=int, default=3)
     cluster_up.add_argument("--routers", type=int, default=2)
+    cluster_up.add_argument("--replicators", type=int, default=1)
     cluster_up.set_defaults(handler=_cluster_up)
     cluster_down = cluster.add_parser("down", help="stop every process of the local cluster (data is kept)")
     cluster_down.set_defaults(handler=_cluster_down)
@@ -523,6 +529,14 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--subjects", nargs="*")
     create.add_argument("--partitions", type=int, default=1)
     create.add_argument("--replicas", type=int, default=1, help="copies on distinct nodes (cluster only)")
+    create.add_argument(
+        "--min-insync-replicas", type=int, default=0, help="in-sync copies ack_level all needs (0 = min(2, replicas))"
+    )
+    create.add_argument(
+        "--deliver-up-to-high-watermark",
+        action="store_true",
+        help="deliver to consumers only what every in-sync replica holds",
+    )
     create.add_argument("--retention", choices=["limits", "work_queue", "interest"], default="limits")
     create.add_argument("--max-age-ms", type=int)
     create.add_argument("--max-msgs", type=int)
