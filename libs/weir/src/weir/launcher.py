@@ -76,6 +76,8 @@ class ProcessHandle:
         command: list[str] = [sys.executable, "-m", self.module]
         if self.taskset_cpus:
             command = ["taskset", "-c", self.taskset_cpus, *command]
+        if self.die_with_parent:
+            command = _with_parent_death(command)
         log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
         self._log_file = log_file
         self.process = subprocess.Popen(
@@ -83,7 +85,6 @@ class ProcessHandle:
             env=env,
             stdout=log_file,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
             start_new_session=not self.die_with_parent,
         )
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -268,10 +269,9 @@ class RedisHandle:
                 "--dir", str(self.data_dir), "--logfile", str(self.log_path), "--daemonize", "no",
             ]  # fmt: skip
             self.process = subprocess.Popen(
-                command,
+                _with_parent_death(command) if self.die_with_parent else command,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent if self.die_with_parent else None,  # noqa: PLW1509
                 start_new_session=not self.die_with_parent,
             )
             deadline = time.monotonic() + 10
@@ -313,16 +313,27 @@ def _redis_ping(port: int) -> bool:
         return False
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: receive SIGKILL when the parent dies (Linux prctl), so a crashed
-    test run or benchmark leaves no node behind."""
-    try:
-        import ctypes
+# Run as `python -c _PARENT_DEATH <parent pid> <command...>`: ask Linux to SIGKILL this process when
+# its parent (thread) dies (prctl PR_SET_PDEATHSIG), give up if the parent is already gone, then exec
+# the command (the same pid, so the signal setting stays). Done in a tiny exec'd Python rather than
+# in a preexec_fn, because running Python between fork and exec in a process with gRPC threads can
+# crash it; without a preexec_fn, subprocess forks with vfork/posix_spawn.
+_PARENT_DEATH = """
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+except OSError:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(1)
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
 
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except OSError:
-        pass
+
+def _with_parent_death(command: list[str]) -> list[str]:
+    """`command` wrapped so that it is SIGKILLed when this process dies (a crashed test run or
+    benchmark leaves no process behind)."""
+    return [sys.executable, "-c", _PARENT_DEATH, str(os.getpid()), *command]
 
 
 def start_node(

@@ -69,6 +69,7 @@ class Catalog:
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._db = db
         self._lock = asyncio.Lock()
+        self._pending: set[asyncio.Future[None]] = set()
 
     @classmethod
     async def open(cls, path: Path) -> Catalog:
@@ -114,6 +115,17 @@ class Catalog:
         return int(rows[0][0])
 
     async def _transaction(self, statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]]) -> None:
+        """Run `statements` in one transaction. Shielded from the caller's cancellation: a cancelled
+        RPC must not leave the shared connection inside an open transaction (every later catalog
+        write would then fail); the transaction finishes (or rolls back) on its own."""
+        task = asyncio.ensure_future(self._run_transaction(statements))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        await asyncio.shield(task)
+
+    async def _run_transaction(
+        self, statements: list[tuple[str, tuple[object, ...] | list[tuple[object, ...]]]]
+    ) -> None:
         db = self._db
         async with self._lock:
             await db.execute("BEGIN IMMEDIATE")

@@ -501,6 +501,13 @@ class ReplicaManager:
     ) -> internal_pb2.ReplicateResponse:
         record = request.record
         response = internal_pb2.ReplicateResponse()
+        current = (await self.membership.stream_records([record.config.name])).get(record.config.name)
+        if current is None or current.config != record.config:
+            # Deleted (or re-created otherwise) by the router meanwhile: never resurrect a copy.
+            response.result_code = "not_placed"
+            response.message = f"stream {record.config.name!r} is not (or no longer) placed like this by the router"
+            return response
+        record = current
         if self.node.hosted_stream(record.config.name) is None:
             await self.node.create_stream(record.config, record.placement)
         await self.apply_record(record)

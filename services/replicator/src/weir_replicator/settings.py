@@ -27,7 +27,11 @@ class ReplicatorSettings(BaseSettings):
         description="Partition lease: a partition whose replicator died is taken over within about this long.",
     )
     fetch_wait_ms: int = Field(
-        500, ge=0, le=30_000, description="How long one FetchReplication waits at the primary for new records."
+        2000,
+        ge=0,
+        le=30_000,
+        description="How long one FetchReplication waits at the primary for new records (it returns at once when "
+        "one arrives); keep it well under the nodes' WEIR_NODE_REPLICA_LAG_MAX_MS.",
     )
     max_batch_messages: int = Field(1000, ge=1, le=10_000, description="Most records shipped in one call.")
     max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Most record bytes shipped in one call.")

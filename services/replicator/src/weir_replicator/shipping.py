@@ -37,6 +37,8 @@ from weir_replicator.settings import ReplicatorSettings
 logger = logging.getLogger(__name__)
 
 _REMOVAL_BATCH = 10_000
+MAX_BACKOFF_S = 5.0
+LOG_EVERY = 50
 
 
 @dataclass(slots=True)
@@ -181,17 +183,26 @@ class PartitionShipper:
     # -- one follower -----------------------------------------------------------------------------------
 
     async def _follow(self, follower: _FollowerState) -> None:
-        backoff_s = self.settings.retry_backoff_ms / 1000
+        """Pull-and-push rounds for one secondary. After a failure the pause doubles (from
+        retry_backoff_ms up to MAX_BACKOFF_S) so a dead node costs little; it is logged when it
+        starts failing and then every LOG_EVERY failures."""
+        base_s = self.settings.retry_backoff_ms / 1000
+        failures = 0
         while True:
             await self.lease_valid.wait()
             try:
-                if not await self._step(follower):
-                    await asyncio.sleep(backoff_s)
+                if await self._step(follower):
+                    if failures >= LOG_EVERY:
+                        logger.info("%s/%s -> %s: replicating again", *self._labels, follower.node_id)
+                    failures = 0
+                    continue
             except WeirError as error:
                 metrics.ERRORS.labels(error.result_code.value).inc()
-                logger.warning("%s/%s -> %s: %s", *self._labels, follower.node_id, error)
+                if failures % LOG_EVERY == 0:
+                    logger.warning("%s/%s -> %s: %s (failure %d)", *self._labels, follower.node_id, error, failures + 1)
                 follower.last_seq = None
-                await asyncio.sleep(backoff_s)
+            failures += 1
+            await asyncio.sleep(min(MAX_BACKOFF_S, base_s * 2 ** min(failures - 1, 10)))
 
     async def _sync_position(self, follower: _FollowerState) -> bool:
         """Learn where the follower's log ends, making it adopt the epoch first."""

@@ -249,7 +249,8 @@ class ReplicationServicer:
 
     def ReplicateStreamCreate(self, request, context):
         """Secondary side.
-        Create the stream with the primary's config and placement when the follower lacks it.
+        Create the stream with the primary's config and placement when the follower lacks it (only
+        while the router records it with that config: result_code not_placed otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
