@@ -44,8 +44,9 @@ router: setup  ## run one router in the foreground (settings from WEIR_ROUTER_* 
 replicator: setup  ## run one replicator in the foreground (settings from WEIR_REPLICATOR_* variables)
 	$(UV) run weir-replicator
 
-bench: setup  ## single-node benchmarks; prints JSON
+bench: setup  ## single-node benchmarks, then the replication benchmark on a local cluster; prints JSON
 	$(UV) run python -m bench.node_bench
+	$(UV) run python -m bench.cluster_bench
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache

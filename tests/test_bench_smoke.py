@@ -1,7 +1,9 @@
-"""The single-node benchmark runs end to end (`python -m bench.node_bench --smoke`) and prints JSON.
+"""The benchmarks run end to end and print JSON: the single-node one (`python -m bench.node_bench
+--smoke`) and the replication one on a local cluster (`python -m bench.cluster_bench --smoke`).
 
-Only the shape of the report is checked (every workload present, msgs/s > 0); no figures are
-asserted. Starts a real node process, so it runs in the slow tier.
+Only the shape of the reports is checked (every workload and configuration present, msgs/s > 0, the
+keys of the figures); no figures are asserted. They start real node (and cluster) processes, so
+they run in the slow tier.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ WORKLOADS = (
     "consume_fetch_100_ack",
     "subscribe_latency_idle",
 )
+CLUSTER_WORKLOADS = ("publish_batch_100_p1", "publish_batch_100_p16", "publish_single_c1")
+CLUSTER_CONFIGS = ("replicas1_leader", "replicas3_all")
 
 
 @pytest.mark.slow
@@ -44,3 +48,34 @@ def test_node_bench_smoke() -> None:
         assert figures["messages"] > 0, name
         assert len(figures["runs_msgs_per_s"]) == 1, name
     assert report["node"]["fsync"] == "always"
+
+
+@pytest.mark.slow
+def test_cluster_bench_smoke() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.cluster_bench", "--smoke", "--repeat", "1"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout)
+    assert set(report["workloads"]) == set(CLUSTER_WORKLOADS)
+    for name in CLUSTER_WORKLOADS:
+        entry = report["workloads"][name]
+        assert set(CLUSTER_CONFIGS) <= set(entry), name
+        for config in CLUSTER_CONFIGS:
+            figures = entry[config]
+            assert figures["msgs_per_s"] > 0, (name, config)
+            assert figures["messages"] > 0, (name, config)
+            assert {"mib_per_s", "cpu_us_per_msg", "replicas_converged_s", "min_in_sync_after"} <= set(figures)
+            assert set(figures["latency_us"]) == {"p50", "p99"}, (name, config)
+            assert len(figures["runs_msgs_per_s"]) == 1, (name, config)
+        assert isinstance(entry["ratio_replicas3_all_to_replicas1"], float), name
+        assert len(entry["runs_ratio"]) == 1, name
+        assert set(entry["latency_ratio_replicas3_all_to_replicas1"]) == {"p50", "p99"}, name
+    assert {"node", "router", "replicator", "redis", "client"} <= set(report["peak_rss_mib"])
+    assert report["configs"]["replicas3_all"] == {"replicas": 3, "min_insync_replicas": 2, "ack_level": "all"}
+    assert report["cluster"]["fsync"] == "always"
