@@ -266,8 +266,9 @@ class ReplicaManager:
             return
         self._in_sync_writes.add(key)
         # A joiner counts for the high watermark from now on: once the write below lands, the
-        # controller may promote it, so nothing may be acknowledged without it meanwhile.
-        tracker.pending_joiners = members - tracker.in_sync
+        # controller may promote it, so nothing may be acknowledged without it meanwhile. It keeps
+        # counting until a write's outcome is known (an error may hide a write that landed).
+        tracker.pending_joiners |= members - tracker.in_sync
         try:
             value = InSyncRecord(
                 partition.leader_epoch,
@@ -279,10 +280,11 @@ class ReplicaManager:
                     keys=[self.membership.keys.in_sync(stream, partition.index)],
                     args=[partition.leader_epoch, value.to_json()],
                 )
-            except (RedisError, OSError) as error:
+            except (RedisError, OSError) as error:  # outcome unknown: joiners stay pending
                 metrics.REDIS_ERRORS.inc()
                 logger.warning("%s/%d: could not store the in-sync set: %s", stream, partition.index, error)
                 return
+            tracker.pending_joiners = set()  # the stored set is now known: `members`, or not ours
             if not written:  # the controller moved the epoch on: adopt the new record instead
                 logger.warning("%s/%d: in-sync write refused (epoch moved on); refreshing", stream, partition.index)
                 self._refresh_now.set()
@@ -303,7 +305,6 @@ class ReplicaManager:
                 metrics.IN_SYNC_REPLICAS.labels(stream, str(partition.index)).set(len(tracker.in_sync))
                 partition.update_high_watermark()
         finally:
-            tracker.pending_joiners = set()
             self._in_sync_writes.discard(key)
 
     # -- primary side -----------------------------------------------------------------------------------

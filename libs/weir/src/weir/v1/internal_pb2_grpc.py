@@ -234,7 +234,8 @@ class ReplicationServicer:
     def FetchReplication(self, request, context):
         """Primary side: report the follower's applied seq, then return the records after it,
         long-polling up to max_wait_ms when there are none. result_code: ok | not_leader | fenced |
-        stale_epoch. Errors: no_such_stream / no_such_partition (NOT_FOUND), INVALID_ARGUMENT.
+        stale_epoch. Errors: no_such_stream (NOT_FOUND), no_such_partition and bad arguments
+        (INVALID_ARGUMENT).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
