@@ -55,8 +55,8 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def state_pids(state: dict[str, Any]) -> list[int]:
-    """Every pid an up-JSON / cluster.json names: routers, nodes, redis."""
-    pids = [int(entry["pid"]) for group in ("routers", "nodes") for entry in state.get(group, [])]
+    """Every pid an up-JSON / cluster.json names: routers, nodes, replicators, redis."""
+    pids = [int(entry["pid"]) for group in ("routers", "nodes", "replicators") for entry in state.get(group, [])]
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid > 0]
 
@@ -128,10 +128,11 @@ def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliClu
     assert up["data_dir"] == str(cli_cluster.data_dir.resolve())
     assert [router["router_id"] for router in up["routers"]] == ["router-1", "router-2"]
     assert [node["node_id"] for node in up["nodes"]] == ["node-1", "node-2", "node-3"]
+    assert [replicator["replicator_id"] for replicator in up["replicators"]] == ["replicator-1"]
     assert up["router_address"] == up["routers"][0]["address"]
     assert up["router_address"].startswith("127.0.0.1:")
     assert up["redis"]["url"].startswith("redis://127.0.0.1:")
-    assert len(set(cli_cluster.pids)) == 6
+    assert len(set(cli_cluster.pids)) == 7
     # The command has returned; its processes keep serving.
     assert all(pid_alive(pid) for pid in cli_cluster.pids), cli_cluster.pids
     assert "cluster up:" in cli_cluster.up_stderr
@@ -285,7 +286,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     result = cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag)
 
     summary = json.loads(ok(result))
-    assert summary["stopped"] == 6
+    assert summary["stopped"] == 7
     killed = summary["killed_after_timeout"]
     assert killed == [], (
         "did not stop within 20 s of SIGTERM (drain, flush, close) and had to be killed:\n"
