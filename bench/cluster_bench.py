@@ -93,7 +93,10 @@ from bench.node_bench import (
     MIB,
     SUBJECT,
     allowed_cpus,
+    event_loop_name,
     latency_figures,
+    message_counts,
+    parse_workloads,
     pin_this_process,
     run_event_loop,
     run_pool,
@@ -541,32 +544,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.repeat = 1 if args.smoke else 3
     if args.repeat < 1 or args.payload_bytes < 1:
         parser.error("--repeat and --payload-bytes must be >= 1")
-    args.workloads = [name.strip() for name in args.workloads.split(",") if name.strip()]
-    unknown = [name for name in args.workloads if name not in WORKLOADS]
-    if unknown or not args.workloads:
-        parser.error(f"--workloads: unknown {unknown} (choose from {', '.join(WORKLOADS)})")
-    if len(set(args.workloads)) != len(args.workloads):
-        parser.error("--workloads: a workload is named twice")
+    args.workloads = parse_workloads(parser, args.workloads, WORKLOADS)
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; prints the JSON report on stdout and returns the exit code."""
     args = parse_args(argv)
-    base_counts = SMOKE_COUNTS if args.smoke else DEFAULT_COUNTS
-    counts = {workload: base_counts[workload] for workload in args.workloads}
-    for workload in args.workloads:
-        override = getattr(args, f"{workload}_messages")
-        if override is not None:
-            if override < 1:
-                raise SystemExit(f"--{workload.replace('_', '-')}-messages must be >= 1")
-            counts[workload] = override
-    loop_name = args.loop
-    if loop_name == "uvloop":
-        try:
-            import uvloop  # noqa: F401
-        except ImportError:
-            loop_name = "asyncio"
+    counts = message_counts(args, SMOKE_COUNTS, DEFAULT_COUNTS)
+    loop_name = event_loop_name(args.loop)
     cpu_count = os.cpu_count() or 1
     pinned = cpu_count >= 2 and not args.no_pin
     started = time.perf_counter()

@@ -59,7 +59,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -608,32 +608,49 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.repeat = 1 if args.smoke else 3
     if args.repeat < 1 or args.payload_bytes < 1 or args.consume_loops < 1:
         parser.error("--repeat, --payload-bytes and --consume-loops must be >= 1")
-    args.workloads = [name.strip() for name in args.workloads.split(",") if name.strip()]
-    unknown = [name for name in args.workloads if name not in WORKLOADS]
-    if unknown or not args.workloads:
-        parser.error(f"--workloads: unknown {unknown} (choose from {', '.join(WORKLOADS)})")
-    if len(set(args.workloads)) != len(args.workloads):
-        parser.error("--workloads: a workload is named twice")
+    args.workloads = parse_workloads(parser, args.workloads, WORKLOADS)
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; prints the JSON report on stdout and returns the exit code."""
-    args = parse_args(argv)
-    base_counts = SMOKE_COUNTS if args.smoke else DEFAULT_COUNTS
-    counts = {workload: base_counts[workload] for workload in args.workloads}
+def parse_workloads(parser: argparse.ArgumentParser, text: str, known: Sequence[str]) -> list[str]:
+    """The comma-separated `--workloads` value, checked against `known` (parser.error otherwise)."""
+    workloads = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in workloads if name not in known]
+    if unknown or not workloads:
+        parser.error(f"--workloads: unknown {unknown} (choose from {', '.join(known)})")
+    if len(set(workloads)) != len(workloads):
+        parser.error("--workloads: a workload is named twice")
+    return workloads
+
+
+def message_counts(args: argparse.Namespace, smoke: Mapping[str, int], default: Mapping[str, int]) -> dict[str, int]:
+    """Messages per chosen workload: the smoke or default count, or `--<workload>-messages`."""
+    base = smoke if args.smoke else default
+    counts = {workload: base[workload] for workload in args.workloads}
     for workload in args.workloads:
         override = getattr(args, f"{workload}_messages")
         if override is not None:
             if override < 1:
                 raise SystemExit(f"--{workload.replace('_', '-')}-messages must be >= 1")
             counts[workload] = override
-    loop_name = args.loop
-    if loop_name == "uvloop":
+    return counts
+
+
+def event_loop_name(requested: str) -> str:
+    """`requested`, or "asyncio" when uvloop is asked for but not installed."""
+    if requested == "uvloop":
         try:
             import uvloop  # noqa: F401
         except ImportError:
-            loop_name = "asyncio"
+            return "asyncio"
+    return requested
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; prints the JSON report on stdout and returns the exit code."""
+    args = parse_args(argv)
+    counts = message_counts(args, SMOKE_COUNTS, DEFAULT_COUNTS)
+    loop_name = event_loop_name(args.loop)
     cpu_count = os.cpu_count() or 1
     pinned = cpu_count >= 2 and not args.no_pin
     if pinned:

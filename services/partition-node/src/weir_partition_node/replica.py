@@ -323,11 +323,11 @@ class ReplicaManager:
         """Primary: record the follower's progress, then return the records after it."""
         response = internal_pb2.FetchReplicationResponse(result_code="ok")
         if request.max_messages > MAX_READ_MESSAGES:
-            raise _invalid(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
+            raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
         if request.max_wait_ms > MAX_FETCH_WAIT_MS:
-            raise _invalid(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
+            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
         if not request.follower_node_id:
-            raise _invalid("follower_node_id: required")
+            raise InvalidArgumentError("follower_node_id: required")
         partition = self.node.hosted_partition(request.stream, request.partition)
         refusal = self._check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
@@ -548,10 +548,6 @@ class ReplicaManager:
         return self.state_of(self.node.hosted_partition(request.stream, request.partition))
 
 
-def _invalid(message: str) -> WeirError:
-    return InvalidArgumentError(message)
-
-
 def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[ReplicatedRecord]:
     """Decode and check a ReplicateMessage's records before anything is queued (bad input never
     reaches the commit loop). Errors: InvalidArgumentError."""
@@ -561,9 +557,9 @@ def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[Replicated
         try:
             message = types_pb2.Message.FromString(record)
         except DecodeError as error:
-            raise _invalid(f"records[{index}]: not an encoded weir.v1.Message ({error})") from None
+            raise InvalidArgumentError(f"records[{index}]: not an encoded weir.v1.Message ({error})") from None
         if message.seq <= previous:
-            raise _invalid(
+            raise InvalidArgumentError(
                 f"records[{index}]: seq {message.seq} does not follow seq {previous} "
                 "(seqs must increase, above after_seq)"
             )
