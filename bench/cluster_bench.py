@@ -68,7 +68,6 @@ import asyncio
 import contextlib
 import json
 import os
-import platform
 import resource
 import shutil
 import sys
@@ -80,8 +79,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import grpc
-from google.protobuf import __version__ as protobuf_version
 from weir.client import ACK_LEVELS, NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import NoSuchStreamError, WeirError
@@ -95,6 +92,7 @@ from bench.node_bench import (
     allowed_cpus,
     event_loop_name,
     latency_figures,
+    machine_facts,
     message_counts,
     parse_workloads,
     pin_this_process,
@@ -594,17 +592,9 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "weir cluster_bench",
         "timestamp": timestamp,
-        "machine": {
-            "cpu_count": cpu_count,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "grpcio": grpc.__version__,
-            "protobuf": protobuf_version,
-            "event_loop": loop_name,
-            "pinned": pinned,
-            "cluster_cpus": ",".join(sorted(set(cluster_cpus.values()))),
-            "bench_cpus": ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0))),
-        },
+        "machine": machine_facts(
+            cpu_count, loop_name, pinned, cluster_cpus=",".join(sorted(set(cluster_cpus.values())))
+        ),
         "cluster": {
             "nodes": NODES,
             "routers": ROUTERS,

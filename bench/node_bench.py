@@ -636,6 +636,21 @@ def message_counts(args: argparse.Namespace, smoke: Mapping[str, int], default: 
     return counts
 
 
+def machine_facts(cpu_count: int, loop_name: str, pinned: bool, **cpus: str) -> dict[str, Any]:
+    """The report's "machine" entry: versions, event loop, pinning; `cpus` names the servers' CPUs."""
+    return {
+        "cpu_count": cpu_count,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "grpcio": grpc.__version__,
+        "protobuf": protobuf_version,
+        "event_loop": loop_name,
+        "pinned": pinned,
+        **cpus,
+        "bench_cpus": ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0))),
+    }
+
+
 def event_loop_name(requested: str) -> str:
     """`requested`, or "asyncio" when uvloop is asked for but not installed."""
     if requested == "uvloop":
@@ -691,17 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "weir node_bench",
         "timestamp": timestamp,
-        "machine": {
-            "cpu_count": cpu_count,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "grpcio": grpc.__version__,
-            "protobuf": protobuf_version,
-            "event_loop": loop_name,
-            "pinned": pinned,
-            "node_cpus": node_cpus,
-            "bench_cpus": ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0))),
-        },
+        "machine": machine_facts(cpu_count, loop_name, pinned, node_cpus=node_cpus),
         "node": {"fsync": args.fsync, "storage": "file", "partitions": 1, "ack_level": "leader"},
         "config": {
             "payload_bytes": args.payload_bytes,
