@@ -114,6 +114,7 @@ async def _cluster_up(args: argparse.Namespace) -> int:
         nodes=args.nodes,
         routers=args.routers,
         replicators=args.replicators,
+        analytics=args.analytics,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=_progress,
     )
@@ -124,8 +125,14 @@ async def _cluster_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analytics_pids(state: dict[str, Any]) -> list[int]:
+    analytics = state.get("analytics")
+    return [int(analytics["pid"])] if analytics else []
+
+
 def _live_pids(state: dict[str, Any]) -> list[int]:
     pids = [int(entry["pid"]) for group in ("replicators", "routers", "nodes") for entry in state.get(group, [])]
+    pids += _analytics_pids(state)
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid_alive(pid)]
 
@@ -137,11 +144,12 @@ async def _cluster_down(args: argparse.Namespace) -> int:
         print(json.dumps({"stopped": 0}) if args.json else f"no cluster under {data_dir}")
         return 0
     order = [
+        *_analytics_pids(state),
         *(int(entry["pid"]) for entry in state.get("replicators", [])),
         *(int(entry["pid"]) for entry in state.get("routers", [])),
         *(int(entry["pid"]) for entry in state.get("nodes", [])),
     ]
-    _progress(f"stopping {len(order)} router/node process(es) (SIGTERM: drain, flush, close) ...")
+    _progress(f"stopping {len(order)} cluster process(es) (SIGTERM: drain, flush, close) ...")
     killed = await asyncio.to_thread(stop_pids, order)
     redis_pid = int(state.get("redis", {}).get("pid", 0))
     killed += await asyncio.to_thread(stop_pids, [redis_pid])
@@ -162,6 +170,8 @@ async def _cluster_status(args: argparse.Namespace) -> int:
             "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
             "replicators": {r["replicator_id"]: pid_alive(int(r["pid"])) for r in state.get("replicators", [])},
         }
+        if state.get("analytics"):
+            summary["local_processes"]["analytics"] = pid_alive(int(state["analytics"]["pid"]))
     routers = _routers(args)
     summary["router_address"] = routers[0]
     async with WeirClient(routers, retry_timeout_s=3.0, timeout_s=5.0) as client:
@@ -499,6 +509,11 @@ def _parser() -> argparse.ArgumentParser:
     cluster_up.add_argument("--nodes", type=int, default=3)
     cluster_up.add_argument("--routers", type=int, default=2)
     cluster_up.add_argument("--replicators", type=int, default=1)
+    cluster_up.add_argument(
+        "--analytics",
+        action="store_true",
+        help="also start the spark-analytics job (needs Java 17+; takes 15-30 s more); `weir stats` shows its figures",
+    )
     cluster_up.set_defaults(handler=_cluster_up)
     cluster_down = cluster.add_parser("down", help="stop every process of the local cluster (data is kept)")
     cluster_down.set_defaults(handler=_cluster_down)

@@ -49,6 +49,7 @@ class ProcessHandle:
 
     module: ClassVar[str] = ""
     env_prefix: ClassVar[str] = ""
+    ready_timeout_s: ClassVar[float] = READY_TIMEOUT_S
 
     @property
     def pid(self) -> int:
@@ -87,7 +88,7 @@ class ProcessHandle:
             stderr=subprocess.STDOUT,
             start_new_session=not self.die_with_parent,
         )
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             if self.ready_file.exists():
                 self._take_ports(json.loads(self.ready_file.read_text()))
@@ -96,7 +97,7 @@ class ProcessHandle:
                 raise LaunchError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
             time.sleep(0.02)
         self.kill()
-        raise LaunchError(f"{self.name} not ready after {READY_TIMEOUT_S:.0f}s:\n{self.log_tail()}")
+        raise LaunchError(f"{self.name} not ready after {self.ready_timeout_s:.0f}s:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -240,6 +241,25 @@ class ReplicatorHandle(ProcessHandle):
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
+class AnalyticsHandle(ProcessHandle):
+    """The spark-analytics job (a JVM and Python workers; starting takes 15-30 s)."""
+
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_analytics"
+    env_prefix: ClassVar[str] = "WEIR_ANALYTICS_"
+    ready_timeout_s: ClassVar[float] = 180.0
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_ANALYTICS_DATA_DIR": str(self.data_dir),
+            "WEIR_ANALYTICS_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
 @dataclass
 class RedisHandle:
     """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
@@ -377,6 +397,7 @@ class LocalCluster:
     routers: list[RouterHandle]
     nodes: list[NodeHandle]
     replicators: list[ReplicatorHandle] = field(default_factory=list)
+    analytics: AnalyticsHandle | None = None
 
     @property
     def router_addresses(self) -> list[str]:
@@ -393,12 +414,14 @@ class LocalCluster:
         router_env: Mapping[str, str] | None = None,
         replicators: int = 1,
         replicator_env: Mapping[str, str] | None = None,
+        analytics: bool = False,
+        analytics_env: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
     ) -> LocalCluster:
         """Start Redis, then the routers, then the nodes (which register with Redis), then the
-        replicators; returns once every process serves. On failure everything started is stopped
-        again."""
+        replicators, then (with `analytics`) the spark-analytics job; returns once every process
+        serves. On failure everything started is stopped again."""
         say = progress or (lambda _message: None)
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -428,11 +451,24 @@ class LocalCluster:
                 cluster.replicators.append(replicator)
                 replicator.start()
                 say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
+            if analytics:
+                say("starting spark-analytics (a Spark session takes 15-30 s to start)")
+                cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
+                say(f"spark-analytics running (metrics port {cluster.analytics.metrics_port})")
         except BaseException:
             cluster.stop()
             raise
         cluster.write_state()
         return cluster
+
+    def start_analytics(
+        self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
+    ) -> AnalyticsHandle:
+        """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
+        settings = {"WEIR_ANALYTICS_ROUTER": ",".join(self.router_addresses), **(env or {})}
+        handle = AnalyticsHandle(**_placed(self.data_dir, "analytics", settings, die_with_parent))
+        handle.start()
+        return handle
 
     def state(self) -> dict[str, object]:
         return {
@@ -445,6 +481,9 @@ class LocalCluster:
             "replicators": [
                 {"replicator_id": r.name, "metrics_port": r.metrics_port, "pid": r.pid} for r in self.replicators
             ],
+            "analytics": (
+                {"metrics_port": self.analytics.metrics_port, "pid": self.analytics.pid} if self.analytics else None
+            ),
             "nodes": [
                 {
                     "node_id": n.name,
@@ -463,7 +502,10 @@ class LocalCluster:
         temporary.replace(self.data_dir / CLUSTER_STATE_FILE)
 
     def stop(self) -> None:
-        """SIGTERM every process (replicators, routers, then nodes, then Redis) and wait for each."""
+        """SIGTERM every process (analytics, replicators, routers, then nodes, then Redis) and wait
+        for each."""
+        if self.analytics is not None:
+            self.analytics.stop(timeout_s=60.0)
         for replicator in self.replicators:
             replicator.stop()
         for router in self.routers:

@@ -20,7 +20,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
+from weir.analytics import STATS_SUBJECT
 from weir.client import NodeClient, ReplicationClient
 from weir.errors import (
     AlreadyExistsError,
@@ -666,7 +668,34 @@ class RouterCore:
                     entry.msg_count += stats.msg_count
                     entry.bytes += stats.bytes
                     entry.last_seq = max(entry.last_seq, stats.last_seq)
+        analytics = await self._latest_analytics(records, nodes)
+        if analytics is not None:
+            response.analytics.CopyFrom(analytics)
         return response
+
+    async def _latest_analytics(
+        self, records: Sequence[types_pb2.StreamRecord], nodes: dict[str, NodeView]
+    ) -> types_pb2.ClusterAnalytics | None:
+        """The latest ClusterAnalytics spark-analytics published to the stats stream (subject
+        `stats`, partition 0), read from that partition's primary; None when there is no stats
+        stream or message yet, or its primary does not answer (the rest of the stats still go out)."""
+        name = self.settings.analytics_stream
+        record = next((record for record in records if record.config.name == name), None)
+        if record is None or not record.placement.partitions:
+            return None
+        try:
+            client = self._internal(record.placement.partitions[0].primary_node_id, nodes)
+            message = await client.latest_at_subject(name, STATS_SUBJECT, 0)
+        except WeirError as error:
+            logger.warning("cluster stats: stats stream %s: %s", name, error)
+            return None
+        if message is None:
+            return None
+        try:
+            return types_pb2.ClusterAnalytics.FromString(message.payload)
+        except DecodeError:
+            logger.warning("cluster stats: stats stream %s seq %d is not a ClusterAnalytics", name, message.seq)
+            return None
 
 
 def _led_by(record: types_pb2.StreamRecord) -> dict[str, set[int]]:

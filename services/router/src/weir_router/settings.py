@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
+from weir.analytics import DEFAULT_STATS_STREAM
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -30,6 +31,11 @@ class RouterSettings(BaseSettings):
         6000, ge=100, description="A consumer-group member that does not call QueryAssignment this long leaves."
     )
     node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call from the router to a node.")
+    analytics_stream: str = Field(
+        DEFAULT_STATS_STREAM,
+        description="The stream spark-analytics publishes its stats to; GetClusterStreamStats returns its latest "
+        "message (subject `stats`) as `analytics`. Keep it equal to WEIR_ANALYTICS_STATS_STREAM.",
+    )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: str = Field("INFO", description="Python logging level.")
     ready_file: Path | None = Field(

@@ -167,7 +167,7 @@ class PerNodeSummary(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., stream_count: _Optional[int] = ..., partition_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., status: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class GetClusterStreamStatsResponse(_message.Message):
-    __slots__ = ("nodes", "streams", "total_stream_count", "total_msg_count", "total_bytes", "skew_partitions", "skew_msg_count", "skew_bytes")
+    __slots__ = ("nodes", "streams", "total_stream_count", "total_msg_count", "total_bytes", "skew_partitions", "skew_msg_count", "skew_bytes", "analytics")
     NODES_FIELD_NUMBER: _ClassVar[int]
     STREAMS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_STREAM_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +176,7 @@ class GetClusterStreamStatsResponse(_message.Message):
     SKEW_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     SKEW_MSG_COUNT_FIELD_NUMBER: _ClassVar[int]
     SKEW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ANALYTICS_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[PerNodeSummary]
     streams: _containers.RepeatedCompositeFieldContainer[PerStreamStats]
     total_stream_count: int
@@ -184,7 +185,8 @@ class GetClusterStreamStatsResponse(_message.Message):
     skew_partitions: int
     skew_msg_count: int
     skew_bytes: int
-    def __init__(self, nodes: _Optional[_Iterable[_Union[PerNodeSummary, _Mapping]]] = ..., streams: _Optional[_Iterable[_Union[PerStreamStats, _Mapping]]] = ..., total_stream_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., skew_partitions: _Optional[int] = ..., skew_msg_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ...) -> None: ...
+    analytics: _types_pb2.ClusterAnalytics
+    def __init__(self, nodes: _Optional[_Iterable[_Union[PerNodeSummary, _Mapping]]] = ..., streams: _Optional[_Iterable[_Union[PerStreamStats, _Mapping]]] = ..., total_stream_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., skew_partitions: _Optional[int] = ..., skew_msg_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., analytics: _Optional[_Union[_types_pb2.ClusterAnalytics, _Mapping]] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
     __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms")

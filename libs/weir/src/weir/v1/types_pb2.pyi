@@ -378,3 +378,143 @@ class StreamRecord(_message.Message):
     placement: StreamPlacement
     created_at_ms: int
     def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+
+class ClusterAnalytics(_message.Message):
+    __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions")
+    COMPUTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    BATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_START_MS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    SKEW_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    SKEW_MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SKEW_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SKEW_WINDOW_PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    FEED_POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    computed_at_ms: int
+    batch_id: int
+    window_ms: int
+    window_start_ms: int
+    partitions: _containers.RepeatedCompositeFieldContainer[AnalyticsPartition]
+    consumers: _containers.RepeatedCompositeFieldContainer[AnalyticsConsumer]
+    replicas: _containers.RepeatedCompositeFieldContainer[AnalyticsReplica]
+    nodes: _containers.RepeatedCompositeFieldContainer[AnalyticsNode]
+    skew_partitions: int
+    skew_message_count: int
+    skew_bytes: int
+    skew_window_published_messages: int
+    feed_positions: _containers.RepeatedCompositeFieldContainer[AnalyticsFeedPosition]
+    def __init__(self, computed_at_ms: _Optional[int] = ..., batch_id: _Optional[int] = ..., window_ms: _Optional[int] = ..., window_start_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[AnalyticsPartition, _Mapping]]] = ..., consumers: _Optional[_Iterable[_Union[AnalyticsConsumer, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[AnalyticsReplica, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[AnalyticsNode, _Mapping]]] = ..., skew_partitions: _Optional[int] = ..., skew_message_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., skew_window_published_messages: _Optional[int] = ..., feed_positions: _Optional[_Iterable[_Union[AnalyticsFeedPosition, _Mapping]]] = ...) -> None: ...
+
+class AnalyticsPartition(_message.Message):
+    __slots__ = ("stream", "partition", "primary_node_id", "last_seq", "published_messages", "published_bytes", "window_published_messages", "window_published_bytes", "publish_rate_messages_per_second", "publish_rate_bytes_per_second")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_PUBLISHED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_RATE_MESSAGES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_RATE_BYTES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    primary_node_id: str
+    last_seq: int
+    published_messages: int
+    published_bytes: int
+    window_published_messages: int
+    window_published_bytes: int
+    publish_rate_messages_per_second: float
+    publish_rate_bytes_per_second: float
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., published_messages: _Optional[int] = ..., published_bytes: _Optional[int] = ..., window_published_messages: _Optional[int] = ..., window_published_bytes: _Optional[int] = ..., publish_rate_messages_per_second: _Optional[float] = ..., publish_rate_bytes_per_second: _Optional[float] = ...) -> None: ...
+
+class AnalyticsConsumer(_message.Message):
+    __slots__ = ("stream", "consumer", "lag_messages", "pending_count", "delivered", "redelivered", "acked", "naked", "termed", "dead_lettered", "dropped", "window_acked", "ack_rate_per_second", "window_redelivered", "window_dead_lettered")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LAG_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PENDING_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    ACKED_FIELD_NUMBER: _ClassVar[int]
+    NAKED_FIELD_NUMBER: _ClassVar[int]
+    TERMED_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_ACKED_FIELD_NUMBER: _ClassVar[int]
+    ACK_RATE_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_DEAD_LETTERED_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    lag_messages: int
+    pending_count: int
+    delivered: int
+    redelivered: int
+    acked: int
+    naked: int
+    termed: int
+    dead_lettered: int
+    dropped: int
+    window_acked: int
+    ack_rate_per_second: float
+    window_redelivered: int
+    window_dead_lettered: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., lag_messages: _Optional[int] = ..., pending_count: _Optional[int] = ..., delivered: _Optional[int] = ..., redelivered: _Optional[int] = ..., acked: _Optional[int] = ..., naked: _Optional[int] = ..., termed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., window_acked: _Optional[int] = ..., ack_rate_per_second: _Optional[float] = ..., window_redelivered: _Optional[int] = ..., window_dead_lettered: _Optional[int] = ...) -> None: ...
+
+class AnalyticsReplica(_message.Message):
+    __slots__ = ("stream", "partition", "node_id", "role", "last_seq", "lag_messages", "message_count", "bytes")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAG_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    node_id: str
+    role: PartitionRole
+    last_seq: int
+    lag_messages: int
+    message_count: int
+    bytes: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., node_id: _Optional[str] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., last_seq: _Optional[int] = ..., lag_messages: _Optional[int] = ..., message_count: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class AnalyticsNode(_message.Message):
+    __slots__ = ("node_id", "partitions_led", "message_count", "bytes", "published_messages", "published_bytes", "window_published_messages", "publish_rate_messages_per_second")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_LED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PUBLISH_RATE_MESSAGES_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    partitions_led: int
+    message_count: int
+    bytes: int
+    published_messages: int
+    published_bytes: int
+    window_published_messages: int
+    publish_rate_messages_per_second: float
+    def __init__(self, node_id: _Optional[str] = ..., partitions_led: _Optional[int] = ..., message_count: _Optional[int] = ..., bytes: _Optional[int] = ..., published_messages: _Optional[int] = ..., published_bytes: _Optional[int] = ..., window_published_messages: _Optional[int] = ..., publish_rate_messages_per_second: _Optional[float] = ...) -> None: ...
+
+class AnalyticsFeedPosition(_message.Message):
+    __slots__ = ("node_id", "next_change_seq", "changes", "skipped_changes")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    NEXT_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_CHANGES_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    next_change_seq: int
+    changes: int
+    skipped_changes: int
+    def __init__(self, node_id: _Optional[str] = ..., next_change_seq: _Optional[int] = ..., changes: _Optional[int] = ..., skipped_changes: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Weir analytics (issue 6)."""

@@ -1,0 +1,71 @@
+"""`weir-analytics` / `python -m weir_analytics`: run the analytics job (settings: WEIR_ANALYTICS_*)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from prometheus_client import REGISTRY, start_http_server
+
+from weir_analytics.job import AnalyticsJob, StatsPublisher, build_session, start_query
+from weir_analytics.metrics import StatsCollector
+from weir_analytics.settings import AnalyticsSettings
+
+logger = logging.getLogger("weir_analytics")
+
+
+def main() -> None:
+    settings = AnalyticsSettings()
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
+    )
+    # The Spark workers must run a Python that has the weir source installed: this one, unless told.
+    os.environ["PYSPARK_PYTHON"] = settings.python or sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    publisher = StatsPublisher(settings)
+    job = AnalyticsJob(settings, publisher)
+    REGISTRY.register(StatsCollector(job.snapshot))
+    httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+    logger.info("metrics on %s:%d; starting Spark (%s)", settings.host, httpd.server_port, settings.spark_master)
+    session = build_session(settings)
+    query = start_query(session, settings, job)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        logger.info("signal %d received, stopping the query", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if settings.ready_file is not None:
+        temporary = settings.ready_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"pid": os.getpid(), "metrics_port": httpd.server_port}))
+        temporary.replace(settings.ready_file)
+    logger.info("query %s running (checkpoint %s)", query.name, settings.data_dir.resolve() / "checkpoint")
+    exit_code = 0
+    try:
+        while query.isActive and not stopping.is_set():
+            query.awaitTermination(0.5)
+        if query.exception() is not None:
+            logger.error("query failed: %s", query.exception())
+            exit_code = 1
+    except Exception as error:  # StreamingQueryException: the query died (its cause is logged)
+        logger.error("query failed: %s", error)
+        exit_code = 1
+    finally:
+        if query.isActive:
+            query.stop()
+        publisher.close()
+        session.stop()
+        httpd.shutdown()
+    sys.exit(exit_code)
+
+
+if __name__ == "__main__":
+    main()
