@@ -1,9 +1,9 @@
 """The Spark side of a micro-batch: reduce the batch's change rows to `state.BatchAggregates`.
 
 Every figure is computed by Spark from the rows of `rows.CHANGE_SCHEMA`; the result is a few rows
-per partition copy, consumer, window and node, which are collected to the driver in one Spark job
-(the aggregates are unioned as JSON rows, so one action plans and runs them all) and folded into
-the running state by `state.ClusterStats.apply`.
+per partition copy, consumer, window, node and lifecycle change, which are collected to the
+driver by one Spark SQL query (one job; see `batch_sql`) and folded into the running state by
+`state.ClusterStats.apply`.
 
 Rules:
 - published = appends on the partition's primary (role "primary"); a secondary's appends are
@@ -18,12 +18,10 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from weir_analytics import rows, state
 from weir_analytics.source import FEED_GAP
@@ -32,108 +30,178 @@ _LIFECYCLE = (rows.STREAM_CREATED, rows.STREAM_DELETED, rows.CONSUMER_CREATED, r
 _CONSUMER_SUMS = ("delivered", "redelivered", "acked", "naked", "termed", "dead_lettered", "dropped")
 
 
-def _sum_when(condition: Column, value: str | Column) -> Column:
-    column = F.col(value) if isinstance(value, str) else value
-    return F.coalesce(F.sum(F.when(condition, column).otherwise(F.lit(0))), F.lit(0)).cast("long")
-
-
-def _as_json(table: str, frame: DataFrame) -> DataFrame:
-    return frame.select(F.lit(table).alias("table"), F.to_json(F.struct(*frame.columns)).alias("row"))
-
-
 def aggregate_batch(
     changes: DataFrame, batch_id: int, *, window_ms: int, excluded_streams: Sequence[str]
 ) -> tuple[state.BatchAggregates, int]:
-    """(the batch's aggregates, how many of its changes fall outside the excluded streams)."""
-    kind = F.col("kind")
-    coverage = changes.groupBy("node_id").agg(
-        _sum_when(kind != FEED_GAP, F.lit(1)).alias("changes"),
-        F.coalesce(F.min(F.when(kind != FEED_GAP, F.col("change_seq"))), F.lit(0)).alias("first_change_seq"),
-        F.coalesce(F.max(F.when(kind != FEED_GAP, F.col("change_seq"))), F.lit(0)).alias("last_change_seq"),
-        _sum_when(kind == FEED_GAP, "message_count").alias("skipped_changes"),
-        F.max(F.when(kind == FEED_GAP, F.col("last_seq")).otherwise(F.col("change_seq"))).alias("end_change_seq"),
-    )
-    counted = changes.filter((kind != FEED_GAP) & ~F.col("stream").isin(*excluded_streams))
-    stream_deletes = (
-        counted.filter(kind == rows.STREAM_DELETED)
-        .groupBy("node_id", "stream")
-        .agg(F.max("change_seq").alias("stream_deleted_at"))
-    )
-    live = counted.join(F.broadcast(stream_deletes), ["node_id", "stream"], "left").filter(
-        F.col("stream_deleted_at").isNull() | (F.col("change_seq") > F.col("stream_deleted_at"))
-    )
-    append = kind == rows.APPEND
-    primary = F.col("role") == rows.PRIMARY
-    replicas = (
-        live.filter(kind.isin(rows.APPEND, rows.TRUNCATE, rows.REMOVE, rows.CONSUMER_STATE))
-        .groupBy("node_id", "stream", "partition")
-        .agg(
-            F.max_by("role", "change_seq").alias("role"),
-            F.max("ts_ms").alias("last_ts_ms"),
-            F.coalesce(F.max(F.when(append, F.col("last_seq"))), F.lit(0)).alias("last_seq"),
-            F.coalesce(F.max(F.when(kind == rows.TRUNCATE, F.col("first_seq"))), F.lit(0)).alias("first_seq"),
-            _sum_when(append, "message_count").alias("appended_messages"),
-            _sum_when(append, "bytes").alias("appended_bytes"),
-            _sum_when(kind.isin(rows.TRUNCATE, rows.REMOVE), "message_count").alias("removed_messages"),
-            _sum_when(kind.isin(rows.TRUNCATE, rows.REMOVE), "bytes").alias("removed_bytes"),
-            _sum_when(append & primary, "message_count").alias("published_messages"),
-            _sum_when(append & primary, "bytes").alias("published_bytes"),
-        )
-    )
-    consumer_deletes = (
-        counted.filter(kind == rows.CONSUMER_DELETED)
-        .groupBy("node_id", "stream", "consumer")
-        .agg(F.max("change_seq").alias("consumer_deleted_at"))
-    )
-    consumer_changes = (
-        live.filter((kind == rows.CONSUMER_STATE) & primary)
-        .join(F.broadcast(consumer_deletes), ["node_id", "stream", "consumer"], "left")
-        .filter(F.col("consumer_deleted_at").isNull() | (F.col("change_seq") > F.col("consumer_deleted_at")))
-    )
-    consumers = consumer_changes.groupBy("node_id", "stream", "consumer", "partition").agg(
-        F.max("ts_ms").alias("last_ts_ms"),
-        F.max_by("ack_floor", "change_seq").alias("ack_floor"),
-        F.max_by("last_delivered", "change_seq").alias("last_delivered"),
-        F.max_by("pending_count", "change_seq").alias("pending_count"),
-        *(_sum_when(F.lit(True), name).alias(name) for name in _CONSUMER_SUMS),
-    )
-    lifecycle = counted.filter(kind.isin(*_LIFECYCLE)).select(
-        "node_id",
-        "change_seq",
-        "ts_ms",
-        "kind",
-        "stream",
-        F.coalesce(F.col("consumer"), F.lit("")).alias("consumer"),
-        F.coalesce(F.col("partitions"), F.lit(0)).alias("partitions"),
-    )
-    window_start = (F.floor(F.col("ts_ms") / window_ms) * window_ms).cast("long").alias("window_start_ms")
-    publish_windows = (
-        counted.filter(append & primary)
-        .groupBy(window_start, "stream", "partition", "node_id")
-        .agg(_sum_when(F.lit(True), "message_count").alias("messages"), _sum_when(F.lit(True), "bytes").alias("bytes"))
-    )
-    consumer_windows = (
-        counted.filter((kind == rows.CONSUMER_STATE) & primary)
-        .groupBy(window_start, "stream", "consumer")
-        .agg(*(_sum_when(F.lit(True), name).alias(name) for name in ("acked", "redelivered", "dead_lettered", "dropped")))
-    )
-    counted_total = counted.groupBy().agg(F.count(F.lit(1)).alias("changes"))
-    tables: list[DataFrame] = [
-        _as_json("coverage", coverage),
-        _as_json("replicas", replicas),
-        _as_json("consumers", consumers),
-        _as_json("lifecycle", lifecycle),
-        _as_json("publish_windows", publish_windows),
-        _as_json("consumer_windows", consumer_windows),
-        _as_json("counted", counted_total),
-    ]
-    union = tables[0]
-    for table in tables[1:]:
-        union = union.unionByName(table)
+    """(the batch's aggregates, how many of its changes fall outside the excluded streams).
+
+    One Spark SQL query, one job: window functions find each node's last stream / consumer delete
+    in the batch, and GROUPING SETS computes every table's aggregates in a single shuffle (each
+    result row belongs to one set, told by grouping_id). The query is one SQL text rather than
+    DataFrame calls because every DataFrame call is a round trip to the JVM, and with ~50
+    expressions those round trips cost more than the query itself on a small batch."""
+    view = f"weir_batch_{batch_id}"
+    changes.createOrReplaceTempView(view)
+    try:
+        result = changes.sparkSession.sql(batch_sql(view, window_ms, excluded_streams)).collect()
+    finally:
+        changes.sparkSession.catalog.dropTempView(view)
+    set_of = {_grouping_id(key): table for table, key in _GROUPING_SETS.items()}
     collected: dict[str, list[dict[str, Any]]] = {}
-    for row in union.collect():
-        collected.setdefault(row["table"], []).append(json.loads(row["row"]))
-    return _to_aggregates(batch_id, collected), int(sum(entry["changes"] for entry in collected.get("counted", [])))
+    for row in result:
+        entry = row.asDict()
+        table = set_of[entry["grouping_id"]]
+        collected.setdefault(table, []).append(_pick(table, entry))
+    counted = int(sum(entry["counted"] for entry in collected.get("coverage", [])))
+    return _to_aggregates(batch_id, collected), counted
+
+
+_KEY_COLUMNS = ("node_id", "stream", "partition", "consumer", "window_start_ms", "change_seq")
+_GROUPING_SETS: dict[str, tuple[str, ...]] = {
+    "coverage": ("node_id",),
+    "replicas": ("node_id", "stream", "partition"),
+    "consumers": ("node_id", "stream", "consumer", "partition"),
+    "publish_windows": ("window_start_ms", "stream", "partition", "node_id"),
+    "consumer_windows": ("window_start_ms", "stream", "consumer"),
+    "lifecycle": ("node_id", "change_seq"),
+}
+# a grouping set's rows are kept only when some change of the batch counts for its table
+_RELEVANT = {
+    "coverage": "TRUE",
+    "replicas": "replica_rows > 0",
+    "consumers": "consumer_rows > 0",
+    "publish_windows": "publish_window_rows > 0",
+    "consumer_windows": "consumer_window_rows > 0",
+    "lifecycle": "lifecycle_rows > 0",
+}
+_WINDOW_SUMS = ("acked", "redelivered", "dead_lettered", "dropped")
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def batch_sql(view: str, window_ms: int, excluded_streams: Sequence[str]) -> str:
+    """The Spark SQL text of one micro-batch's aggregation over the temporary view `view`."""
+    excluded = f"stream IN ({', '.join(_quote(name) for name in excluded_streams)})" if excluded_streams else "FALSE"
+    lifecycle_kinds = ", ".join(_quote(kind) for kind in _LIFECYCLE)
+    partition_kinds = ", ".join(_quote(kind) for kind in (rows.APPEND, rows.TRUNCATE, rows.REMOVE, rows.CONSUMER_STATE))
+    gap, append, truncate = _quote(FEED_GAP), _quote(rows.APPEND), _quote(rows.TRUNCATE)
+    primary, consumer_state = _quote(rows.PRIMARY), _quote(rows.CONSUMER_STATE)
+    removal = f"kind IN ({_quote(rows.TRUNCATE)}, {_quote(rows.REMOVE)})"
+    sets = ", ".join("(" + ", ".join(key) + ")" for key in _GROUPING_SETS.values())
+    relevant = " OR ".join(
+        f"(grouping_id = {_grouping_id(_GROUPING_SETS[table])} AND {condition})"
+        for table, condition in _RELEVANT.items()
+    )
+    consumer_latest = ",\n".join(
+        f"    MAX_BY(CASE WHEN for_consumer THEN {name} END, CASE WHEN for_consumer THEN change_seq END) AS {name}"
+        for name in ("ack_floor", "last_delivered", "pending_count")
+    )
+    consumer_sums = ",\n".join(
+        f"    SUM(CASE WHEN for_consumer THEN {name} ELSE 0 END) AS {name}" for name in _CONSUMER_SUMS
+    )
+    window_sums = ",\n".join(
+        f"    SUM(CASE WHEN for_consumer_window THEN {name} ELSE 0 END) AS window_{name}" for name in _WINDOW_SUMS
+    )
+    return f"""
+WITH flagged AS (
+  SELECT *,
+    CAST(FLOOR(ts_ms / {window_ms}) * {window_ms} AS BIGINT) AS window_start_ms,
+    (kind <> {gap} AND NOT {excluded}) AS is_counted
+  FROM {view}
+), deletes AS (
+  SELECT *,
+    COALESCE(MAX(CASE WHEN is_counted AND kind = {_quote(rows.STREAM_DELETED)} THEN change_seq END)
+      OVER (PARTITION BY node_id, stream), 0) AS stream_deleted_at,
+    COALESCE(MAX(CASE WHEN is_counted AND kind = {_quote(rows.CONSUMER_DELETED)} THEN change_seq END)
+      OVER (PARTITION BY node_id, stream, consumer), 0) AS consumer_deleted_at
+  FROM flagged
+), marked AS (
+  SELECT *,
+    is_counted AND change_seq > stream_deleted_at AND kind IN ({partition_kinds}) AS for_replica,
+    is_counted AND change_seq > stream_deleted_at AND change_seq > consumer_deleted_at
+      AND kind = {consumer_state} AND role = {primary} AS for_consumer,
+    is_counted AND kind = {append} AND role = {primary} AS for_publish_window,
+    is_counted AND kind = {consumer_state} AND role = {primary} AS for_consumer_window,
+    is_counted AND kind IN ({lifecycle_kinds}) AS for_lifecycle
+  FROM deletes
+), grouped AS (
+  SELECT GROUPING_ID() AS grouping_id, {", ".join(_KEY_COLUMNS)},
+    SUM(CASE WHEN kind <> {gap} THEN 1 ELSE 0 END) AS changes,
+    SUM(CASE WHEN is_counted THEN 1 ELSE 0 END) AS counted,
+    COALESCE(MIN(CASE WHEN kind <> {gap} THEN change_seq END), 0) AS first_change_seq,
+    COALESCE(MAX(CASE WHEN kind <> {gap} THEN change_seq END), 0) AS last_change_seq,
+    SUM(CASE WHEN kind = {gap} THEN message_count ELSE 0 END) AS skipped_changes,
+    MAX(CASE WHEN kind = {gap} THEN last_seq ELSE change_seq END) AS end_change_seq,
+    SUM(CASE WHEN for_replica THEN 1 ELSE 0 END) AS replica_rows,
+    MAX_BY(CASE WHEN for_replica THEN role END, CASE WHEN for_replica THEN change_seq END) AS role,
+    MAX(CASE WHEN for_replica THEN ts_ms END) AS replica_last_ts_ms,
+    COALESCE(MAX(CASE WHEN for_replica AND kind = {append} THEN last_seq END), 0) AS last_seq,
+    COALESCE(MAX(CASE WHEN for_replica AND kind = {truncate} THEN first_seq END), 0) AS first_seq,
+    SUM(CASE WHEN for_replica AND kind = {append} THEN message_count ELSE 0 END) AS appended_messages,
+    SUM(CASE WHEN for_replica AND kind = {append} THEN bytes ELSE 0 END) AS appended_bytes,
+    SUM(CASE WHEN for_replica AND {removal} THEN message_count ELSE 0 END) AS removed_messages,
+    SUM(CASE WHEN for_replica AND {removal} THEN bytes ELSE 0 END) AS removed_bytes,
+    SUM(CASE WHEN for_replica AND kind = {append} AND role = {primary} THEN message_count ELSE 0 END)
+      AS published_messages,
+    SUM(CASE WHEN for_replica AND kind = {append} AND role = {primary} THEN bytes ELSE 0 END) AS published_bytes,
+    SUM(CASE WHEN for_consumer THEN 1 ELSE 0 END) AS consumer_rows,
+    MAX(CASE WHEN for_consumer THEN ts_ms END) AS consumer_last_ts_ms,
+{consumer_latest},
+{consumer_sums},
+    SUM(CASE WHEN for_publish_window THEN 1 ELSE 0 END) AS publish_window_rows,
+    SUM(CASE WHEN for_publish_window THEN message_count ELSE 0 END) AS messages,
+    SUM(CASE WHEN for_publish_window THEN bytes ELSE 0 END) AS window_bytes,
+    SUM(CASE WHEN for_consumer_window THEN 1 ELSE 0 END) AS consumer_window_rows,
+{window_sums},
+    SUM(CASE WHEN for_lifecycle THEN 1 ELSE 0 END) AS lifecycle_rows,
+    MAX(CASE WHEN for_lifecycle THEN ts_ms END) AS lifecycle_ts_ms,
+    MAX(CASE WHEN for_lifecycle THEN kind END) AS lifecycle_kind,
+    MAX(CASE WHEN for_lifecycle THEN stream END) AS lifecycle_stream,
+    MAX(CASE WHEN for_lifecycle THEN COALESCE(consumer, '') END) AS lifecycle_consumer,
+    MAX(CASE WHEN for_lifecycle THEN COALESCE(partitions, 0) END) AS lifecycle_partitions
+  FROM marked
+  GROUP BY GROUPING SETS ({sets})
+)
+SELECT * FROM grouped WHERE {relevant}
+"""
+
+
+def _grouping_id(key: tuple[str, ...]) -> int:
+    """Spark's grouping_id for a set: one bit per key column, first column highest, 1 = not grouped."""
+    value = 0
+    for column in _KEY_COLUMNS:
+        value = (value << 1) | (0 if column in key else 1)
+    return value
+
+
+def _pick(table: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """The columns of `table` from one grouping-sets row."""
+    key = {name: entry[name] for name in _GROUPING_SETS[table]}
+    if table == "coverage":
+        names: tuple[str, ...] = ("changes", "counted", "first_change_seq", "last_change_seq", "skipped_changes")
+        return {**key, **{name: entry[name] for name in names}, "end_change_seq": entry["end_change_seq"]}
+    if table == "replicas":
+        names = ("role", "last_seq", "first_seq", "appended_messages", "appended_bytes", "removed_messages")
+        names += ("removed_bytes", "published_messages", "published_bytes")
+        return {**key, "last_ts_ms": entry["replica_last_ts_ms"], **{name: entry[name] for name in names}}
+    if table == "consumers":
+        names = ("ack_floor", "last_delivered", "pending_count", *_CONSUMER_SUMS)
+        return {**key, "last_ts_ms": entry["consumer_last_ts_ms"], **{name: entry[name] or 0 for name in names}}
+    if table == "publish_windows":
+        return {**key, "messages": entry["messages"], "bytes": entry["window_bytes"]}
+    if table == "consumer_windows":
+        return {**key, **{name: entry[f"window_{name}"] for name in _WINDOW_SUMS}}
+    return {
+        "node_id": entry["node_id"],
+        "change_seq": entry["change_seq"],
+        "ts_ms": entry["lifecycle_ts_ms"],
+        "kind": entry["lifecycle_kind"],
+        "stream": entry["lifecycle_stream"],
+        "consumer": entry["lifecycle_consumer"],
+        "partitions": entry["lifecycle_partitions"],
+    }
 
 
 def _to_aggregates(batch_id: int, collected: dict[str, list[dict[str, Any]]]) -> state.BatchAggregates:

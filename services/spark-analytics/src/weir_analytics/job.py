@@ -161,9 +161,7 @@ class AnalyticsJob:
         metrics.BATCH_CHANGES.inc(aggregates.changes)
         metrics.BATCH_SECONDS.observe(elapsed)
         metrics.LAST_BATCH.set(time.time())
-        positions = ", ".join(
-            f"{feed.node_id}@{feed.next_change_seq}" for feed in snapshot.feed_positions
-        )
+        positions = ", ".join(f"{feed.node_id}@{feed.next_change_seq}" for feed in snapshot.feed_positions)
         logger.info(
             "batch %d: %d changes (%d counted) in %.2fs; feeds at %s; %d partitions, %d consumers",
             batch_id,
@@ -186,6 +184,8 @@ def build_session(settings: AnalyticsSettings) -> SparkSession:
         .config("spark.driver.memory", settings.spark_driver_memory)
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         .config("spark.ui.showConsoleProgress", "false")
+        # micro-batches are small: adaptive execution's extra planning jobs cost more than they save
+        .config("spark.sql.adaptive.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("WARN")

@@ -84,7 +84,9 @@ def _consumer_metrics(stats: types_pb2.ClusterAnalytics) -> Iterator[Metric]:
         "weir_analytics_consumer_ack_rate_per_second", "Acks per second over the last closed window", labels=labels
     )
     counters = {
-        name: CounterMetricFamily(f"weir_analytics_consumer_{name}", f"Messages {name.replace('_', ' ')}", labels=labels)
+        name: CounterMetricFamily(
+            f"weir_analytics_consumer_{name}", f"Messages {name.replace('_', ' ')}", labels=labels
+        )
         for name in ("delivered", "redelivered", "acked", "dead_lettered", "dropped")
     }
     for consumer in stats.consumers:

@@ -31,7 +31,7 @@ class FeedRange:
 
 
 def parse_starting_offsets(text: str) -> str | Offsets:
-    """"earliest" | "latest" | a JSON object {node_id: next_change_seq >= 1}.
+    """ "earliest" | "latest" | a JSON object {node_id: next_change_seq >= 1}.
     Errors: InvalidArgumentError saying what is wrong."""
     value = text.strip()
     if value in ("earliest", "latest"):

@@ -18,14 +18,16 @@ class AnalyticsSettings(BaseSettings):
     spark_master: str = Field(
         "local[*]", description="Spark master URL: local[*] runs in this process; spark://host:7077 on a cluster."
     )
-    data_dir: Path = Field(
-        Path("weir-analytics"), description="Checkpoint, saved state and Parquet history live here."
-    )
+    data_dir: Path = Field(Path("weir-analytics"), description="Checkpoint, saved state and Parquet history live here.")
     host: str = Field("127.0.0.1", description="Address the metrics server binds to.")
     metrics_port: int = Field(7604, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
-    trigger_interval_ms: int = Field(5000, ge=100, description="How often a micro-batch starts (when there are changes).")
+    trigger_interval_ms: int = Field(
+        5000, ge=100, description="How often a micro-batch starts (when there are changes)."
+    )
     window_ms: int = Field(10_000, ge=1000, description="Length of the tumbling windows the rates are computed over.")
-    windows_kept: int = Field(60, ge=2, le=10_000, description="Most recent windows kept in memory (Parquet keeps all).")
+    windows_kept: int = Field(
+        60, ge=2, le=10_000, description="Most recent windows kept in memory (Parquet keeps all)."
+    )
     max_changes_per_trigger: int = Field(
         100_000, ge=1, description="Most changes in one micro-batch (a large backlog is read in several)."
     )
@@ -38,14 +40,15 @@ class AnalyticsSettings(BaseSettings):
         True, description="Stop when change-feed retention removed changes not yet read (false: skip, counted)."
     )
     stats_stream: str = Field(
-        DEFAULT_STATS_STREAM, description="Stream the job publishes each batch's ClusterAnalytics to (created if absent)."
+        DEFAULT_STATS_STREAM,
+        description="Stream the job publishes each batch's ClusterAnalytics to (created if absent).",
     )
     stats_stream_replicas: int = Field(
         0, ge=0, le=5, description="Replicas of the stats stream when the job creates it (0 = min(3, nodes))."
     )
     stats_stream_max_messages: int = Field(10_000, ge=1, description="Retention of the stats stream (messages).")
     node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call to a node or router.")
-    spark_shuffle_partitions: int = Field(4, ge=1, description="spark.sql.shuffle.partitions of the job.")
+    spark_shuffle_partitions: int = Field(2, ge=1, description="spark.sql.shuffle.partitions of the job.")
     spark_driver_memory: str = Field("1g", description="spark.driver.memory (local mode: the whole job).")
     spark_ui: bool = Field(False, description="Serve the Spark web UI (port 4040 and up).")
     python: str = Field(

@@ -73,7 +73,9 @@ class SourceOptions:
             try:
                 self.ending = offsets.validate_offsets(json.loads(ending), "endingOffsets")
             except json.JSONDecodeError:
-                raise InvalidArgumentError(f'endingOffsets: expected "latest" or a JSON object, got {ending!r}') from None
+                raise InvalidArgumentError(
+                    f'endingOffsets: expected "latest" or a JSON object, got {ending!r}'
+                ) from None
         self.max_changes = _positive_int(lowered, "maxchangespertrigger", None)
         self.changes_per_partition = _positive_int(lowered, "changesperpartition", 100_000) or 100_000
         self.timeout_s = (_positive_int(lowered, "timeoutms", 10_000) or 10_000) / 1000

@@ -199,6 +199,8 @@ class ClusterStats:
     # the last batch folded in (-1 = none yet)
     batch_id: int = -1
     streams: dict[str, int] = field(default_factory=dict)
+    # newest stream_created ts_ms seen per stream (any node): tells an old copy's late delete apart
+    stream_created_ms: dict[str, int] = field(default_factory=dict)
     replicas: dict[tuple[str, int, str], Replica] = field(default_factory=dict)
     partitions: dict[tuple[str, int], PartitionTotals] = field(default_factory=dict)
     consumers: dict[tuple[str, str], ConsumerTotals] = field(default_factory=dict)
@@ -247,10 +249,15 @@ class ClusterStats:
     def _apply_lifecycle(self, event: LifecycleEvent) -> None:
         if event.kind == rows.STREAM_CREATED:
             self.streams[event.stream] = max(event.partitions, 1)
+            self.stream_created_ms[event.stream] = max(self.stream_created_ms.get(event.stream, 0), event.ts_ms)
         elif event.kind == rows.STREAM_DELETED:
+            # the node's copy is gone in any case
             for key in [key for key in self.replicas if key[0] == event.stream and key[2] == event.node_id]:
                 del self.replicas[key]
-            if not any(key[0] == event.stream for key in self.replicas):
+            # The first delete read of the current stream ends it: its totals and consumers go. A
+            # delete older than the newest create is a slower node's delete of the stream before
+            # it was created again (its feed is read behind the others'): it touches only its copy.
+            if event.ts_ms >= self.stream_created_ms.get(event.stream, 0):
                 self.streams.pop(event.stream, None)
                 for partition_key in [key for key in self.partitions if key[0] == event.stream]:
                     del self.partitions[partition_key]
@@ -366,9 +373,7 @@ class ClusterStats:
             window_start_ms=window_start,
         )
         window = self.publish_windows.get(window_start, {})
-        partition_keys = sorted(
-            set(self.partitions) | {(stream, partition) for stream, partition, _ in self.replicas}
-        )
+        partition_keys = sorted(set(self.partitions) | {(stream, partition) for stream, partition, _ in self.replicas})
         for stream, partition in partition_keys:
             totals = self.partitions.get((stream, partition), PartitionTotals())
             in_window = [figures for (s, p, _), figures in window.items() if s == stream and p == partition]
@@ -438,6 +443,7 @@ class ClusterStats:
                 "windows_kept": self.windows_kept,
                 "batch_id": self.batch_id,
                 "streams": self.streams,
+                "stream_created_ms": self.stream_created_ms,
                 "replicas": [[*key, asdict(value)] for key, value in self.replicas.items()],
                 "partitions": [[*key, asdict(value)] for key, value in self.partitions.items()],
                 "consumers": [
@@ -468,6 +474,7 @@ class ClusterStats:
         data: dict[str, Any] = json.loads(text)
         stats = cls(window_ms=data["window_ms"], windows_kept=data["windows_kept"], batch_id=data["batch_id"])
         stats.streams = dict(data["streams"])
+        stats.stream_created_ms = dict(data["stream_created_ms"])
         stats.replicas = {(s, p, n): Replica(**value) for s, p, n, value in data["replicas"]}
         stats.partitions = {(s, p): PartitionTotals(**value) for s, p, value in data["partitions"]}
         for stream, consumer, value in data["consumers"]:
@@ -479,7 +486,8 @@ class ClusterStats:
             for start, bucket in data["publish_windows"].items()
         }
         stats.consumer_windows = {
-            int(start): {(s, c): counts for s, c, counts in bucket} for start, bucket in data["consumer_windows"].items()
+            int(start): {(s, c): counts for s, c, counts in bucket}
+            for start, bucket in data["consumer_windows"].items()
         }
         return stats
 

@@ -1,0 +1,336 @@
+"""spark-analytics end to end (slow tier: each test starts a real Spark session, ~20-30 s here).
+
+A real local cluster runs a known workload; the analytics job (a real `python -m weir_analytics`
+process with Spark local[*]) reads the nodes' change feeds through the `weir` Python Data Source,
+and every figure it computes is checked against ground truth taken from the workload itself
+(counts, acks, naks, the dead letter, the stopped replicator) or, for byte sizes and consumer
+floors, from the nodes' own reports. The second test SIGKILLs the job between micro-batches and
+restarts it from its checkpoint, then counts every change of every feed: none twice, none missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from weir.analytics import DEFAULT_STATS_STREAM
+from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.cluster import WeirClient
+from weir.launcher import LocalCluster
+from weir.v1 import types_pb2
+
+from tests.conftest import start_cluster
+
+pytestmark = pytest.mark.slow
+
+WINDOW_MS = 1000
+JOB_TIMEOUT_S = 300
+
+
+@pytest.fixture(scope="module")
+def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_cluster(tmp_path_factory.mktemp("analytics-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+def job_env(cluster: LocalCluster, data_dir: Path, **settings: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_ANALYTICS_")}
+    env.update(
+        WEIR_ANALYTICS_ROUTER=",".join(cluster.router_addresses),
+        WEIR_ANALYTICS_DATA_DIR=str(data_dir),
+        WEIR_ANALYTICS_METRICS_PORT="0",
+        WEIR_ANALYTICS_WINDOW_MS=str(WINDOW_MS),
+        WEIR_ANALYTICS_TRIGGER_INTERVAL_MS="500",
+    )
+    env.update({f"WEIR_ANALYTICS_{key.upper()}": value for key, value in settings.items()})
+    return env
+
+
+def run_job_once(cluster: LocalCluster, data_dir: Path, **settings: str) -> str:
+    """Run the job with Trigger.AvailableNow until it has read what the feeds hold; returns its log."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "weir_analytics"],
+        env=job_env(cluster, data_dir, ONCE="true", **settings),
+        capture_output=True,
+        text=True,
+        timeout=JOB_TIMEOUT_S,
+        check=False,
+    )
+    log = completed.stdout + completed.stderr
+    assert completed.returncode == 0, log[-4000:]
+    return log
+
+
+async def feed_changes(internal_address: str, end: int) -> list[int]:
+    """Every change seq below `end` on a node's feed, read directly."""
+    seqs: list[int] = []
+    async with ChangeFeedClient(internal_address) as feed:
+        cursor = 1
+        while cursor < end:
+            response = await feed.read_changes(cursor, 10_000)
+            seqs.extend(change.change_seq for change in response.changes if change.change_seq < end)
+            if response.next_change_seq <= cursor:
+                break
+            cursor = response.next_change_seq
+    return seqs
+
+
+def parquet_rows(data_dir: Path, table: str) -> list[dict[str, object]]:
+    directory = data_dir / "parquet" / table
+    rows: list[dict[str, object]] = []
+    for path in sorted(directory.glob("batch_id=*/part-0.parquet")):
+        batch_id = int(path.parent.name.split("=")[1])
+        rows.extend({**row, "batch_id": batch_id} for row in pq.read_table(path).to_pylist())
+    return rows
+
+
+async def wait_for(predicate_async: object, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if await predicate_async():  # type: ignore[operator]
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("condition not reached in time")
+
+
+async def run_workload(cluster: LocalCluster) -> dict[str, object]:
+    """Streams, publishes, acks, a nak (redelivery), a dead letter and a lagging replica; returns
+    what the workload did."""
+    async with WeirClient(cluster.router_addresses) as client:
+        await client.create_stream(stream_config("orders", subjects=["orders.>"], partitions=2, replicas=2))
+        await client.create_stream(stream_config("events", subjects=["events.>", "dlq.>"], partitions=1, replicas=1))
+        for index in range(30):
+            await client.publish("orders", "orders.created", b"o" * (100 + index), partition=0)
+        for index in range(20):
+            await client.publish("orders", "orders.created", b"p" * (50 + index), partition=1)
+        for index in range(5):
+            await client.publish("events", "events.login", b"e" * 10, partition=0)
+
+        # billing: 10 delivered from orders/0, 1..6 acked, 7 nak'ed and redelivered, then acked
+        await client.create_consumer("orders", consumer_config("billing", ack_wait_ms=60_000))
+        first = await client.fetch("orders", "billing", 0, batch_size=10)
+        assert [message.seq for message in first] == list(range(1, 11))
+        assert await client.ack_batch("orders", "billing", 0, [1, 2, 3, 4, 5, 6]) == ["ok"] * 6
+        await client.nak("orders", "billing", 0, 7)
+        again = await client.fetch("orders", "billing", 0, batch_size=1)
+        assert [message.seq for message in again] == [7]
+        assert await client.ack_batch("orders", "billing", 0, [7]) == ["ok"]
+
+        # audit: seq 1 of events is never acked; after max_deliver=2 it is dead-lettered to dlq.events
+        await client.create_consumer(
+            "events",
+            consumer_config(
+                "audit", filter_subject="events.>", ack_wait_ms=300, max_deliver=2, dead_letter_subject="dlq.events"
+            ),
+        )
+        delivered = await client.fetch("events", "audit", 0, batch_size=10)
+        assert [message.seq for message in delivered] == [1, 2, 3, 4, 5]
+        assert await client.ack_batch("events", "audit", 0, [2, 3, 4, 5]) == ["ok"] * 4
+        await asyncio.sleep(0.4)
+        redelivered = await client.fetch("events", "audit", 0, batch_size=10, max_wait_ms=2000)
+        assert [message.seq for message in redelivered] == [1]
+
+        async def dead_lettered() -> bool:
+            await client.fetch("events", "audit", 0, batch_size=10, max_wait_ms=200)
+            return (await client.consumer_info("events", "audit")).dead_lettered_total == 1
+
+        await wait_for(dead_lettered)
+
+        # the replicator stops: 5 more on orders/1 reach its primary only
+        async def replicated() -> bool:
+            info = await client.stream_info("orders")
+            return all(stats.high_watermark == stats.last_seq for stats in info.stats.partitions)
+
+        await wait_for(replicated)
+        for replicator in cluster.replicators:
+            replicator.stop()
+        for index in range(5):
+            await client.publish("orders", "orders.late", b"l" * 40, partition=1)
+    return {"published": {("orders", 0): 30, ("orders", 1): 25, ("events", 0): 6}, "unreplicated": {("orders", 1): 5}}
+
+
+async def test_job_figures_match_the_workload(analytics_cluster: LocalCluster, tmp_path: Path) -> None:
+    cluster = analytics_cluster
+    truth = await run_workload(cluster)
+    published: dict[tuple[str, int], int] = truth["published"]  # type: ignore[assignment]
+    data_dir = tmp_path / "job"
+    # a small per-trigger bound: the backlog is read in several micro-batches
+    log = run_job_once(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60")
+    assert "batch 1:" in log, log[-3000:]
+
+    async with WeirClient(cluster.router_addresses) as client:
+        stats = await client.cluster_stats()
+        assert stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
+        analytics = stats.analytics
+        per_stream = {entry.name: entry for entry in stats.streams}
+        infos = {
+            name: await client.consumer_info(stream, name)
+            for stream, name in (("orders", "billing"), ("events", "audit"))
+        }
+        messages: dict[tuple[str, int], list[types_pb2.Message]] = {}
+        for stream, partition in published:
+            primary = per_stream[stream].primary_node_ids[partition]
+            address = next(node.client_address for node in cluster.nodes if node.node_id == primary)
+            async with NodeClient(address) as node_client:
+                messages[(stream, partition)] = [m async for m in node_client.read_all(stream, partition)]
+
+    # partitions: counts from the workload, bytes and last seq as the primaries store them
+    figures = {(p.stream, p.partition): p for p in analytics.partitions}
+    assert set(figures) == set(published), "the stats stream itself must be left out"
+    for key, count in published.items():
+        stream, partition = key
+        node_stats = per_stream[stream].partition_stats[partition]
+        assert figures[key].published_messages == count == node_stats.msg_count
+        assert figures[key].last_seq == count
+        assert figures[key].published_bytes == node_stats.bytes
+        assert figures[key].primary_node_id == per_stream[stream].primary_node_ids[partition]
+
+    # consumers: acks, naks and the dead letter from the workload; floors as the primaries report them
+    consumers = {(c.stream, c.consumer): c for c in analytics.consumers}
+    billing, audit = consumers[("orders", "billing")], consumers[("events", "audit")]
+    assert (billing.acked, billing.redelivered, billing.dead_lettered, billing.naked) == (7, 1, 0, 1)
+    assert billing.pending_count == 3 == infos["billing"].num_ack_pending
+    assert billing.delivered == infos["billing"].delivered_total == 10  # redeliveries are counted apart
+    assert (audit.acked, audit.redelivered, audit.dead_lettered) == (4, 1, 1)
+    assert audit.delivered == infos["audit"].delivered_total == 5
+    for name, entry in (("billing", billing), ("audit", audit)):
+        stream = infos[name].stream
+        expected_lag = 0
+        for partition in range(per_stream[stream].partitions):
+            floor = next((s.ack_floor for s in infos[name].partitions if s.partition == partition), 0)
+            expected_lag += per_stream[stream].partition_stats[partition].last_seq - floor
+        assert entry.lag_messages == expected_lag, name
+    assert billing.lag_messages == (30 - 7) + 25
+
+    # replication lag: orders/1's secondary misses exactly the 5 published after the replicator stopped
+    replicas = {(r.stream, r.partition, r.node_id): r for r in analytics.replicas}
+    for (stream, partition), count in published.items():
+        copies = [r for key, r in replicas.items() if key[:2] == (stream, partition)]
+        assert len(copies) == (2 if stream == "orders" else 1)
+        primary = per_stream[stream].primary_node_ids[partition]
+        for copy in copies:
+            behind = truth["unreplicated"].get((stream, partition), 0) if copy.node_id != primary else 0  # type: ignore[attr-defined]
+            assert copy.lag_messages == behind, (stream, partition, copy.node_id)
+            assert copy.last_seq == count - behind
+
+    # nodes: partitions led, messages stored and skew from the placement and the workload
+    led: Counter[str] = Counter()
+    stored: Counter[str] = Counter()
+    for (stream, partition), count in published.items():
+        primary = per_stream[stream].primary_node_ids[partition]
+        led[primary] += 1
+        stored[primary] += count
+    nodes = {node.node_id: node for node in analytics.nodes}
+    assert set(nodes) == {node.node_id for node in cluster.nodes}
+    for node_id, node in nodes.items():
+        assert (node.partitions_led, node.message_count) == (led[node_id], stored[node_id]), node_id
+        assert node.published_messages == stored[node_id]
+    all_led = [led[node_id] for node_id in nodes]
+    all_stored = [stored[node_id] for node_id in nodes]
+    assert analytics.skew_partitions == max(all_led) - min(all_led)
+    assert analytics.skew_message_count == max(all_stored) - min(all_stored)
+
+    # windows (Parquet history): per window, the messages whose ts_ms falls in it
+    windows: Counter[tuple[str, int, int]] = Counter()
+    for row in parquet_rows(data_dir, "publish_windows"):
+        windows[(str(row["stream"]), int(row["partition"]), int(row["window_start_ms"]))] += int(row["messages"])  # type: ignore[call-overload]
+    expected_windows: Counter[tuple[str, int, int]] = Counter()
+    for (stream, partition), stored_messages in messages.items():
+        for message in stored_messages:
+            expected_windows[(stream, partition, message.ts_ms // WINDOW_MS * WINDOW_MS)] += 1
+    assert windows == expected_windows
+
+    # every change of every feed counted once
+    positions = {position.node_id: position for position in analytics.feed_positions}
+    for node in cluster.nodes:
+        position = positions[node.node_id]
+        seqs = await feed_changes(node.internal_address, position.next_change_seq)
+        assert position.changes == len(seqs) > 0
+    batches = {int(row["batch_id"]) for row in parquet_rows(data_dir, "feed_coverage")}  # type: ignore[call-overload]
+    assert len(batches) >= 2, "expected the backlog to take several micro-batches"
+
+    for replicator in cluster.replicators:
+        replicator.start()
+
+
+async def test_restart_from_checkpoint_repeats_and_skips_nothing(
+    analytics_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    cluster = analytics_cluster
+    data_dir = tmp_path / "job"
+    async with WeirClient(cluster.router_addresses) as client:
+        await client.create_stream(stream_config("clicks", subjects=["clicks.>"], partitions=3, replicas=1))
+        for index in range(60):
+            await client.publish("clicks", "clicks.page", f"{index}".encode(), partition=index % 3)
+
+        # a running job, ten changes per micro-batch, killed after it folded in a few batches
+        job = subprocess.Popen(
+            [sys.executable, "-m", "weir_analytics"],
+            env=job_env(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10", READY_FILE=str(tmp_path / "ready.json")),
+            stdout=subprocess.DEVNULL,
+            stderr=open(tmp_path / "job.log", "wb"),  # noqa: SIM115
+        )
+        try:
+            deadline = time.monotonic() + JOB_TIMEOUT_S
+            state_path = data_dir / "state.json"
+            while time.monotonic() < deadline:
+                assert job.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
+                if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 2:
+                    break
+                await asyncio.sleep(0.2)
+            else:
+                raise AssertionError("the job folded in no batches in time")
+            ready = json.loads((tmp_path / "ready.json").read_text())
+            scraped = urllib.request.urlopen(f"http://127.0.0.1:{ready['metrics_port']}/metrics", timeout=5).read()
+            assert b"weir_analytics_feed_next_change_seq{" in scraped
+            assert b"weir_analytics_batches_total" in scraped
+            # more changes arrive while it runs; then it dies without warning
+            for index in range(30):
+                await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
+            job.kill()
+            job.wait()
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.wait()
+        before = json.loads((data_dir / "state.json").read_text())
+        changes_before = sum(feed["changes"] for feed in before["feeds"].values())
+
+        log = run_job_once(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10")
+        assert f"resuming after batch {before['batch_id']}" in log
+        after = json.loads((data_dir / "state.json").read_text())
+        assert after["batch_id"] > before["batch_id"]
+        assert sum(feed["changes"] for feed in after["feeds"].values()) > changes_before
+        stats = await client.cluster_stats()
+
+    clicks = {p.partition: p for p in stats.analytics.partitions if p.stream == "clicks"}
+    assert {partition: entry.published_messages for partition, entry in clicks.items()} == {0: 30, 1: 30, 2: 30}
+
+    coverage = parquet_rows(data_dir, "feed_coverage")
+    for node in cluster.nodes:
+        feed = after["feeds"][node.node_id]
+        assert feed["repeated_changes"] == 0 and feed["skipped_changes"] == 0
+        seqs = await feed_changes(node.internal_address, feed["next_change_seq"])
+        assert feed["changes"] == len(seqs), node.node_id
+        # the batches' ranges tile the feed: disjoint, in order, and their counts add up
+        ranges = sorted(
+            (int(row["first_change_seq"]), int(row["last_change_seq"]), int(row["changes"]))  # type: ignore[call-overload]
+            for row in coverage
+            if row["node_id"] == node.node_id and int(row["changes"]) > 0  # type: ignore[call-overload]
+        )
+        for (_, previous_last, _), (next_first, _, _) in zip(ranges, ranges[1:], strict=False):
+            assert next_first > previous_last, (node.node_id, ranges)
+        assert sum(count for _, _, count in ranges) == len(seqs)
+        assert ranges[0][0] == seqs[0] and ranges[-1][1] == seqs[-1]
+    assert DEFAULT_STATS_STREAM not in {p.stream for p in stats.analytics.partitions}
