@@ -11,6 +11,7 @@ restarts it from its checkpoint, then counts every change of every feed: none tw
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -19,7 +20,9 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -27,7 +30,7 @@ from weir.analytics import DEFAULT_STATS_STREAM
 from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.launcher import LocalCluster
-from weir.v1 import types_pb2
+from weir.v1 import router_pb2, types_pb2
 
 from tests.conftest import start_cluster
 
@@ -86,6 +89,11 @@ async def feed_changes(internal_address: str, end: int) -> list[int]:
     return seqs
 
 
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        return str(response.read().decode())
+
+
 def parquet_rows(data_dir: Path, table: str) -> list[dict[str, object]]:
     directory = data_dir / "parquet" / table
     rows: list[dict[str, object]] = []
@@ -114,7 +122,7 @@ async def run_workload(cluster: LocalCluster) -> dict[str, object]:
             await client.publish("orders", "orders.created", b"o" * (100 + index), partition=0)
         for index in range(20):
             await client.publish("orders", "orders.created", b"p" * (50 + index), partition=1)
-        for index in range(5):
+        for _ in range(5):
             await client.publish("events", "events.login", b"e" * 10, partition=0)
 
         # billing: 10 delivered from orders/0, 1..6 acked, 7 nak'ed and redelivered, then acked
@@ -155,35 +163,97 @@ async def run_workload(cluster: LocalCluster) -> dict[str, object]:
         await wait_for(replicated)
         for replicator in cluster.replicators:
             replicator.stop()
-        for index in range(5):
+        for _ in range(5):
             await client.publish("orders", "orders.late", b"l" * 40, partition=1)
-    return {"published": {("orders", 0): 30, ("orders", 1): 25, ("events", 0): 6}, "unreplicated": {("orders", 1): 5}}
+        # clicks: 90 more publishes (60 before the job starts, 30 while it runs; see the fixture)
+        await client.create_stream(stream_config("clicks", subjects=["clicks.>"], partitions=3, replicas=1))
+        for index in range(60):
+            await client.publish("clicks", "clicks.page", f"{index}".encode(), partition=index % 3)
+    published = {("orders", 0): 30, ("orders", 1): 25, ("events", 0): 6, ("clicks", 0): 30, ("clicks", 1): 30}
+    published[("clicks", 2)] = 30
+    return {"published": published, "unreplicated": {("orders", 1): 5}}
 
 
-async def test_job_figures_match_the_workload(analytics_cluster: LocalCluster, tmp_path: Path) -> None:
+@dataclass
+class AnalyticsRun:
+    """What the shared run produced: the workload's truth, the job's outputs, the cluster's view."""
+
+    cluster: LocalCluster
+    data_dir: Path
+    truth: dict[str, object]
+    state_before_kill: dict[str, Any]
+    scraped_before_kill: str
+    resumed_log: str
+    stats: router_pb2.GetClusterStreamStatsResponse
+    infos: dict[str, types_pb2.ConsumerInfo]
+    messages: dict[tuple[str, int], list[types_pb2.Message]]
+
+
+@pytest.fixture(scope="module")
+async def analytics_run(analytics_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> AnalyticsRun:
+    """The workload, then the job running (ten changes per micro-batch) until it folded in at least
+    two batches, 30 more publishes, a SIGKILL, and the job again from its checkpoint with
+    Trigger.AvailableNow. Two Spark sessions in all (each costs ~30 s to start here)."""
     cluster = analytics_cluster
+    work_dir = tmp_path_factory.mktemp("analytics-job")
+    data_dir = work_dir / "job"
     truth = await run_workload(cluster)
-    published: dict[tuple[str, int], int] = truth["published"]  # type: ignore[assignment]
-    data_dir = tmp_path / "job"
-    # a small per-trigger bound: the backlog is read in several micro-batches
-    log = run_job_once(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60")
-    assert "batch 1:" in log, log[-3000:]
-
     async with WeirClient(cluster.router_addresses) as client:
+        log_path = work_dir / "job.log"
+        with log_path.open("wb") as log_file:
+            job = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "weir_analytics",
+                env=job_env(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10", READY_FILE=str(work_dir / "ready.json")),
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=log_file,
+            )
+        try:
+            deadline = time.monotonic() + JOB_TIMEOUT_S
+            state_path = data_dir / "state.json"
+            while time.monotonic() < deadline:
+                assert job.returncode is None, log_path.read_text()[-3000:]
+                if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 1:
+                    break
+                await asyncio.sleep(0.2)
+            else:
+                raise AssertionError(f"the job folded in no batches in time:\n{log_path.read_text()[-3000:]}")
+            ready = json.loads((work_dir / "ready.json").read_text())
+            scraped = await asyncio.to_thread(scrape, ready["metrics_port"])
+            # more changes arrive while it runs; then it dies without warning
+            for index in range(30):
+                await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
+        finally:
+            job.kill()
+            await job.wait()
+        before = json.loads(state_path.read_text())
+        # The batch planned before the kill is replayed with its recorded offsets; the rest of the
+        # backlog goes in larger batches.
+        log = await asyncio.to_thread(run_job_once, cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60")
+
         stats = await client.cluster_stats()
-        assert stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
-        analytics = stats.analytics
-        per_stream = {entry.name: entry for entry in stats.streams}
         infos = {
             name: await client.consumer_info(stream, name)
             for stream, name in (("orders", "billing"), ("events", "audit"))
         }
+        per_stream = {entry.name: entry for entry in stats.streams}
         messages: dict[tuple[str, int], list[types_pb2.Message]] = {}
-        for stream, partition in published:
+        for stream, partition in truth["published"]:  # type: ignore[attr-defined]
             primary = per_stream[stream].primary_node_ids[partition]
             address = next(node.client_address for node in cluster.nodes if node.node_id == primary)
             async with NodeClient(address) as node_client:
                 messages[(stream, partition)] = [m async for m in node_client.read_all(stream, partition)]
+    return AnalyticsRun(cluster, data_dir, truth, before, scraped, log, stats, infos, messages)
+
+
+async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> None:
+    cluster, data_dir, stats = analytics_run.cluster, analytics_run.data_dir, analytics_run.stats
+    truth, infos, messages = analytics_run.truth, analytics_run.infos, analytics_run.messages
+    published: dict[tuple[str, int], int] = truth["published"]  # type: ignore[assignment]
+    assert stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
+    analytics = stats.analytics
+    per_stream = {entry.name: entry for entry in stats.streams}
 
     # partitions: counts from the workload, bytes and last seq as the primaries store them
     figures = {(p.stream, p.partition): p for p in analytics.partitions}
@@ -258,61 +328,19 @@ async def test_job_figures_match_the_workload(analytics_cluster: LocalCluster, t
         seqs = await feed_changes(node.internal_address, position.next_change_seq)
         assert position.changes == len(seqs) > 0
     batches = {int(row["batch_id"]) for row in parquet_rows(data_dir, "feed_coverage")}  # type: ignore[call-overload]
-    assert len(batches) >= 2, "expected the backlog to take several micro-batches"
-
-    for replicator in cluster.replicators:
-        replicator.start()
+    assert len(batches) >= 3, "expected the backlog to take several micro-batches"
 
 
-async def test_restart_from_checkpoint_repeats_and_skips_nothing(
-    analytics_cluster: LocalCluster, tmp_path: Path
-) -> None:
-    cluster = analytics_cluster
-    data_dir = tmp_path / "job"
-    async with WeirClient(cluster.router_addresses) as client:
-        await client.create_stream(stream_config("clicks", subjects=["clicks.>"], partitions=3, replicas=1))
-        for index in range(60):
-            await client.publish("clicks", "clicks.page", f"{index}".encode(), partition=index % 3)
-
-        # a running job, ten changes per micro-batch, killed after it folded in a few batches
-        job = subprocess.Popen(
-            [sys.executable, "-m", "weir_analytics"],
-            env=job_env(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10", READY_FILE=str(tmp_path / "ready.json")),
-            stdout=subprocess.DEVNULL,
-            stderr=open(tmp_path / "job.log", "wb"),  # noqa: SIM115
-        )
-        try:
-            deadline = time.monotonic() + JOB_TIMEOUT_S
-            state_path = data_dir / "state.json"
-            while time.monotonic() < deadline:
-                assert job.poll() is None, (tmp_path / "job.log").read_text()[-3000:]
-                if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 2:
-                    break
-                await asyncio.sleep(0.2)
-            else:
-                raise AssertionError("the job folded in no batches in time")
-            ready = json.loads((tmp_path / "ready.json").read_text())
-            scraped = urllib.request.urlopen(f"http://127.0.0.1:{ready['metrics_port']}/metrics", timeout=5).read()
-            assert b"weir_analytics_feed_next_change_seq{" in scraped
-            assert b"weir_analytics_batches_total" in scraped
-            # more changes arrive while it runs; then it dies without warning
-            for index in range(30):
-                await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
-            job.kill()
-            job.wait()
-        finally:
-            if job.poll() is None:
-                job.kill()
-                job.wait()
-        before = json.loads((data_dir / "state.json").read_text())
-        changes_before = sum(feed["changes"] for feed in before["feeds"].values())
-
-        log = run_job_once(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10")
-        assert f"resuming after batch {before['batch_id']}" in log
-        after = json.loads((data_dir / "state.json").read_text())
-        assert after["batch_id"] > before["batch_id"]
-        assert sum(feed["changes"] for feed in after["feeds"].values()) > changes_before
-        stats = await client.cluster_stats()
+async def test_restart_from_checkpoint_repeats_and_skips_nothing(analytics_run: AnalyticsRun) -> None:
+    cluster, data_dir, stats = analytics_run.cluster, analytics_run.data_dir, analytics_run.stats
+    before = analytics_run.state_before_kill
+    changes_before = sum(feed["changes"] for feed in before["feeds"].values())
+    assert "weir_analytics_feed_next_change_seq{" in analytics_run.scraped_before_kill
+    assert "weir_analytics_batches_total" in analytics_run.scraped_before_kill
+    assert f"resuming after batch {before['batch_id']}" in analytics_run.resumed_log
+    after = json.loads((data_dir / "state.json").read_text())
+    assert after["batch_id"] > before["batch_id"]
+    assert sum(feed["changes"] for feed in after["feeds"].values()) > changes_before
 
     clicks = {p.partition: p for p in stats.analytics.partitions if p.stream == "clicks"}
     assert {partition: entry.published_messages for partition, entry in clicks.items()} == {0: 30, 1: 30, 2: 30}
@@ -329,7 +357,7 @@ async def test_restart_from_checkpoint_repeats_and_skips_nothing(
             for row in coverage
             if row["node_id"] == node.node_id and int(row["changes"]) > 0  # type: ignore[call-overload]
         )
-        for (_, previous_last, _), (next_first, _, _) in zip(ranges, ranges[1:], strict=False):
+        for (_, previous_last, _), (next_first, _, _) in itertools.pairwise(ranges):
             assert next_first > previous_last, (node.node_id, ranges)
         assert sum(count for _, _, count in ranges) == len(seqs)
         assert ranges[0][0] == seqs[0] and ranges[-1][1] == seqs[-1]

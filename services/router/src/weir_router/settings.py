@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from weir.analytics import DEFAULT_STATS_STREAM
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from weir.analytics import DEFAULT_STATS_STREAM
 
 
 class RouterSettings(BaseSettings):
