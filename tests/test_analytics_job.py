@@ -32,7 +32,7 @@ from weir.cluster import WeirClient
 from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
 
-from tests.conftest import start_cluster
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -40,9 +40,27 @@ WINDOW_MS = 1000
 JOB_TIMEOUT_S = 300
 
 
+def job_settings(**settings: str) -> dict[str, str]:
+    """WEIR_ANALYTICS_* settings of the test jobs (short windows and triggers) plus `settings`."""
+    values = {"WINDOW_MS": str(WINDOW_MS), "TRIGGER_INTERVAL_MS": "500", **settings}
+    return {f"WEIR_ANALYTICS_{key.upper()}": value for key, value in values.items()}
+
+
 @pytest.fixture(scope="module")
 def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("analytics-cluster"))
+    """A local cluster started with its analytics job (what `weir cluster up --analytics` does),
+    the job reading ten changes per micro-batch."""
+    cluster = LocalCluster.start(
+        tmp_path_factory.mktemp("analytics-cluster"),
+        nodes=3,
+        routers=2,
+        replicators=1,
+        node_env=CLUSTER_NODE_ENV,
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env=CLUSTER_REPLICATOR_ENV,
+        analytics=True,
+        analytics_env=job_settings(MAX_CHANGES_PER_TRIGGER="10"),
+    )
     yield cluster
     cluster.stop()
 
@@ -53,10 +71,8 @@ def job_env(cluster: LocalCluster, data_dir: Path, **settings: str) -> dict[str,
         WEIR_ANALYTICS_ROUTER=",".join(cluster.router_addresses),
         WEIR_ANALYTICS_DATA_DIR=str(data_dir),
         WEIR_ANALYTICS_METRICS_PORT="0",
-        WEIR_ANALYTICS_WINDOW_MS=str(WINDOW_MS),
-        WEIR_ANALYTICS_TRIGGER_INTERVAL_MS="500",
     )
-    env.update({f"WEIR_ANALYTICS_{key.upper()}": value for key, value in settings.items()})
+    env.update(job_settings(**settings))
     return env
 
 
@@ -190,43 +206,30 @@ class AnalyticsRun:
 
 
 @pytest.fixture(scope="module")
-async def analytics_run(analytics_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> AnalyticsRun:
-    """The workload, then the job running (ten changes per micro-batch) until it folded in at least
-    two batches, 30 more publishes, a SIGKILL, and the job again from its checkpoint with
-    Trigger.AvailableNow. Two Spark sessions in all (each costs ~30 s to start here)."""
+async def analytics_run(analytics_cluster: LocalCluster) -> AnalyticsRun:
+    """The workload while the cluster's job runs, until the job folded in at least two batches;
+    30 more publishes; SIGKILL; then the job again from its checkpoint with Trigger.AvailableNow.
+    Two Spark sessions in all (each costs ~30 s to start here)."""
     cluster = analytics_cluster
-    work_dir = tmp_path_factory.mktemp("analytics-job")
-    data_dir = work_dir / "job"
+    job = cluster.analytics
+    assert job is not None
+    data_dir = job.data_dir
     truth = await run_workload(cluster)
     async with WeirClient(cluster.router_addresses) as client:
-        log_path = work_dir / "job.log"
-        with log_path.open("wb") as log_file:
-            job = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "weir_analytics",
-                env=job_env(cluster, data_dir, MAX_CHANGES_PER_TRIGGER="10", READY_FILE=str(work_dir / "ready.json")),
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=log_file,
-            )
-        try:
-            deadline = time.monotonic() + JOB_TIMEOUT_S
-            state_path = data_dir / "state.json"
-            while time.monotonic() < deadline:
-                assert job.returncode is None, log_path.read_text()[-3000:]
-                if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 1:
-                    break
-                await asyncio.sleep(0.2)
-            else:
-                raise AssertionError(f"the job folded in no batches in time:\n{log_path.read_text()[-3000:]}")
-            ready = json.loads((work_dir / "ready.json").read_text())
-            scraped = await asyncio.to_thread(scrape, ready["metrics_port"])
-            # more changes arrive while it runs; then it dies without warning
-            for index in range(30):
-                await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
-        finally:
-            job.kill()
-            await job.wait()
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        state_path = data_dir / "state.json"
+        while time.monotonic() < deadline:
+            assert job.process is not None and job.process.poll() is None, job.log_tail()
+            if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 1:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"the job folded in no batches in time:\n{job.log_tail()}")
+        scraped = await asyncio.to_thread(scrape, job.metrics_port)
+        # more changes arrive while it runs; then it dies without warning
+        for index in range(30):
+            await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
+        job.kill()
         before = json.loads(state_path.read_text())
         # The batch planned before the kill is replayed with its recorded offsets; the rest of the
         # backlog goes in larger batches.
