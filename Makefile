@@ -21,7 +21,8 @@ proto-check: proto  ## fail when the committed stubs differ from what proto/ gen
 lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy libs/weir/src services/partition-node/src services/router/src services/replicator/src tests bench
+	$(UV) run mypy libs/weir/src services/partition-node/src services/router/src services/replicator/src \
+		services/spark-analytics/src tests bench
 
 compose-check:  ## validate deploy/docker-compose.yml without a Docker engine (Debian docker-compose)
 	docker-compose -f deploy/docker-compose.yml config -q

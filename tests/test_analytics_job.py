@@ -326,9 +326,9 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
 
     # every change of every feed counted once
     positions = {position.node_id: position for position in analytics.feed_positions}
-    for node in cluster.nodes:
-        position = positions[node.node_id]
-        seqs = await feed_changes(node.internal_address, position.next_change_seq)
+    for handle in cluster.nodes:
+        position = positions[handle.node_id]
+        seqs = await feed_changes(handle.internal_address, position.next_change_seq)
         assert position.changes == len(seqs) > 0
     batches = {int(row["batch_id"]) for row in parquet_rows(data_dir, "feed_coverage")}  # type: ignore[call-overload]
     assert len(batches) >= 3, "expected the backlog to take several micro-batches"

@@ -461,9 +461,7 @@ class LocalCluster:
         cluster.write_state()
         return cluster
 
-    def start_analytics(
-        self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
-    ) -> AnalyticsHandle:
+    def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
         settings = {"WEIR_ANALYTICS_ROUTER": ",".join(self.router_addresses), **(env or {})}
         handle = AnalyticsHandle(**_placed(self.data_dir, "analytics", settings, die_with_parent))

@@ -51,7 +51,7 @@ def main() -> None:
     exit_code = 0
     try:
         while query.isActive and not stopping.is_set():
-            query.awaitTermination(0.5)
+            query.awaitTermination(1)
         if query.exception() is not None:
             logger.error("query failed: %s", query.exception())
             exit_code = 1

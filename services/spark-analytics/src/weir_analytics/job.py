@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 from weir.analytics import STATS_SUBJECT
 from weir.client import stream_config
 from weir.cluster import WeirClient
