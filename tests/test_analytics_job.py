@@ -330,6 +330,20 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
         position = positions[handle.node_id]
         seqs = await feed_changes(handle.internal_address, position.next_change_seq)
         assert position.changes == len(seqs) > 0
+    # `weir stats --analytics` prints the same figures
+    completed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "weir.cli", "--json", "stats", "--analytics", "--router", cluster.router_addresses[0]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    printed = json.loads(completed.stdout)
+    assert int(printed["batch_id"]) == analytics.batch_id
+    assert {(p["stream"], p["partition"]): int(p["published_messages"]) for p in printed["partitions"]} == published
+
     batches = {int(row["batch_id"]) for row in parquet_rows(data_dir, "feed_coverage")}  # type: ignore[call-overload]
     assert len(batches) >= 3, "expected the backlog to take several micro-batches"
 

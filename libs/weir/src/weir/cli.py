@@ -11,7 +11,8 @@
     weir fetch STREAM CONSUMER     fetch (and with --ack acknowledge) a batch of one partition
     weir sub STREAM CONSUMER       consume as a member of group CONSUMER (cluster), or push-subscribe
                                    (standalone node); prints and acknowledges messages
-    weir stats                     cluster stats (GetClusterStreamStats: per node, per stream, skew)
+    weir stats [--analytics]       cluster stats (GetClusterStreamStats: per node, per stream, skew;
+                                   --analytics: the spark-analytics figures only)
     weir changes                   print a node's change feed (--server = its internal port)
 
 Target: `--router host:port[,host:port]` (or $WEIR_ROUTER; else the routers of the local cluster
@@ -188,7 +189,18 @@ async def _cluster_status(args: argparse.Namespace) -> int:
 
 async def _stats(args: argparse.Namespace) -> int:
     async with WeirClient(_routers(args)) as client:
-        _print_message(await client.cluster_stats(include_per_stream=not args.nodes_only), args.json)
+        stats = await client.cluster_stats(include_per_stream=not args.nodes_only)
+    if args.analytics:
+        if not stats.HasField("analytics"):
+            print(
+                "no analytics figures yet: start the job (weir cluster up --analytics, or the spark-analytics "
+                "service) and let it finish a micro-batch",
+                file=sys.stderr,
+            )
+            return 1
+        _print_message(stats.analytics, args.json)
+        return 0
+    _print_message(stats, args.json)
     return 0
 
 
@@ -534,6 +546,11 @@ def _parser() -> argparse.ArgumentParser:
 
     stats = commands.add_parser("stats", help="cluster stats: per node, per stream, skew")
     stats.add_argument("--nodes-only", action="store_true")
+    stats.add_argument(
+        "--analytics",
+        action="store_true",
+        help="only the spark-analytics figures (rates, consumer lag, replication lag, node skew)",
+    )
     stats.add_argument("--router", help="router host:port[,host:port]")
     stats.add_argument("--data-dir")
     stats.set_defaults(handler=_stats)
