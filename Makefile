@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator bench clean
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench clean
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -44,6 +44,9 @@ router: setup  ## run one router in the foreground (settings from WEIR_ROUTER_* 
 
 replicator: setup  ## run one replicator in the foreground (settings from WEIR_REPLICATOR_* variables)
 	$(UV) run weir-replicator
+
+analytics: setup  ## run the spark-analytics job in the foreground (WEIR_ANALYTICS_* variables; needs Java 17+)
+	$(UV) run weir-analytics
 
 bench: setup  ## single-node benchmarks, then the replication benchmark on a local cluster; prints JSON
 	$(UV) run python -m bench.node_bench
