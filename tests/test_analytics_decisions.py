@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1107,3 +1108,22 @@ def test_parse_static_nodes() -> None:
 def test_parse_static_nodes_errors(text: str, message: str) -> None:
     with pytest.raises(InvalidArgumentError, match=re.escape(message)):
         parse_static_nodes(text)
+
+
+def test_a_saved_state_without_its_checkpoint_is_refused(tmp_path: Path) -> None:
+    """A new Spark query numbers batches from 0 again: with the old state it would skip them all."""
+    from weir_analytics import history
+    from weir_analytics.job import AnalyticsJob
+    from weir_analytics.settings import AnalyticsSettings
+
+    stats = ClusterStats(window_ms=10_000)
+    stats.apply(BatchAggregates(batch_id=0, end_offsets={"n1": 5}))
+    history.save_state(tmp_path, stats)
+    job_settings = AnalyticsSettings(data_dir=tmp_path, window_ms=10_000)
+    with pytest.raises(RuntimeError, match=r"checkpoint .* is gone"):
+        AnalyticsJob(job_settings, publisher=None)
+    (tmp_path / "checkpoint" / "offsets").mkdir(parents=True)
+    assert AnalyticsJob(job_settings, publisher=None).stats.batch_id == 0
+    # a state computed with another window length is refused too
+    with pytest.raises(ValueError, match="window_ms=10000"):
+        AnalyticsJob(AnalyticsSettings(data_dir=tmp_path, window_ms=5_000), publisher=None)

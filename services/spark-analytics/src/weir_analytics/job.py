@@ -114,6 +114,14 @@ class AnalyticsJob:
         self.stats = history.load_state(self.data_dir, settings.window_ms, settings.windows_kept)
         self.publisher = publisher
         self._lock = threading.Lock()
+        if self.stats.batch_id >= 0 and not (self.data_dir / "checkpoint" / "offsets").is_dir():
+            # A new query would number its batches from 0 again and every batch up to the saved
+            # one would be skipped as "already folded in": refuse instead of losing them.
+            raise RuntimeError(
+                f"{self.data_dir / history.STATE_FILE} holds batches up to {self.stats.batch_id} but the Spark "
+                f"checkpoint {self.data_dir / 'checkpoint'} is gone; restore it, or remove {history.STATE_FILE} "
+                "and parquet/ to start over from WEIR_ANALYTICS_STARTING_OFFSETS"
+            )
         if self.stats.batch_id >= 0:
             logger.info(
                 "resuming after batch %d (%d changes read so far)",

@@ -327,27 +327,47 @@ class ClusterStats:
             default=0,
         )
 
+    def _partition_index(self) -> dict[tuple[str, int], tuple[str, int, int]]:
+        """(stream, partition) -> (primary_of, last_seq_of, first_seq_of) in one pass over the copies."""
+        best: dict[tuple[str, int], tuple[int, str]] = {}
+        index: dict[tuple[str, int], tuple[str, int, int]] = {}
+        for (stream, partition, node_id), replica in self.replicas.items():
+            key = (stream, partition)
+            _, last_seq, first_seq = index.get(key, ("", 0, 0))
+            if replica.role == rows.PRIMARY:
+                candidate = (replica.last_ts_ms, node_id)
+                if key not in best or candidate > best[key]:
+                    best[key] = candidate
+            index[key] = ("", max(last_seq, replica.last_seq), max(first_seq, replica.first_seq))
+        return {key: (best[key][1] if key in best else "", last, first) for key, (_, last, first) in index.items()}
+
     def closed_window(self, now_ms: int) -> int:
         """Start of the last window that ended at or before `now_ms`."""
         return (now_ms // self.window_ms) * self.window_ms - self.window_ms
 
-    def consumer_lag(self, stream: str, consumer: str) -> int:
+    def consumer_lag(
+        self, stream: str, consumer: str, index: dict[tuple[str, int], tuple[str, int, int]] | None = None
+    ) -> int:
         """Sum over the stream's partitions of last_seq - max(ack_floor, first_seq - 1)."""
+        index = self._partition_index() if index is None else index
         totals = self.consumers.get((stream, consumer))
         lag = 0
         for partition in range(self.streams.get(stream, 0)):
-            last_seq = self.last_seq_of(stream, partition)
-            floor = max(0, self.first_seq_of(stream, partition) - 1)
+            _, last_seq, first_seq = index.get((stream, partition), ("", 0, 0))
+            floor = max(0, first_seq - 1)
             state = totals.partitions.get(partition) if totals else None
             if state is not None:
                 floor = max(floor, state.ack_floor)
             lag += max(0, last_seq - floor)
         return lag
 
-    def node_loads(self, window_start_ms: int) -> dict[str, types_pb2.AnalyticsNode]:
+    def node_loads(
+        self, window_start_ms: int, index: dict[tuple[str, int], tuple[str, int, int]] | None = None
+    ) -> dict[str, types_pb2.AnalyticsNode]:
+        index = self._partition_index() if index is None else index
         nodes = {node_id: types_pb2.AnalyticsNode(node_id=node_id) for node_id in self.feeds}
         for (stream, partition, node_id), replica in self.replicas.items():
-            if replica.role == rows.PRIMARY and self.primary_of(stream, partition) == node_id:
+            if replica.role == rows.PRIMARY and index[(stream, partition)][0] == node_id:
                 node = nodes.setdefault(node_id, types_pb2.AnalyticsNode(node_id=node_id))
                 node.partitions_led += 1
                 node.message_count += replica.message_count
@@ -372,18 +392,20 @@ class ClusterStats:
             window_ms=self.window_ms,
             window_start_ms=window_start,
         )
-        window = self.publish_windows.get(window_start, {})
+        index = self._partition_index()
+        window_sums: dict[tuple[str, int], tuple[int, int]] = {}
+        for (stream, partition, _), figures in self.publish_windows.get(window_start, {}).items():
+            messages, size = window_sums.get((stream, partition), (0, 0))
+            window_sums[(stream, partition)] = (messages + figures[0], size + figures[1])
         partition_keys = sorted(set(self.partitions) | {(stream, partition) for stream, partition, _ in self.replicas})
         for stream, partition in partition_keys:
             totals = self.partitions.get((stream, partition), PartitionTotals())
-            in_window = [figures for (s, p, _), figures in window.items() if s == stream and p == partition]
-            window_messages = sum(figures[0] for figures in in_window)
-            window_bytes = sum(figures[1] for figures in in_window)
+            window_messages, window_bytes = window_sums.get((stream, partition), (0, 0))
             out.partitions.add(
                 stream=stream,
                 partition=partition,
-                primary_node_id=self.primary_of(stream, partition),
-                last_seq=self.last_seq_of(stream, partition),
+                primary_node_id=index.get((stream, partition), ("", 0, 0))[0],
+                last_seq=index.get((stream, partition), ("", 0, 0))[1],
                 published_messages=totals.published_messages,
                 published_bytes=totals.published_bytes,
                 window_published_messages=window_messages,
@@ -397,7 +419,7 @@ class ClusterStats:
             out.consumers.add(
                 stream=stream,
                 consumer=consumer,
-                lag_messages=self.consumer_lag(stream, consumer),
+                lag_messages=self.consumer_lag(stream, consumer, index),
                 pending_count=sum(state.pending_count for state in totals_of.partitions.values()),
                 window_acked=counts[0],
                 ack_rate_per_second=counts[0] / seconds,
@@ -406,8 +428,8 @@ class ClusterStats:
                 **{name: getattr(totals_of, name) for name in _CONSUMER_COUNTERS},
             )
         for (stream, partition, node_id), replica in sorted(self.replicas.items()):
-            primary = self.primary_of(stream, partition) == node_id
-            top = self.last_seq_of(stream, partition)
+            primary_node_id, top, _ = index[(stream, partition)]
+            primary = primary_node_id == node_id
             out.replicas.add(
                 stream=stream,
                 partition=partition,
@@ -418,7 +440,7 @@ class ClusterStats:
                 message_count=replica.message_count,
                 bytes=replica.bytes,
             )
-        loads = self.node_loads(window_start)
+        loads = self.node_loads(window_start, index)
         out.nodes.extend(loads.values())
         if loads:
             out.skew_partitions = _spread(node.partitions_led for node in loads.values())
