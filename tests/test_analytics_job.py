@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,10 +119,11 @@ def parquet_rows(data_dir: Path, table: str) -> list[dict[str, object]]:
     return rows
 
 
-async def wait_for(predicate_async: object, timeout_s: float = 10.0) -> None:
+async def wait_for(condition: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
+    """Poll `condition` (each check is a real call to the cluster) until it holds."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if await predicate_async():  # type: ignore[operator]
+        if await condition():
             return
         await asyncio.sleep(0.1)
     raise AssertionError("condition not reached in time")

@@ -306,26 +306,15 @@ class ClusterStats:
 
     def primary_of(self, stream: str, partition: int) -> str:
         """The node that most recently acted as the partition's primary ("" if none seen)."""
-        best: tuple[int, str] | None = None
-        for (name, number, node_id), replica in self.replicas.items():
-            if name == stream and number == partition and replica.role == rows.PRIMARY:
-                candidate = (replica.last_ts_ms, node_id)
-                if best is None or candidate > best:
-                    best = candidate
-        return best[1] if best else ""
+        return self._partition_index().get((stream, partition), ("", 0, 0))[0]
 
     def last_seq_of(self, stream: str, partition: int) -> int:
         """The partition's highest appended seq over all its copies."""
-        return max(
-            (r.last_seq for (name, number, _), r in self.replicas.items() if name == stream and number == partition),
-            default=0,
-        )
+        return self._partition_index().get((stream, partition), ("", 0, 0))[1]
 
     def first_seq_of(self, stream: str, partition: int) -> int:
-        return max(
-            (r.first_seq for (name, number, _), r in self.replicas.items() if name == stream and number == partition),
-            default=0,
-        )
+        """The partition's highest truncation point (first retained seq) over its copies."""
+        return self._partition_index().get((stream, partition), ("", 0, 0))[2]
 
     def _partition_index(self) -> dict[tuple[str, int], tuple[str, int, int]]:
         """(stream, partition) -> (primary_of, last_seq_of, first_seq_of) in one pass over the copies."""
