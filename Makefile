@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench clean
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -24,8 +24,17 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run mypy libs/weir/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src tests bench
 
-compose-check:  ## validate deploy/docker-compose.yml without a Docker engine (Debian docker-compose)
+compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON
 	docker-compose -f deploy/docker-compose.yml config -q
+	promtool check config deploy/prometheus/prometheus.yml
+	promtool check rules deploy/prometheus/rules.yml
+	python3 -m json.tool deploy/grafana/dashboards/weir.json >/dev/null
+
+up:  ## docker compose up: the whole stack (needs a Docker engine; Grafana on :3000, Prometheus on :9090)
+	docker compose -f deploy/docker-compose.yml up -d --build
+
+down:  ## docker compose down (volumes kept; add -v by hand to drop them)
+	docker compose -f deploy/docker-compose.yml down
 
 test: setup  ## every test tier: unit, integration over real gRPC, crash tests
 	$(UV) run pytest -q

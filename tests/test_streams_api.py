@@ -182,5 +182,5 @@ async def test_health_reflection_and_metrics(node: NodeHandle, client: NodeClien
         lambda: urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=5).read().decode()
     )
     assert f'weir_published_messages_total{{partition="0",stream="{stream_name}"}} 1.0' in body
-    assert 'weir_rpc_seconds_count{method="Publish"}' in body
-    assert "weir_group_commit_seconds_bucket" in body
+    assert 'weir_rpc_duration_seconds_count{method="Publish"}' in body
+    assert "weir_group_commit_duration_seconds_bucket" in body

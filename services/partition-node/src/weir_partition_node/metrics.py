@@ -30,12 +30,12 @@ GROUP_COMMIT_MESSAGES = Histogram(
     buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000),
 )
 GROUP_COMMIT_SECONDS = Histogram(
-    "weir_group_commit_seconds",
+    "weir_group_commit_duration_seconds",
     "Time from taking a batch off the queue to its durable commit",
     buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
 )
 RPC_SECONDS = Histogram(
-    "weir_rpc_seconds",
+    "weir_rpc_duration_seconds",
     "Server-side handling time of client RPCs",
     ["method"],
     buckets=(0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0, 5.0),

@@ -8,7 +8,6 @@ The job's own progress uses ordinary counters and histograms.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -39,8 +38,8 @@ class StatsCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             stats = self._snapshot()
-        if stats is None:
-            return
+        # Before the first batch: every family without samples, so the names are there to find.
+        stats = stats if stats is not None else types_pb2.ClusterAnalytics()
         yield from _partition_metrics(stats)
         yield from _consumer_metrics(stats)
         yield from _replica_metrics(stats)
@@ -137,10 +136,11 @@ def _node_metrics(stats: types_pb2.ClusterAnalytics) -> Iterator[Metric]:
         feed_next.add_metric([position.node_id], position.next_change_seq)
         feed_skipped.add_metric([position.node_id], position.skipped_changes)
     skew = GaugeMetricFamily("weir_analytics_skew", "max - min over the nodes (seed semantics)", labels=["figure"])
-    skew.add_metric(["partitions"], stats.skew_partitions)
-    skew.add_metric(["messages"], stats.skew_message_count)
-    skew.add_metric(["bytes"], stats.skew_bytes)
-    skew.add_metric(["window_published_messages"], stats.skew_window_published_messages)
     computed = GaugeMetricFamily("weir_analytics_computed_timestamp_seconds", "When these figures were computed")
-    computed.add_metric([], stats.computed_at_ms / 1000 if stats.computed_at_ms else time.time())
+    if stats.computed_at_ms:
+        skew.add_metric(["partitions"], stats.skew_partitions)
+        skew.add_metric(["messages"], stats.skew_message_count)
+        skew.add_metric(["bytes"], stats.skew_bytes)
+        skew.add_metric(["window_published_messages"], stats.skew_window_published_messages)
+        computed.add_metric([], stats.computed_at_ms / 1000)
     yield from (led, stored, stored_bytes, published, rate, feed_next, feed_skipped, skew, computed)

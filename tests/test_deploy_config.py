@@ -1,0 +1,198 @@
+"""Every setting the services read is set in deploy/docker-compose.yml and documented in README.md.
+
+The variables come from the pydantic-settings classes themselves: field `x` of a class whose
+`model_config["env_prefix"]` is `WEIR_NODE_` is `WEIR_NODE_X`. A compose service runs a program when
+its `image:` is that program's image (weir/partition-node, ...), whatever the service is called. The
+checks run both ways: a setting missing from compose or the README fails, and so does a `WEIR_*`
+variable in compose or a README row that names no setting (a typo, or a removed setting).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings
+from weir_analytics.settings import AnalyticsSettings
+from weir_partition_node.settings import NodeSettings
+from weir_replicator.settings import ReplicatorSettings
+from weir_router.settings import RouterSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE_FILE = ROOT / "deploy" / "docker-compose.yml"
+README_FILE = ROOT / "README.md"
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    settings: type[BaseSettings]
+    image: str  # the image repository, without the tag
+    readme_section: str  # the README heading of its configuration table
+
+
+PROGRAMS = [
+    Program("partition-node", NodeSettings, "weir/partition-node", "Configuration (partition node)"),
+    Program("router", RouterSettings, "weir/router", "Configuration (router)"),
+    Program("replicator", ReplicatorSettings, "weir/replicator", "Configuration (replicator)"),
+    Program("spark-analytics", AnalyticsSettings, "weir/spark-analytics", "Configuration (analytics)"),
+]
+
+# Variables that must NOT be set in compose. They are still documented in the README.
+COMPOSE_EXEMPT = {
+    # Written by the local launcher (weir.launcher) to learn the bound ports; compose has fixed ports.
+    "WEIR_NODE_READY_FILE",
+    "WEIR_ROUTER_READY_FILE",
+    "WEIR_REPLICATOR_READY_FILE",
+    "WEIR_ANALYTICS_READY_FILE",
+    # Tests only: replaces the node's clock with one moved by the TestClock service.
+    "WEIR_NODE_TEST_CLOCK",
+    # A one-shot mode (process what the feeds hold, then exit), not a long-running service.
+    "WEIR_ANALYTICS_ONCE",
+    # The image sets PYSPARK_PYTHON itself; unset, the job uses its own interpreter (the image's venv python).
+    "WEIR_ANALYTICS_PYTHON",
+}
+
+README_ROW = re.compile(r"^\|\s*`(WEIR_[A-Z0-9_]+)`\s*\|", re.MULTILINE)
+
+
+def variables(program: Program) -> dict[str, str]:
+    """Environment variable -> field name, derived from the settings class."""
+    prefix = program.settings.model_config.get("env_prefix", "")
+    assert prefix.startswith("WEIR_"), f"{program.settings.__name__}: env_prefix {prefix!r}"
+    result = {}
+    for field_name, field in program.settings.model_fields.items():
+        # An alias would change the variable's name; none of the settings classes uses one.
+        assert field.alias is None and field.validation_alias is None, (
+            f"{program.settings.__name__}.{field_name} has an alias: derive its variable from it"
+        )
+        result[prefix + field_name.upper()] = field_name
+    return result
+
+
+def load_compose() -> dict[str, Any]:
+    # safe_load resolves the anchors and `<<:` merge keys the compose file uses.
+    document = yaml.safe_load(COMPOSE_FILE.read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def image_repository(image: str) -> str:
+    """weir/router:dev -> weir/router (a registry host:port before the last / is kept)."""
+    last = image.rsplit("/", 1)[-1]
+    return image[: len(image) - len(last)] + last.split(":", 1)[0].split("@", 1)[0]
+
+
+def compose_services(program: Program) -> dict[str, dict[str, Any]]:
+    """The compose services running `program`: service name -> service definition."""
+    services = load_compose()["services"]
+    return {
+        name: service
+        for name, service in services.items()
+        if image_repository(str(service.get("image", ""))) == program.image
+    }
+
+
+def environment(service: dict[str, Any]) -> dict[str, str | None]:
+    """A service's environment, as a mapping (compose also allows a list of KEY=VALUE)."""
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        pairs = [item.split("=", 1) for item in env]
+        return {pair[0]: pair[1] if len(pair) == 2 else None for pair in pairs}
+    return {str(key): None if value is None else str(value) for key, value in env.items()}
+
+
+def readme_rows(section: str) -> list[str]:
+    """The variables named in the first cell of the table rows under `## <section>`."""
+    text = README_FILE.read_text()
+    match = re.search(rf"^## {re.escape(section)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    assert match, f"README.md has no '## {section}' section"
+    return README_ROW.findall(match.group(1))
+
+
+PROGRAM_IDS = [program.name for program in PROGRAMS]
+
+
+def test_every_weir_service_runs_a_known_program() -> None:
+    images = {program.image for program in PROGRAMS}
+    unknown = {
+        name: service["image"]
+        for name, service in load_compose()["services"].items()
+        if str(service.get("image", "")).startswith("weir/") and image_repository(service["image"]) not in images
+    }
+    assert not unknown, f"compose services with a weir image this test does not know: {unknown}"
+    for program in PROGRAMS:
+        assert compose_services(program), f"no compose service runs {program.image}"
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+def test_compose_sets_every_variable(program: Program) -> None:
+    missing = [
+        f"{service_name}: {variable} (not set in its environment)"
+        for service_name, service in compose_services(program).items()
+        for variable in variables(program)
+        if variable not in COMPOSE_EXEMPT and environment(service).get(variable) is None
+    ]
+    assert not missing, f"{COMPOSE_FILE.name} lacks {program.settings.__name__} settings:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+def test_compose_sets_only_real_variables(program: Program) -> None:
+    known = variables(program)
+    wrong = [
+        f"{service_name}: {variable}"
+        + (" (exempt: must not be set in compose)" if variable in COMPOSE_EXEMPT else " (no such setting)")
+        for service_name, service in compose_services(program).items()
+        for variable in environment(service)
+        # pydantic-settings matches names case-insensitively; compose must use the upper-case name.
+        if variable.upper().startswith("WEIR_") and (variable not in known or variable in COMPOSE_EXEMPT)
+    ]
+    assert not wrong, f"{COMPOSE_FILE.name} sets variables {program.settings.__name__} does not read:\n" + "\n".join(
+        wrong
+    )
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+def test_compose_values_are_valid(program: Program) -> None:
+    """The values compose sets pass the settings' own validation (types, ranges, choices)."""
+    known = variables(program)
+    invalid = []
+    for service_name, service in compose_services(program).items():
+        values = {known[key]: value for key, value in environment(service).items() if key in known}
+        try:
+            # model_validate does not read the process environment: only these values are checked.
+            program.settings.model_validate(values)
+        except ValidationError as error:
+            invalid.append(f"{service_name}: {error}")
+    assert not invalid, f"invalid {program.settings.__name__} values in {COMPOSE_FILE.name}:\n" + "\n".join(invalid)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+def test_readme_documents_every_variable(program: Program) -> None:
+    rows = readme_rows(program.readme_section)
+    missing = [variable for variable in variables(program) if variable not in rows]
+    assert not missing, f"README.md '## {program.readme_section}' has no row for: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+def test_readme_rows_are_real_variables(program: Program) -> None:
+    rows = readme_rows(program.readme_section)
+    known = variables(program)
+    unknown = [variable for variable in rows if variable not in known]
+    assert not unknown, (
+        f"README.md '## {program.readme_section}' documents variables {program.settings.__name__} "
+        f"does not read: {', '.join(unknown)}"
+    )
+    duplicated = sorted({variable for variable in rows if rows.count(variable) > 1})
+    assert not duplicated, f"README.md '## {program.readme_section}' repeats rows: {', '.join(duplicated)}"
+
+
+def test_exemptions_are_real_variables() -> None:
+    every = {variable for program in PROGRAMS for variable in variables(program)}
+    stale = sorted(COMPOSE_EXEMPT - every)
+    assert not stale, f"COMPOSE_EXEMPT names variables no settings class reads: {stale}"

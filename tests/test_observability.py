@@ -1,0 +1,226 @@
+"""Observability: the Grafana dashboard and the Prometheus rules against what the services export.
+
+The slow test starts a local cluster with its analytics job, runs a workload (replicated stream,
+acks, a nak, a dead letter), starts a real Prometheus server (Debian package `prometheus`)
+scraping every process with deploy/prometheus/rules.yml loaded, and asks it every query of
+deploy/grafana/dashboards/weir.json: each must answer with data. It also scrapes every /metrics
+endpoint itself and checks that every metric name the dashboard and the rules use is exported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from weir.client import consumer_config, stream_config
+from weir.cluster import WeirClient
+from weir.launcher import LocalCluster
+
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "weir.json"
+DATASOURCES = ROOT / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
+RULES = ROOT / "deploy" / "prometheus" / "rules.yml"
+METRIC = re.compile(r"\bweir_[a-z0-9_]+\b")
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """(panel title, PromQL) for every target of every panel."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], target["expr"])
+        for panel in dashboard["panels"]
+        if panel["type"] != "row"
+        for target in panel["targets"]
+    ]
+
+
+def test_dashboard_is_well_formed() -> None:
+    """Unique panel ids, every panel on the provisioned data source, every panel with a query."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    uid = re.search(r"uid:\s*(\S+)", DATASOURCES.read_text())
+    assert uid is not None
+    for panel in dashboard["panels"]:
+        if panel["type"] == "row":
+            continue
+        assert panel["targets"], panel["title"]
+        assert panel["datasource"]["uid"] == uid.group(1), panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == uid.group(1)
+            assert METRIC.search(target["expr"]), f"{panel['title']}: no weir metric in {target['expr']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
+def exported_names(exposition: str) -> set[str]:
+    """Sample names a /metrics page can carry, from its TYPE lines (so a labelled metric with no
+    series yet still counts as exported)."""
+    names: set[str] = set()
+    for line in exposition.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            suffixes = {
+                "counter": ("_total",),
+                "histogram": ("_bucket", "_count", "_sum"),
+                "summary": ("_count", "_sum"),
+            }
+            names.add(name)
+            names.update(name + suffix for suffix in suffixes.get(kind, ()))
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+    return names
+
+
+@pytest.fixture(scope="module")
+def observed_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = LocalCluster.start(
+        tmp_path_factory.mktemp("observed-cluster"),
+        nodes=3,
+        routers=2,
+        replicators=1,
+        node_env={**CLUSTER_NODE_ENV, "WEIR_NODE_RETENTION_SWEEP_INTERVAL_MS": "200"},
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env=CLUSTER_REPLICATOR_ENV,
+        analytics=True,
+        analytics_env={"WEIR_ANALYTICS_WINDOW_MS": "1000", "WEIR_ANALYTICS_TRIGGER_INTERVAL_MS": "500"},
+    )
+    yield cluster
+    cluster.stop()
+
+
+def metrics_ports(cluster: LocalCluster) -> dict[str, list[int]]:
+    assert cluster.analytics is not None
+    return {
+        "weir-router": [router.metrics_port for router in cluster.routers],
+        "weir-node": [node.metrics_port for node in cluster.nodes],
+        "weir-replicator": [replicator.metrics_port for replicator in cluster.replicators],
+        "weir-analytics": [cluster.analytics.metrics_port],
+    }
+
+
+@pytest.fixture(scope="module")
+def prometheus(observed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus server scraping the cluster every second with the deployment's rules."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("the prometheus binary is missing: apt-get install prometheus (.ci/run installs it)")
+    directory = tmp_path_factory.mktemp("prometheus")
+    shutil.copy(RULES, directory / "rules.yml")
+    jobs = [
+        {"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{port}" for port in ports]}]}
+        for job, ports in metrics_ports(observed_cluster).items()
+    ]
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": ["rules.yml"]}
+    config["scrape_configs"] = jobs  # type: ignore[assignment]
+    (directory / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+    port = free_port()
+    with (directory / "prometheus.log").open("wb") as log:
+        process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={directory / 'prometheus.yml'}",
+                f"--storage.tsdb.path={directory / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None, (directory / "prometheus.log").read_text()[-3000:]
+            try:
+                http_get(f"{url}/-/ready")
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError("prometheus not ready")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def run_workload(cluster: LocalCluster) -> None:
+    """Replicated publishes, acks, a nak (redelivery) and a dead letter."""
+    async with WeirClient(cluster.router_addresses) as client:
+        await client.create_stream(stream_config("metered", subjects=["metered.>", "dlq.>"], partitions=2, replicas=2))
+        for index in range(200):
+            await client.publish("metered", "metered.tick", b"x" * 100, partition=index % 2)
+        await client.create_consumer("metered", consumer_config("watcher", filter_subject="metered.>"))
+        messages = await client.fetch("metered", "watcher", 0, batch_size=50)
+        await client.ack_batch("metered", "watcher", 0, [message.seq for message in messages[:-1]])
+        await client.nak("metered", "watcher", 0, messages[-1].seq)
+        assert [m.seq for m in await client.fetch("metered", "watcher", 0, batch_size=1)] == [messages[-1].seq]
+        await client.create_consumer(
+            "metered",
+            consumer_config(
+                "once", filter_subject="metered.>", ack_wait_ms=200, max_deliver=1, dead_letter_subject="dlq.metered"
+            ),
+        )
+        await client.fetch("metered", "once", 1, batch_size=1)
+        deadline = time.monotonic() + 20
+        while (await client.consumer_info("metered", "once")).dead_lettered_total < 1:
+            assert time.monotonic() < deadline, "no dead letter"
+            await asyncio.sleep(0.2)
+
+
+def query(url: str, expression: str) -> list[Any]:
+    encoded = urllib.parse.urlencode({"query": expression})
+    answer = json.loads(http_get(f"{url}/api/v1/query?{encoded}"))
+    assert answer["status"] == "success", answer
+    return list(answer["data"]["result"])
+
+
+@pytest.mark.slow
+async def test_prometheus_answers_every_dashboard_query(observed_cluster: LocalCluster, prometheus: str) -> None:
+    await run_workload(observed_cluster)
+    pending = dict.fromkeys(expr for _, expr in dashboard_queries())
+    deadline = time.monotonic() + 180  # the analytics job's first batch takes ~30-60 s here
+    while pending and time.monotonic() < deadline:
+        for expression in list(pending):
+            if await asyncio.to_thread(query, prometheus, expression):
+                del pending[expression]
+        await asyncio.sleep(1)
+    titles = {expr: title for title, expr in dashboard_queries()}
+    assert not pending, "empty answers: " + "; ".join(f"{titles[expr]}: {expr}" for expr in pending)
+    targets = json.loads(await asyncio.to_thread(http_get, f"{prometheus}/api/v1/targets"))
+    health = {target["labels"]["instance"]: target["health"] for target in targets["data"]["activeTargets"]}
+    assert set(health.values()) == {"up"}, health
+
+
+@pytest.mark.slow
+async def test_dashboard_and_rules_use_only_exported_metric_names(observed_cluster: LocalCluster) -> None:
+    exported: set[str] = set()
+    for ports in metrics_ports(observed_cluster).values():
+        for port in ports:
+            exported |= exported_names(await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics"))
+    used = {name for _, expr in dashboard_queries() for name in METRIC.findall(expr)}
+    used |= set(METRIC.findall(RULES.read_text()))
+    assert used, "no metric names found"
+    assert not used - exported, f"used but not exported by any service: {sorted(used - exported)}"
