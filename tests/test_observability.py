@@ -224,3 +224,31 @@ async def test_dashboard_and_rules_use_only_exported_metric_names(observed_clust
     used |= set(METRIC.findall(RULES.read_text()))
     assert used, "no metric names found"
     assert not used - exported, f"used but not exported by any service: {sorted(used - exported)}"
+
+
+@pytest.mark.slow
+async def test_exported_metric_names_follow_prometheus_conventions(observed_cluster: LocalCluster) -> None:
+    """weir_ prefix, snake case, counters end in _total, gauges never do, histograms end in a unit,
+    durations are in seconds (https://prometheus.io/docs/practices/naming/)."""
+    kinds: dict[str, str] = {}
+    for ports in metrics_ports(observed_cluster).values():
+        for port in ports:
+            page = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+            for line in page.splitlines():
+                if line.startswith("# TYPE weir"):
+                    _, _, name, kind = line.split(" ", 3)
+                    kinds[name] = kind
+    assert len(kinds) > 40
+    problems = []
+    for name, kind in sorted(kinds.items()):
+        if name.endswith("_created") and name.removesuffix("_created") in kinds:
+            continue  # prometheus-client's own creation-time series of a counter or histogram
+        if not re.fullmatch(r"weir_[a-z0-9_]+", name):
+            problems.append(f"{name}: not weir_ snake case")
+        if kind == "gauge" and name.endswith("_total"):
+            problems.append(f"{name}: a gauge named like a counter")
+        if kind == "histogram" and not name.endswith(("_seconds", "_bytes", "_messages")):
+            problems.append(f"{name}: a histogram without a unit suffix")
+        if ("duration" in name or "latency" in name) and not name.endswith(("_seconds", "_timestamp_seconds")):
+            problems.append(f"{name}: a duration not in seconds")
+    assert not problems, problems
