@@ -8,15 +8,35 @@ own; `weir_client` is a cluster SDK client on the shared one.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
+import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from weir.client import ChangeFeedClient, NodeClient
 from weir.cluster import WeirClient
 from weir.launcher import LocalCluster, NodeHandle, start_node
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
+    """Poll `check` (each call asks the real processes) until true; returns the seconds it took.
+    Fails with `what` after `timeout_s`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if await check():
+            return time.monotonic() - started
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not within {timeout_s}s: {what}")
+
+
+def http_get(url: str) -> str:
+    """The body of a plain HTTP GET (a /metrics page, a Prometheus API answer)."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
 
 
 @pytest.fixture(scope="session")

@@ -17,9 +17,8 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from weir.cluster import WeirClient
 from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
 
-from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, eventually, http_get
 
 pytestmark = pytest.mark.slow
 
@@ -105,11 +104,6 @@ async def feed_changes(internal_address: str, end: int) -> list[int]:
     return seqs
 
 
-def scrape(port: int) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        return str(response.read().decode())
-
-
 def parquet_rows(data_dir: Path, table: str) -> list[dict[str, object]]:
     directory = data_dir / "parquet" / table
     rows: list[dict[str, object]] = []
@@ -117,16 +111,6 @@ def parquet_rows(data_dir: Path, table: str) -> list[dict[str, object]]:
         batch_id = int(path.parent.name.split("=")[1])
         rows.extend({**row, "batch_id": batch_id} for row in pq.read_table(path).to_pylist())
     return rows
-
-
-async def wait_for(condition: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
-    """Poll `condition` (each check is a real call to the cluster) until it holds."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if await condition():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError("condition not reached in time")
 
 
 async def run_workload(cluster: LocalCluster) -> dict[str, object]:
@@ -170,14 +154,14 @@ async def run_workload(cluster: LocalCluster) -> dict[str, object]:
             await client.fetch("events", "audit", 0, batch_size=10, max_wait_ms=200)
             return (await client.consumer_info("events", "audit")).dead_lettered_total == 1
 
-        await wait_for(dead_lettered)
+        await eventually(dead_lettered, 10.0, "audit dead-lettered seq 1")
 
         # the replicator stops: 5 more on orders/1 reach its primary only
         async def replicated() -> bool:
             info = await client.stream_info("orders")
             return all(stats.high_watermark == stats.last_seq for stats in info.stats.partitions)
 
-        await wait_for(replicated)
+        await eventually(replicated, 10.0, "orders replicated to its high watermark")
         for replicator in cluster.replicators:
             replicator.stop()
         for _ in range(5):
@@ -226,7 +210,7 @@ async def analytics_run(analytics_cluster: LocalCluster) -> AnalyticsRun:
             await asyncio.sleep(0.2)
         else:
             raise AssertionError(f"the job folded in no batches in time:\n{job.log_tail()}")
-        scraped = await asyncio.to_thread(scrape, job.metrics_port)
+        scraped = await asyncio.to_thread(http_get, f"http://127.0.0.1:{job.metrics_port}/metrics")
         # more changes arrive while it runs; then it dies without warning
         for index in range(30):
             await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)

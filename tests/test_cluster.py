@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -18,15 +17,7 @@ from weir.errors import NotLeaderError
 from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
 
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
-    """Poll `check` until true; returns the seconds it took. Fails with `what` after `timeout_s`."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if await check():
-            return time.monotonic() - started
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {timeout_s}s: {what}")
+from tests.conftest import eventually
 
 
 def node_by_id(cluster: LocalCluster, node_id: str) -> str:

@@ -13,7 +13,6 @@ import asyncio
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -25,9 +24,9 @@ from typing import Any
 import pytest
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster
+from weir.launcher import LocalCluster, free_port
 
-from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "weir.json"
@@ -64,33 +63,24 @@ def test_dashboard_is_well_formed() -> None:
             assert METRIC.search(target["expr"]), f"{panel['title']}: no weir metric in {target['expr']}"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def http_get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return str(response.read().decode())
-
-
-def exported_names(exposition: str) -> set[str]:
-    """Sample names a /metrics page can carry, from its TYPE lines (so a labelled metric with no
-    series yet still counts as exported)."""
-    names: set[str] = set()
+def metric_types(exposition: str) -> dict[str, str]:
+    """name -> type from a /metrics page's TYPE lines (present even for a labelled metric with no
+    series yet)."""
+    types: dict[str, str] = {}
     for line in exposition.splitlines():
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ", 3)
-            suffixes = {
-                "counter": ("_total",),
-                "histogram": ("_bucket", "_count", "_sum"),
-                "summary": ("_count", "_sum"),
-            }
-            names.add(name)
-            names.update(name + suffix for suffix in suffixes.get(kind, ()))
-        elif line and not line.startswith("#"):
-            names.add(re.split(r"[{ ]", line, maxsplit=1)[0])
+            types[name] = kind
+    return types
+
+
+def exported_names(exposition: str) -> set[str]:
+    """Sample names a /metrics page can carry: each TYPE's name with its type's suffixes."""
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "summary": ("_count", "_sum")}
+    names: set[str] = set()
+    for name, kind in metric_types(exposition).items():
+        names.add(name)
+        names.update(name + suffix for suffix in suffixes.get(kind, ()))
     return names
 
 
@@ -234,10 +224,7 @@ async def test_exported_metric_names_follow_prometheus_conventions(observed_clus
     for ports in metrics_ports(observed_cluster).values():
         for port in ports:
             page = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
-            for line in page.splitlines():
-                if line.startswith("# TYPE weir"):
-                    _, _, name, kind = line.split(" ", 3)
-                    kinds[name] = kind
+            kinds.update((name, kind) for name, kind in metric_types(page).items() if name.startswith("weir"))
     assert len(kinds) > 40
     problems = []
     for name, kind in sorted(kinds.items()):

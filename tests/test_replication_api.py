@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from weir.launcher import LocalCluster, NodeHandle
 from weir.metadata import Keys
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, types_pb2
 
-from tests.conftest import start_cluster
+from tests.conftest import eventually, start_cluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -92,16 +92,6 @@ async def client_port(node: NodeHandle) -> AsyncIterator[NodeClient]:
         yield client
     finally:
         await client.close()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
-    """Poll `check` until true; returns the seconds it took. Fails with `what` after `timeout_s`."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if await check():
-            return time.monotonic() - started
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {timeout_s}s: {what}")
 
 
 @dataclass

@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -31,18 +29,9 @@ from weir.errors import WeirError
 from weir.launcher import LocalCluster, NodeHandle
 from weir.v1 import types_pb2
 
-from tests.conftest import CLUSTER_NODE_ENV, start_cluster
+from tests.conftest import CLUSTER_NODE_ENV, eventually, start_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if await check():
-            return time.monotonic() - started
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"not within {timeout_s}s: {what}")
 
 
 def node_named(cluster: LocalCluster, node_id: str) -> NodeHandle:

@@ -282,7 +282,7 @@ class RedisHandle:
             raise LaunchError("redis-server not found: install Redis (Debian: apt-get install redis-server)")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         for _ in range(5):
-            self.port = self.port or _free_port()
+            self.port = self.port or free_port()
             command = [
                 binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
                 "--appendonly", "yes", "--appendfsync", "everysec",
@@ -318,7 +318,8 @@ class RedisHandle:
             self.kill()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])

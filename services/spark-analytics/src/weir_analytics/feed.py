@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import grpc
-from weir.errors import ChangeFeedTruncatedError, InvalidArgumentError, UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2, router_pb2_grpc, types_pb2
 
 # ReadChanges serves at most this many changes per call.
@@ -118,9 +118,7 @@ class FeedReader:
         while cursor < end:
             try:
                 response = self._read(cursor, min(MAX_CHANGES_PER_CALL, end - cursor))
-            except ChangeFeedTruncatedError:
-                raise
-            except WeirError as error:
+            except WeirError as error:  # change_feed_truncated is not retryable: raised at once
                 if not error.retryable or time.monotonic() >= deadline:
                     raise
                 time.sleep(0.2)

@@ -162,11 +162,21 @@ def _gap_row(node_id: str, start: int, end: int) -> tuple[Any, ...]:
     return tuple(values.get(column) for column in rows.COLUMNS)
 
 
-def _partitions(options: SourceOptions, start: Mapping[str, int], end: Mapping[str, int]) -> list[InputPartition]:
+def _partitions(
+    options: SourceOptions,
+    start: Mapping[str, int],
+    end: Mapping[str, int],
+    known: Sequence[feed.FeedNode] = (),
+) -> list[InputPartition]:
+    """The input partitions of [start, end). `known` are the nodes the caller just discovered;
+    the routers are asked again only when a node with changes to read is not among them (a batch
+    replayed after a restart, a node that moved)."""
     ranges = offsets.plan_ranges(start, end, options.changes_per_partition)
     if not ranges:
         return []
-    addresses = {node.node_id: node.internal_address for node in options.nodes()}
+    addresses = {node.node_id: node.internal_address for node in known}
+    if any(not addresses.get(piece.node_id) for piece in ranges):
+        addresses = {node.node_id: node.internal_address for node in options.nodes()}
     planned: list[InputPartition] = []
     for piece in ranges:
         address = addresses.get(piece.node_id)
@@ -186,12 +196,18 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._target: dict[str, int] | None = None
+        # the nodes found by the last discovery (latestOffset runs just before partitions)
+        self._known: list[feed.FeedNode] = []
+
+    def _discover(self) -> list[feed.FeedNode]:
+        self._known = self.options.nodes()
+        return self._known
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = horizons(self.options.nodes(), self.options.timeout_s)
+        self._target = horizons(self._discover(), self.options.timeout_s)
 
     def initialOffset(self) -> dict[str, int]:
-        nodes = self.options.nodes()
+        nodes = self._discover()
         return offsets.initial_offsets(self.options.starting, horizons(nodes, self.options.timeout_s))
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -201,15 +217,14 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         current = offsets.validate_offsets(start, "start offset")
-        if self._target is not None:
-            found = dict(self._target)
-        else:
-            found = horizons(self.options.nodes(), self.options.timeout_s)
+        # Trigger.AvailableNow: the horizons at the query's start are the end
+        target = self._target
+        found = dict(target) if target is not None else horizons(self._discover(), self.options.timeout_s)
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         return offsets.latest_offsets(current, found, budget)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        return _partitions(self.options, start, end)
+        return _partitions(self.options, start, end, self._known)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, FeedRangePartition)
@@ -226,17 +241,18 @@ class WeirBatchReader(DataSourceReader):
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
-        found = horizons(self.options.nodes(), self.options.timeout_s)
         if self.options.starting == "latest":
             raise InvalidArgumentError(
                 'startingOffsets "latest" reads nothing in a batch query; use "earliest" or a JSON object'
             )
+        nodes = self.options.nodes()
+        found = horizons(nodes, self.options.timeout_s)
         start = offsets.initial_offsets(self.options.starting, found)
         if isinstance(self.options.ending, dict):
             end = {**start, **self.options.ending}
         else:
             end = offsets.latest_offsets(start, found, None)
-        return _partitions(self.options, start, end)
+        return _partitions(self.options, start, end, nodes)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, FeedRangePartition)
