@@ -3,23 +3,146 @@
 `node` is one node process shared by the whole session (tests use unique stream names via
 `stream_name`); `fresh_node` starts a node of its own for tests that restart or kill it. `cluster`
 is a shared local cluster (redis-server, 2 routers, 3 nodes) and `fresh_cluster` one of the test's
-own; `weir_client` is a cluster SDK client on the shared one.
+own; `weir_client` is a cluster SDK client on the shared one, `router_addresses` and
+`cluster_addresses` say where its routers and nodes are.
+
+External cluster: with `WEIR_TEST_ROUTERS=host:port[,host:port...]` set, the cluster-level tests
+(those using `weir_client`, `router_addresses` or `cluster_addresses`) run against the cluster
+behind those routers (e.g. `docker compose up`) and the suite starts no process of its own: every
+fixture or test that needs processes it starts itself (`node`, `cluster`, `fresh_cluster`,
+`start_cluster`, crash and fault tests, the CLI, the benchmarks...) calls `needs_own_processes()`
+and is skipped. Unset (the default), nothing changes: the shared local cluster is started as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 from weir.client import ChangeFeedClient, NodeClient
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster, NodeHandle, start_node
+from weir.launcher import LocalCluster, NodeHandle, ProcessHandle, RedisHandle, start_node
+
+# -- external cluster mode ---------------------------------------------------------------------------
+
+EXTERNAL_ROUTERS_VARIABLE = "WEIR_TEST_ROUTERS"
+OWN_PROCESSES_SKIP_REASON = f"needs processes the suite starts itself; {EXTERNAL_ROUTERS_VARIABLE} is set"
+
+
+def external_routers() -> list[str]:
+    """The router addresses ("host:port") of `WEIR_TEST_ROUTERS` (comma-separated); [] when unset
+    or empty, which means: start a local cluster as usual."""
+    value = os.environ.get(EXTERNAL_ROUTERS_VARIABLE, "")
+    return [address.strip() for address in value.split(",") if address.strip()]
+
+
+def needs_own_processes() -> None:
+    """Skip the calling test or fixture when the suite runs against an external cluster: it needs
+    processes it starts (and kills, restarts or reads the handles of) itself."""
+    if external_routers():
+        pytest.skip(OWN_PROCESSES_SKIP_REASON)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_own_processes_with_an_external_cluster() -> Iterator[None]:
+    """With WEIR_TEST_ROUTERS set, starting a launcher process (node, router, replicator, analytics,
+    redis-server) fails the test: whatever starts one must call `needs_own_processes()` first, so a
+    run against an external cluster never silently tests a cluster of its own. Unset: no effect."""
+    if not external_routers():
+        yield
+        return
+
+    def refuse(handle: object, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AssertionError(
+            f"{handle!r}: started a process while {EXTERNAL_ROUTERS_VARIABLE} is set; "
+            "call tests.conftest.needs_own_processes() before starting processes"
+        )
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ProcessHandle, "start", refuse)
+        patch.setattr(RedisHandle, "start", refuse)
+        yield
+
+
+@dataclass(frozen=True)
+class RouterAddress:
+    """One router of the cluster under test: its id and its gRPC address ("host:port")."""
+
+    router_id: str
+    address: str
+
+
+@dataclass(frozen=True)
+class NodeAddress:
+    """One partition node of the cluster under test: where its client and internal gRPC ports and
+    its /metrics endpoint are ("host:port" each)."""
+
+    node_id: str
+    client_address: str
+    internal_address: str
+    metrics_address: str
+
+    @property
+    def name(self) -> str:
+        """The node id (what `NodeHandle.name` is)."""
+        return self.node_id
+
+
+@dataclass(frozen=True)
+class ClusterAddresses:
+    """Where the cluster under test is: its routers (in the order given) and its live nodes (by id)."""
+
+    routers: list[RouterAddress]
+    nodes: list[NodeAddress]
+
+    @property
+    def router_addresses(self) -> list[str]:
+        return [router.address for router in self.routers]
+
+    @classmethod
+    def of_local(cls, local: LocalCluster) -> ClusterAddresses:
+        """The addresses of a cluster this suite started (from its process handles)."""
+        return cls(
+            [RouterAddress(router.router_id, router.address) for router in local.routers],
+            [
+                NodeAddress(node.node_id, node.client_address, node.internal_address, f"127.0.0.1:{node.metrics_port}")
+                for node in local.nodes
+            ],
+        )
+
+    @classmethod
+    async def of_routers(cls, addresses: list[str], settle_timeout_s: float = 30.0) -> ClusterAddresses:
+        """The addresses of a running cluster, from GetClusterInfo on each router (its id) and on
+        the first (the live nodes, as registered: their advertised addresses), once a controller
+        holds the lease and a node is alive. Raises AssertionError when the cluster does not settle
+        within `settle_timeout_s`, a WeirError when a router does not answer."""
+        routers: list[RouterAddress] = []
+        nodes: list[NodeAddress] = []
+        for address in addresses:
+            async with WeirClient([address]) as client:
+                info = await client.cluster_info()
+                deadline = time.monotonic() + settle_timeout_s
+                while not (info.controller_id and any(node.alive for node in info.nodes)):
+                    assert time.monotonic() < deadline, f"the cluster at {address} did not settle: {info}"
+                    await asyncio.sleep(0.2)
+                    info = await client.cluster_info()
+            routers.append(RouterAddress(info.router_id, address))
+            if not nodes:
+                nodes = [
+                    NodeAddress(node.node_id, node.client_address, node.internal_address, node.metrics_address)
+                    for node in sorted(info.nodes, key=lambda entry: entry.node_id)
+                    if node.alive
+                ]
+        return cls(routers, nodes)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> float:
@@ -41,6 +164,7 @@ def http_get(url: str) -> str:
 
 @pytest.fixture(scope="session")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeHandle]:
+    needs_own_processes()
     handle = start_node(tmp_path_factory.mktemp("shared-node") / "data", node_id="shared")
     yield handle
     handle.stop()
@@ -48,6 +172,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeHandle]:
 
 @pytest.fixture
 def fresh_node(tmp_path: Path) -> Iterator[NodeHandle]:
+    needs_own_processes()
     handle = start_node(tmp_path / "data", node_id="fresh")
     yield handle
     handle.kill()
@@ -94,7 +219,9 @@ CLUSTER_ROUTER_ENV = {
 
 
 def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2, replicators: int = 1) -> LocalCluster:
-    """A real local cluster (its own redis-server, routers, nodes, replicators) with the test timings."""
+    """A real local cluster (its own redis-server, routers, nodes, replicators) with the test timings.
+    Skips the caller with WEIR_TEST_ROUTERS set."""
+    needs_own_processes()
     return LocalCluster.start(
         data_dir,
         nodes=nodes,
@@ -108,7 +235,9 @@ def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2, replicato
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """One cluster shared by the tests that do not kill or restart its processes."""
+    """One cluster shared by the tests that do not kill or restart its processes (and read its
+    process handles). A test that only needs addresses takes `cluster_addresses` or
+    `router_addresses` instead, so it also runs against an external cluster."""
     local = start_cluster(tmp_path_factory.mktemp("shared-cluster"))
     yield local
     local.stop()
@@ -125,6 +254,22 @@ def fresh_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="session")
-async def weir_client(cluster: LocalCluster) -> AsyncIterator[WeirClient]:
-    async with WeirClient(cluster.router_addresses) as cluster_client:
+async def cluster_addresses(request: pytest.FixtureRequest) -> ClusterAddresses:
+    """The routers and nodes of the cluster the session tests: the shared local `cluster`, or with
+    WEIR_TEST_ROUTERS set the external one behind those routers."""
+    routers = external_routers()
+    if routers:
+        return await ClusterAddresses.of_routers(routers)
+    return ClusterAddresses.of_local(request.getfixturevalue("cluster"))
+
+
+@pytest.fixture(scope="session")
+def router_addresses(cluster_addresses: ClusterAddresses) -> list[str]:
+    """The router addresses ("host:port") of the cluster the session tests."""
+    return cluster_addresses.router_addresses
+
+
+@pytest.fixture(scope="session")
+async def weir_client(router_addresses: list[str]) -> AsyncIterator[WeirClient]:
+    async with WeirClient(router_addresses) as cluster_client:
         yield cluster_client

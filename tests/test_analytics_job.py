@@ -31,7 +31,14 @@ from weir.cluster import WeirClient
 from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
 
-from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, eventually, http_get
+from tests.conftest import (
+    CLUSTER_NODE_ENV,
+    CLUSTER_REPLICATOR_ENV,
+    CLUSTER_ROUTER_ENV,
+    eventually,
+    http_get,
+    needs_own_processes,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -49,6 +56,7 @@ def job_settings(**settings: str) -> dict[str, str]:
 def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A local cluster started with its analytics job (what `weir cluster up --analytics` does),
     the job reading ten changes per micro-batch."""
+    needs_own_processes()
     cluster = LocalCluster.start(
         tmp_path_factory.mktemp("analytics-cluster"),
         nodes=3,

@@ -26,6 +26,8 @@ import pytest
 from weir.launcher import pid_alive, read_cluster_state, stop_pids
 from weir.partitioning import partition_for_key
 
+from tests.conftest import needs_own_processes
+
 pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 120.0
@@ -98,6 +100,7 @@ class CliCluster:
 
 @pytest.fixture(scope="module")
 def cli_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliCluster]:
+    needs_own_processes()
     root = tmp_path_factory.mktemp("cli")
     data_dir = root / "D"
     known: set[int] = set()

@@ -1,7 +1,9 @@
 """The cluster through real processes: redis-server, two routers, three partition nodes (issue 4).
 
 Scripts, as a user would run them: place a stream and publish through the SDK; kill the controller
-router; run a consumer group through a rebalance; restart a node.
+router; run a consumer group through a rebalance; restart a node. The tests on the shared cluster
+take only its addresses, so they also run against an external one (WEIR_TEST_ROUTERS, see
+tests/conftest.py); the two that kill processes start a cluster of their own (`fresh_cluster`).
 """
 
 from __future__ import annotations
@@ -17,21 +19,18 @@ from weir.errors import NotLeaderError
 from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
 
-from tests.conftest import eventually
-
-
-def node_by_id(cluster: LocalCluster, node_id: str) -> str:
-    return next(node.client_address for node in cluster.nodes if node.name == node_id)
+from tests.conftest import ClusterAddresses, eventually
 
 
 async def test_sixteen_partitions_spread_and_publishes_land_where_query_route_says(
-    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+    cluster_addresses: ClusterAddresses, weir_client: WeirClient, stream_name: str
 ) -> None:
+    cluster = cluster_addresses
     await weir_client.create_stream(stream_config(stream_name, partitions=16))
     route = await weir_client.route(stream_name)
     primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
     assert sorted(primaries.values()) == [5, 5, 6]  # spread evenly over the three nodes
-    assert set(primaries) == {node.name for node in cluster.nodes}
+    assert set(primaries) == {node.node_id for node in cluster.nodes}
     assert all(entry.permission == router_pb2.PERMISSION_READ_WRITE for entry in route.partitions)
     assert [entry.leader_epoch for entry in route.partitions] == [1] * 16
 
@@ -48,7 +47,7 @@ async def test_sixteen_partitions_spread_and_publishes_land_where_query_route_sa
     # Every message is stored on the primary QueryRoute named, and only there.
     for node in cluster.nodes:
         async with NodeClient(node.client_address) as direct:
-            led = [entry.partition for entry in route.partitions if entry.primary.node_id == node.name]
+            led = [entry.partition for entry in route.partitions if entry.primary.node_id == node.node_id]
             info = await direct.stream_info(stream_name)
             hosted = {stats.partition: stats for stats in info.stats.partitions}
             assert sorted(hosted) == led
@@ -165,13 +164,13 @@ async def test_consumer_group_owns_each_partition_once_and_loses_nothing_across_
 
 
 async def test_replicas_are_placed_on_distinct_nodes(
-    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+    cluster_addresses: ClusterAddresses, weir_client: WeirClient, stream_name: str
 ) -> None:
     await weir_client.create_stream(stream_config(stream_name, partitions=6, replicas=3))
     route = await weir_client.route(stream_name)
     for entry in route.partitions:
         nodes = [entry.primary.node_id, *(broker.node_id for broker in entry.secondaries)]
-        assert sorted(nodes) == sorted(node.name for node in cluster.nodes)  # never two copies on one node
+        assert sorted(nodes) == sorted(node.node_id for node in cluster_addresses.nodes)  # never two copies on one node
     ack = await weir_client.publish(stream_name, "x", b"y", partition=0, ack_level="leader")
     assert (ack.partition, ack.seq) == (0, 1)
 

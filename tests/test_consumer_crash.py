@@ -35,6 +35,7 @@ from weir.errors import WeirError
 from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2, types_pb2
 
+from tests.conftest import needs_own_processes
 from tests.test_crash import until_serving
 
 CALL_TIMEOUT_S = 10.0
@@ -45,6 +46,7 @@ DEFAULT_ACK_WAIT_MS = 30_000
 @pytest.fixture
 def clock_node(tmp_path: Path) -> Iterator[NodeHandle]:
     """A node of this test's own, reading time from the test clock."""
+    needs_own_processes()
     handle = start_node(tmp_path / "data", node_id="consumer-crash", env=TEST_CLOCK_ENV)
     yield handle
     handle.kill()

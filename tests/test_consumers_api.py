@@ -26,6 +26,8 @@ from weir.errors import ConsumerBoundError, NoSuchConsumerError, NotPendingError
 from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2, types_pb2
 
+from tests.conftest import needs_own_processes
+
 EVENT_TIMEOUT_S = 5.0
 LONG_ACK_WAIT_MS = 3_600_000  # real-clock tests: nothing is redelivered while they run
 PAST_HORIZON = 1 << 62
@@ -141,6 +143,7 @@ async def horizon(feed: ChangeFeedClient) -> int:
 @pytest.fixture(scope="module")
 def clock_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeHandle]:
     """A node of this module whose time moves only through TestClock.AdvanceClock."""
+    needs_own_processes()
     handle = start_node(
         tmp_path_factory.mktemp("consumer-clock-node") / "data",
         node_id="consumer-clock",

@@ -34,6 +34,8 @@ from weir.partitioning import partition_for_key
 from weir.subjects import validate_subject
 from weir.v1 import streams_pb2, types_pb2
 
+from tests.conftest import needs_own_processes
+
 PAYLOAD_BYTES = 1024
 PUBLISHERS = 8
 BATCH_ENTRIES = 4
@@ -486,6 +488,7 @@ async def test_sigterm_without_grace_fails_in_flight_calls_retryably(tmp_path: P
     committed without their ack reaching the caller), yet the node exits 0, loses no acknowledged
     message, and every cut-off call fails with a retryable error, since the caller cannot know
     whether it was committed and must be allowed to retry. See `check_shutdown_failures`."""
+    needs_own_processes()
     handle = start_node(tmp_path / "data", node_id="no-grace", env={"WEIR_NODE_SHUTDOWN_GRACE_MS": "0"})
     try:
         drain = await sigterm_under_load(handle, stream_name)

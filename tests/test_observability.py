@@ -26,7 +26,7 @@ from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.launcher import LocalCluster, free_port
 
-from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get, needs_own_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "weir.json"
@@ -86,6 +86,7 @@ def exported_names(exposition: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def observed_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    needs_own_processes()
     cluster = LocalCluster.start(
         tmp_path_factory.mktemp("observed-cluster"),
         nodes=3,

@@ -10,9 +10,9 @@ the primary's high watermark and in-sync set are compared before and after.
 The stream-level calls (ReplicateStreamUpdate / Delete / Create, ApplyPlacement) are driven by hand
 too; they follow the router's record of the stream in Redis: an update is applied only when its
 config is the recorded one (`stale_config` otherwise), and a delete is refused (`still_placed`) while
-the router still records the stream. The last tests use the shared `cluster` (with its replicator):
-an ack_level ALL publish on a three-replica stream completes and leaves identical copies on all
-three nodes.
+the router still records the stream. The last tests use the shared cluster (with its replicator;
+only its addresses, so they also run against an external one, WEIR_TEST_ROUTERS): an ack_level ALL
+publish on a three-replica stream completes and leaves identical copies on all three nodes.
 """
 
 from __future__ import annotations
@@ -35,9 +35,13 @@ from weir.launcher import LocalCluster, NodeHandle
 from weir.metadata import Keys
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, types_pb2
 
-from tests.conftest import eventually, start_cluster
+from tests.conftest import ClusterAddresses, NodeAddress, eventually, start_cluster
 
 pytestmark = pytest.mark.timeout(240)
+
+# A node as these tests use it: its id (`name`) and its client and internal addresses; a process
+# handle of the module's own cluster or the address of a node of the shared (maybe external) one.
+ClusterNode = NodeHandle | NodeAddress
 
 TIMEOUT_S = 15.0
 PRIMARY = types_pb2.PARTITION_ROLE_PRIMARY
@@ -65,7 +69,7 @@ async def manual_client(manual: LocalCluster) -> AsyncIterator[WeirClient]:
 
 
 @contextlib.asynccontextmanager
-async def replication(node: NodeHandle) -> AsyncIterator[ReplicationClient]:
+async def replication(node: ClusterNode) -> AsyncIterator[ReplicationClient]:
     """weir.v1.Replication on the node's internal port."""
     client = ReplicationClient(node.internal_address, timeout_s=TIMEOUT_S)
     try:
@@ -75,7 +79,7 @@ async def replication(node: NodeHandle) -> AsyncIterator[ReplicationClient]:
 
 
 @contextlib.asynccontextmanager
-async def internal(node: NodeHandle) -> AsyncIterator[NodeClient]:
+async def internal(node: ClusterNode) -> AsyncIterator[NodeClient]:
     """weir.v1.Streams on the node's internal port (reads a secondary's copy too)."""
     client = NodeClient(node.internal_address, timeout_s=TIMEOUT_S)
     try:
@@ -85,7 +89,7 @@ async def internal(node: NodeHandle) -> AsyncIterator[NodeClient]:
 
 
 @contextlib.asynccontextmanager
-async def client_port(node: NodeHandle) -> AsyncIterator[NodeClient]:
+async def client_port(node: ClusterNode) -> AsyncIterator[NodeClient]:
     """weir.v1.Streams on the node's client port."""
     client = NodeClient(node.client_address, timeout_s=TIMEOUT_S)
     try:
@@ -100,22 +104,22 @@ class Placed:
 
     stream: str
     epoch: int
-    primary: NodeHandle
-    secondaries: list[NodeHandle]
+    primary: ClusterNode
+    secondaries: list[ClusterNode]
 
     @property
-    def first(self) -> NodeHandle:
+    def first(self) -> ClusterNode:
         return self.secondaries[0]
 
     @property
-    def second(self) -> NodeHandle:
+    def second(self) -> ClusterNode:
         return self.secondaries[1]
 
 
-async def place(cluster: LocalCluster, client: WeirClient, stream: str, **config: Any) -> Placed:
+async def place(cluster: LocalCluster | ClusterAddresses, client: WeirClient, stream: str, **config: Any) -> Placed:
     await client.create_stream(stream_config(stream, partitions=1, replicas=3, **config))
     (entry,) = (await client.route(stream)).partitions
-    by_id = {node.name: node for node in cluster.nodes}
+    by_id: dict[str, ClusterNode] = {node.name: node for node in cluster.nodes}
     return Placed(
         stream,
         entry.leader_epoch,
@@ -134,7 +138,7 @@ async def publish(placed: Placed, count: int, prefix: str = "m") -> list[int]:
     return [ack.seq for ack in acks]
 
 
-async def copy_of(node: NodeHandle, stream: str, partition: int = 0) -> list[types_pb2.Message]:
+async def copy_of(node: ClusterNode, stream: str, partition: int = 0) -> list[types_pb2.Message]:
     """Every message of one node's copy of a partition (its internal port reads secondaries too)."""
     async with internal(node) as client:
         return [message async for message in client.read_all(stream, partition)]
@@ -144,12 +148,12 @@ def seqs(messages: list[types_pb2.Message]) -> list[int]:
     return [message.seq for message in messages]
 
 
-async def state_of(node: NodeHandle, stream: str, partition: int = 0) -> internal_pb2.GetReplicaStateResponse:
+async def state_of(node: ClusterNode, stream: str, partition: int = 0) -> internal_pb2.GetReplicaStateResponse:
     async with replication(node) as client:
         return await client.replica_state(stream, partition)
 
 
-async def stats_of(node: NodeHandle, stream: str, partition: int = 0) -> types_pb2.PartitionStats:
+async def stats_of(node: ClusterNode, stream: str, partition: int = 0) -> types_pb2.PartitionStats:
     """The node's own PartitionStats (GetStreamInfo on its internal port)."""
     async with internal(node) as client:
         info = await client.stream_info(stream)
@@ -158,10 +162,10 @@ async def stats_of(node: NodeHandle, stream: str, partition: int = 0) -> types_p
 
 async def fetch(
     placed: Placed,
-    follower: NodeHandle,
+    follower: ClusterNode,
     follower_last_seq: int,
     *,
-    node: NodeHandle | None = None,
+    node: ClusterNode | None = None,
     epoch: int | None = None,
     **fields: Any,
 ) -> internal_pb2.FetchReplicationResponse:
@@ -178,7 +182,7 @@ async def fetch(
         return await client.fetch(request, timeout_s=TIMEOUT_S + request.max_wait_ms / 1000)
 
 
-async def replicate(node: NodeHandle, method: str, request: Any) -> internal_pb2.ReplicateResponse:
+async def replicate(node: ClusterNode, method: str, request: Any) -> internal_pb2.ReplicateResponse:
     async with replication(node) as client:
         return await client.replicate(method, request)
 
@@ -201,7 +205,7 @@ def record(seq: int, payload: bytes, subject: str = "orders.x", ts_ms: int = 1_7
     return types_pb2.Message(seq=seq, subject=subject, payload=payload, ts_ms=ts_ms, partition=0).SerializeToString()
 
 
-async def ship(placed: Placed, follower: NodeHandle, after_seq: int = 0) -> internal_pb2.ReplicateResponse:
+async def ship(placed: Placed, follower: ClusterNode, after_seq: int = 0) -> internal_pb2.ReplicateResponse:
     """One replicator round by hand: fetch for `follower` from the primary, push what came back."""
     pulled = await fetch(placed, follower, after_seq)
     assert pulled.result_code == "ok", pulled.message
@@ -260,7 +264,7 @@ class Snapshot:
     state: internal_pb2.GetReplicaStateResponse
 
 
-async def snapshot(node: NodeHandle, stream: str) -> Snapshot:
+async def snapshot(node: ClusterNode, stream: str) -> Snapshot:
     return Snapshot(await copy_of(node, stream), await state_of(node, stream))
 
 
@@ -372,7 +376,7 @@ async def test_replicate_message_refusals_change_nothing(
     assert seqs(before.messages) == [1, 2]
 
     async def refused(
-        request: internal_pb2.ReplicateMessageRequest, code: str, node: NodeHandle = placed.first
+        request: internal_pb2.ReplicateMessageRequest, code: str, node: ClusterNode = placed.first
     ) -> None:
         reply = await replicate(node, "ReplicateMessage", request)
         assert (reply.result_code, reply.success) == (code, False), (code, reply)
@@ -754,7 +758,7 @@ async def test_replicate_consumer_state_applies_a_snapshot_and_a_tombstone_remov
     await ship(placed, placed.first)
     await manual_client.create_consumer(stream_name, consumer_config("workers", ack_wait_ms=60_000))
 
-    async def info_on(node: NodeHandle) -> types_pb2.ConsumerInfo:
+    async def info_on(node: ClusterNode) -> types_pb2.ConsumerInfo:
         async with internal(node) as client:
             return await client.consumer_info(stream_name, "workers")
 
@@ -845,7 +849,7 @@ async def test_replicate_consumer_state_applies_a_snapshot_and_a_tombstone_remov
     assert await info_on(placed.primary) == primary_info
 
 
-async def config_on(node: NodeHandle, stream: str) -> types_pb2.StreamConfig:
+async def config_on(node: ClusterNode, stream: str) -> types_pb2.StreamConfig:
     """The node's own copy of the stream's config (GetStreamInfo on its internal port)."""
     async with internal(node) as client:
         return (await client.stream_info(stream)).config
@@ -882,7 +886,7 @@ async def test_replicate_stream_update_applies_only_the_routers_current_config(
     primary_before = await snapshot(placed.primary, stream_name)
     first_before = await snapshot(placed.first, stream_name)
 
-    async def update(node: NodeHandle, config: types_pb2.StreamConfig) -> internal_pb2.ReplicateResponse:
+    async def update(node: ClusterNode, config: types_pb2.StreamConfig) -> internal_pb2.ReplicateResponse:
         return await replicate(node, "ReplicateStreamUpdate", internal_pb2.ReplicateStreamUpdateRequest(config=config))
 
     def changed(**limits: int) -> types_pb2.StreamConfig:
@@ -1090,8 +1094,9 @@ async def test_replicate_stream_delete_removes_a_copy_the_router_no_longer_recor
 
 
 async def test_ack_all_publish_leaves_identical_copies_on_all_three_replicas(
-    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+    cluster_addresses: ClusterAddresses, weir_client: WeirClient, stream_name: str
 ) -> None:
+    cluster = cluster_addresses
     placed = await place(cluster, weir_client, stream_name)
     acks = [
         await weir_client.publish(stream_name, f"orders.{index}", f"all-{index}".encode(), ack_level="all")
@@ -1123,8 +1128,9 @@ async def test_ack_all_publish_leaves_identical_copies_on_all_three_replicas(
 
 
 async def test_min_insync_replicas_above_replicas_is_invalid_config(
-    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+    cluster_addresses: ClusterAddresses, weir_client: WeirClient, stream_name: str
 ) -> None:
+    cluster = cluster_addresses
     names_before = await weir_client.list_streams()
     with pytest.raises(InvalidConfigError) as raised:
         await weir_client.create_stream(stream_config(stream_name, partitions=1, replicas=2, min_insync_replicas=3))

@@ -1,6 +1,7 @@
 """Bad input to the routers (weir.v1.Router) and to clustered nodes, over real gRPC on the shared
-local cluster: every rejected request gets the right status, the right typed error and a message
-naming what was wrong, and changes no cluster metadata.
+local cluster (or an external one, WEIR_TEST_ROUTERS: see tests/conftest.py): every rejected request
+gets the right status, the right typed error and a message naming what was wrong, and changes no
+cluster metadata.
 
 Each rejection is checked on the wire (the raw status code of the call, the ErrorInfo reason in
 the status details) and as the typed error `WeirError.from_rpc_error` rebuilds (class, status code,
@@ -39,8 +40,9 @@ from weir.errors import (
     NotLeaderError,
     WeirError,
 )
-from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
+
+from tests.conftest import ClusterAddresses
 
 TIMEOUT_S = 10.0
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -161,8 +163,9 @@ async def assert_nowhere(routers: Routers, nodes: list[Any], name: str) -> None:
 
 
 @pytest.fixture
-async def routers(cluster: LocalCluster) -> AsyncIterator[Routers]:
+async def routers(cluster_addresses: ClusterAddresses) -> AsyncIterator[Routers]:
     """Stubs of both routers, once a controller holds the lease and all three nodes are alive."""
+    cluster = cluster_addresses
     channels = [grpc.aio.insecure_channel(router.address) for router in cluster.routers]
     try:
         stubs = [router_pb2_grpc.RouterStub(channel) for channel in channels]
@@ -183,9 +186,9 @@ async def routers(cluster: LocalCluster) -> AsyncIterator[Routers]:
 
 
 @pytest.fixture
-async def node_stubs(cluster: LocalCluster) -> AsyncIterator[list[Any]]:
+async def node_stubs(cluster_addresses: ClusterAddresses) -> AsyncIterator[list[Any]]:
     """A Streams stub on each node's client port (cluster order)."""
-    channels = [grpc.aio.insecure_channel(node.client_address) for node in cluster.nodes]
+    channels = [grpc.aio.insecure_channel(node.client_address) for node in cluster_addresses.nodes]
     try:
         yield [streams_pb2_grpc.StreamsStub(channel) for channel in channels]
     finally:
@@ -200,7 +203,7 @@ class Ctx:
     routers: Routers
     nodes: list[Any]
     client: WeirClient
-    cluster: LocalCluster
+    cluster: ClusterAddresses
 
     def router(self, role: str) -> Any:
         return self.routers.stubs[self.routers.controller if role == "controller" else self.routers.follower]
@@ -216,8 +219,8 @@ class Ctx:
 
 
 @pytest.fixture
-def ctx(routers: Routers, node_stubs: list[Any], weir_client: WeirClient, cluster: LocalCluster) -> Ctx:
-    return Ctx(routers, node_stubs, weir_client, cluster)
+def ctx(routers: Routers, node_stubs: list[Any], weir_client: WeirClient, cluster_addresses: ClusterAddresses) -> Ctx:
+    return Ctx(routers, node_stubs, weir_client, cluster_addresses)
 
 
 # -- QueryRoute --------------------------------------------------------------------------------------
