@@ -1,12 +1,25 @@
 """Prometheus metrics of a partition node (prometheus-client, default registry).
 
 Naming follows Prometheus conventions: counters end in `_total`, durations are `_seconds`
-histograms, sizes are `_bytes`. Labels: `stream`, `partition`, `method`, `code`.
+histograms, sizes are `_bytes`. Labels: `stream`, `partition`, `method`, `code`, `consumer`.
+
+Most metrics are updated on the data path (labelled children resolved once per partition). The
+consumer lag is not: `ConsumerLagCollector` computes it when /metrics is scraped.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+logger = logging.getLogger(__name__)
 
 PUBLISHED_MESSAGES = Counter(
     "weir_published_messages_total", "Messages committed to a partition log", ["stream", "partition"]
@@ -106,3 +119,83 @@ REPLICATION_DIVERGENCES = Counter(
     "ReplicateMessage calls refused because a stored record differed from the primary's",
     ["stream", "partition"],
 )
+
+
+# Consumer lag (computed at scrape time, see ConsumerLagCollector).
+CONSUMER_LAG_NAME = "weir_consumer_lag_messages"
+CONSUMER_LAG_HELP = (
+    "Messages of a partition after a consumer's ack floor (last seq - max(ack floor, first seq - 1)): "
+    "published and not yet delivered, or delivered and not yet acknowledged. Counts every message, also "
+    "those the consumer's filter subject skips. Exported by the partition's primary only (sum over "
+    "nodes = the cluster's lag); computed when /metrics is scraped"
+)
+CONSUMER_LAG_LABELS = ("stream", "consumer", "partition")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerLag:
+    """One consumer's lag in one partition: `lag_messages` >= 0."""
+
+    stream: str
+    consumer: str
+    partition: int
+    lag_messages: int
+
+
+class ConsumerLagCollector(Collector):
+    """`weir_consumer_lag_messages{stream, consumer, partition}` (gauge, messages), computed when
+    /metrics is scraped: nothing on the publish or ack path updates it.
+
+    `read` (`Node.consumer_lags`) runs on `loop`, the node's event loop, because the
+    node's state is only consistent there; a scrape (on prometheus-client's HTTP thread) waits for
+    it up to `timeout_s`. If the loop does not answer in time or is closed, the scrape still succeeds,
+    with no lag samples (logged)."""
+
+    def __init__(
+        self, read: Callable[[], list[ConsumerLag]], loop: asyncio.AbstractEventLoop, timeout_s: float = 5.0
+    ) -> None:
+        self._read = read
+        self._loop = loop
+        self._timeout_s = timeout_s
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        """The family without samples: registering must not run `read` (the default registry
+        calls `collect` to learn the names of a collector without `describe`)."""
+        return [GaugeMetricFamily(CONSUMER_LAG_NAME, CONSUMER_LAG_HELP, labels=CONSUMER_LAG_LABELS)]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(CONSUMER_LAG_NAME, CONSUMER_LAG_HELP, labels=CONSUMER_LAG_LABELS)
+        for lag in self._lags():
+            family.add_metric([lag.stream, lag.consumer, str(lag.partition)], lag.lag_messages)
+        yield family
+
+    def _lags(self) -> list[ConsumerLag]:
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # no loop in this thread: the metrics HTTP server's thread
+            on_loop = False
+        if on_loop:
+            return self._read()
+        answer: concurrent.futures.Future[list[ConsumerLag]] = concurrent.futures.Future()
+
+        def read_on_loop() -> None:
+            if not answer.set_running_or_notify_cancel():
+                return
+            try:
+                answer.set_result(self._read())
+            except BaseException as error:
+                answer.set_exception(error)
+
+        try:
+            self._loop.call_soon_threadsafe(read_on_loop)
+        except RuntimeError:  # the loop is closed: the node is shutting down
+            return []
+        try:
+            return answer.result(timeout=self._timeout_s)
+        except concurrent.futures.TimeoutError:
+            answer.cancel()
+            logger.warning("consumer lag: the event loop did not answer within %.1fs; no samples", self._timeout_s)
+            return []
+        except Exception:
+            logger.exception("consumer lag: reading the node's consumers failed; no samples")
+            return []

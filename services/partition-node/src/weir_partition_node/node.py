@@ -505,6 +505,26 @@ class Node:
     def list_streams(self) -> list[str]:
         return sorted(self._streams)
 
+    def consumer_lags(self) -> list[metrics.ConsumerLag]:
+        """Every live consumer's lag in every partition this node leads (a secondary's copy is
+        skipped, so the cluster's sum counts each partition once): last seq - max(ack floor,
+        first seq - 1), so messages removed by retention are not lag. Event loop only."""
+        lags: list[metrics.ConsumerLag] = []
+        for name in self.list_streams():
+            stream = self._streams[name]
+            if stream.deleted:
+                continue
+            live = {consumer for consumer, record in stream.consumers.items() if not record.deleted}
+            for index, partition in sorted(stream.partitions.items()):
+                if not partition.leading:
+                    continue
+                removed_through = max(partition.first_seq - 1, 0)
+                for consumer, cursor in sorted(partition.consumers.items()):
+                    if consumer in live:
+                        floor = max(cursor.ack_floor, removed_through)
+                        lags.append(metrics.ConsumerLag(name, consumer, index, max(partition.last_seq - floor, 0)))
+        return lags
+
     async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> tuple[types_pb2.StreamConfig, int]:
         """Apply a partial update; lowering a bound prunes at once. Returns (config, pruned)."""
         self._check_open()

@@ -1,5 +1,6 @@
 """The partition node process: two grpc.aio servers (client port, internal port), health checking,
-server reflection, a Prometheus /metrics endpoint, and clean shutdown on SIGTERM/SIGINT.
+server reflection, a Prometheus /metrics endpoint (with the consumer lag computed at scrape time,
+`metrics.ConsumerLagCollector`), and clean shutdown on SIGTERM/SIGINT.
 
 Shutdown order: health goes NOT_SERVING, the servers stop accepting and give in-flight RPCs
 `shutdown_grace_ms`, then the node commits what is queued and closes storage.
@@ -16,9 +17,10 @@ import signal
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import start_http_server
+from prometheus_client import REGISTRY, start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 
+from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
@@ -55,6 +57,7 @@ class NodeProcess:
         self._internal_server = _grpc_server(settings)
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._metrics_httpd: object | None = None
+        self._lag_collector: metrics.ConsumerLagCollector | None = None
         self.membership: Membership | None = None
         self.replicas: ReplicaManager | None = None
         self._replicas_ready = False
@@ -62,6 +65,8 @@ class NodeProcess:
     async def start(self) -> None:
         settings = self.settings
         self.node = await Node.open(settings)
+        self._lag_collector = metrics.ConsumerLagCollector(self.node.consumer_lags, asyncio.get_running_loop())
+        REGISTRY.register(self._lag_collector)
         # Bind first: the registration needs the ports, and the servicers need the membership.
         self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
         self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")
@@ -161,6 +166,9 @@ class NodeProcess:
             await self.node.close()
         if self._metrics_httpd is not None:
             self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
+        if self._lag_collector is not None:
+            REGISTRY.unregister(self._lag_collector)
+            self._lag_collector = None
         logger.info("node %s stopped", self.settings.node_id)
 
 
