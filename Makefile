@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench clean up down
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -57,8 +57,14 @@ replicator: setup  ## run one replicator in the foreground (settings from WEIR_R
 analytics: setup  ## run the spark-analytics job in the foreground (WEIR_ANALYTICS_* variables; needs Java 17+)
 	$(UV) run weir-analytics
 
-bench: setup  ## single-node benchmarks, then the replication benchmark on a local cluster; prints JSON
+bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run: JSON on stdout, Markdown in bench-results/
+	@mkdir -p bench-results
+	$(UV) run python -m bench.compare --out bench-results/compare.json --report bench-results/compare.md
+
+bench-node: setup  ## single-node micro-benchmarks of one partition node (publish, read, consume); prints JSON
 	$(UV) run python -m bench.node_bench
+
+bench-cluster: setup  ## replication cost on a local cluster: replicas 3 ack all next to replicas 1; prints JSON
 	$(UV) run python -m bench.cluster_bench
 
 clean:

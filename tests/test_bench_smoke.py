@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_own_processes
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = (
     "publish_single_c1",
@@ -31,6 +33,7 @@ CLUSTER_CONFIGS = ("replicas1_leader", "replicas3_all")
 
 @pytest.mark.slow
 def test_node_bench_smoke() -> None:
+    needs_own_processes()
     completed = subprocess.run(
         [sys.executable, "-m", "bench.node_bench", "--smoke", "--repeat", "1"],
         cwd=REPO_ROOT,
@@ -52,6 +55,7 @@ def test_node_bench_smoke() -> None:
 
 @pytest.mark.slow
 def test_cluster_bench_smoke() -> None:
+    needs_own_processes()
     completed = subprocess.run(
         [sys.executable, "-m", "bench.cluster_bench", "--smoke", "--repeat", "1"],
         cwd=REPO_ROOT,
@@ -79,3 +83,38 @@ def test_cluster_bench_smoke() -> None:
     assert {"node", "router", "replicator", "redis", "client"} <= set(report["peak_rss_mib"])
     assert report["configs"]["replicas3_all"] == {"replicas": 3, "min_insync_replicas": 2, "ack_level": "all"}
     assert report["cluster"]["fsync"] == "always"
+
+
+@pytest.mark.slow
+def test_compare_bench_smoke(tmp_path: Path) -> None:
+    """`python -m bench.compare --smoke`: Weir, NATS JetStream (default and always-sync) and Redis
+    Streams each run the two smoke workloads (every message acknowledged and received exactly once,
+    or the harness exits 1); the JSON and the Markdown report have every system and figure."""
+    needs_own_processes()
+    report_path = tmp_path / "compare.md"
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.compare", "--smoke", "--report", str(report_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout)
+    assert report["failures"] == {}
+    assert set(report["workloads"]) == {"p1-r1-leader", "p16-r3-all"}
+    systems = {"weir", "nats-jetstream", "nats-jetstream-sync", "redis-streams"}
+    for name, workload in report["workloads"].items():
+        assert set(workload["systems"]) == systems, name
+        for system, figures in workload["systems"].items():
+            assert figures["publish"]["msgs_per_s"] > 0, (name, system)
+            assert figures["consume"]["msgs_per_s"] > 0, (name, system)
+            assert set(figures["publish"]["latency_us"]) == {"p50", "p99", "p99_9"}, (name, system)
+            assert figures["latency"]["messages"] == figures["latency"]["rate_msgs_per_s"], (name, system)
+            assert set(figures["latency"]["end_to_end_us"]) == {"p50", "p99", "p99_9"}, (name, system)
+            assert figures["peak_rss_mib"], (name, system)
+            assert figures["semantics"], (name, system)
+    markdown = report_path.read_text()
+    assert "## p16-r3-all" in markdown
+    assert all(f"| {system} |" in markdown for system in systems)

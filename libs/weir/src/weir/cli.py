@@ -512,6 +512,12 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--data-dir", help="keep the cluster's data here (default: a temporary directory)")
     demo.set_defaults(handler=_demo)
 
+    commands.add_parser(
+        "bench",
+        help="benchmarks side by side with NATS JetStream and Redis Streams (from a source checkout; "
+        "'weir bench --help' lists its flags)",
+        add_help=False,
+    )
     cluster = commands.add_parser("cluster", help="the local cluster as processes").add_subparsers(
         dest="cluster_command", required=True
     )
@@ -663,8 +669,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _bench(argv: list[str]) -> int:
+    """`weir bench ...`: the comparison harness (bench/compare in a Weir source checkout), found from
+    the current directory upwards; its flags are `python -m bench.compare`'s."""
+    for directory in (Path.cwd(), *Path.cwd().parents):
+        if (directory / "bench" / "compare" / "harness.py").is_file():
+            sys.path.insert(0, str(directory))
+            from bench.compare.harness import main as bench_main
+
+            result: int = bench_main(argv)
+            return result
+    print(
+        "weir: weir bench runs from a Weir source checkout (the harness and the NATS and Redis clients it "
+        "compares with are dev tools): cd into the checkout, run 'make setup', then 'uv run weir bench'",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["bench"]:
+        return _bench(arguments[1:])
+    args = _parser().parse_args(arguments)
     handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]] = args.handler
     try:
         return asyncio.run(handler(args))
