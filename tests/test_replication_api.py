@@ -18,7 +18,6 @@ publish on a three-replica stream completes and leaves identical copies on all t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -68,34 +67,19 @@ async def manual_client(manual: LocalCluster) -> AsyncIterator[WeirClient]:
 # -- helpers -------------------------------------------------------------------------------------------
 
 
-@contextlib.asynccontextmanager
-async def replication(node: ClusterNode) -> AsyncIterator[ReplicationClient]:
-    """weir.v1.Replication on the node's internal port."""
-    client = ReplicationClient(node.internal_address, timeout_s=TIMEOUT_S)
-    try:
-        yield client
-    finally:
-        await client.close()
+def replication(node: ClusterNode) -> ReplicationClient:
+    """weir.v1.Replication on the node's internal port (`async with` closes it)."""
+    return ReplicationClient(node.internal_address, timeout_s=TIMEOUT_S)
 
 
-@contextlib.asynccontextmanager
-async def internal(node: ClusterNode) -> AsyncIterator[NodeClient]:
+def internal(node: ClusterNode) -> NodeClient:
     """weir.v1.Streams on the node's internal port (reads a secondary's copy too)."""
-    client = NodeClient(node.internal_address, timeout_s=TIMEOUT_S)
-    try:
-        yield client
-    finally:
-        await client.close()
+    return NodeClient(node.internal_address, timeout_s=TIMEOUT_S)
 
 
-@contextlib.asynccontextmanager
-async def client_port(node: ClusterNode) -> AsyncIterator[NodeClient]:
+def client_port(node: ClusterNode) -> NodeClient:
     """weir.v1.Streams on the node's client port."""
-    client = NodeClient(node.client_address, timeout_s=TIMEOUT_S)
-    try:
-        yield client
-    finally:
-        await client.close()
+    return NodeClient(node.client_address, timeout_s=TIMEOUT_S)
 
 
 @dataclass

@@ -13,7 +13,7 @@ Shutdown: `await client.close()` (or `async with`) closes the channel; calls in 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import grpc
 
@@ -97,7 +97,7 @@ class _Client:
     async def close(self) -> None:
         await self.channel.close()
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
