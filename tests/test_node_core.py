@@ -208,3 +208,20 @@ async def test_rejected_batch_does_not_advance_round_robin(node: Node) -> None:
     outcomes = await node.publish("fair", [entry(), entry()], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert [o.partition for o in outcomes] == [0, 1]
     assert node.stream_info("fair").stats.msg_count == 2
+
+
+async def test_a_shutdown_step_that_overruns_its_deadline_is_logged_and_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """NodeProcess.stop bounds every step: a stuck one costs its deadline, is named in the log, and
+    the stop goes on (the process then exits instead of hanging on SIGTERM)."""
+    import asyncio
+
+    from weir_partition_node.server import _bounded
+
+    never = asyncio.get_running_loop().create_future()
+    with caplog.at_level("ERROR", logger="weir_partition_node.server"):
+        assert not await _bounded("close replication", never, 0.05)
+    assert never.cancelled()
+    assert "'close replication' did not finish within 0.1 s" in caplog.text
+    assert await _bounded("quick step", asyncio.sleep(0), 1.0)

@@ -261,7 +261,9 @@ class Node:
                 partition.log.close()
         self.feed.wake_all()
         await self._catalog.close()
-        self._executor.shutdown(wait=True)
+        # Off the event loop: a commit thread that does not finish must not freeze the loop (the
+        # caller's deadline then applies, see server.NodeProcess.stop).
+        await asyncio.to_thread(self._executor.shutdown, True)
 
     @property
     def _streams_root(self) -> Path:
