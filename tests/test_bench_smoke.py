@@ -118,3 +118,32 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
     markdown = report_path.read_text()
     assert "## p16-r3-all" in markdown
     assert all(f"| {system} |" in markdown for system in systems)
+
+
+@pytest.mark.slow
+def test_cpu_profile_smoke() -> None:
+    """`python -m bench.cpu_profile`: every case reports msgs/s, the CPU per message of each server
+    process split by thread (the primary's event loop among them) and the group commits."""
+    needs_own_processes()
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.cpu_profile", "--seconds", "1", "--messages", "2000"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    cases = json.loads(completed.stdout)["cases"]
+    assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1"}
+    for name, case in cases.items():
+        assert case["msgs_per_s"] > 0, name
+        processes = case["cpu_us_per_msg"]
+        primary = [label for label in processes if label.endswith("(primary)")]
+        assert len(primary) == 1, (name, list(processes))
+        assert "main" in processes[primary[0]]["threads"], name
+        assert processes[primary[0]]["user_us"] > 0, name
+    r3 = cases["publish-r3-all"]
+    assert sum(label.endswith("(secondary)") for label in r3["cpu_us_per_msg"]) == 2
+    assert "weir-replicator" in r3["cpu_us_per_msg"]
+    assert len(r3["group_commits_per_100_msgs"]) == 3

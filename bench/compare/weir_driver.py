@@ -93,6 +93,10 @@ class WeirDriver(Driver):
             pids["weir-replicator"] = [replicator.pid for replicator in cluster.replicators]
         return pids
 
+    def primaries(self, topic: str) -> list[str]:
+        """The client address of each partition's primary of `topic` (a created topic)."""
+        return list(self._primaries[topic])
+
     def _client(self, address: str) -> NodeClient:
         client = self._clients.get(address)
         if client is None:
