@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from weir.errors import ChangeFeedTruncatedError, ShuttingDownError
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
+from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
 
 KIB = b"k" * 1024
@@ -215,10 +217,6 @@ async def test_a_shutdown_step_that_overruns_its_deadline_is_logged_and_skipped(
 ) -> None:
     """NodeProcess.stop bounds every step: a stuck one costs its deadline, is named in the log, and
     the stop goes on (the process then exits instead of hanging on SIGTERM)."""
-    import asyncio
-
-    from weir_partition_node.server import _bounded
-
     never = asyncio.get_running_loop().create_future()
     with caplog.at_level("ERROR", logger="weir_partition_node.server"):
         assert not await _bounded("close replication", never, 0.05)
