@@ -40,6 +40,7 @@ BATCH = 100
 IN_FLIGHT = 4
 SERVER_CPUS = {0}
 LOAD_CPUS = {1}
+STALL_TIMEOUT_S = 30.0
 CLOCK_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 _COMMIT_METRIC = re.compile(r"^weir_group_commit_messages_count (\S+)$", re.M)
 
@@ -176,8 +177,14 @@ async def run_case(case: str, seconds: float, messages: int, workdir: Path) -> d
 
         async def drain() -> int:
             received = 0
+            last_progress = time.monotonic()
             while received < wanted:
-                received += len(await consumer.receive(0, BATCH, 1000))
+                got = len(await consumer.receive(0, BATCH, 1000))
+                received += got
+                if got:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > STALL_TIMEOUT_S:
+                    raise BenchError(f"consume-r1: {received} of {wanted} messages, none for {STALL_TIMEOUT_S:.0f} s")
             await consumer.close()
             return received
 
