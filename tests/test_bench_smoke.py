@@ -1,5 +1,7 @@
 """The benchmarks run end to end and print JSON: the single-node one (`python -m bench.node_bench
---smoke`) and the replication one on a local cluster (`python -m bench.cluster_bench --smoke`).
+--smoke`), the replication one on a local cluster (`python -m bench.cluster_bench --smoke`), the
+comparison with NATS JetStream and Redis Streams (`python -m bench.compare --smoke`) and the CPU
+profile by process and thread (`python -m bench.cpu_profile`).
 
 Only the shape of the reports is checked (every workload and configuration present, msgs/s > 0, the
 keys of the figures); no figures are asserted. They start real node (and cluster) processes, so
@@ -12,6 +14,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,19 +34,24 @@ CLUSTER_WORKLOADS = ("publish_batch_100_p1", "publish_batch_100_p16", "publish_s
 CLUSTER_CONFIGS = ("replicas1_leader", "replicas3_all")
 
 
-@pytest.mark.slow
-def test_node_bench_smoke() -> None:
-    needs_own_processes()
+def run_json(arguments: list[str], timeout_s: float) -> Any:
+    """Run `python -m <arguments>` from the repository root; it must exit 0. Returns its stdout as JSON."""
     completed = subprocess.run(
-        [sys.executable, "-m", "bench.node_bench", "--smoke", "--repeat", "1"],
+        [sys.executable, "-m", *arguments],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout_s,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
+    return json.loads(completed.stdout)
+
+
+@pytest.mark.slow
+def test_node_bench_smoke() -> None:
+    needs_own_processes()
+    report = run_json(["bench.node_bench", "--smoke", "--repeat", "1"], timeout_s=240)
     assert set(report["workloads"]) == set(WORKLOADS)
     for name in WORKLOADS:
         figures = report["workloads"][name]
@@ -56,16 +64,7 @@ def test_node_bench_smoke() -> None:
 @pytest.mark.slow
 def test_cluster_bench_smoke() -> None:
     needs_own_processes()
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.cluster_bench", "--smoke", "--repeat", "1"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
+    report = run_json(["bench.cluster_bench", "--smoke", "--repeat", "1"], timeout_s=240)
     assert set(report["workloads"]) == set(CLUSTER_WORKLOADS)
     for name in CLUSTER_WORKLOADS:
         entry = report["workloads"][name]
@@ -92,16 +91,7 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
     or the harness exits 1); the JSON and the Markdown report have every system and figure."""
     needs_own_processes()
     report_path = tmp_path / "compare.md"
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.compare", "--smoke", "--report", str(report_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    report = json.loads(completed.stdout)
+    report = run_json(["bench.compare", "--smoke", "--report", str(report_path)], timeout_s=400)
     assert report["failures"] == {}
     assert set(report["workloads"]) == {"p1-r1-leader", "p16-r3-all"}
     systems = {"weir", "nats-jetstream", "nats-jetstream-sync", "redis-streams"}
@@ -125,16 +115,7 @@ def test_cpu_profile_smoke() -> None:
     """`python -m bench.cpu_profile`: every case reports msgs/s, the CPU per message of each server
     process split by thread (the primary's event loop among them) and the group commits."""
     needs_own_processes()
-    completed = subprocess.run(
-        [sys.executable, "-m", "bench.cpu_profile", "--seconds", "1", "--messages", "2000"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    cases = json.loads(completed.stdout)["cases"]
+    cases = run_json(["bench.cpu_profile", "--seconds", "1", "--messages", "2000"], timeout_s=300)["cases"]
     assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1"}
     for name, case in cases.items():
         assert case["msgs_per_s"] > 0, name
