@@ -12,7 +12,7 @@ process on CPU 0, this load generator on CPU 1):
 - ``consume-r1``: publish `--messages`, then one consumer drains them (Fetch of 100, pipelined AckBatch).
 
 Output per case: msgs/s, and per process kind and thread name, CPU µs per message split into user
-and system, plus the partition nodes' group commits per 100 messages (from their /metrics). The
+and system, plus the partition nodes' group commits and served RPCs per 100 messages (from their /metrics). The
 figures say which thread is the bottleneck; `docs/benchmarks.md` reads them. A profiler (py-spy)
 says which functions; this says which process and thread, without slowing anything down.
 """
@@ -43,6 +43,7 @@ LOAD_CPUS = {1}
 STALL_TIMEOUT_S = 30.0
 CLOCK_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 _COMMIT_METRIC = re.compile(r"^weir_group_commit_messages_count (\S+)$", re.M)
+_RPC_METRIC = re.compile(r'^weir_rpc_duration_seconds_count\{method="([^"]+)"\} (\S+)$', re.M)
 
 # (thread id, thread name) -> (user ticks, system ticks)
 ThreadTimes = dict[tuple[int, str], tuple[int, int]]
@@ -110,37 +111,51 @@ def process_labels(driver: WeirDriver, topic: str) -> dict[str, int]:
     return labels
 
 
-def group_commits(driver: WeirDriver) -> dict[str, float]:
-    """Each node's count of group commits so far (weir_group_commit_messages_count)."""
+def node_counters(driver: WeirDriver) -> dict[str, dict[str, float]]:
+    """Each node's counts so far, from its /metrics: "group commits" (weir_group_commit_messages_count)
+    and every RPC method it served (weir_rpc_duration_seconds_count)."""
     assert driver.cluster is not None
-    counts: dict[str, float] = {}
+    counts: dict[str, dict[str, float]] = {}
     for node in driver.cluster.nodes:
         with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         match = _COMMIT_METRIC.search(text)
-        counts[node.name] = float(match.group(1)) if match else 0.0
+        node_counts = {"group commits": float(match.group(1)) if match else 0.0}
+        node_counts.update((method, float(count)) for method, count in _RPC_METRIC.findall(text))
+        counts[node.name] = node_counts
     return counts
+
+
+def per_100_messages(
+    before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], messages: int
+) -> dict[str, dict[str, float]]:
+    """{node: {counter: increase per 100 messages}}, counters that did not move left out."""
+    result: dict[str, dict[str, float]] = {}
+    for node, counts in after.items():
+        moved = {
+            name: round((count - before.get(node, {}).get(name, 0.0)) * 100 / max(messages, 1), 2)
+            for name, count in sorted(counts.items())
+        }
+        result[node] = {name: value for name, value in moved.items() if value}
+    return result
 
 
 async def measure(driver: WeirDriver, topic: str, messages_of: Callable[[], Awaitable[int]]) -> dict[str, Any]:
     """Run `messages_of` (returns how many messages it moved) between two CPU readings."""
     processes = process_labels(driver, topic)
     pids = list(processes.values())
-    commits_before = group_commits(driver)
+    counters_before = node_counters(driver)
     before = {pid: thread_times(pid) for pid in pids}
     started = time.monotonic()
     messages = await messages_of()
     elapsed_s = time.monotonic() - started
     after = {pid: thread_times(pid) for pid in pids}
-    commits_after = group_commits(driver)
+    counters_after = node_counters(driver)
     return {
         "messages": messages,
         "msgs_per_s": round(messages / elapsed_s),
         "cpu_us_per_msg": per_message(before, after, processes, messages),
-        "group_commits_per_100_msgs": {
-            node: round((commits_after[node] - commits_before.get(node, 0.0)) * 100 / max(messages, 1), 2)
-            for node in commits_after
-        },
+        "per_100_msgs": per_100_messages(counters_before, counters_after, messages),
     }
 
 

@@ -113,7 +113,8 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_cpu_profile_smoke() -> None:
     """`python -m bench.cpu_profile`: every case reports msgs/s, the CPU per message of each server
-    process split by thread (the primary's event loop among them) and the group commits."""
+    process split by thread (the primary's event loop among them), and group commits and served calls
+    per 100 messages."""
     needs_own_processes()
     cases = run_json(["bench.cpu_profile", "--seconds", "1", "--messages", "2000"], timeout_s=300)["cases"]
     assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1"}
@@ -127,4 +128,8 @@ def test_cpu_profile_smoke() -> None:
     r3 = cases["publish-r3-all"]
     assert sum(label.endswith("(secondary)") for label in r3["cpu_us_per_msg"]) == 2
     assert "weir-replicator" in r3["cpu_us_per_msg"]
-    assert len(r3["group_commits_per_100_msgs"]) == 3
+    # per node: group commits and served calls per 100 messages; the replicator pulls on the stream
+    counters = r3["per_100_msgs"]
+    assert len(counters) == 3
+    assert any("FetchReplicationStream" in node for node in counters.values()), counters
+    assert all("group commits" in node for node in counters.values()), counters

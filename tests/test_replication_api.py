@@ -29,7 +29,7 @@ import redis.asyncio
 from google.rpc import error_details_pb2, status_pb2
 from weir.client import NodeClient, ReplicationClient, consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.errors import InvalidConfigError
+from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamError
 from weir.launcher import LocalCluster, NodeHandle
 from weir.metadata import Keys
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, types_pb2
@@ -605,6 +605,61 @@ async def test_fetch_replication_for_an_unknown_stream_or_partition_fails_the_ca
 
     assert await state_of(placed.primary, stream_name) == before
     assert list((await stats_of(placed.primary, stream_name)).in_sync_node_ids) == in_sync_before
+
+
+# -- 3b. the lockstep streams (what the replicator uses) -------------------------------------------------
+
+
+async def test_lockstep_streams_answer_like_the_unary_calls_and_an_error_ends_only_that_call(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """FetchReplicationStream and ReplicateMessageStream answer each request, in order, on one call,
+    exactly as FetchReplication and ReplicateMessage do (same records, result codes, progress). A
+    request the unary call would fail ends the stream with the same status (the client's
+    LockstepStream raises the same typed error, and its next exchange opens a new call)."""
+    placed = await place(manual, manual_client, stream_name)
+    assert await publish(placed, 3) == [1, 2, 3]
+
+    def pull(follower_last_seq: int, stream: str = stream_name) -> internal_pb2.FetchReplicationRequest:
+        return internal_pb2.FetchReplicationRequest(
+            stream=stream,
+            partition=0,
+            leader_epoch=placed.epoch,
+            follower_node_id=placed.first.name,
+            follower_last_seq=follower_last_seq,
+        )
+
+    async with replication(placed.primary) as primary, replication(placed.first) as follower:
+        fetches, pushes = primary.fetch_stream(), follower.replicate_message_stream()
+        try:
+            pulled = await fetches.exchange(pull(0), TIMEOUT_S)
+            assert pulled == await primary.fetch(pull(0))
+            assert (pulled.result_code, pulled.first_seq, pulled.last_seq) == ("ok", 1, 3)
+            applied = await pushes.exchange(message_request(placed, 0, list(pulled.records)), TIMEOUT_S)
+            assert (applied.result_code, applied.last_seq) == ("ok", 3), applied.message
+            assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
+
+            # A refusal travels in-band and keeps the call: out_of_order names where the log ends.
+            gap = await pushes.exchange(message_request(placed, 5, [record(6, b"ahead")]), TIMEOUT_S)
+            assert (gap.result_code, gap.last_seq) == ("out_of_order", 3)
+            # The next pull reports the follower's progress on the same call: nothing new to send.
+            caught_up = await fetches.exchange(pull(3), TIMEOUT_S)
+            assert (caught_up.result_code, list(caught_up.records)) == ("ok", [])
+
+            # An error ends the call with the unary call's status; the next exchange opens a new one.
+            with pytest.raises(NoSuchStreamError):
+                await fetches.exchange(pull(3, f"{stream_name}-missing"), TIMEOUT_S)
+            with pytest.raises(InvalidArgumentError, match=r"records\[0\]"):
+                await pushes.exchange(message_request(placed, 3, [b"\xff\xff not a message"]), TIMEOUT_S)
+            await publish(placed, 1, prefix="later")
+            again = await fetches.exchange(pull(3), TIMEOUT_S)
+            assert [types_pb2.Message.FromString(raw).seq for raw in again.records] == [4]
+            applied = await pushes.exchange(message_request(placed, 3, list(again.records)), TIMEOUT_S)
+            assert (applied.result_code, applied.last_seq) == ("ok", 4), applied.message
+        finally:
+            fetches.close()
+            pushes.close()
+    assert seqs(await copy_of(placed.first, stream_name)) == [1, 2, 3, 4]
 
 
 async def test_only_an_applied_replicate_message_moves_the_followers_high_watermark(

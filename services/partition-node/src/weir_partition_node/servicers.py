@@ -99,6 +99,36 @@ def server_stream(
     return wrapper
 
 
+def lockstep(
+    handler: Callable[[Any, Request], Awaitable[Response]],
+) -> Callable[[Any, AsyncIterator[Request], grpc.aio.ServicerContext], AsyncIterator[Response]]:
+    """A bidirectional method that answers each request with exactly one response, in order, as the
+    unary method would (`handler(self, request)`). Each exchange is timed and counted under the
+    method's name like a unary call; an error ends the stream with the status the unary call would
+    have returned."""
+    method = handler.__name__
+    histogram = metrics.RPC_SECONDS.labels(method)
+
+    @functools.wraps(handler)
+    async def wrapper(
+        self: Any, requests: AsyncIterator[Request], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Response]:
+        async for request in requests:
+            started = time.perf_counter()
+            try:
+                response = await handler(self, request)
+            except Exception as raw:
+                error = await _redirect(self, request, _as_weir_error(method, raw))
+                metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
+                await context.abort_with_status(error.to_status())
+                return
+            finally:
+                histogram.observe(time.perf_counter() - started)
+            yield response
+
+    return wrapper
+
+
 async def _redirect(servicer: Any, request: Any, error: WeirError) -> WeirError:
     """In a cluster, complete a redirect: add the leader's registered address to a NotLeaderError,
     and turn no_such_stream for a stream placed on other nodes into NotLeaderError (DESIGN §4)."""
@@ -401,6 +431,10 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     async def FetchReplication(self, request: internal_pb2.FetchReplicationRequest, context: Any) -> Any:
         return await self.replicas.fetch_replication(request)
 
+    @lockstep
+    async def FetchReplicationStream(self, request: internal_pb2.FetchReplicationRequest) -> Any:
+        return await self.replicas.fetch_replication(request)
+
     @unary
     async def GetConsumerSnapshots(self, request: internal_pb2.GetConsumerSnapshotsRequest, context: Any) -> Any:
         return self.replicas.consumer_snapshots(request)
@@ -411,6 +445,10 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
 
     @unary
     async def ReplicateMessage(self, request: internal_pb2.ReplicateMessageRequest, context: Any) -> Any:
+        return await self.replicas.replicate_message(request)
+
+    @lockstep
+    async def ReplicateMessageStream(self, request: internal_pb2.ReplicateMessageRequest) -> Any:
         return await self.replicas.replicate_message(request)
 
     @unary
