@@ -27,7 +27,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from weir.client import ChangeFeedClient, NodeClient, stream_config
+from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
 from weir.errors import CorruptRecordError, NoSuchMessageError, UnavailableError, WeirError
 from weir.launcher import NodeHandle, start_node
 from weir.partitioning import partition_for_key
@@ -339,6 +339,33 @@ async def test_sigkill_under_publish_load_loses_no_acknowledged_message(
         await client.close()
     assert fresh_node.stop() == 0
     assert check_files(fresh_node, stream_name, partitions) == len(stored)
+
+
+@pytest.mark.slow
+async def test_a_client_kept_across_a_restart_publishes_and_consumes_again_at_once(
+    fresh_node: NodeHandle, stream_name: str
+) -> None:
+    """NodeClient's publish_batch, fetch and ack_batch ride pooled lockstep streams. While the node
+    is down they fail retryably (UnavailableError); once it is back, the same client's first call of
+    each kind succeeds (a call the dead process ended is never reused)."""
+    entry = streams_pb2.PublishEntry
+    async with NodeClient(fresh_node.client_address, timeout_s=CALL_TIMEOUT_S) as client:
+        await client.create_stream(stream_config(stream_name, subjects=["s.>"]))
+        await client.create_consumer(stream_name, consumer_config("reader"))
+        (first,) = await client.publish_batch(stream_name, [entry(subject="s.a", payload=b"before")])
+        assert [message.seq for message in await client.fetch(stream_name, "reader")] == [first.seq] == [1]
+        assert [result.result_code for result in await client.ack_batch(stream_name, "reader", 0, [1])] == ["ok"]
+
+        fresh_node.kill()
+        with pytest.raises(UnavailableError):
+            await client.publish_batch(stream_name, [entry(subject="s.a", payload=b"while down")])
+        await (await restart(fresh_node)).close()
+
+        (second,) = await client.publish_batch(stream_name, [entry(subject="s.a", payload=b"after")])
+        assert (second.result_code, second.seq) == ("ok", 2)
+        fetched = await client.fetch(stream_name, "reader")
+        assert [(message.seq, message.payload) for message in fetched] == [(2, b"after")]
+        assert [result.result_code for result in await client.ack_batch(stream_name, "reader", 0, [2])] == ["ok"]
 
 
 @pytest.mark.slow

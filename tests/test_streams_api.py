@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import urllib.request
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from weir.client import ChangeFeedClient, NodeClient, stream_config
+from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchStreamError, SubjectRejectedError
 from weir.launcher import NodeHandle
 from weir.partitioning import partition_for_key
 from weir.v1 import streams_pb2
@@ -184,3 +187,55 @@ async def test_health_reflection_and_metrics(node: NodeHandle, client: NodeClien
     assert f'weir_published_messages_total{{partition="0",stream="{stream_name}"}} 1.0' in body
     assert 'weir_rpc_duration_seconds_count{method="Publish"}' in body
     assert "weir_group_commit_duration_seconds_bucket" in body
+
+
+def _rpc_counts(node: NodeHandle) -> dict[str, float]:
+    """The node's served calls (and lockstep exchanges) so far, by method."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=5).read().decode()
+    return {
+        method: float(count)
+        for method, count in re.findall(r'^weir_rpc_duration_seconds_count\{method="([^"]+)"\} (\S+)$', body, re.M)
+    }
+
+
+async def test_sdk_hot_calls_are_lockstep_exchanges_with_the_unary_calls_answers_and_errors(
+    node: NodeHandle, client: NodeClient, stream_name: str
+) -> None:
+    """NodeClient.publish_batch / fetch / ack_batch run as exchanges on PublishBatchStream /
+    FetchStream / AckBatchStream (pooled, one exchange per call at a time): concurrent callers get
+    gap-free seqs, errors are the unary calls' typed errors, and after an error the next exchange
+    works (a new call)."""
+    await client.create_stream(stream_config(stream_name, subjects=["s.>"]))
+    await client.create_consumer(stream_name, consumer_config("reader"))
+    before = await asyncio.to_thread(_rpc_counts, node)
+
+    batches = await asyncio.gather(
+        *(
+            client.publish_batch(stream_name, [streams_pb2.PublishEntry(subject="s.x", payload=PAYLOAD)] * 10)
+            for _ in range(12)
+        )
+    )
+    seqs = sorted(result.seq for results in batches for result in results)
+    assert seqs == list(range(1, 121))
+    assert all(result.result_code == "ok" for results in batches for result in results)
+    fetched = await client.fetch(stream_name, "reader", batch_size=50)
+    assert [message.seq for message in fetched] == list(range(1, 51))
+    acked = await client.ack_batch(stream_name, "reader", 0, [message.seq for message in fetched] + [999])
+    assert [result.result_code for result in acked] == ["ok"] * 50 + ["not_pending"]
+
+    # The unary calls' errors, typed the same; nothing stored; the next exchange succeeds.
+    with pytest.raises(NoSuchStreamError):
+        await client.publish_batch(f"{stream_name}-missing", [streams_pb2.PublishEntry(subject="s.x", payload=b"")])
+    with pytest.raises(SubjectRejectedError):
+        await client.publish_batch(stream_name, [streams_pb2.PublishEntry(subject="elsewhere", payload=b"")])
+    with pytest.raises(InvalidArgumentError, match="batch_size"):
+        await client.fetch(stream_name, "reader", batch_size=10_001)
+    with pytest.raises(NoSuchConsumerError):
+        await client.ack_batch(stream_name, "nobody", 0, [1])
+    (after_errors,) = await client.publish_batch(stream_name, [streams_pb2.PublishEntry(subject="s.y", payload=b"")])
+    assert (after_errors.result_code, after_errors.seq) == ("ok", 121)
+
+    after = await asyncio.to_thread(_rpc_counts, node)
+    moved = {method: after[method] - before.get(method, 0.0) for method in after}
+    assert moved.get("PublishBatchStream", 0) == 15 and moved.get("PublishBatch", 0) == 0, moved
+    assert moved.get("FetchStream", 0) == 2 and moved.get("AckBatchStream", 0) == 2, moved

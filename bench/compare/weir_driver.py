@@ -25,7 +25,6 @@ SUBJECT = "bench"
 CONSUMER = "bench"
 CALL_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 60.0
-ACK_LEVELS = {"leader": streams_pb2.ACK_LEVEL_LEADER, "all": streams_pb2.ACK_LEVEL_ALL}
 
 
 def pin_process(pid: int, cpus: set[int]) -> None:
@@ -166,20 +165,15 @@ class WeirProducer(Producer):
     def __init__(self, spec: TopicSpec, primaries: list[NodeClient]) -> None:
         self.spec = spec
         self.primaries = primaries
-        self.ack_level = ACK_LEVELS[spec.ack]
 
     async def send_batch(self, partition: int, payloads: Sequence[bytes]) -> None:
         entry = streams_pb2.PublishEntry
-        request = streams_pb2.PublishBatchRequest(
-            stream=self.spec.name,
-            entries=[entry(subject=SUBJECT, payload=payload, partition=partition) for payload in payloads],
-            ack_level=self.ack_level,
-        )
-        try:
-            response = await self.primaries[partition].stub.PublishBatch(request, timeout=CALL_TIMEOUT_S)
+        entries = [entry(subject=SUBJECT, payload=payload, partition=partition) for payload in payloads]
+        try:  # the SDK's publish_batch: PublishBatch exchanges on a lockstep stream
+            results = await self.primaries[partition].publish_batch(self.spec.name, entries, ack_level=self.spec.ack)
         except Exception as error:
             raise BenchError(f"weir PublishBatch to partition {partition} failed: {error}") from error
-        for result in response.results:
+        for result in results:
             if result.result_code != "ok" or result.seq <= 0:
                 raise BenchError(f"weir refused a message: {result.result_code} {result.message}")
 

@@ -123,6 +123,9 @@ class _Client:
             call.cancel()
 
 
+_CORE_INTERNAL = "Internal error from Core"
+
+
 class LockstepStream(Generic[Request, Response]):
     """A bidirectional call used as a series of request-response exchanges: one response per
     request, in order (the server side is `servicers.lockstep`). A stream item costs about a third
@@ -130,8 +133,9 @@ class LockstepStream(Generic[Request, Response]):
     and over (replication) use one of these instead of unary calls.
 
     Any failure (an error status, a timeout, the server ending the stream, cancellation) cancels the
-    call and raises; the next `exchange` opens a new call. Not for concurrent use: one exchange at a
-    time.
+    call and raises a `WeirError` (cancellation propagates as is); the next `exchange` opens a new
+    call, as does an exchange on a call the server ended since the last one (a restarted node).
+    Not for concurrent use: one exchange at a time.
     """
 
     def __init__(self, open_call: Callable[[], Any]) -> None:
@@ -141,6 +145,8 @@ class LockstepStream(Generic[Request, Response]):
     async def exchange(self, request: Request, timeout_s: float) -> Response:
         """Send `request`, return its response. Errors: the `WeirError` the unary call would raise;
         UnavailableError when `timeout_s` passes or the server ends the stream without an error."""
+        if self.ended():  # the server went away (or ended it) since the last exchange: nothing sent yet
+            self.close()
         if self._call is None:
             self._call = self._open_call()
         call = self._call
@@ -150,17 +156,28 @@ class LockstepStream(Generic[Request, Response]):
                 response = await call.read()
         except grpc.aio.AioRpcError as error:
             self.close()
+            if error.code() == grpc.StatusCode.INTERNAL and error.details() == _CORE_INTERNAL:
+                # grpc.aio's answer to a write on a call whose connection just died (a unary call
+                # gets UNAVAILABLE there); our servers' own INTERNAL errors carry a Weir ErrorInfo.
+                raise UnavailableError(f"the connection was lost mid-stream ({_CORE_INTERNAL})") from None
             raise WeirError.from_rpc_error(error) from None
         except TimeoutError:
             self.close()
             raise UnavailableError(f"no answer within {timeout_s:.1f} s on a lockstep stream") from None
-        except BaseException:
+        except Exception as error:  # the call ended between the check and the write ("RPC already finished")
+            self.close()
+            raise UnavailableError(f"the lockstep stream ended: {error!r}") from None
+        except BaseException:  # cancellation: the caller's, re-raised as is
             self.close()
             raise
         if response is grpc.aio.EOF:
             self.close()
             raise UnavailableError("the server ended the lockstep stream")
         return response  # type: ignore[no-any-return]
+
+    def ended(self) -> bool:
+        """True when the call was opened and has ended since (the server went away, say)."""
+        return self._call is not None and bool(self._call.done())
 
     def close(self) -> None:
         """Cancel the open call, if any."""
@@ -169,12 +186,55 @@ class LockstepStream(Generic[Request, Response]):
             self._call = None
 
 
+class LockstepPool(Generic[Request, Response]):
+    """Exchanges on a bounded pool of `LockstepStream`s of one method: each exchange takes an idle
+    stream (or opens one), so concurrent callers never share a call, and gives it back afterwards;
+    at most `max_idle` idle streams are kept open."""
+
+    def __init__(self, open_call: Callable[[], Any], max_idle: int = 8) -> None:
+        self._open_call = open_call
+        self._max_idle = max_idle
+        self._idle: list[LockstepStream[Request, Response]] = []
+
+    async def exchange(self, request: Request, timeout_s: float) -> Response:
+        """As `LockstepStream.exchange` (which reopens a call the server ended meanwhile)."""
+        stream = self._idle.pop() if self._idle else LockstepStream[Request, Response](self._open_call)
+        response = await stream.exchange(request, timeout_s)  # a failed stream closes itself
+        if len(self._idle) < self._max_idle:
+            self._idle.append(stream)
+        else:
+            stream.close()
+        return response
+
+    def close(self) -> None:
+        """Cancel every idle stream's call (exchanges in progress keep theirs until they end)."""
+        for stream in self._idle:
+            stream.close()
+        self._idle.clear()
+
+
 class NodeClient(_Client):
     """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
 
     def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(address, timeout_s)
         self.stub = streams_pb2_grpc.StreamsStub(self.channel)
+        # The hot calls go over lockstep streams: a stream item costs both ends about a third of a
+        # unary call's CPU (docs/benchmarks.md); errors and timeouts are those of the unary calls.
+        self._publish_batches: LockstepPool[streams_pb2.PublishBatchRequest, streams_pb2.PublishBatchResponse] = (
+            LockstepPool(self.stub.PublishBatchStream)
+        )
+        self._fetches: LockstepPool[streams_pb2.FetchRequest, streams_pb2.FetchResponse] = LockstepPool(
+            self.stub.FetchStream
+        )
+        self._ack_batches: LockstepPool[streams_pb2.AckBatchRequest, streams_pb2.AckBatchResponse] = LockstepPool(
+            self.stub.AckBatchStream
+        )
+
+    async def close(self) -> None:
+        for pool in (self._publish_batches, self._fetches, self._ack_batches):
+            pool.close()
+        await super().close()
 
     async def create_stream(
         self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
@@ -233,9 +293,10 @@ class NodeClient(_Client):
     async def publish_batch(
         self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"
     ) -> list[streams_pb2.PublishResult]:
-        """Publish many messages in one call; one result per entry, in order."""
+        """Publish many messages in one exchange (PublishBatch semantics, on PublishBatchStream);
+        one result per entry, in order."""
         request = streams_pb2.PublishBatchRequest(stream=stream, entries=entries, ack_level=ACK_LEVELS[ack_level])
-        response = await self._call(self.stub.PublishBatch, request)
+        response = await self._publish_batches.exchange(request, self.timeout_s)
         return list(response.results)
 
     async def get_message(self, stream: str, partition: int, seq: int) -> types_pb2.Message:
@@ -332,7 +393,7 @@ class NodeClient(_Client):
             max_wait_ms=max_wait_ms,
             max_bytes=max_bytes,
         )
-        response = await self._call(self.stub.Fetch, request, self.timeout_s + max_wait_ms / 1000)
+        response = await self._fetches.exchange(request, self.timeout_s + max_wait_ms / 1000)
         return list(response.messages)
 
     async def ack(self, stream: str, consumer: str, partition: int, seq: int) -> None:
@@ -343,9 +404,10 @@ class NodeClient(_Client):
     async def ack_batch(
         self, stream: str, consumer: str, partition: int, seqs: Iterable[int]
     ) -> list[streams_pb2.AckResult]:
-        """Acknowledge many messages of one partition; one AckResult ("ok" | "not_pending") per seq."""
+        """Acknowledge many messages of one partition (AckBatch semantics, on AckBatchStream); one
+        AckResult ("ok" | "not_pending") per seq."""
         request = streams_pb2.AckBatchRequest(stream=stream, consumer=consumer, partition=partition, seqs=seqs)
-        response = await self._call(self.stub.AckBatch, request)
+        response = await self._ack_batches.exchange(request, self.timeout_s)
         return list(response.results)
 
     async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:

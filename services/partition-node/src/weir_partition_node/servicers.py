@@ -215,6 +215,13 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def PublishBatch(self, request: streams_pb2.PublishBatchRequest, context: Any) -> Any:
+        return await self._publish_batch(request)
+
+    @lockstep
+    async def PublishBatchStream(self, request: streams_pb2.PublishBatchRequest) -> Any:
+        return await self._publish_batch(request)
+
+    async def _publish_batch(self, request: streams_pb2.PublishBatchRequest) -> streams_pb2.PublishBatchResponse:
         outcomes = await self.node.publish(request.stream, request.entries, request.ack_level, batch=True)
         response = streams_pb2.PublishBatchResponse()
         add = response.results.add
@@ -321,6 +328,13 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Fetch(self, request: streams_pb2.FetchRequest, context: Any) -> Any:
+        return await self._fetch(request)
+
+    @lockstep
+    async def FetchStream(self, request: streams_pb2.FetchRequest) -> Any:
+        return await self._fetch(request)
+
+    async def _fetch(self, request: streams_pb2.FetchRequest) -> streams_pb2.FetchResponse:
         deliveries = await self.node.fetch(
             request.stream,
             request.consumer,
@@ -342,6 +356,13 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def AckBatch(self, request: streams_pb2.AckBatchRequest, context: Any) -> Any:
+        return await self._ack_batch(request)
+
+    @lockstep
+    async def AckBatchStream(self, request: streams_pb2.AckBatchRequest) -> Any:
+        return await self._ack_batch(request)
+
+    async def _ack_batch(self, request: streams_pb2.AckBatchRequest) -> streams_pb2.AckBatchResponse:
         results = await self.node.ack_batch(request.stream, request.consumer, request.partition, request.seqs)
         response = streams_pb2.AckBatchResponse()
         add = response.results.add

@@ -69,6 +69,11 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.PublishBatchRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.PublishBatchResponse.FromString,
                 _registered_method=True)
+        self.PublishBatchStream = channel.stream_stream(
+                '/weir.v1.Streams/PublishBatchStream',
+                request_serializer=weir_dot_v1_dot_streams__pb2.PublishBatchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.PublishBatchResponse.FromString,
+                _registered_method=True)
         self.GetMessage = channel.unary_unary(
                 '/weir.v1.Streams/GetMessage',
                 request_serializer=weir_dot_v1_dot_streams__pb2.GetMessageRequest.SerializeToString,
@@ -124,6 +129,11 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.FetchRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/weir.v1.Streams/FetchStream',
+                request_serializer=weir_dot_v1_dot_streams__pb2.FetchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.FetchResponse.FromString,
+                _registered_method=True)
         self.Ack = channel.unary_unary(
                 '/weir.v1.Streams/Ack',
                 request_serializer=weir_dot_v1_dot_streams__pb2.AckRequest.SerializeToString,
@@ -131,6 +141,11 @@ class StreamsStub:
                 _registered_method=True)
         self.AckBatch = channel.unary_unary(
                 '/weir.v1.Streams/AckBatch',
+                request_serializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
+                _registered_method=True)
+        self.AckBatchStream = channel.stream_stream(
+                '/weir.v1.Streams/AckBatchStream',
                 request_serializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
                 _registered_method=True)
@@ -210,6 +225,16 @@ class StreamsServicer:
         """Publish many messages in one call. The whole request is validated first: one invalid entry
         rejects the request and stores nothing. Entries of one partition commit in one transaction;
         `results[i]` answers `entries[i]` (a failed expected_last_seq check fails only that entry).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PublishBatchStream(self, request_iterator, context):
+        """PublishBatch in lockstep on one long-lived call: exactly one response per request, in order,
+        each as PublishBatch would answer it. A stream item costs the node about a third of the CPU
+        of a unary call (docs/benchmarks.md); the Python SDK's publish_batch uses it. An error the
+        unary call would return ends the stream with that status; the caller opens a new one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -296,6 +321,13 @@ class StreamsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def FetchStream(self, request_iterator, context):
+        """Fetch in lockstep on one long-lived call (as PublishBatchStream).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Ack(self, request, context):
         """Acknowledge one delivered message: it leaves the pending set and the ack floor advances.
         Errors: no_such_consumer (NOT_FOUND), not_pending (FAILED_PRECONDITION: already acknowledged,
@@ -308,6 +340,13 @@ class StreamsServicer:
     def AckBatch(self, request, context):
         """Acknowledge many (RocketMQ AckMessage style): request-level errors reject all; each entry then
         gets its own result code ("ok" | "not_pending"); the "ok" ones commit together.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckBatchStream(self, request_iterator, context):
+        """AckBatch in lockstep on one long-lived call (as PublishBatchStream).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -384,6 +423,11 @@ def add_StreamsServicer_to_server(servicer, server):
                     request_deserializer=weir_dot_v1_dot_streams__pb2.PublishBatchRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.PublishBatchResponse.SerializeToString,
             ),
+            'PublishBatchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.PublishBatchStream,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.PublishBatchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.PublishBatchResponse.SerializeToString,
+            ),
             'GetMessage': grpc.unary_unary_rpc_method_handler(
                     servicer.GetMessage,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.GetMessageRequest.FromString,
@@ -439,6 +483,11 @@ def add_StreamsServicer_to_server(servicer, server):
                     request_deserializer=weir_dot_v1_dot_streams__pb2.FetchRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.FetchResponse.SerializeToString,
             ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.FetchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.FetchResponse.SerializeToString,
+            ),
             'Ack': grpc.unary_unary_rpc_method_handler(
                     servicer.Ack,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.AckRequest.FromString,
@@ -446,6 +495,11 @@ def add_StreamsServicer_to_server(servicer, server):
             ),
             'AckBatch': grpc.unary_unary_rpc_method_handler(
                     servicer.AckBatch,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.SerializeToString,
+            ),
+            'AckBatchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AckBatchStream,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.AckBatchRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.AckBatchResponse.SerializeToString,
             ),
@@ -657,6 +711,33 @@ class Streams:
             request,
             target,
             '/weir.v1.Streams/PublishBatch',
+            weir_dot_v1_dot_streams__pb2.PublishBatchRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.PublishBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PublishBatchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Streams/PublishBatchStream',
             weir_dot_v1_dot_streams__pb2.PublishBatchRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.PublishBatchResponse.FromString,
             options,
@@ -967,6 +1048,33 @@ class Streams:
             _registered_method=True)
 
     @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Streams/FetchStream',
+            weir_dot_v1_dot_streams__pb2.FetchRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def Ack(request,
             target,
             options=(),
@@ -1008,6 +1116,33 @@ class Streams:
             request,
             target,
             '/weir.v1.Streams/AckBatch',
+            weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckBatchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Streams/AckBatchStream',
             weir_dot_v1_dot_streams__pb2.AckBatchRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.AckBatchResponse.FromString,
             options,
