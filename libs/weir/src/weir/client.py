@@ -130,7 +130,7 @@ class LockstepStream(Generic[Request, Response]):
     """A bidirectional call used as a series of request-response exchanges: one response per
     request, in order (the server side is `servicers.lockstep`). A stream item costs about a third
     of a unary call's CPU on each end here (docs/benchmarks.md), so loops that call one method over
-    and over (replication) use one of these instead of unary calls.
+    and over (replication, the SDK's batch publish, fetch and ack) use these instead of unary calls.
 
     Any failure (an error status, a timeout, the server ending the stream, cancellation) cancels the
     call and raises a `WeirError` (cancellation propagates as is); the next `exchange` opens a new

@@ -71,9 +71,7 @@ def unary(
         try:
             return await handler(self, request, context)
         except Exception as raw:
-            error = await _redirect(self, request, _as_weir_error(method, raw))
-            metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
-            await context.abort_with_status(error.to_status())
+            await _abort(self, context, method, request, raw)
             raise AssertionError("unreachable: abort raises") from None
         finally:
             histogram.observe(time.perf_counter() - started)
@@ -92,9 +90,7 @@ def server_stream(
             async for item in handler(self, request, context):
                 yield item
         except Exception as raw:
-            error = await _redirect(self, request, _as_weir_error(method, raw))
-            metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
-            await context.abort_with_status(error.to_status())
+            await _abort(self, context, method, request, raw)
 
     return wrapper
 
@@ -118,15 +114,20 @@ def lockstep(
             try:
                 response = await handler(self, request)
             except Exception as raw:
-                error = await _redirect(self, request, _as_weir_error(method, raw))
-                metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
-                await context.abort_with_status(error.to_status())
+                await _abort(self, context, method, request, raw)
                 return
             finally:
                 histogram.observe(time.perf_counter() - started)
             yield response
 
     return wrapper
+
+
+async def _abort(servicer: Any, context: grpc.aio.ServicerContext, method: str, request: Any, raw: Exception) -> None:
+    """End the call with the status of `raw` as a WeirError (redirects completed, counted)."""
+    error = await _redirect(servicer, request, _as_weir_error(method, raw))
+    metrics.RPC_ERRORS.labels(method, error.result_code.value).inc()
+    await context.abort_with_status(error.to_status())
 
 
 async def _redirect(servicer: Any, request: Any, error: WeirError) -> WeirError:
