@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
+from weir.runtime import tune_garbage_collector
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 
 from weir_partition_node import metrics
@@ -220,6 +221,7 @@ async def serve(settings: NodeSettings) -> None:
     process = NodeProcess(settings)
     await process.start()
     stop = asyncio.Event()
+    tune_garbage_collector()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)

@@ -21,6 +21,7 @@ import redis.asyncio as redis_asyncio
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
 from weir.metadata import Keys
+from weir.runtime import tune_garbage_collector
 from weir.v1 import types_pb2
 
 from weir_replicator import metrics
@@ -157,6 +158,7 @@ async def serve(settings: ReplicatorSettings) -> None:
     httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
     replicator = Replicator(settings)
     task = asyncio.get_running_loop().create_task(replicator.run(), name="replicator")
+    tune_garbage_collector()
     logger.info(
         "replicator %s running: metadata %s, metrics %s:%d",
         settings.replicator_id,
