@@ -13,6 +13,7 @@ import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import aiosqlite
 
@@ -66,10 +67,13 @@ class Catalog:
     of one coroutine (say, a change-seq lease) could run inside another's open transaction and be
     rolled back with it."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: aiosqlite.Connection, last_change_seq: int = 0) -> None:
         self._db = db
         self._lock = asyncio.Lock()
         self._pending: set[asyncio.Future[None]] = set()
+        # The highest change seq committed into `changes`: feed readers skip the catalog (a query
+        # on its connection's thread) when they start past it, which is the steady state.
+        self.last_change_seq = last_change_seq
 
     @classmethod
     async def open(cls, path: Path) -> Catalog:
@@ -81,7 +85,8 @@ class Catalog:
         columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(streams)")}
         if "placement" not in columns:  # a catalog written before clustering existed
             await db.execute("ALTER TABLE streams ADD COLUMN placement BLOB")
-        return cls(db)
+        rows = list(await db.execute_fetchall("SELECT coalesce(max(change_seq), 0) FROM changes"))
+        return cls(db, int(rows[0][0]))
 
     async def close(self) -> None:
         await self._db.close()
@@ -139,6 +144,10 @@ class Catalog:
             except BaseException:
                 await db.execute("ROLLBACK")
                 raise
+            for sql, parameters in statements:
+                if "INTO changes" in sql:  # (change_seq, ts_ms, record) rows
+                    rows = parameters if isinstance(parameters, list) else [parameters]
+                    self.last_change_seq = max(self.last_change_seq, *(cast(int, row[0]) for row in rows))
 
     async def create_stream(
         self, name: str, config: bytes, created_at_ms: int, change: StoredChange, placement: bytes | None = None

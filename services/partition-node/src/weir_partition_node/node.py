@@ -1152,7 +1152,9 @@ class Node:
         horizon = self.feed.horizon
         if start > horizon:
             return [], start, horizon
-        sources = [await self._catalog.read_changes(start, horizon, limit)]
+        sources = []
+        if start <= self._catalog.last_change_seq:  # else nothing there: no query on its thread
+            sources.append(await self._catalog.read_changes(start, horizon, limit))
         for stream in list(self._streams.values()):
             for partition in stream.partitions.values():
                 if partition.last_change_seq >= start:
@@ -1185,10 +1187,11 @@ class Node:
             if horizon < cursor:
                 await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
                 continue
-            for _, record in await self._catalog.read_changes(cursor, horizon, NO_LIMIT):
-                change = types_pb2.Change.FromString(record)
-                if change.WhichOneof("kind") in _LIFECYCLE_KINDS:
-                    yield change
+            if cursor <= self._catalog.last_change_seq:  # lifecycle changes live in the catalog only
+                for _, record in await self._catalog.read_changes(cursor, horizon, NO_LIMIT):
+                    change = types_pb2.Change.FromString(record)
+                    if change.WhichOneof("kind") in _LIFECYCLE_KINDS:
+                        yield change
             cursor = horizon + 1
 
     # -- background work -------------------------------------------------------------------------------
