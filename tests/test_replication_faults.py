@@ -9,6 +9,7 @@ SIGKILL. What they show:
   consumer group reading through the failover receives every one of them (duplicates counted);
 - killing the replicator mid-stream and restarting it leaves the replicas without gaps or
   duplicates;
+- a secondary that missed messages removed meanwhile (work-queue acks) ends up without them;
 - a secondary that was down leaves the in-sync set, and catches up and rejoins it after restart;
 - a node cut off from Redis (a TCP proxy in front of its Redis connection) stops accepting writes
   once it cannot renew its lease, a new leader takes over, and when the cut heals the old primary
@@ -23,13 +24,20 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from weir.client import NodeClient, ReplicationClient, stream_config
+from weir.client import NodeClient, ReplicationClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
 from weir.launcher import LocalCluster, NodeHandle
 from weir.v1 import types_pb2
 
-from tests.conftest import CLUSTER_NODE_ENV, eventually, start_cluster
+from tests.conftest import (
+    CLUSTER_NODE_ENV,
+    CLUSTER_REPLICATOR_ENV,
+    CLUSTER_ROUTER_ENV,
+    eventually,
+    needs_own_processes,
+    start_cluster,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -227,6 +235,44 @@ async def test_killing_the_replicator_mid_stream_resumes_without_gaps_or_duplica
                 assert all(copy == copies[0] for copy in copies[1:])
                 stored += len(seqs)
             assert stored == len(publisher.acked)
+    finally:
+        cluster.stop()
+
+
+async def test_a_lagging_secondary_ends_up_without_the_messages_removed_while_it_lagged(tmp_path: Path) -> None:
+    """Work-queue acks remove messages on the primary while its secondaries have none of them yet
+    (the replicator is down): once it is back, pulling 10 records at a time, every copy ends up
+    holding exactly the messages the primary still holds (the removed ones are never sent)."""
+    needs_own_processes()
+    cluster = LocalCluster.start(
+        tmp_path,
+        nodes=3,
+        routers=1,
+        replicators=1,
+        node_env=CLUSTER_NODE_ENV,
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env={**CLUSTER_REPLICATOR_ENV, "WEIR_REPLICATOR_MAX_BATCH_MESSAGES": "10"},
+    )
+    try:
+        async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+            stream = "jobs"
+            await client.create_stream(stream_config(stream, retention="work_queue", replicas=3))
+            cluster.replicators[0].kill()  # the secondaries get nothing until it is back
+            pending = [await client.publish_nowait(stream, "jobs.run", b"job-%d" % index) for index in range(200)]
+            assert [ack.seq for ack in await asyncio.gather(*pending)] == list(range(1, 201))
+            await client.create_consumer(stream, consumer_config("workers", ack_wait_ms=60_000))
+            fetched = await client.fetch(stream, "workers", 0, batch_size=200)
+            assert [message.seq for message in fetched] == list(range(1, 201))
+            assert set(await client.ack_batch(stream, "workers", 0, list(range(181, 201)))) == {"ok"}
+            cluster.replicators[0].restart()
+
+            async def copies_equal() -> bool:
+                copies = [await replica_records(node, stream, 0) for node in cluster.nodes]
+                return all(copy == copies[0] for copy in copies[1:]) and len(copies[0]) == 180
+
+            await eventually(copies_equal, 60, "every copy holds seqs 1-180 and none of the acked 181-200")
+            copy = await replica_records(cluster.nodes[0], stream, 0)
+            assert [seq for seq, _ in copy] == list(range(1, 181))
     finally:
         cluster.stop()
 
