@@ -294,6 +294,7 @@ class Node:
                     config.name,
                     index,
                     self.settings.fsync,
+                    self.settings.tail_cache_bytes,
                 )
                 executor = self._executor
             partition = partitions[index] = Partition(

@@ -295,6 +295,7 @@ class Partition:
         demoted primary fails the ack_level ALL publishes still waiting."""
         was_leading = self.leading
         self.leading = leading
+        self.log.keep_tail(leading)
         self.leader_epoch = leader_epoch
         self.tracker = tracker
         self.min_insync = min_insync

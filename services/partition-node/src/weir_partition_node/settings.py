@@ -29,6 +29,11 @@ class NodeSettings(BaseSettings):
     max_batch_messages: int = Field(2000, ge=1, description="Most messages in one group commit.")
     max_batch_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="Most bytes in one group commit.")
     queue_depth: int = Field(4096, ge=1, description="Publish requests queued per partition before callers wait.")
+    tail_cache_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=0,
+        description="Newest record bytes each file partition keeps in memory for fetches near the head (0 = off).",
+    )
     storage_threads: int = Field(4, ge=1, le=64, description="Worker threads for commits.")
     retention_sweep_interval_ms: int = Field(1000, ge=10, description="How often max_age_ms is enforced.")
     change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")

@@ -72,7 +72,7 @@ class StoredConsumer:
 class CommitBatch:
     """One atomic write to a partition log.
 
-    Order of application: insert `records`, remove `remove_seqs`, remove every seq below
+    Order of application: insert `records` (ascending by seq), remove `remove_seqs`, remove every seq below
     `truncate_before` (when > 0), store `changes` (change_seq, encoded weir.v1.Change), and set the
     stored last_seq to `last_seq`.
     """
@@ -177,6 +177,11 @@ class PartitionLog(Protocol):
 
     def load_consumers(self) -> dict[str, StoredConsumer]:
         """Every consumer's stored state in this partition."""
+        ...
+
+    def keep_tail(self, enabled: bool) -> None:
+        """Keep the newest records in memory for reads near the head (a primary's followers and
+        consumers) or stop (a secondary, which serves no such reads). No-op where all is memory."""
         ...
 
     def close(self) -> None: ...

@@ -200,6 +200,9 @@ class MemoryPartitionLog:
             result[name] = StoredConsumer(row[0], row[1], row[2], row[3:], pending)  # type: ignore[arg-type]
         return result
 
+    def keep_tail(self, enabled: bool) -> None:
+        pass  # everything is in memory already
+
     def close(self) -> None:
         pass
 

@@ -5,7 +5,9 @@ returns only after the WAL is fsynced; ``off`` uses ``synchronous=NORMAL`` (surv
 crash, may lose the last commits on power loss). Writes use a dedicated connection driven from one
 thread at a time (the partition's commit loop hands whole batches to a worker thread: one thread hop
 per group commit); reads use a second, query-only connection on the caller's thread, which in WAL
-mode sees the last committed state without blocking the writer.
+mode sees the last committed state without blocking the writer. The newest records are also kept
+in memory after each commit (`TailCache`, `tail_cache_bytes`), so followers and consumers reading
+near the head of the log do not query SQLite.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from pathlib import Path
 from typing import Literal
 
 from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, StoredConsumer, verify
+from weir_partition_node.storage.tailcache import TailCache
 
 FsyncPolicy = Literal["always", "off"]
 SQLITE_MAX_INTEGER = 2**63 - 1
 PAGE_SIZE_BYTES = 16384
+DEFAULT_TAIL_CACHE_BYTES = 4 * 1024 * 1024
 
 
 def _clamp(value: int) -> int:
@@ -70,7 +74,14 @@ CREATE TABLE IF NOT EXISTS pending (
 class SqlitePartitionLog:
     """A `PartitionLog` in ``<directory>/log.sqlite``."""
 
-    def __init__(self, directory: Path, stream: str, partition: int, fsync: FsyncPolicy = "always") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        stream: str,
+        partition: int,
+        fsync: FsyncPolicy = "always",
+        tail_cache_bytes: int = DEFAULT_TAIL_CACHE_BYTES,
+    ) -> None:
         self.stream = stream
         self.partition = partition
         self.directory = directory
@@ -87,6 +98,19 @@ class SqlitePartitionLog:
         self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._reader.execute("PRAGMA query_only=1")
         self._reader.execute("PRAGMA cache_size=-16000")
+        self.tail_cache_bytes = tail_cache_bytes
+        self._tail: TailCache | None = None
+        self.keep_tail(True)
+
+    def keep_tail(self, enabled: bool) -> None:
+        """Start (empty, from past the newest stored seq) or drop the tail cache. Safe while the
+        commit thread commits: a batch it applies to a new cache that already holds its seqs (read
+        here after its commit) empties that cache instead of duplicating them."""
+        if not enabled or self.tail_cache_bytes <= 0:
+            self._tail = None
+        elif self._tail is None:
+            (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+            self._tail = TailCache(self.tail_cache_bytes, int(high))
 
     # -- writes (one caller at a time, any thread) ----------------------------------------------
 
@@ -136,6 +160,9 @@ class SqlitePartitionLog:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        tail = self._tail  # once: keep_tail may drop it from the event loop meanwhile
+        if tail is not None:
+            tail.apply(batch)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -156,6 +183,11 @@ class SqlitePartitionLog:
         )
 
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        tail = self._tail
+        if tail is not None:
+            cached = tail.read(from_seq, max_messages, max_bytes)
+            if cached is not None:
+                return cached
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
             (_clamp(from_seq), max_messages),
@@ -170,6 +202,11 @@ class SqlitePartitionLog:
         return result
 
     def get(self, seq: int) -> bytes | None:
+        tail = self._tail
+        if tail is not None:
+            answered, record = tail.get(seq)
+            if answered:
+                return record
         row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (_clamp(seq),)).fetchone()
         if row is None:
             return None
@@ -235,6 +272,11 @@ class SqlitePartitionLog:
     def read_matching(
         self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
     ) -> tuple[list[tuple[int, bytes]], int, bool]:
+        tail = self._tail
+        if tail is not None:
+            cached = tail.read_matching(from_seq, max_messages, max_bytes, accepts, scan_limit)
+            if cached is not None:
+                return cached
         # Unfiltered: exactly max_messages rows. Filtered: chunks sized to the request, so a dense
         # filter reads about what it returns and a sparse one stops after scan_limit rows.
         chunk = max_messages if accepts is None else min(scan_limit, max(2 * max_messages, 128))
