@@ -178,13 +178,17 @@ def test_sqlite_log_reopens_with_its_state(tmp_path: Path) -> None:
 
 
 def test_the_tail_cache_serves_committed_records_from_memory(tmp_path: Path) -> None:
-    """A record still in the tail cache is read from memory (a corrupted disk copy goes unseen
-    until a restart reads it from disk, checked)."""
+    """The tail cache starts with the first read; records committed after it are read from memory
+    (a corrupted disk copy goes unseen until a restart reads it from disk, checked)."""
     log = SqlitePartitionLog(tmp_path / "p", "orders", 0)
-    append(log, [record(seq, payload=b"p%d" % seq) for seq in range(1, 4)])
+    append(log, [record(1, payload=b"p1")])
+    assert log.get(1) is not None  # starts the cache, past seq 1
+    append(log, [record(seq, payload=b"p%d" % seq) for seq in range(2, 4)])
     corrupt(log, 2)
     assert log.get(2) == record(2, payload=b"p2")[5]
-    assert seqs(log.read(1, 10, 1 << 20)) == [1, 2, 3]
+    assert seqs(log.read(2, 10, 1 << 20)) == [2, 3]
+    with pytest.raises(CorruptRecordError):  # from seq 1: older than the cache, read from disk
+        log.read(1, 10, 1 << 20)
     log.close()
     reopened = SqlitePartitionLog(tmp_path / "p", "orders", 0)
     with pytest.raises(CorruptRecordError):

@@ -100,17 +100,24 @@ class SqlitePartitionLog:
         self._reader.execute("PRAGMA cache_size=-16000")
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
-        self.keep_tail(True)
+        self._tail_wanted = tail_cache_bytes > 0
 
     def keep_tail(self, enabled: bool) -> None:
-        """Start (empty, from past the newest stored seq) or drop the tail cache. Safe while the
-        commit thread commits: a batch it applies to a new cache that already holds its seqs (read
-        here after its commit) empties that cache instead of duplicating them."""
-        if not enabled or self.tail_cache_bytes <= 0:
+        """Allow the tail cache (it starts with the first read after this, so a log nobody reads
+        pays nothing for it) or drop it."""
+        self._tail_wanted = enabled and self.tail_cache_bytes > 0
+        if not self._tail_wanted:
             self._tail = None
-        elif self._tail is None:
+
+    def _cache(self) -> TailCache | None:
+        """The tail cache for a read: started (empty, past the newest stored seq) on the first
+        read it is wanted for. Safe while the commit thread commits: a batch it then applies to the
+        new cache, which already counts its seqs as stored, empties the cache instead."""
+        tail = self._tail
+        if tail is None and self._tail_wanted:
             (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
-            self._tail = TailCache(self.tail_cache_bytes, int(high))
+            tail = self._tail = TailCache(self.tail_cache_bytes, int(high))
+        return tail
 
     # -- writes (one caller at a time, any thread) ----------------------------------------------
 
@@ -183,7 +190,7 @@ class SqlitePartitionLog:
         )
 
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
-        tail = self._tail
+        tail = self._cache()
         if tail is not None:
             cached = tail.read(from_seq, max_messages, max_bytes)
             if cached is not None:
@@ -202,7 +209,7 @@ class SqlitePartitionLog:
         return result
 
     def get(self, seq: int) -> bytes | None:
-        tail = self._tail
+        tail = self._cache()
         if tail is not None:
             answered, record = tail.get(seq)
             if answered:
@@ -272,7 +279,7 @@ class SqlitePartitionLog:
     def read_matching(
         self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
     ) -> tuple[list[tuple[int, bytes]], int, bool]:
-        tail = self._tail
+        tail = self._cache()
         if tail is not None:
             cached = tail.read_matching(from_seq, max_messages, max_bytes, accepts, scan_limit)
             if cached is not None:
