@@ -32,7 +32,8 @@ class NodeSettings(BaseSettings):
     tail_cache_bytes: int = Field(
         4 * 1024 * 1024,
         ge=0,
-        description="Newest record bytes each file partition keeps in memory for fetches near the head (0 = off).",
+        description="Newest record bytes a file partition's primary keeps in memory, once read, for reads near "
+        "the head (0 = off).",
     )
     storage_threads: int = Field(4, ge=1, le=64, description="Worker threads for commits.")
     retention_sweep_interval_ms: int = Field(1000, ge=10, description="How often max_age_ms is enforced.")

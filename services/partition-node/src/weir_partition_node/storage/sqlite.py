@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -101,22 +102,30 @@ class SqlitePartitionLog:
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
         self._tail_wanted = tail_cache_bytes > 0
+        # Held while the cache is started, dropped or brought up to date after a commit: a cache
+        # started between a commit and its update would otherwise miss that commit's records.
+        self._tail_lock = threading.Lock()
 
     def keep_tail(self, enabled: bool) -> None:
         """Allow the tail cache (it starts with the first read after this, so a log nobody reads
         pays nothing for it) or drop it."""
-        self._tail_wanted = enabled and self.tail_cache_bytes > 0
-        if not self._tail_wanted:
-            self._tail = None
+        with self._tail_lock:
+            self._tail_wanted = enabled and self.tail_cache_bytes > 0
+            if not self._tail_wanted:
+                self._tail = None
 
     def _cache(self) -> TailCache | None:
         """The tail cache for a read: started (empty, past the newest stored seq) on the first
-        read it is wanted for. Safe while the commit thread commits: a batch it then applies to the
-        new cache, which already counts its seqs as stored, empties the cache instead."""
+        read it is wanted for. A commit's records reach the cache under `_tail_lock` after the
+        commit: one committed before the newest seq is read here is already counted as stored
+        (applying it then empties the cache), one committed after is applied to it."""
         tail = self._tail
         if tail is None and self._tail_wanted:
-            (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
-            tail = self._tail = TailCache(self.tail_cache_bytes, int(high))
+            with self._tail_lock:
+                tail = self._tail
+                if tail is None and self._tail_wanted:
+                    (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+                    tail = self._tail = TailCache(self.tail_cache_bytes, int(high))
         return tail
 
     # -- writes (one caller at a time, any thread) ----------------------------------------------
@@ -167,9 +176,9 @@ class SqlitePartitionLog:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        tail = self._tail  # once: keep_tail may drop it from the event loop meanwhile
-        if tail is not None:
-            tail.apply(batch)
+        with self._tail_lock:
+            if self._tail is not None:
+                self._tail.apply(batch)
 
     # -- reads -----------------------------------------------------------------------------------
 
