@@ -102,8 +102,9 @@ class SqlitePartitionLog:
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
         self._tail_wanted = tail_cache_bytes > 0
-        # Held while the cache is started, dropped or brought up to date after a commit: a cache
-        # started between a commit and its update would otherwise miss that commit's records.
+        # Held around every use of the cache (the commit thread updates it, the event loop reads
+        # it) and while it is started: a cache started between a commit and its update would
+        # otherwise miss that commit's records.
         self._tail_lock = threading.Lock()
 
     def keep_tail(self, enabled: bool) -> None:
@@ -115,18 +116,14 @@ class SqlitePartitionLog:
                 self._tail = None
 
     def _cache(self) -> TailCache | None:
-        """The tail cache for a read: started (empty, past the newest stored seq) on the first
-        read it is wanted for. A commit's records reach the cache under `_tail_lock` after the
-        commit: one committed before the newest seq is read here is already counted as stored
-        (applying it then empties the cache), one committed after is applied to it."""
-        tail = self._tail
-        if tail is None and self._tail_wanted:
-            with self._tail_lock:
-                tail = self._tail
-                if tail is None and self._tail_wanted:
-                    (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
-                    tail = self._tail = TailCache(self.tail_cache_bytes, int(high))
-        return tail
+        """The tail cache for a read; call with `_tail_lock` held. Started (empty, past the newest
+        stored seq) on the first read it is wanted for: a commit whose update is still waiting for
+        the lock is then already counted as stored (applying it empties the cache), a later one is
+        applied to it."""
+        if self._tail is None and self._tail_wanted:
+            (high,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
+            self._tail = TailCache(self.tail_cache_bytes, int(high))
+        return self._tail
 
     # -- writes (one caller at a time, any thread) ----------------------------------------------
 
@@ -199,11 +196,11 @@ class SqlitePartitionLog:
         )
 
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
-        tail = self._cache()
-        if tail is not None:
-            cached = tail.read(from_seq, max_messages, max_bytes)
-            if cached is not None:
-                return cached
+        with self._tail_lock:
+            tail = self._cache()
+            cached = tail.read(from_seq, max_messages, max_bytes) if tail is not None else None
+        if cached is not None:
+            return cached
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
             (_clamp(from_seq), max_messages),
@@ -218,11 +215,11 @@ class SqlitePartitionLog:
         return result
 
     def get(self, seq: int) -> bytes | None:
-        tail = self._cache()
-        if tail is not None:
-            answered, record = tail.get(seq)
-            if answered:
-                return record
+        with self._tail_lock:
+            tail = self._cache()
+            answered, record = tail.get(seq) if tail is not None else (False, None)
+        if answered:
+            return record
         row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (_clamp(seq),)).fetchone()
         if row is None:
             return None
@@ -288,11 +285,13 @@ class SqlitePartitionLog:
     def read_matching(
         self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
     ) -> tuple[list[tuple[int, bytes]], int, bool]:
-        tail = self._cache()
-        if tail is not None:
-            cached = tail.read_matching(from_seq, max_messages, max_bytes, accepts, scan_limit)
-            if cached is not None:
-                return cached
+        with self._tail_lock:
+            tail = self._cache()
+            matched = (
+                tail.read_matching(from_seq, max_messages, max_bytes, accepts, scan_limit) if tail is not None else None
+            )
+        if matched is not None:
+            return matched
         # Unfiltered: exactly max_messages rows. Filtered: chunks sized to the request, so a dense
         # filter reads about what it returns and a sparse one stops after scan_limit rows.
         chunk = max_messages if accepts is None else min(scan_limit, max(2 * max_messages, 128))
