@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import shutil
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +15,7 @@ import pytest
 from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
+from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 
@@ -252,3 +257,140 @@ def test_reads_with_and_without_the_tail_cache_agree(tmp_path: Path) -> None:
         assert [seq for seq, _ in plain.read(1, 10_000, 1 << 30)] == stored
     cached.close()
     plain.close()
+
+
+# -- WAL checkpoints on a background thread ------------------------------------------------------
+
+
+def database_file_rows(directory: Path) -> list[int]:
+    """The seqs in ``log.sqlite`` alone, as it would be without its WAL: what checkpoints copied."""
+    copy = directory.parent / f"{directory.name}-without-wal.sqlite"
+    shutil.copyfile(directory / "log.sqlite", copy)
+    with contextlib.closing(sqlite3.connect(copy)) as db:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages'").fetchone() is None:
+            return []  # not even the schema was copied yet
+        return [row[0] for row in db.execute("SELECT seq FROM messages ORDER BY seq")]
+
+
+def wait_idle(checkpointer: WalCheckpointer, completed: int) -> None:
+    deadline = time.monotonic() + 10
+    while checkpointer.pending() or checkpointer.completed < completed:
+        assert time.monotonic() < deadline, (checkpointer.pending(), checkpointer.completed)
+        time.sleep(0.01)
+
+
+CHECKPOINT_TEST_BYTES = 1024 * 1024
+
+
+def one_mebibyte_of_records(first_seq: int = 1) -> list[Record]:
+    return [record(seq, payload=bytes(1024)) for seq in range(first_seq, first_seq + 1030)]
+
+
+def test_background_checkpoints_copy_the_wal_into_the_database_file(tmp_path: Path) -> None:
+    """Once 1 MiB is committed the log asks its checkpointer, whose thread copies the WAL into the
+    database file. SQLite's own checkpoint cannot have done it: the log moved it to 4 MiB (the
+    valve) and SQLite's default is 1,000 pages (16 MiB). The log answers the same before and after,
+    and after a reopen."""
+    checkpointer = WalCheckpointer()
+    log = SqlitePartitionLog(
+        tmp_path / "p0", "orders", 0, checkpointer=checkpointer, checkpoint_bytes=CHECKPOINT_TEST_BYTES
+    )
+    try:
+        append(log, one_mebibyte_of_records())
+        wait_idle(checkpointer, 1)
+        assert checkpointer.completed == 1
+        assert database_file_rows(tmp_path / "p0") == list(range(1, 1031))
+        append(log, [record(1031)])  # far below the next request: stays in the WAL
+        wait_idle(checkpointer, 1)
+        assert database_file_rows(tmp_path / "p0") == list(range(1, 1031))
+        assert seqs(log.read(1, 2000, 1 << 30)) == list(range(1, 1032))
+    finally:
+        log.close()
+        checkpointer.close()
+    reopened = SqlitePartitionLog(tmp_path / "p0", "orders", 0)
+    assert seqs(reopened.read(1, 2000, 1 << 30)) == list(range(1, 1032))
+    reopened.close()
+
+
+def test_without_a_checkpointer_commits_stay_in_the_wal(tmp_path: Path) -> None:
+    """The control for the test above: the same commit with no checkpointer stays in the WAL (until
+    SQLite's own checkpoint at 1,000 pages)."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, checkpoint_bytes=CHECKPOINT_TEST_BYTES)
+    append(log, one_mebibyte_of_records())
+    assert database_file_rows(tmp_path / "p0") == []
+    log.close()
+
+
+def test_commits_and_background_checkpoints_together_lose_nothing(tmp_path: Path) -> None:
+    """Random appends, removals and truncations with a checkpoint requested every few commits, the
+    checkpoint thread racing the commits: the log always reads what was stored, and so does a
+    reopened copy of it."""
+    rng = random.Random(11)
+    checkpointer = WalCheckpointer()
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, checkpointer=checkpointer, checkpoint_bytes=1)
+    stored: list[int] = []
+    next_seq = 1
+    try:
+        for _ in range(300):
+            batch = CommitBatch()
+            for _ in range(rng.randint(1, 20)):
+                batch.records.append(record(next_seq, payload=bytes(rng.randint(1, 2000))))
+                stored.append(next_seq)
+                next_seq += 1
+            if rng.random() < 0.2:
+                batch.remove_seqs = rng.sample(stored, min(len(stored), 3))
+                stored = [seq for seq in stored if seq not in batch.remove_seqs]
+            if rng.random() < 0.05:
+                batch.truncate_before = rng.choice(stored)
+                stored = [seq for seq in stored if seq >= batch.truncate_before]
+            batch.last_seq = next_seq - 1
+            log.commit(batch)
+            assert seqs(log.read(1, 100_000, 1 << 30)) == stored
+        assert checkpointer.completed > 10
+    finally:
+        log.close()  # waits for a checkpoint in progress
+        checkpointer.close()
+    reopened = SqlitePartitionLog(tmp_path / "p0", "orders", 0)
+    assert seqs(reopened.read(1, 100_000, 1 << 30)) == stored
+    assert reopened.state().last_seq == next_seq - 1
+    reopened.close()
+
+
+class CountingLog:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+        self.release = threading.Event()
+
+    def checkpoint(self) -> None:
+        self.calls += 1
+        self.release.wait(10)
+        if self.fail:
+            raise sqlite3.OperationalError("disk I/O error")
+
+
+def test_checkpointer_queues_a_log_once_and_survives_a_failing_one() -> None:
+    checkpointer = WalCheckpointer()
+    blocked, other, failing = CountingLog(), CountingLog(), CountingLog(fail=True)
+    try:
+        checkpointer.request(blocked)
+        deadline = time.monotonic() + 10
+        while blocked.calls == 0:  # the thread is inside blocked.checkpoint()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for _ in range(3):  # asked again and again while queued: one pending request each
+            checkpointer.request(failing)
+            checkpointer.request(other)
+        assert checkpointer.pending() == 2
+        for log in (blocked, failing, other):
+            log.release.set()
+        wait_idle(checkpointer, 2)  # the failing log's checkpoint is not counted as completed
+        assert (blocked.calls, failing.calls, other.calls) == (1, 1, 1)
+        checkpointer.request(other)  # the thread survived the failure
+        wait_idle(checkpointer, 3)
+        assert other.calls == 2
+    finally:
+        checkpointer.close()
+    checkpointer.request(other)  # after close: ignored, nothing runs
+    time.sleep(0.05)
+    assert other.calls == 2

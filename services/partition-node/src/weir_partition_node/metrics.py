@@ -37,6 +37,11 @@ CHECKSUM_FAILURES = Counter(
     "Stored records that failed their checksum on read",
     ["stream", "partition"],
 )
+WAL_CHECKPOINT_SECONDS = Histogram(
+    "weir_wal_checkpoint_seconds",
+    "Duration of the WAL checkpoints the node ran on its background thread (all partitions)",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+)
 GROUP_COMMIT_MESSAGES = Histogram(
     "weir_group_commit_messages",
     "Messages per group commit",

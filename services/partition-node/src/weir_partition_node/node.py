@@ -61,6 +61,7 @@ from weir_partition_node.partition import (
 )
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import PartitionLog
+from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 from weir_partition_node.streamconfig import (
@@ -191,6 +192,9 @@ class Node:
         self._streams: dict[str, Stream] = {}
         self._lifecycle_lock = asyncio.Lock()
         self._executor = ThreadPoolExecutor(max_workers=settings.storage_threads, thread_name_prefix="weir-commit")
+        self._checkpointer = (
+            WalCheckpointer(metrics.WAL_CHECKPOINT_SECONDS.observe) if settings.wal_checkpoint_bytes > 0 else None
+        )
         self._limits = CommitLimits(settings.max_batch_messages, settings.max_batch_bytes, settings.queue_depth)
         self._change_floor = 0
         self._closing = False
@@ -264,6 +268,8 @@ class Node:
         # Off the event loop: a commit thread that does not finish must not freeze the loop (the
         # caller's deadline then applies, see server.NodeProcess.stop).
         await asyncio.to_thread(self._executor.shutdown, True)
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.close)
 
     @property
     def _streams_root(self) -> Path:
@@ -294,7 +300,9 @@ class Node:
                     config.name,
                     index,
                     self.settings.fsync,
-                    self.settings.tail_cache_bytes,
+                    tail_cache_bytes=self.settings.tail_cache_bytes,
+                    checkpointer=self._checkpointer,
+                    checkpoint_bytes=self.settings.wal_checkpoint_bytes,
                 )
                 executor = self._executor
             partition = partitions[index] = Partition(
