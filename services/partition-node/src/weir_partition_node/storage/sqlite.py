@@ -36,6 +36,9 @@ DEFAULT_CHECKPOINT_BYTES = 8 * 1024 * 1024
 # A checkpointer that falls behind: the writer checkpoints itself (SQLite's automatic checkpoint)
 # once the WAL holds this many times `checkpoint_bytes`.
 CHECKPOINT_VALVE_FACTOR = 4
+# Checkpoint passes in a row while commits keep adding frames: each pass copies what the last one
+# left (less and less), and the WAL starts over only once a pass caught up with the writer.
+CHECKPOINT_PASSES = 8
 # Rows besides records (pending deliveries, consumer states, changes) are counted at this size when
 # estimating what a commit added to the WAL; every commit also rewrites at least a few pages.
 _SMALL_ROW_BYTES = 64
@@ -226,7 +229,12 @@ class SqlitePartitionLog:
         with self._checkpoint_lock:
             if self._closed or self._checkpointer_db is None:
                 return
-            self._checkpointer_db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            for _ in range(CHECKPOINT_PASSES):
+                _, wal_frames, copied_frames = self._checkpointer_db.execute(
+                    "PRAGMA wal_checkpoint(PASSIVE)"
+                ).fetchone()
+                if copied_frames >= wal_frames:
+                    return
 
     # -- reads -----------------------------------------------------------------------------------
 
