@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile clean up down
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -69,6 +69,10 @@ bench-cluster: setup  ## replication cost on a local cluster: replicas 3 ack all
 
 bench-profile: setup  ## server CPU per message by process and thread (publish r1, publish r3 ack all, consume); prints JSON
 	$(UV) run python -m bench.cpu_profile
+
+bench-commit: setup  ## one partition log's commit latency in process: WAL checkpoints in the commit vs on the background thread; prints JSON
+	$(UV) run python -m bench.commit_latency --checkpoint-bytes 0
+	$(UV) run python -m bench.commit_latency
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache

@@ -1,11 +1,12 @@
 """The benchmarks run end to end and print JSON: the single-node one (`python -m bench.node_bench
 --smoke`), the replication one on a local cluster (`python -m bench.cluster_bench --smoke`), the
 comparison with NATS JetStream and Redis Streams (`python -m bench.compare --smoke`) and the CPU
-profile by process and thread (`python -m bench.cpu_profile`).
+profile by process and thread (`python -m bench.cpu_profile`), and the storage commit latency
+(`python -m bench.commit_latency`, in process).
 
 Only the shape of the reports is checked (every workload and configuration present, msgs/s > 0, the
-keys of the figures); no figures are asserted. They start real node (and cluster) processes, so
-they run in the slow tier.
+keys of the figures); no figures are asserted. All but the commit-latency one start real node (and
+cluster) processes, so they run in the slow tier.
 """
 
 from __future__ import annotations
@@ -133,3 +134,17 @@ def test_cpu_profile_smoke() -> None:
     assert len(counters) == 3
     assert any("FetchReplicationStream" in node for node in counters.values()), counters
     assert all("group commits" in node for node in counters.values()), counters
+
+
+@pytest.mark.parametrize("checkpoint_bytes", [0, 65536])
+def test_commit_latency_smoke(checkpoint_bytes: int) -> None:
+    """In process (no servers): the report's shape; with a checkpoint every 64 KiB the background
+    thread ran some."""
+    report = run_json(["bench.commit_latency", "--commits", "30", "--checkpoint-bytes", str(checkpoint_bytes)], 120)
+    assert report["commits"] == 30
+    assert set(report["commit_us"]) == {"mean", "p50", "p90", "p99", "p99_9", "max"}
+    assert report["cpu_us_per_record"] > 0
+    if checkpoint_bytes:
+        assert report["background_checkpoints"] > 0
+    else:
+        assert report["background_checkpoints"] is None
