@@ -29,7 +29,9 @@ logger = logging.getLogger(__name__)
 
 class Checkpointable(Protocol):
     def checkpoint(self) -> None:
-        """Run one checkpoint now (on the checkpointer's thread). Errors are logged, not raised."""
+        """Run one checkpoint now, on the checkpointer's thread. May raise: the checkpointer logs
+        the error and goes on with the next log (the writer's own checkpoint, the valve, still
+        bounds the WAL)."""
         ...
 
 
