@@ -39,7 +39,7 @@ def _cpu_seconds() -> float:
 def run(commits: int, checkpoint_bytes: int, directory: Path) -> dict[str, Any]:
     checkpointer = WalCheckpointer() if checkpoint_bytes > 0 else None
     log = SqlitePartitionLog(
-        directory, "bench", 0, "always", checkpointer=checkpointer, checkpoint_bytes=checkpoint_bytes or 1
+        directory, "bench", 0, "always", checkpointer=checkpointer, checkpoint_bytes=checkpoint_bytes
     )
     payload = os.urandom(PAYLOAD_BYTES)
     seq = 0

@@ -11,6 +11,8 @@ same data directory:
 * SIGTERM drains in-flight publishes and exits 0 (`test_sigterm_drains_in_flight_publishes`);
 * memory streams lose their messages but keep their config (`test_memory_stream_is_empty_after_restart`);
 * the change feed survives a crash and never reuses a change seq (`test_change_feed_survives_sigkill`).
+* WAL checkpoints on the node's background thread, racing commits, lose nothing across crashes
+  (`test_sigkill_during_background_checkpoints_loses_nothing`).
 """
 
 from __future__ import annotations
