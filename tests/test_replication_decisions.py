@@ -35,6 +35,7 @@ from weir.v1 import types_pb2
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
 from weir_partition_node.storage.base import RowInfo
 from weir_replicator.ownership import owner_of
+from weir_replicator.shipping import fetch_wait_ms
 from weir_router.failover import Promotion, ReplicaView, choose_leader, promoted
 
 # ---------------------------------------------------------------------------------------------------
@@ -1347,3 +1348,62 @@ def test_replica_edits_match_a_reference(
     assert set(removed).isdisjoint(truncated)
     assert plan.removed_count == len(truncated) + len(removed)
     assert plan.total_removed_bytes == sum(seq * 10 for seq in [*truncated, *removed])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The replicator's fetch wait: how long a pull may wait at the primary
+
+
+def wait_of(
+    *, side_changes_pending: bool = False, consumers_dirty: bool = False, since_snapshot_ms: float = 0.0
+) -> int:
+    return fetch_wait_ms(
+        side_changes_pending=side_changes_pending,
+        consumers_dirty=consumers_dirty,
+        since_snapshot_ms=since_snapshot_ms,
+        snapshot_interval_ms=100,
+        fetch_wait_ms=2000,
+    )
+
+
+def test_fetch_wait_is_the_full_long_poll_when_nothing_else_is_pending() -> None:
+    assert wait_of() == 2000
+    assert wait_of(since_snapshot_ms=10) == 2000
+
+
+def test_fetch_wait_is_zero_when_removals_or_other_side_changes_are_due() -> None:
+    assert wait_of(side_changes_pending=True) == 0
+    assert wait_of(side_changes_pending=True, consumers_dirty=True, since_snapshot_ms=5) == 0
+
+
+def test_fetch_wait_with_changed_consumers_lasts_until_the_next_snapshot_is_due() -> None:
+    # Not 0: waiting 0 made the follower loop spin through empty fetches until the snapshot was due.
+    assert wait_of(consumers_dirty=True, since_snapshot_ms=30) == 70
+    assert wait_of(consumers_dirty=True, since_snapshot_ms=99.5) == 1
+    assert wait_of(consumers_dirty=True, since_snapshot_ms=100) == 0
+    assert wait_of(consumers_dirty=True, since_snapshot_ms=5_000) == 0
+
+
+@given(
+    side=st.booleans(),
+    dirty=st.booleans(),
+    since=st.floats(min_value=0, max_value=10_000, allow_nan=False),
+    interval=st.integers(min_value=0, max_value=5_000),
+    longest=st.integers(min_value=0, max_value=30_000),
+)
+def test_fetch_wait_is_bounded_and_never_delays_due_work(
+    side: bool, dirty: bool, since: float, interval: int, longest: int
+) -> None:
+    wait = fetch_wait_ms(
+        side_changes_pending=side,
+        consumers_dirty=dirty,
+        since_snapshot_ms=since,
+        snapshot_interval_ms=interval,
+        fetch_wait_ms=longest,
+    )
+    assert 0 <= wait <= longest
+    if side:
+        assert wait == 0
+    elif dirty:
+        assert since + wait >= min(interval, since + longest)  # never wakes before the snapshot is due...
+        assert wait == 0 or since + wait < interval + 1  # ...nor later than it is due

@@ -12,6 +12,12 @@ SHIPPED_MESSAGES = Counter(
 SHIPPED_BYTES = Counter(
     "weir_replicator_shipped_bytes_total", "Record bytes pushed to secondaries", ["stream", "partition"]
 )
+FETCHES = Counter(
+    "weir_replicator_fetches_total",
+    "FetchReplication exchanges with primaries, by whether they brought records (empty: a long poll "
+    "that timed out or woke for consumer state)",
+    ["stream", "partition", "outcome"],
+)
 SNAPSHOTS_SHIPPED = Counter(
     "weir_replicator_consumer_snapshots_total",
     "Consumer-state snapshots pushed to secondaries",

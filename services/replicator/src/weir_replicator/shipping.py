@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -40,6 +41,30 @@ logger = logging.getLogger(__name__)
 _REMOVAL_BATCH = 10_000
 MAX_BACKOFF_S = 5.0
 LOG_EVERY = 50
+
+
+def fetch_wait_ms(
+    *,
+    side_changes_pending: bool,
+    consumers_dirty: bool,
+    since_snapshot_ms: float,
+    snapshot_interval_ms: int,
+    fetch_wait_ms: int,
+) -> int:
+    """How long (ms) one FetchReplication may wait at the primary for new records before the
+    follower loop must run again for the changes that do not come with records.
+
+    - Side changes due now (removals, tombstones, a stream update or deletion): 0, ship them at once.
+    - Consumer state changed: wait until the next snapshot is due (`snapshot_interval_ms` after the
+      last one; `since_snapshot_ms` have passed), at most `fetch_wait_ms`. Waiting 0 here instead made
+      the loop spin through empty fetches until the interval passed: with a consumer acking under
+      replicas 3, that took the server core for ~80 ms in every 100 and stalled ack-all publishes.
+    - Nothing pending: `fetch_wait_ms`. A wait ends at once when records arrive."""
+    if side_changes_pending:
+        return 0
+    if consumers_dirty:
+        return max(0, min(fetch_wait_ms, math.ceil(snapshot_interval_ms - since_snapshot_ms)))
+    return fetch_wait_ms
 
 
 @dataclass(slots=True)
@@ -102,7 +127,6 @@ class PartitionShipper:
         self.clients = clients
         self.lease_valid = lease_valid
         self.observed_through = 0
-        self._new_changes = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._labels = (self.stream, str(partition))
 
@@ -145,7 +169,6 @@ class PartitionShipper:
                         self._observe(change)
                         start = change.change_seq + 1
                     self.observed_through = max(self.observed_through, batch.last_change_seq, start - 1)
-                    self._new_changes.set()
             except ChangeFeedTruncatedError as error:
                 logger.warning("%s/%s: %s; re-reading the retained feed", *self._labels, error)
                 start = 0
@@ -255,10 +278,17 @@ class PartitionShipper:
         assert follower.last_seq is not None
         observed = self.observed_through
         removals = list(follower.removals)  # seen before this pull: safe to ship after its push
-        idle = not (removals or follower.consumers_dirty or follower.tombstones or follower.config_dirty)
         if follower.fetch_stream is None:
             follower.fetch_stream = self.clients.replication(self.primary_address).fetch_stream()
-        wait_ms = self.settings.fetch_wait_ms if idle else 0
+        wait_ms = fetch_wait_ms(
+            side_changes_pending=bool(
+                removals or follower.tombstones or follower.config_dirty or follower.delete_stream
+            ),
+            consumers_dirty=follower.consumers_dirty,
+            since_snapshot_ms=(time.monotonic() - follower.last_snapshot_s) * 1000,
+            snapshot_interval_ms=self.settings.snapshot_interval_ms,
+            fetch_wait_ms=self.settings.fetch_wait_ms,
+        )
         response = await follower.fetch_stream.exchange(
             internal_pb2.FetchReplicationRequest(
                 stream=self.stream,
@@ -286,6 +316,7 @@ class PartitionShipper:
             if not self._accepted(follower, reply):
                 return False
         records = response.records
+        metrics.FETCHES.labels(*self._labels, "records" if records else "empty").inc()
         if records:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
