@@ -194,7 +194,7 @@ async def test_a_consumer_acking_under_replicas_3_does_not_make_the_replicator_p
     most every WEIR_REPLICATOR_SNAPSHOT_INTERVAL_MS). Meanwhile each pull waits at the primary until a
     commit or until the snapshot is due. It used to return at once, so the replicator pulled empty
     batches in a loop for most of every interval and took the server core from ack-all publishes
-    (p99 ~90 ms at 2,000 msgs/s). A commit wakes every waiting pull, so up to one empty pull per
+    (p99 90-120 ms at 2,000 msgs/s). A commit wakes every waiting pull, so up to one empty pull per
     follower and commit plus one per snapshot interval is expected (measured: 385 for 100 rounds);
     the loop made 1,529 in 0.2 s."""
     await weir_client.create_stream(stream_config(stream_name, replicas=3))

@@ -1,7 +1,8 @@
 """The replication decisions, tested as pure functions: a replica's valid log end after leader
 changes (`valid_log_end`), the primary's in-sync set and high watermark (`InSyncTracker`), the
 controller's failover (`choose_leader`, `promoted`), the replicator's partition ownership
-(`owner_of`) and the edits a replica mirrors from its primary (`plan_replica_edits`).
+(`owner_of`), the edits a replica mirrors from its primary (`plan_replica_edits`) and how long
+the replicator's pull may wait at the primary (`fetch_wait_ms`).
 
 No processes, no Redis, no network. The most valuable test is the safety simulation: a partition
 with a primary and followers, driven through random interleavings of appends, fetches, clock ticks,
