@@ -42,7 +42,7 @@ from weir.errors import (
     WrongRevisionError,
 )
 from weir.launcher import NodeHandle
-from weir.v1 import streams_pb2, types_pb2
+from weir.v1 import internal_pb2, streams_pb2, types_pb2
 
 T = TypeVar("T")
 
@@ -620,6 +620,30 @@ async def test_huge_limit_is_rejected_or_works(env: Env, stream_name: str) -> No
     finally:
         if stream_name in await env.client.list_streams():
             await env.client.delete_stream(stream_name)
+
+
+def _tail_first_batch(env: Env, request: internal_pb2.TailChangesRequest) -> Callable[[], Awaitable[Any]]:
+    """TailChanges through the raw stub, read up to its first batch (a server stream fails there)."""
+
+    async def call() -> Any:
+        async for batch in env.feed.stub.TailChanges(request, timeout=TIMEOUT_S):
+            return batch
+        return None
+
+    return call
+
+
+BAD_TAILS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "partition_without_stream": ({"partition": 0}, ("partition 0", "needs a stream")),
+    "batch_over_10000": ({"max_changes_per_batch": 10_001}, ("max_changes", "10000")),
+}
+
+
+@pytest.mark.parametrize("case", BAD_TAILS.values(), ids=BAD_TAILS.keys())
+async def test_invalid_tail_changes_is_rejected(env: Env, case: tuple[dict[str, Any], tuple[str, ...]]) -> None:
+    fields, fragments = case
+    request = internal_pb2.TailChangesRequest(from_change_seq=PAST_HORIZON, **fields)
+    await rejected(env, _tail_first_batch(env, request), InvalidArgumentError, *fragments)
 
 
 # -- property-based: random requests against the real node ------------------------------------------

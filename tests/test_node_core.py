@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from weir.client import stream_config
+from weir.client import consumer_config, stream_config
 from weir.errors import ChangeFeedTruncatedError, ShuttingDownError
 from weir.v1 import streams_pb2, types_pb2
+from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFilter
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
 from weir_partition_node.server import _bounded
@@ -223,3 +226,117 @@ async def test_a_shutdown_step_that_overruns_its_deadline_is_logged_and_skipped(
     assert never.cancelled()
     assert "'close replication' did not finish within 0.1 s" in caplog.text
     assert await _bounded("quick step", asyncio.sleep(0), 1.0)
+
+
+# -- filtered change-feed reads (TailChangesRequest stream / partition / exclude_appends) ----------------
+
+
+def _kept(change: types_pb2.Change, feed_filter: ChangeFilter) -> bool:
+    """What a filter keeps, said from the decoded change (the reference the node's reads must match)."""
+    if feed_filter.stream and change.stream != feed_filter.stream:
+        return False
+    kind = change.WhichOneof("kind")
+    partition_level = kind in ("append", "truncate", "remove", "consumer_state")
+    if partition_level and feed_filter.partition is not None and change.partition != feed_filter.partition:
+        return False
+    return not (feed_filter.exclude_appends and kind == "append")
+
+
+async def _read_all(node: Node, start: int, limit: int, feed_filter: ChangeFilter) -> list[types_pb2.Change]:
+    """Page through the feed from `start` with `limit`, checking that every page moves forward."""
+    read: list[types_pb2.Change] = []
+    cursor = start
+    while cursor <= node.feed.horizon:
+        records, next_seq, _ = await node.read_changes(cursor, limit, feed_filter)
+        assert next_seq > cursor
+        assert len(records) <= limit
+        page = [types_pb2.Change.FromString(record) for record in records]
+        assert all(cursor <= change.change_seq < next_seq for change in page)
+        read += page
+        cursor = next_seq
+    return read
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_filtered_change_reads_return_exactly_the_matching_changes(node: Node, seed: int) -> None:
+    """Random appends, work-queue acks (removals), consumer acks, truncations and lifecycle changes
+    on two streams of three partitions; every filter, paged with small limits, reads exactly the
+    unfiltered feed's matching changes, in order."""
+    rng = random.Random(seed)
+    start = node.feed.horizon + 1
+    await node.create_stream(stream_config("left", partitions=3, retention="work_queue"))
+    await node.create_stream(stream_config("right", partitions=3))
+    await node.create_consumer("left", consumer_config("worker"))
+    await node.create_consumer("right", consumer_config("reader"))
+    for step in range(60):
+        action = 0.9 if step == 20 else rng.random()  # one stream update at least: truncations follow
+        stream, consumer = rng.choice([("left", "worker"), ("right", "reader")])
+        index = rng.randrange(3)
+        if action < 0.5:
+            await publish(node, stream, *(entry(partition=index) for _ in range(rng.randint(1, 4))))
+        elif action < 0.85:
+            deliveries = await node.fetch(stream, consumer, index, batch_size=rng.randint(1, 3))
+            if deliveries:
+                await node.ack_batch(stream, consumer, index, [delivery.seq for delivery in deliveries])
+        elif action < 0.95:
+            await node.update_stream(streams_pb2.UpdateStreamRequest(name="right", max_msgs=rng.randint(1, 5)))
+        else:
+            await node.create_consumer("right", consumer_config(f"extra-{rng.randrange(1_000_000)}"))
+    everything = await _read_all(node, start, 10_000, EVERY_CHANGE)
+    assert {change.WhichOneof("kind") for change in everything} >= {"append", "remove", "consumer_state", "truncate"}
+    filters = [EVERY_CHANGE, ChangeFilter(exclude_appends=True)]
+    for stream in ("left", "right", "absent"):
+        filters += [ChangeFilter(stream=stream), ChangeFilter(stream=stream, exclude_appends=True)]
+        filters += [
+            ChangeFilter(stream=stream, partition=index, exclude_appends=rng.random() < 0.5) for index in range(3)
+        ]
+    for feed_filter in filters:
+        expected = [change for change in everything if _kept(change, feed_filter)]
+        for limit in (1, 3, 10_000):
+            assert await _read_all(node, start, limit, feed_filter) == expected, (feed_filter, limit)
+
+
+async def test_a_filtered_tail_sends_progress_past_skipped_changes(node: Node) -> None:
+    """A tail without appends gets the consumer changes at once and, when it only skipped appends, a
+    batch without changes whose through_change_seq covers them (so a stored position keeps up)."""
+    await node.create_stream(stream_config("quiet"))
+    await node.create_consumer("quiet", consumer_config("reader"))
+    start = node.feed.horizon + 1
+    batches: asyncio.Queue[tuple[list[bytes], int, int]] = asyncio.Queue()
+
+    async def tail() -> None:
+        async for batch in node.tail_changes(
+            start, 100, ChangeFilter(stream="quiet", partition=0, exclude_appends=True)
+        ):
+            await batches.put(batch)
+
+    tailer = asyncio.create_task(tail())
+    try:
+        await publish(node, "quiet", entry(), entry())
+        deliveries = await node.fetch("quiet", "reader", 0, batch_size=10)
+        await node.ack_batch("quiet", "reader", 0, [delivery.seq for delivery in deliveries])
+        seen: list[types_pb2.Change] = []
+        while not seen or seen[-1].consumer_state.ack_floor < 2:  # the fetch's change, then the ack's
+            records, through, horizon = await asyncio.wait_for(batches.get(), 10)
+            seen += [types_pb2.Change.FromString(record) for record in records]
+            assert through == horizon
+        assert {change.WhichOneof("kind") for change in seen} == {"consumer_state"}
+        await publish(node, "quiet", entry())  # an append only: skipped, then reported as progress
+        appended_at = node.feed.horizon
+        records, through, _ = await asyncio.wait_for(batches.get(), 10)
+        assert records == []
+        assert through >= appended_at
+    finally:
+        tailer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await tailer
+
+
+def test_a_partition_filter_needs_a_stream() -> None:
+    with pytest.raises(ValueError, match="needs a stream"):
+        ChangeFilter(partition=0)
+    assert ChangeFilter(stream="s", partition=2).reads_partition("s", 2)
+    assert not ChangeFilter(stream="s", partition=2).reads_partition("s", 1)
+    assert not ChangeFilter(stream="s").reads_partition("t", 0)
+    assert EVERY_CHANGE.reads_partition("any", 7)
+    assert not (EVERY_CHANGE.decodes_catalog_records or EVERY_CHANGE.decodes_partition_records)

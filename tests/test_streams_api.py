@@ -14,7 +14,7 @@ from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_co
 from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchStreamError, SubjectRejectedError
 from weir.launcher import NodeHandle
 from weir.partitioning import partition_for_key
-from weir.v1 import streams_pb2
+from weir.v1 import streams_pb2, types_pb2
 
 PAYLOAD = b"p" * 1024
 
@@ -150,6 +150,58 @@ async def test_tail_changes_is_live(client: NodeClient, feed_client: ChangeFeedC
     await client.publish(stream_name, "s", b"2")
     await asyncio.wait_for(tailer, 10)
     assert seen == [("stream_created", "0"), ("append", "1"), ("append", "2")]
+
+
+async def test_a_filtered_tail_gets_only_its_partitions_changes_without_appends(
+    client: NodeClient, feed_client: ChangeFeedClient, stream_name: str
+) -> None:
+    """TailChanges with stream, partition and exclude_appends (what the replicator asks for): the
+    node sends the stream's lifecycle changes and partition 1's consumer changes, never an append,
+    another partition's change or another stream's; through_change_seq covers what was skipped."""
+    start = (await feed_client.read_changes(0, 1)).last_change_seq + 1
+    seen: list[types_pb2.Change] = []
+    through: list[int] = []
+
+    async def tail() -> None:
+        async for batch in feed_client.tail_changes(start, stream=stream_name, partition=1, exclude_appends=True):
+            seen.extend(batch.changes)
+            through.append(batch.through_change_seq)
+            if any(change.WhichOneof("kind") == "stream_deleted" for change in batch.changes):
+                return
+
+    tailer = asyncio.create_task(tail())
+    await client.create_stream(stream_config(f"{stream_name}-other"))
+    await client.publish(f"{stream_name}-other", "s", b"x")
+    await client.create_stream(stream_config(stream_name, partitions=2))
+    await client.create_consumer(stream_name, consumer_config("reader"))
+    for partition in (0, 1):
+        await client.publish_batch(
+            stream_name, [streams_pb2.PublishEntry(subject="s", payload=b"x", partition=partition)] * 3
+        )
+        fetched = await client.fetch(stream_name, "reader", partition, batch_size=10)
+        await client.ack_batch(stream_name, "reader", partition, [message.seq for message in fetched])
+    await client.delete_stream(f"{stream_name}-other")
+    await client.delete_stream(stream_name)
+    await asyncio.wait_for(tailer, 10)
+
+    everything = (await feed_client.read_changes(start, 10_000)).changes
+    expected = [
+        change
+        for change in everything
+        if change.stream == stream_name
+        and change.WhichOneof("kind") != "append"
+        and (change.WhichOneof("kind") != "consumer_state" or change.partition == 1)
+    ]
+    assert seen == expected
+    assert [change.WhichOneof("kind") for change in seen] == [
+        "stream_created",
+        "consumer_created",
+        "consumer_state",  # the fetch
+        "consumer_state",  # the ack
+        "stream_deleted",
+    ]
+    assert through == sorted(through)
+    assert through[-1] == seen[-1].change_seq
 
 
 async def test_deleted_stream_changes_stay_in_the_feed(

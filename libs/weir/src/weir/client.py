@@ -515,10 +515,24 @@ class ChangeFeedClient(_Client):
         return await self._call(self.stub.ReadChanges, request)  # type: ignore[no-any-return]
 
     def tail_changes(
-        self, from_change_seq: int = 0, max_changes_per_batch: int = 0
+        self,
+        from_change_seq: int = 0,
+        max_changes_per_batch: int = 0,
+        *,
+        stream: str = "",
+        partition: int | None = None,
+        exclude_appends: bool = False,
     ) -> AsyncIterator[internal_pb2.ChangeBatch]:
+        """TailChanges: the feed from `from_change_seq` on, live. `stream` ("" = all), `partition`
+        (None = all; needs `stream`) and `exclude_appends` make the node read and send only what
+        matches; resume from a batch's `through_change_seq` + 1. Errors: ChangeFeedTruncatedError,
+        InvalidArgumentError."""
         request = internal_pb2.TailChangesRequest(
-            from_change_seq=from_change_seq, max_changes_per_batch=max_changes_per_batch
+            from_change_seq=from_change_seq,
+            max_changes_per_batch=max_changes_per_batch,
+            stream=stream,
+            partition=partition,
+            exclude_appends=exclude_appends,
         )
         return self._stream(self.stub.TailChanges, request)
 

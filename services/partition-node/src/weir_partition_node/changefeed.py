@@ -16,8 +16,59 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from weir.v1 import types_pb2
 
 RESERVE_BLOCK = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeFilter:
+    """Which changes a read of the feed returns (TailChangesRequest `stream`, `partition`,
+    `exclude_appends`). Pure: the node asks it which partition logs to read at all and which stored
+    change records to keep; the default keeps everything without decoding a record.
+
+    - `stream`: "" = every stream; else that stream's lifecycle changes (kept from the catalog) and
+      its partitions' changes.
+    - `partition`: None = every partition of the stream; else only that partition's changes (the
+      stream's lifecycle changes still pass). Needs `stream`.
+    - `exclude_appends`: leave out AppendChange records."""
+
+    stream: str = ""
+    partition: int | None = None
+    exclude_appends: bool = False
+
+    def __post_init__(self) -> None:
+        if self.partition is not None and not self.stream:
+            raise ValueError("a partition filter needs a stream")
+
+    def reads_partition(self, stream: str, partition: int) -> bool:
+        """Whether `stream`/`partition`'s log can hold a change this filter keeps."""
+        if self.stream and stream != self.stream:
+            return False
+        return self.partition is None or partition == self.partition
+
+    @property
+    def decodes_catalog_records(self) -> bool:
+        """Catalog records need decoding only to match the stream."""
+        return bool(self.stream)
+
+    def keeps_catalog_record(self, record: bytes) -> bool:
+        """A catalog (lifecycle) change record: kept when it is of the filter's stream."""
+        return not self.stream or types_pb2.Change.FromString(record).stream == self.stream
+
+    @property
+    def decodes_partition_records(self) -> bool:
+        """Partition records need decoding only to leave out appends (the log chose the partition)."""
+        return self.exclude_appends
+
+    def keeps_partition_record(self, record: bytes) -> bool:
+        """A change record from a log that `reads_partition` chose: kept unless it is an excluded append."""
+        return not self.exclude_appends or types_pb2.Change.FromString(record).WhichOneof("kind") != "append"
+
+
+EVERY_CHANGE = ChangeFilter()
 
 
 class ChangeFeedClock:

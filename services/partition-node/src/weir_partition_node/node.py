@@ -48,7 +48,7 @@ from weir.v1 import streams_pb2, types_pb2
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.catalog import Catalog, ConsumerRow
-from weir_partition_node.changefeed import ChangeFeedClock
+from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
 from weir_partition_node.consumers import MAX_ACK_WAIT_MS, NEVER, ConsumerSpec, normalize_consumer_config
 from weir_partition_node.partition import (
@@ -83,6 +83,7 @@ DEFAULT_SUBJECT_LIST_LIMIT = 10_000
 DEFAULT_CHANGES = 1000
 MAX_CHANGES = 10_000
 TAIL_IDLE_WAKE_S = 5.0
+TAIL_PROGRESS_MS = 1000
 DEFAULT_FETCH_BATCH = 100
 MAX_FETCH_BATCH = 10_000
 MAX_FETCH_WAIT_MS = 300_000
@@ -1147,8 +1148,14 @@ class Node:
 
     # -- change feed -----------------------------------------------------------------------------------
 
-    async def read_changes(self, from_change_seq: int, max_changes: int) -> tuple[list[bytes], int, int]:
-        """(encoded changes, next_change_seq, horizon). Errors: ChangeFeedTruncatedError."""
+    async def read_changes(
+        self, from_change_seq: int, max_changes: int, feed_filter: ChangeFilter = EVERY_CHANGE
+    ) -> tuple[list[bytes], int, int]:
+        """(encoded changes, next_change_seq, horizon): the changes from `from_change_seq` (0 = the
+        first retained) up to the horizon that `feed_filter` keeps, at most `max_changes` (0 =
+        1,000). Every kept change below next_change_seq is in the answer. Logs that cannot hold a
+        kept change past the start are not read at all. Errors: ChangeFeedTruncatedError,
+        InvalidArgumentError (max_changes over 10,000)."""
         if max_changes > MAX_CHANGES:
             raise InvalidArgumentError(f"max_changes: at most {MAX_CHANGES}, got {max_changes}")
         limit = max_changes or DEFAULT_CHANGES
@@ -1161,25 +1168,54 @@ class Node:
         horizon = self.feed.horizon
         if start > horizon:
             return [], start, horizon
-        sources = []
+        through = horizon  # every kept change up to here is read
+        sources: list[list[tuple[int, bytes]]] = []
+
+        def take(rows: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None) -> None:
+            nonlocal through
+            if len(rows) == limit:  # cut at the limit: this source is read only up to its last row
+                through = min(through, rows[-1][0])
+            sources.append(rows if keep is None else [row for row in rows if keep(row[1])])
+
         if start <= self._catalog.last_change_seq:  # else nothing there: no query on its thread
-            sources.append(await self._catalog.read_changes(start, horizon, limit))
+            rows = await self._catalog.read_changes(start, horizon, limit)
+            take(rows, feed_filter.keeps_catalog_record if feed_filter.decodes_catalog_records else None)
+        keep_partition_record = feed_filter.keeps_partition_record if feed_filter.decodes_partition_records else None
         for stream in list(self._streams.values()):
             for partition in stream.partitions.values():
-                if partition.last_change_seq >= start:
-                    sources.append(partition.log.read_changes(start, horizon, limit))
-        merged = list(itertools.islice(heapq.merge(*sources), limit))
-        next_seq = merged[-1][0] + 1 if len(merged) == limit else horizon + 1
-        return [record for _, record in merged], next_seq, horizon
+                if not feed_filter.reads_partition(stream.config.name, partition.index):
+                    continue
+                newest = (
+                    partition.last_non_append_change_seq if feed_filter.exclude_appends else partition.last_change_seq
+                )
+                if newest >= start:
+                    take(partition.log.read_changes(start, horizon, limit), keep_partition_record)
+        merged = list(
+            itertools.islice(itertools.takewhile(lambda row: row[0] <= through, heapq.merge(*sources)), limit)
+        )
+        if len(merged) == limit:
+            through = merged[-1][0]
+        return [record for _, record in merged], through + 1, horizon
 
-    async def tail_changes(self, from_change_seq: int, max_per_batch: int) -> AsyncIterator[tuple[list[bytes], int]]:
-        """Yield (changes, horizon) batches from `from_change_seq` on, live, until shutdown."""
+    async def tail_changes(
+        self, from_change_seq: int, max_per_batch: int, feed_filter: ChangeFilter = EVERY_CHANGE
+    ) -> AsyncIterator[tuple[list[bytes], int, int]]:
+        """Yield (changes, through_change_seq, horizon) batches from `from_change_seq` on, live,
+        until shutdown: every change `feed_filter` keeps up to through_change_seq has been yielded.
+        When the filter skipped changes and nothing was yielded for TAIL_PROGRESS_MS, a batch without
+        changes carries the new through_change_seq (checked on each commit and every
+        TAIL_IDLE_WAKE_S), so a client storing its position does not fall behind change-feed
+        retention."""
         cursor = from_change_seq
+        reported = cursor - 1
+        reported_at = monotonic_ms()
         while not self._closing:
-            changes, cursor, horizon = await self.read_changes(cursor, max_per_batch)
-            if changes:
-                yield changes, horizon
-                continue
+            changes, cursor, horizon = await self.read_changes(cursor, max_per_batch, feed_filter)
+            if changes or (cursor - 1 > reported and monotonic_ms() - reported_at >= TAIL_PROGRESS_MS):
+                yield changes, cursor - 1, horizon
+                reported, reported_at = cursor - 1, monotonic_ms()
+                if changes:
+                    continue
             await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
 
     async def watch_lifecycle(self, from_change_seq: int = 0) -> AsyncIterator[types_pb2.Change]:

@@ -224,6 +224,10 @@ class Partition:
         self.msg_count = state.msg_count
         self.bytes = state.bytes
         self.last_change_seq = state.last_change_seq
+        # The newest change seq of a change that is not an append (truncate, remove, consumer
+        # state): a feed read that leaves appends out skips this log when it starts past it. After
+        # a reopen the log does not say, so it starts at the newest change of any kind.
+        self.last_non_append_change_seq = state.last_change_seq
         # Replication (DESIGN §5). Standalone and single-replica partitions lead with no followers.
         self.leading = True
         self.leader_epoch = 0
@@ -612,6 +616,9 @@ class Partition:
             self.first_seq = oldest[0].seq if oldest else self.last_seq + 1
         if change_seqs:
             self.last_change_seq = change_seqs[-1]
+            for change_seq, change in zip(change_seqs, change_kinds, strict=True):
+                if not change.HasField("append"):
+                    self.last_non_append_change_seq = change_seq
         self._feed.settle(change_seqs)
 
         for item, result in zip(items, results, strict=True):

@@ -27,6 +27,7 @@ from weir.errors import (
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from weir_partition_node import metrics
+from weir_partition_node.changefeed import ChangeFilter
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
@@ -437,8 +438,19 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
 
     @server_stream
     async def TailChanges(self, request: internal_pb2.TailChangesRequest, context: Any) -> AsyncIterator[Any]:
-        async for records, horizon in self.node.tail_changes(request.from_change_seq, request.max_changes_per_batch):
-            batch = internal_pb2.ChangeBatch(last_change_seq=horizon, node_id=self.node.node_id)
+        if request.HasField("partition") and not request.stream:
+            raise InvalidArgumentError(f"partition {request.partition}: a partition filter needs a stream")
+        feed_filter = ChangeFilter(
+            stream=request.stream,
+            partition=request.partition if request.HasField("partition") else None,
+            exclude_appends=request.exclude_appends,
+        )
+        async for records, through, horizon in self.node.tail_changes(
+            request.from_change_seq, request.max_changes_per_batch, feed_filter
+        ):
+            batch = internal_pb2.ChangeBatch(
+                last_change_seq=horizon, through_change_seq=through, node_id=self.node.node_id
+            )
             _change_batch(batch, records)
             yield batch
 

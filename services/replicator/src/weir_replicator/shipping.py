@@ -8,7 +8,8 @@ A `PartitionShipper` runs while this instance holds the partition's lease, for o
   lockstep exchanges on long-lived calls (FetchReplicationStream, ReplicateMessageStream). Positions
   come from the follower itself (GetReplicaState), never from this process, so a restarted
   replicator resumes exactly where each follower is: no gap, no duplicate.
-- One tail of the primary's change feed collects what data pulls cannot see: removals of single
+- One tail of the primary's change feed, filtered at the primary to this stream and partition
+  without appends, collects what data pulls cannot see: removals of single
   messages (work-queue acks, dead-letter moves, max_msgs_per_subject), consumer state changes,
   stream updates and deletion. Each follower loop ships the removals it saw *before* its last pull,
   so a removal never reaches a follower ahead of the record it removes. Consumer snapshots (full
@@ -164,11 +165,15 @@ class PartitionShipper:
         start = stored[1] + 1 if stored is not None and stored[0] == self.primary else 0
         while True:
             try:
-                async for batch in feed.tail_changes(start, 1000):
+                # Only what the followers need: this partition's removals and consumer changes and
+                # the stream's lifecycle; appends come with FetchReplication.
+                async for batch in feed.tail_changes(
+                    start, 1000, stream=self.stream, partition=self.partition, exclude_appends=True
+                ):
                     for change in batch.changes:
                         self._observe(change)
-                        start = change.change_seq + 1
-                    self.observed_through = max(self.observed_through, batch.last_change_seq, start - 1)
+                    start = max(start, batch.through_change_seq + 1)
+                    self.observed_through = max(self.observed_through, batch.through_change_seq)
             except ChangeFeedTruncatedError as error:
                 logger.warning("%s/%s: %s; re-reading the retained feed", *self._labels, error)
                 start = 0

@@ -28,22 +28,30 @@ class ReadChangesResponse(_message.Message):
     def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., next_change_seq: _Optional[int] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
 
 class TailChangesRequest(_message.Message):
-    __slots__ = ("from_change_seq", "max_changes_per_batch")
+    __slots__ = ("from_change_seq", "max_changes_per_batch", "stream", "partition", "exclude_appends")
     FROM_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     MAX_CHANGES_PER_BATCH_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_APPENDS_FIELD_NUMBER: _ClassVar[int]
     from_change_seq: int
     max_changes_per_batch: int
-    def __init__(self, from_change_seq: _Optional[int] = ..., max_changes_per_batch: _Optional[int] = ...) -> None: ...
+    stream: str
+    partition: int
+    exclude_appends: bool
+    def __init__(self, from_change_seq: _Optional[int] = ..., max_changes_per_batch: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., exclude_appends: _Optional[bool] = ...) -> None: ...
 
 class ChangeBatch(_message.Message):
-    __slots__ = ("changes", "last_change_seq", "node_id")
+    __slots__ = ("changes", "last_change_seq", "node_id", "through_change_seq")
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     LAST_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    THROUGH_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     changes: _containers.RepeatedCompositeFieldContainer[_types_pb2.Change]
     last_change_seq: int
     node_id: str
-    def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
+    through_change_seq: int
+    def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ..., through_change_seq: _Optional[int] = ...) -> None: ...
 
 class FetchReplicationRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms")

@@ -60,8 +60,11 @@ class ChangeFeedServicer:
 
     def TailChanges(self, request, context):
         """ReadChanges, then a live tail: each item carries every change committed since the previous
-        item, so a busy node sends few large items. Ends only when the client cancels or the node
-        shuts down.
+        item, so a busy node sends few large items. A filtered tail (stream, partition,
+        exclude_appends) reads and sends only what matches, and when it has skipped changes it sends an
+        item without changes at least every few seconds, so its through_change_seq keeps moving. Ends
+        only when the client cancels or the node shuts down. Errors: change_feed_truncated as
+        ReadChanges; invalid_argument (INVALID_ARGUMENT) for a partition filter without a stream.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
