@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
 from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
+from weir_partition_node.storage.sqlite import SqlitePartitionLog
 
 KIB = b"k" * 1024
 
@@ -340,3 +343,41 @@ def test_a_partition_filter_needs_a_stream() -> None:
     assert not ChangeFilter(stream="s").reads_partition("t", 0)
     assert EVERY_CHANGE.reads_partition("any", 7)
     assert not (EVERY_CHANGE.decodes_catalog_records or EVERY_CHANGE.decodes_partition_records)
+
+
+async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_in_progress(node: Node) -> None:
+    """A WAL checkpoint of the stream's log is in progress (its lock held by another thread for
+    0.3 s): the delete waits for it off the event loop, so other work goes on meanwhile, and it
+    still removes the stream's files once the checkpoint ends."""
+    await node.create_stream(stream_config("busy"))
+    await node.create_stream(stream_config("other"))
+    await publish(node, "busy", entry())
+    log = node._streams["busy"].partitions[0].log
+    assert isinstance(log, SqlitePartitionLog)
+    held = threading.Event()
+    hold_s = 0.3
+    held_until: list[float] = []
+
+    def checkpoint_in_progress() -> None:
+        with log._checkpoint_lock:
+            held.set()
+            time.sleep(hold_s)
+            held_until.append(time.monotonic())
+
+    holder = threading.Thread(target=checkpoint_in_progress)
+    holder.start()
+    held.wait()
+    held_from = time.monotonic()
+    deletion = asyncio.create_task(node.delete_stream("busy"))
+    published_at: list[float] = []
+    while not deletion.done():
+        await publish(node, "other", entry())
+        published_at.append(time.monotonic())
+    await deletion
+    holder.join()
+    # Publishes went on while the checkpoint held the log (on the event loop, none could finish:
+    # the delete reaches the wait within milliseconds and blocks until the checkpoint ends).
+    during = [at for at in published_at if held_from + 0.1 < at < held_until[0]]
+    assert len(during) >= 5, f"{len(during)} publishes during the checkpoint"
+    assert not (node.settings.data_dir / "streams" / "busy").exists()
+    assert node.list_streams() == ["other"]

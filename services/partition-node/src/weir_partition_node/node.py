@@ -458,11 +458,16 @@ class Node:
             return effective, created_at_ms
 
     async def _destroy_partitions(self, stream: Stream) -> None:
+        """Close and remove the stream's partition logs. What can take long runs off the event loop,
+        so the node's other partitions go on meanwhile: waiting for a WAL checkpoint in progress
+        (10-50 ms) and removing the files (a large log takes long). Closing the connections, which
+        the event loop's reads use, stays on it."""
         for partition in stream.partitions.values():
             await partition.close()
-            partition.log.destroy()
+            await asyncio.to_thread(partition.log.stop_checkpoints)
+            partition.log.close()
             partition.forget_metrics()
-        shutil.rmtree(self._stream_dir(stream.name), ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name), ignore_errors=True)
 
     async def delete_stream(self, name: str) -> None:
         """Delete a stream and all its messages. Errors: NoSuchStreamError."""

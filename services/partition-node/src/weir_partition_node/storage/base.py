@@ -184,6 +184,12 @@ class PartitionLog(Protocol):
         consumers) or stop (a secondary, which serves no such reads). No-op where all is memory."""
         ...
 
+    def stop_checkpoints(self) -> None:
+        """Wait for a background checkpoint of this log in progress (10-50 ms at most here) and
+        make later ones no-ops. Blocking: the node calls it from a worker thread before `close`,
+        which then does not wait. No-op where there is no checkpointer."""
+        ...
+
     def close(self) -> None: ...
 
     def destroy(self) -> None:

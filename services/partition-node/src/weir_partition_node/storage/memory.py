@@ -203,6 +203,9 @@ class MemoryPartitionLog:
     def keep_tail(self, enabled: bool) -> None:
         pass  # everything is in memory already
 
+    def stop_checkpoints(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 

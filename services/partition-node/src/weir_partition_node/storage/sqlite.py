@@ -429,9 +429,14 @@ class SqlitePartitionLog:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    def stop_checkpoints(self) -> None:
+        with self._checkpoint_lock:  # a checkpoint in progress holds it
+            self._closed = True
+
     def close(self) -> None:
         """Close the connections. Waits for a checkpoint of this log in progress (one at most:
-        10-50 ms here), so a checkpoint never uses a closed connection."""
+        10-50 ms here; none after `stop_checkpoints`), so a checkpoint never uses a closed
+        connection."""
         with self._checkpoint_lock:
             self._closed = True
             if self._checkpointer_db is not None:
