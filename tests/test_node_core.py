@@ -271,7 +271,15 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
     await node.create_stream(stream_config("right", partitions=3))
     await node.create_consumer("left", consumer_config("worker"))
     await node.create_consumer("right", consumer_config("reader"))
+    await node.create_stream(stream_config("gone", partitions=2))  # deleted half-way: archived changes
+    await node.create_consumer("gone", consumer_config("reader"))
+    for index in (0, 1):
+        await publish(node, "gone", entry(partition=index), entry(partition=index))
+        deliveries = await node.fetch("gone", "reader", index, batch_size=1)
+        await node.ack_batch("gone", "reader", index, [delivery.seq for delivery in deliveries])
     for step in range(60):
+        if step == 30:
+            await node.delete_stream("gone")
         action = 0.9 if step == 20 else rng.random()  # one stream update at least: truncations follow
         stream, consumer = rng.choice([("left", "worker"), ("right", "reader")])
         index = rng.randrange(3)
@@ -288,7 +296,7 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
     everything = await _read_all(node, start, 10_000, EVERY_CHANGE)
     assert {change.WhichOneof("kind") for change in everything} >= {"append", "remove", "consumer_state", "truncate"}
     filters = [EVERY_CHANGE, ChangeFilter(exclude_appends=True)]
-    for stream in ("left", "right", "absent"):
+    for stream in ("left", "right", "gone", "absent"):
         filters += [ChangeFilter(stream=stream), ChangeFilter(stream=stream, exclude_appends=True)]
         filters += [
             ChangeFilter(stream=stream, partition=index, exclude_appends=rng.random() < 0.5) for index in range(3)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from weir.v1 import types_pb2
 
 RESERVE_BLOCK = 10_000
+# The change kinds a partition's log records (the others are stream lifecycle, in the catalog).
+PARTITION_KINDS = frozenset({"append", "truncate", "remove", "consumer_state"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +51,24 @@ class ChangeFilter:
             return False
         return self.partition is None or partition == self.partition
 
+    def keeps(self, change: types_pb2.Change) -> bool:
+        """Whether the filter keeps `change` (decoded): the whole rule, for records whose origin
+        says nothing (the catalog holds lifecycle changes and a deleted stream's archived ones)."""
+        if self.stream and change.stream != self.stream:
+            return False
+        kind = change.WhichOneof("kind")
+        if self.exclude_appends and kind == "append":
+            return False
+        return self.partition is None or kind not in PARTITION_KINDS or change.partition == self.partition
+
     @property
     def decodes_catalog_records(self) -> bool:
-        """Catalog records need decoding only to match the stream."""
-        return bool(self.stream)
+        """Catalog records need decoding unless the filter keeps everything."""
+        return bool(self.stream) or self.partition is not None or self.exclude_appends
 
     def keeps_catalog_record(self, record: bytes) -> bool:
-        """A catalog (lifecycle) change record: kept when it is of the filter's stream."""
-        return not self.stream or types_pb2.Change.FromString(record).stream == self.stream
+        """A catalog change record (lifecycle, or archived when its stream was deleted)."""
+        return self.keeps(types_pb2.Change.FromString(record))
 
     @property
     def decodes_partition_records(self) -> bool:
