@@ -350,7 +350,9 @@ def test_a_partition_filter_needs_a_stream() -> None:
     assert not ChangeFilter(stream="s", partition=2).reads_partition("s", 1)
     assert not ChangeFilter(stream="s").reads_partition("t", 0)
     assert EVERY_CHANGE.reads_partition("any", 7)
-    assert not (EVERY_CHANGE.decodes_catalog_records or EVERY_CHANGE.decodes_partition_records)
+    assert EVERY_CHANGE.record_check(from_partition_log=False) is None
+    assert EVERY_CHANGE.record_check(from_partition_log=True) is None
+    assert ChangeFilter(stream="s", partition=2).record_check(from_partition_log=True) is None
 
 
 async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_in_progress(node: Node) -> None:

@@ -61,23 +61,15 @@ class ChangeFilter:
             return False
         return self.partition is None or kind not in PARTITION_KINDS or change.partition == self.partition
 
-    @property
-    def decodes_catalog_records(self) -> bool:
-        """Catalog records need decoding unless the filter keeps everything."""
-        return bool(self.stream) or self.partition is not None or self.exclude_appends
-
-    def keeps_catalog_record(self, record: bytes) -> bool:
-        """A catalog change record (lifecycle, or archived when its stream was deleted)."""
-        return self.keeps(types_pb2.Change.FromString(record))
-
-    @property
-    def decodes_partition_records(self) -> bool:
-        """Partition records need decoding only to leave out appends (the log chose the partition)."""
-        return self.exclude_appends
-
-    def keeps_partition_record(self, record: bytes) -> bool:
-        """A change record from a log that `reads_partition` chose: kept unless it is an excluded append."""
-        return not self.exclude_appends or types_pb2.Change.FromString(record).WhichOneof("kind") != "append"
+    def record_check(self, *, from_partition_log: bool) -> Callable[[bytes], bool] | None:
+        """What decides on a stored change record, or None when every record read passes (no
+        decoding). A partition log that `reads_partition` chose already matches the stream and
+        partition, so its records need decoding only to leave out appends; catalog records
+        (lifecycle, and a deleted stream's archived changes) need the whole rule."""
+        needed = self.exclude_appends if from_partition_log else self != EVERY_CHANGE
+        if not needed:
+            return None
+        return lambda record: self.keeps(types_pb2.Change.FromString(record))
 
 
 EVERY_CHANGE = ChangeFilter()

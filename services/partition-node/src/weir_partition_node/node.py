@@ -1184,8 +1184,8 @@ class Node:
 
         if start <= self._catalog.last_change_seq:  # else nothing there: no query on its thread
             rows = await self._catalog.read_changes(start, horizon, limit)
-            take(rows, feed_filter.keeps_catalog_record if feed_filter.decodes_catalog_records else None)
-        keep_partition_record = feed_filter.keeps_partition_record if feed_filter.decodes_partition_records else None
+            take(rows, feed_filter.record_check(from_partition_log=False))
+        keep_partition_record = feed_filter.record_check(from_partition_log=True)
         for stream in list(self._streams.values()):
             for partition in stream.partitions.values():
                 if not feed_filter.reads_partition(stream.config.name, partition.index):
