@@ -4,7 +4,7 @@ UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit clean up down
+.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -41,6 +41,9 @@ test: setup  ## every test tier: unit, integration over real gRPC, crash tests
 
 test-fast: setup  ## everything except the slow (crash/fault) tier
 	$(UV) run pytest -q -m "not slow"
+
+reliability: setup  ## the fault matrix (SIGKILL/SIGSTOP under ack-all load): prints it and writes docs/reliability.md
+	WEIR_RELIABILITY_REPORT=docs/reliability.md $(UV) run pytest -q -s tests/test_reliability.py
 
 run: setup  ## the main job: bring up a local cluster, run a demo workload through it, stop it
 	$(UV) run weir demo

@@ -3,6 +3,7 @@ system CPU from /proc/<pid>/task/<tid>/stat), for the issue 8 workloads' hot pat
 
     uv run python -m bench.cpu_profile                   # all three cases, JSON on stdout
     uv run python -m bench.cpu_profile --cases publish-r3-all --seconds 10
+    uv run python -m bench.cpu_profile --cases publish-r1 --idempotent    # a msg_id on every message
 
 Cases (1 KiB messages, one partition, the same cluster and pinning as `bench.compare`: every server
 process on CPU 0, this load generator on CPU 1):
@@ -159,9 +160,11 @@ async def measure(driver: WeirDriver, topic: str, messages_of: Callable[[], Awai
     }
 
 
-async def run_case(case: str, seconds: float, messages: int, workdir: Path) -> dict[str, Any]:
+async def run_case(
+    case: str, seconds: float, messages: int, workdir: Path, *, idempotent: bool = False
+) -> dict[str, Any]:
     replicas = 3 if case == "publish-r3-all" else 1
-    driver = WeirDriver(replicas)
+    driver = WeirDriver(replicas, idempotent=idempotent)
     await driver.start(workdir, SERVER_CPUS)
     try:
         spec = TopicSpec(name="profile", partitions=1, replicas=replicas, ack="all" if replicas > 1 else "leader")
@@ -208,12 +211,17 @@ async def run_case(case: str, seconds: float, messages: int, workdir: Path) -> d
         await driver.stop()
 
 
-async def main(cases: list[str], seconds: float, messages: int) -> dict[str, Any]:
+async def main(cases: list[str], seconds: float, messages: int, *, idempotent: bool = False) -> dict[str, Any]:
     os.sched_setaffinity(0, LOAD_CPUS)
-    report: dict[str, Any] = {"server_cpus": sorted(SERVER_CPUS), "load_cpus": sorted(LOAD_CPUS), "cases": {}}
+    report: dict[str, Any] = {
+        "server_cpus": sorted(SERVER_CPUS),
+        "load_cpus": sorted(LOAD_CPUS),
+        "idempotent": idempotent,
+        "cases": {},
+    }
     for case in cases:
         with tempfile.TemporaryDirectory(prefix=f"weir-profile-{case}-") as workdir:
-            report["cases"][case] = await run_case(case, seconds, messages, Path(workdir))
+            report["cases"][case] = await run_case(case, seconds, messages, Path(workdir), idempotent=idempotent)
         print(f"{case}: {report['cases'][case]['msgs_per_s']:,} msgs/s", file=sys.stderr)
     return report
 
@@ -223,6 +231,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
     parser.add_argument("--seconds", type=float, default=8.0, help="publish cases: seconds of load (default 8)")
     parser.add_argument("--messages", type=int, default=40_000, help="consume case: messages drained (default 40000)")
+    parser.add_argument(
+        "--idempotent", action="store_true", help="a msg_id on every message (the SDK's default), as weir-idempotent"
+    )
     arguments = parser.parse_args(argv)
     unknown = set(arguments.cases.split(",")) - set(CASES)
     if unknown:
@@ -235,6 +246,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     args = parse_args()
     try:
-        print(json.dumps(asyncio.run(main(args.cases.split(","), args.seconds, args.messages)), indent=2))
+        report = asyncio.run(main(args.cases.split(","), args.seconds, args.messages, idempotent=args.idempotent))
+        print(json.dumps(report, indent=2))
     except BenchError as error:
         sys.exit(f"cpu_profile: {error}")

@@ -201,8 +201,7 @@ def stream_name(request: pytest.FixtureRequest) -> str:
 CLUSTER_NODE_ENV = {
     "WEIR_NODE_HEARTBEAT_INTERVAL_MS": "200",
     "WEIR_NODE_HEARTBEAT_TTL_MS": "1500",
-    "WEIR_NODE_REPLICA_LAG_MAX_MS": "2000",
-    "WEIR_NODE_REPLICATION_TIMEOUT_MS": "5000",
+    "WEIR_NODE_REPLICATION_TIMEOUT_MS": "5000",  # the in-sync rules keep the product's defaults
     "WEIR_NODE_PLACEMENT_REFRESH_MS": "300",
 }
 CLUSTER_REPLICATOR_ENV = {
@@ -218,9 +217,12 @@ CLUSTER_ROUTER_ENV = {
 }
 
 
-def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2, replicators: int = 1) -> LocalCluster:
-    """A real local cluster (its own redis-server, routers, nodes, replicators) with the test timings.
-    Skips the caller with WEIR_TEST_ROUTERS set."""
+def start_cluster(
+    data_dir: Path, *, nodes: int = 3, routers: int = 2, replicators: int = 1, memory_limit_bytes: int | None = None
+) -> LocalCluster:
+    """A real local cluster (its own redis-server, routers, nodes, replicators) with the test timings
+    (and, with `memory_limit_bytes`, that address-space limit on each service). Skips the caller
+    with WEIR_TEST_ROUTERS set."""
     needs_own_processes()
     return LocalCluster.start(
         data_dir,
@@ -230,6 +232,7 @@ def start_cluster(data_dir: Path, *, nodes: int = 3, routers: int = 2, replicato
         node_env=CLUSTER_NODE_ENV,
         router_env=CLUSTER_ROUTER_ENV,
         replicator_env=CLUSTER_REPLICATOR_ENV,
+        memory_limit_bytes=memory_limit_bytes,
     )
 
 

@@ -87,15 +87,16 @@ def test_cluster_bench_smoke() -> None:
 
 @pytest.mark.slow
 def test_compare_bench_smoke(tmp_path: Path) -> None:
-    """`python -m bench.compare --smoke`: Weir, NATS JetStream (default and always-sync) and Redis
-    Streams each run the two smoke workloads (every message acknowledged and received exactly once,
-    or the harness exits 1); the JSON and the Markdown report have every system and figure."""
+    """`python -m bench.compare --smoke`: Weir (without and with msg_ids), NATS JetStream (default
+    and always-sync) and Redis Streams each run the two smoke workloads (every message acknowledged
+    and received exactly once, or the harness exits 1); the JSON and the Markdown report have every
+    system and figure."""
     needs_own_processes()
     report_path = tmp_path / "compare.md"
     report = run_json(["bench.compare", "--smoke", "--report", str(report_path)], timeout_s=400)
     assert report["failures"] == {}
     assert set(report["workloads"]) == {"p1-r1-leader", "p16-r3-all"}
-    systems = {"weir", "nats-jetstream", "nats-jetstream-sync", "redis-streams"}
+    systems = {"weir", "weir-idempotent", "nats-jetstream", "nats-jetstream-sync", "redis-streams"}
     for name, workload in report["workloads"].items():
         assert set(workload["systems"]) == systems, name
         for system, figures in workload["systems"].items():
@@ -103,6 +104,7 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
             assert figures["consume"]["msgs_per_s"] > 0, (name, system)
             assert set(figures["publish"]["latency_us"]) == {"p50", "p99", "p99_9"}, (name, system)
             assert figures["latency"]["messages"] == figures["latency"]["rate_msgs_per_s"], (name, system)
+            assert figures["latency"]["achieved_msgs_per_s"] > 0, (name, system)
             assert set(figures["latency"]["end_to_end_us"]) == {"p50", "p99", "p99_9"}, (name, system)
             assert figures["peak_rss_mib"], (name, system)
             assert figures["semantics"], (name, system)

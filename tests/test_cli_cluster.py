@@ -195,7 +195,7 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
 
     published = json.loads(ok(cli_cluster.run("pub", "orders", "orders.x", "hello", "--key", "k1", *flag)))
     partition = partition_for_key(b"k1", 4)
-    assert published == {"partition": partition, "seq": 1}
+    assert published == {"partition": partition, "seq": 1, "duplicate": False}
 
     (message,) = _messages(ok(cli_cluster.run("read", "orders", "--partition", str(partition), *flag)))
     assert base64.b64decode(message["payload"]) == b"hello"
@@ -234,6 +234,11 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
     assert (stream["name"], int(stream["msg_count"])) == ("orders", 1)
 
     assert json.loads(ok(cli_cluster.run("--json", "stream", "list", *flag))) == ["orders"]
+
+    # --msg-id: the second publish with the same id stores nothing and answers the first one's seq.
+    for duplicate in (False, True):
+        again = ok(cli_cluster.run("pub", "orders", "orders.x", "hi", "--key", "k1", "--msg-id", "hello-1", *flag))
+        assert json.loads(again) == {"partition": partition, "seq": 2, "duplicate": duplicate}
     # --router instead of --data-dir, from a directory that has no cluster: same answer.
     elsewhere = cli_cluster.root / "elsewhere"
     elsewhere.mkdir()

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from weir.client import consumer_config, stream_config
-from weir.errors import ChangeFeedTruncatedError, ShuttingDownError
+from weir.errors import ChangeFeedTruncatedError, NotLeaderError, ShuttingDownError
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFilter
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
+from weir_partition_node.partition import PreparedEntry
 from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
@@ -391,3 +392,20 @@ async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_i
     assert len(during) >= 5, f"{len(during)} publishes during the checkpoint"
     assert not (node.settings.data_dir / "streams" / "busy").exists()
     assert node.list_streams() == ["other"]
+
+
+async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it_led(node: Node) -> None:
+    """Found by the fault matrix (issue 22): a publish queued before a failover demoted the primary
+    was appended after it, as a follower, so its records outlived the divergent-tail truncation."""
+    await node.create_stream(stream_config("demoted"))
+    partition = node._streams["demoted"].partitions[0]
+    await publish(node, "demoted", entry())
+    queued = asyncio.create_task(partition.append([PreparedEntry("s.a", b"late", (), 0, None)], 5))
+    fetch = asyncio.create_task(partition.consumer_op(partition.new_op("fetch", "nobody", batch_size=1)))
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    with pytest.raises(NotLeaderError, match="stopped leading it"):
+        await queued
+    with pytest.raises(NotLeaderError):
+        await fetch
+    await partition.drain()
+    assert (partition.last_seq, partition.msg_count) == (1, 1)

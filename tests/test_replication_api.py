@@ -29,10 +29,10 @@ import redis.asyncio
 from google.rpc import error_details_pb2, status_pb2
 from weir.client import NodeClient, ReplicationClient, consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamError
+from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamError, NotLeaderError, WeirError
 from weir.launcher import LocalCluster, NodeHandle
 from weir.metadata import Keys
-from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, types_pb2
+from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from tests.conftest import ClusterAddresses, NodeAddress, eventually, start_cluster
 
@@ -1014,8 +1014,22 @@ async def test_apply_placement_adopts_the_current_record_and_ignores_an_older_on
         older.placement.partitions[0].leader_epoch = placed.epoch - 1
         older.placement.partitions[0].primary_node_id = placed.second.name
         ignored = await client.apply_placement(older)
+        # A pushed record is only a wake-up: a forged newer epoch (the issue 23 attack that made a
+        # replica truncate) or a malformed one changes nothing; the node adopts what Redis holds.
+        forged = types_pb2.StreamRecord()
+        forged.CopyFrom(record_now)
+        forged.placement.partitions[0].leader_epoch = placed.epoch + 1
+        forged.placement.partitions[0].primary_node_id = placed.second.name
+        forged.placement.partitions[0].epoch_starts.add(leader_epoch=placed.epoch + 1, start_seq=1)
+        ignored_forged = await client.apply_placement(forged)
+        malformed = types_pb2.StreamRecord(config=record_now.config)  # no placement at all
+        ignored_malformed = await client.apply_placement(malformed)
+        unknown = await client.apply_placement(types_pb2.StreamRecord(config=stream_config(f"{stream_name}-nope")))
     assert list(adopted.partitions) == [second_before]
     assert list(ignored.partitions) == [second_before]
+    assert list(ignored_forged.partitions) == [second_before]
+    assert list(ignored_malformed.partitions) == [second_before]
+    assert list(unknown.partitions) == []
     assert await state_of(placed.second, stream_name) == second_before
 
 
@@ -1188,3 +1202,121 @@ async def test_min_insync_replicas_above_replicas_is_invalid_config(
     for node in cluster.nodes:
         async with client_port(node) as direct:
             assert stream_name not in await direct.list_streams()
+
+
+async def test_consumer_totals_count_each_partition_once_on_a_replicated_stream(
+    cluster_addresses: ClusterAddresses, weir_client: WeirClient, stream_name: str
+) -> None:
+    """Issue 22: three messages acked once on a replicas-3 stream reported delivered_total 9 and
+    acked_total 9, because every node summed its secondary copies too."""
+    cluster = cluster_addresses
+    placed = await place(cluster, weir_client, stream_name)
+    await weir_client.create_consumer(stream_name, consumer_config("billing"))
+    for index in range(3):
+        await weir_client.publish(stream_name, "orders.new", f"m{index}".encode(), ack_level="all")
+    delivered = await weir_client.fetch(stream_name, "billing", 0, batch_size=10)
+    assert [message.seq for message in delivered] == [1, 2, 3]
+    assert await weir_client.ack_batch(stream_name, "billing", 0, [1, 2, 3]) == ["ok"] * 3
+
+    async def snapshots_on_every_copy() -> bool:
+        for node in placed.secondaries:
+            async with internal(node) as client:
+                info = await client.consumer_info(stream_name, "billing")
+            if [(state.acked_total, state.ack_floor) for state in info.partitions] != [(3, 3)]:
+                return False
+        return True
+
+    await eventually(snapshots_on_every_copy, TIMEOUT_S, "the consumer's snapshot on both secondaries")
+    info = await weir_client.consumer_info(stream_name, "billing")
+    assert (info.delivered_total, info.acked_total, info.redelivered_total) == (3, 3, 0)
+    assert [(state.partition, state.delivered_total, state.acked_total) for state in info.partitions] == [(0, 3, 3)]
+    assert (info.num_ack_pending, info.num_pending) == (0, 0)
+
+
+async def test_an_ack_all_publish_waits_as_long_as_its_caller_allows(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """Issue 22: the wait for the in-sync replicas is the caller's (timeout_ms, else the gRPC
+    deadline less a margin), answered as replication_timeout, never the deadline's DEADLINE_EXCEEDED.
+    Nothing replicates here (no replicator), so every ack-all publish waits until its time is up;
+    the followers stay in sync for replica_lag_max_ms after the placement, which is when this runs
+    (a slow start that lets them leave first is retried on a new stream)."""
+
+    async def publish_with(
+        placed: Placed, *, timeout_ms: int = 0, deadline_s: float = TIMEOUT_S
+    ) -> tuple[grpc.StatusCode, str, float]:
+        request = streams_pb2.PublishRequest(
+            stream=placed.stream, subject="orders.x", ack_level=streams_pb2.ACK_LEVEL_ALL, timeout_ms=timeout_ms
+        )
+        started = time.monotonic()
+        async with grpc.aio.insecure_channel(placed.primary.client_address) as channel:
+            try:
+                await streams_pb2_grpc.StreamsStub(channel).Publish(request, timeout=deadline_s)
+            except grpc.aio.AioRpcError as error:
+                reason = WeirError.from_rpc_error(error).result_code.value
+                return error.code(), reason, time.monotonic() - started
+        raise AssertionError("an ack-all publish with nothing replicating must fail")
+
+    for attempt in range(3):
+        placed = await place(manual, manual_client, f"{stream_name}-{attempt}")
+        by_timeout = await publish_with(placed, timeout_ms=100)
+        by_deadline = await publish_with(placed, deadline_s=0.4)
+        if "not_enough_replicas" not in (by_timeout[1], by_deadline[1]):
+            break
+    assert by_timeout[:2] == (grpc.StatusCode.UNAVAILABLE, "replication_timeout"), by_timeout
+    assert 0.09 <= by_timeout[2] < 0.4, by_timeout
+    assert by_deadline[:2] == (grpc.StatusCode.UNAVAILABLE, "replication_timeout"), by_deadline
+    assert 0.3 <= by_deadline[2] < 0.4, by_deadline
+
+
+async def test_transfer_leadership_fences_the_primary_until_a_new_epoch_or_its_timeout(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """The primary's side of the preferred-leader rebalance: it hands over only to an in-sync
+    replica holding its whole log, refuses clients meanwhile, and leads again when no new epoch
+    arrives within the timeout. The test plays the replicator."""
+    placed = await place(manual, manual_client, stream_name)
+    await manual_client.create_consumer(stream_name, consumer_config("c1"))
+    assert await publish(placed, 3) == [1, 2, 3]
+    for secondary in placed.secondaries:  # both hold seq 3 and say so: the high watermark covers it
+        await ship(placed, secondary)
+        await fetch(placed, secondary, 3)
+    async with replication(placed.primary) as primary:
+        refused = [
+            await primary.transfer_leadership(stream_name, 0, placed.epoch, "nobody"),
+            await primary.transfer_leadership(stream_name, 0, placed.epoch + 1, placed.first.name),
+            await primary.transfer_leadership(stream_name, 0, placed.epoch - 1, placed.first.name),
+        ]
+        assert [answer.result_code for answer in refused] == ["not_in_sync", "stale_epoch", "fenced"]
+        handed = await primary.transfer_leadership(stream_name, 0, placed.epoch, placed.first.name, timeout_ms=1500)
+        assert (handed.result_code, handed.last_seq, handed.leader_epoch) == ("ok", 3, placed.epoch), handed
+        again = await primary.transfer_leadership(stream_name, 0, placed.epoch, placed.first.name)
+        assert again.result_code == "not_leader"  # already handing over
+    fenced_at = time.monotonic()
+    async with client_port(placed.primary) as node:
+        with pytest.raises(NotLeaderError):
+            await node.publish(stream_name, "orders.x", b"while fenced")
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await node.stub.Fetch(streams_pb2.FetchRequest(stream=stream_name, consumer="c1"))
+        assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+        async def leads_again() -> bool:
+            try:
+                return (await node.publish(stream_name, "orders.x", b"after the fence")).seq == 4
+            except NotLeaderError:
+                return False
+
+        await eventually(leads_again, TIMEOUT_S, "the primary leading again once the fence lapsed")
+    assert time.monotonic() - fenced_at >= 1.0  # not before its timeout (1.5 s from the handover)
+    assert seqs(await copy_of(placed.primary, stream_name)) == [1, 2, 3, 4]
+
+    # A replica that cannot catch up in time: the handover is abandoned and the primary leads at once.
+    await fetch(placed, placed.second, 3)  # in sync (a fresh report), but without seq 4
+    async with replication(placed.primary) as primary:
+        started = time.monotonic()
+        late = await primary.transfer_leadership(stream_name, 0, placed.epoch, placed.second.name, timeout_ms=300)
+    assert late.result_code in ("timeout", "not_in_sync"), late
+    if late.result_code == "timeout":
+        assert 0.3 <= time.monotonic() - started < 3, late
+    async with client_port(placed.primary) as node:
+        assert (await node.publish(stream_name, "orders.x", b"led again")).seq == 5

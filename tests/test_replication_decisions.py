@@ -28,12 +28,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import pydantic
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from weir.replication import InSyncTracker, default_min_insync, valid_log_end
 from weir.v1 import types_pb2
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
+from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import RowInfo
 from weir_replicator.ownership import owner_of
 from weir_replicator.shipping import fetch_wait_ms
@@ -314,6 +316,34 @@ def test_follower_that_stops_reporting_leaves_even_when_the_primary_is_idle() ->
     tracker.report("f1", 10, 10, now_ms=0)
     assert tracker.lagging(LAG_MAX_MS) == []
     assert tracker.lagging(LAG_MAX_MS + 1) == ["f1"]
+
+
+def test_a_follower_waiting_at_the_log_end_stays_in_sync_however_long_it_waits() -> None:
+    """Its fetch is parked at the primary because it holds everything: an idle partition keeps
+    its followers even with a fetch wait longer than lag_max_ms."""
+    tracker = tracker_of(("f1",))
+    tracker.report("f1", 10, 10, now_ms=0)
+    assert tracker.park("f1")
+    assert tracker.lagging(50 * LAG_MAX_MS) == []
+    assert tracker.proposed(50 * LAG_MAX_MS) is None
+    tracker.unpark("f1", now_ms=50 * LAG_MAX_MS)  # woken by an append: caught up until then
+    assert tracker.lagging(51 * LAG_MAX_MS) == []
+    assert tracker.lagging(51 * LAG_MAX_MS + 1) == ["f1"]  # and no report since: it leaves
+    assert not tracker.park("stranger")
+    tracker.unpark("stranger", now_ms=0)  # unknown nodes change nothing
+    tracker.unpark("f1", now_ms=10**9)  # an unpark without a park changes nothing either
+    assert tracker.lagging(51 * LAG_MAX_MS + 1) == ["f1"]
+
+
+def test_overlapping_waits_of_one_follower_keep_it_parked_until_the_last_ends() -> None:
+    tracker = tracker_of(("f1",))
+    tracker.report("f1", 10, 10, now_ms=0)
+    tracker.park("f1")
+    tracker.park("f1")  # a second replicator during a lease handover
+    tracker.unpark("f1", now_ms=5)
+    assert tracker.lagging(10 * LAG_MAX_MS) == []
+    tracker.unpark("f1", now_ms=6)
+    assert tracker.lagging(10 * LAG_MAX_MS) == ["f1"]
 
 
 def test_follower_under_steady_load_stays_in_sync() -> None:
@@ -1408,3 +1438,11 @@ def test_fetch_wait_is_bounded_and_never_delays_due_work(
     elif dirty:
         assert since + wait >= min(interval, since + longest)  # never wakes before the snapshot is due...
         assert wait == 0 or since + wait < interval + 1  # ...nor later than it is due
+
+
+def test_the_default_replication_wait_must_outlast_a_dead_secondary() -> None:
+    """Issue 22: both defaults were 10 s, so every node kill timed ack-all publishes out."""
+    assert NodeSettings().replication_timeout_ms >= 2 * NodeSettings().replica_lag_max_ms
+    NodeSettings(replica_lag_max_ms=5000, replication_timeout_ms=10_000)
+    with pytest.raises(pydantic.ValidationError, match=r"replication_timeout_ms \(9999\) must be at least 2 x"):
+        NodeSettings(replica_lag_max_ms=5000, replication_timeout_ms=9999)

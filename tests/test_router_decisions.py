@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from weir.errors import NotEnoughNodesError
 from weir.v1 import types_pb2
+from weir_router import rebalance
 from weir_router.assignment import GroupState, MemberView, balanced_targets, step
+from weir_router.core import merge_consumer_infos
 from weir_router.placement import NodeLoad, loads_from, place_stream
 
 # ---------------------------------------------------------------------------------------------------
@@ -661,3 +663,83 @@ def test_random_interleavings_keep_partitions_exclusive(
     # are usually done in two rounds; settle() allows more when a stale member's expiry reshuffles.
     group.settle(live)
     assert_settled(group, live)
+
+
+def test_merged_consumer_totals_take_each_partition_from_its_primary_only() -> None:
+    """Each node holds every partition it hosts, primary or not; the merge sums each partition once."""
+
+    def state(partition: int, acked: int) -> types_pb2.ConsumerPartitionState:
+        return types_pb2.ConsumerPartitionState(
+            partition=partition, acked_total=acked, delivered_total=acked + 1, num_ack_pending=1
+        )
+
+    # node-a leads 0 and holds a copy of 1; node-b leads 1 and holds a copy of 0 (stale figures).
+    node_a = types_pb2.ConsumerInfo(stream="s", partitions=[state(0, 5), state(1, 2)], acked_total=7)
+    node_b = types_pb2.ConsumerInfo(stream="s", partitions=[state(0, 4), state(1, 3)], acked_total=7)
+    merged = merge_consumer_infos([node_a, node_b], {"node-a": {0}, "node-b": {1}})
+    assert [(entry.partition, entry.acked_total) for entry in merged.partitions] == [(0, 5), (1, 3)]
+    assert (merged.acked_total, merged.delivered_total, merged.num_ack_pending) == (8, 10, 2)
+
+
+# -- preferred-leader rebalance (rebalance.py) -------------------------------------------------------
+
+
+def _record(name: str, placement: types_pb2.StreamPlacement) -> types_pb2.StreamRecord:
+    return types_pb2.StreamRecord(config=types_pb2.StreamConfig(name=name), placement=placement)
+
+
+def _failed_over(entry: types_pb2.PartitionPlacement, new_primary: str) -> None:
+    """What a failover leaves: another primary, the replicas' preference unchanged."""
+    old = entry.primary_node_id
+    entry.primary_node_id = new_primary
+    del entry.secondary_node_ids[:]
+    entry.secondary_node_ids.extend(node for node in entry.replica_node_ids if node != new_primary)
+    assert old != new_primary
+    entry.leader_epoch += 1
+
+
+def test_placement_records_each_partitions_replicas_with_the_primary_first() -> None:
+    placement = place_stream(6, 3, nodes("a", "b", "c"))
+    for entry in placement.partitions:
+        assert list(entry.replica_node_ids) == [entry.primary_node_id, *entry.secondary_node_ids]
+    assert Counter(entry.replica_node_ids[0] for entry in placement.partitions) == {"a": 2, "b": 2, "c": 2}
+
+
+def test_leadership_goes_back_only_to_an_alive_in_sync_preferred_leader() -> None:
+    record = _record("s", place_stream(6, 3, nodes("a", "b", "c")))
+    placement = record.placement
+    moved = [entry for entry in placement.partitions if entry.primary_node_id == "a"]
+    for entry in moved:  # node a died; its partitions were failed over to their next replica
+        _failed_over(entry, entry.replica_node_ids[1])
+    everyone = {("s", entry.partition): ["a", "b", "c"] for entry in placement.partitions}
+    without_a = {key: ["b", "c"] for key in everyone}
+    assert rebalance.handovers([record], without_a, {"a", "b", "c"}) == []  # a not in sync yet
+    assert rebalance.handovers([record], everyone, {"b", "c"}) == []  # a not alive
+    moves = rebalance.handovers([record], everyone, {"a", "b", "c"})
+    assert [(move.partition, move.from_node_id, move.to_node_id) for move in moves] == [
+        (entry.partition, entry.primary_node_id, "a") for entry in moved
+    ]
+    assert all(move.leader_epoch == 2 for move in moves)
+    dead_primary = {"a", "c"} if moved[0].primary_node_id == "b" else {"a", "b"}
+    assert len(rebalance.handovers([record], everyone, dead_primary)) < len(moves)  # failover's job
+
+
+def test_a_handed_over_placement_starts_a_new_epoch_after_the_shared_log() -> None:
+    entry = place_stream(1, 3, nodes("a", "b", "c")).partitions[0]
+    _failed_over(entry, entry.replica_node_ids[1])
+    entry.epoch_starts.add(leader_epoch=2, start_seq=41)
+    preferred = entry.replica_node_ids[0]
+    after = rebalance.handed_over(entry, preferred, last_seq=95, in_sync=[entry.primary_node_id, preferred])
+    assert after.primary_node_id == preferred == rebalance.preferred_leader(after)
+    assert list(after.secondary_node_ids) == list(entry.replica_node_ids[1:])
+    assert after.leader_epoch == 3
+    assert [(start.leader_epoch, start.start_seq) for start in after.epoch_starts] == [(1, 1), (2, 41), (3, 96)]
+    assert list(after.in_sync_node_ids) == [preferred, entry.primary_node_id]
+    assert list(after.replica_node_ids) == list(entry.replica_node_ids)
+
+
+def test_records_without_recorded_preferences_are_left_alone() -> None:
+    entry = types_pb2.PartitionPlacement(partition=0, primary_node_id="b", secondary_node_ids=["a"], leader_epoch=4)
+    record = _record("old", types_pb2.StreamPlacement(partitions=[entry]))
+    assert rebalance.preferred_leader(entry) == "b"
+    assert rebalance.handovers([record], {("old", 0): ["a", "b"]}, {"a", "b"}) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
+from weir_partition_node.storage import msgids
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
@@ -75,6 +76,19 @@ def test_append_and_read_back(log: PartitionLog) -> None:
     assert log.get(5) == records[4][5]
 
 
+def test_reads_of_large_records_stop_at_max_bytes(log: PartitionLog) -> None:
+    """max_messages far above what max_bytes lets through: every read path stops at the bytes."""
+    append(log, [record(seq, subject="big.a", payload=b"b" * 10_000) for seq in range(1, 51)])
+    size = len(log.get(1) or b"")
+    assert seqs(log.read(1, 10_000, 3 * size)) == [1, 2, 3]
+    assert seqs(log.scan_subject("big.a", 0, 10_000, 3 * size)) == [1, 2, 3]
+    assert seqs(log.scan_subject("big.a", 0, 10_000, 1)) == [1]  # at least one
+    rows, last, at_end = log.read_matching(1, 10_000, 3 * size, None, 10_000)
+    assert (seqs(rows), last, at_end) == ([1, 2, 3], 3, False)
+    rows, last, at_end = log.read_matching(1, 10_000, 3 * size, lambda subject: True, 10_000)
+    assert (seqs(rows), last) == ([1, 2, 3], 3)
+
+
 def test_read_bounded_by_bytes_returns_at_least_one(log: PartitionLog) -> None:
     append(log, [record(seq, payload=b"p" * 100) for seq in range(1, 11)])
     assert seqs(log.read(1, 100, 1)) == [1]
@@ -101,8 +115,8 @@ def test_subject_lookups(log: PartitionLog) -> None:
     assert log.subjects_with_prefix("kv.", 100) == ["kv.a", "kv.b"]
     assert log.subjects_with_prefix("", 100) == ["kv.a", "kv.b", "other.z"]
     assert log.subjects_with_prefix("", 2) == ["kv.a", "kv.b"]
-    assert seqs(log.scan_subject("kv.a", 0, 10)) == [1, 3]
-    assert seqs(log.scan_subject("kv.a", 2, 10)) == [3]
+    assert seqs(log.scan_subject("kv.a", 0, 10, 1 << 20)) == [1, 3]
+    assert seqs(log.scan_subject("kv.a", 2, 10, 1 << 20)) == [3]
     assert [row.seq for row in log.subject_excess("kv.a", 1)] == [1]
     assert log.subject_excess("kv.a", 2) == []
 
@@ -162,7 +176,7 @@ def test_checksum_mismatch_names_partition_and_seq(tmp_path: Path, log: Partitio
     for read in (
         lambda: log.get(2),
         lambda: log.read(1, 10, 1 << 20),
-        lambda: log.scan_subject("orders.eu", 0, 10),
+        lambda: log.scan_subject("orders.eu", 0, 10, 1 << 20),
     ):
         with pytest.raises(CorruptRecordError) as caught:
             read()
@@ -394,3 +408,101 @@ def test_checkpointer_queues_a_log_once_and_survives_a_failing_one() -> None:
     checkpointer.request(other)  # after close (the thread is joined): not even queued
     assert checkpointer.pending() == 0
     assert other.calls == 2
+
+
+# -- duplicate window rows (dedupe.py) ------------------------------------------------------------------
+
+
+def test_msg_id_rows_are_stored_with_their_records_and_outlive_the_messages(log: PartitionLog) -> None:
+    append(log, [record(1), record(2), record(3)], msg_ids=[(1, "a", 100), (3, "c", 110)])
+    assert log.recent_msg_ids(0, 10) == [("a", 1, 100), ("c", 3, 110)]
+    log.commit(CommitBatch(truncate_before=4, last_seq=3))  # retention removes every message
+    assert log.recent_msg_ids(0, 10) == [("a", 1, 100), ("c", 3, 110)]
+    assert log.recent_msg_ids(105, 10) == [("c", 3, 110)]
+    assert log.recent_msg_ids(0, 1) == [("c", 3, 110)]  # the newest `limit`, oldest first
+
+
+def test_msg_id_rows_of_a_divergent_tail_go_and_the_seqs_take_new_ids(log: PartitionLog) -> None:
+    append(log, [record(1), record(2), record(3)], msg_ids=[(1, "a", 100), (2, "b", 100), (3, "c", 100)])
+    log.commit(CommitBatch(remove_seqs=[2, 3], last_seq=1, msg_ids_after=1))
+    append(log, [record(2)], msg_ids=[(2, "b2", 120)])
+    assert log.recent_msg_ids(0, 10) == [("a", 1, 100), ("b2", 2, 120)]
+
+
+def test_a_second_row_for_a_seq_fails_the_commit_and_stores_nothing(log: PartitionLog) -> None:
+    append(log, [record(1)], msg_ids=[(1, "a", 100)])
+    with pytest.raises((ValueError, sqlite3.IntegrityError)):
+        append(log, [record(2)], msg_ids=[(2, "b", 100), (1, "again", 100)])
+    assert log.recent_msg_ids(0, 10) == [("a", 1, 100)]
+    assert log.get(2) is None
+
+
+def test_msg_id_retention_keeps_the_window_by_time_and_by_count(log: PartitionLog) -> None:
+    append(log, [record(seq) for seq in range(1, 7)], msg_ids=[(seq, f"id{seq}", 100 + seq) for seq in range(1, 7)])
+    log.commit(CommitBatch(last_seq=6, msg_id_retention=(103, 10)))  # stored before 103 goes
+    assert [row[1] for row in log.recent_msg_ids(0, 100)] == [3, 4, 5, 6]
+    append(log, [record(7)], msg_ids=[(7, "id7", 107)], msg_id_retention=(0, 2))  # at most 2 rows
+    assert log.recent_msg_ids(0, 100) == [("id6", 6, 106), ("id7", 7, 107)]
+    log.commit(CommitBatch(last_seq=7, msg_id_retention=(10_000, 2)))
+    assert log.recent_msg_ids(0, 100) == []
+
+
+def test_msg_id_rows_survive_a_reopen_and_retention_counts_them_again(tmp_path: Path) -> None:
+    log = SqlitePartitionLog(tmp_path / "p", "orders", 0)
+    append(log, [record(seq) for seq in range(1, 5)], msg_ids=[(seq, f"id{seq}", seq) for seq in range(1, 5)])
+    log.close()
+    reopened = SqlitePartitionLog(tmp_path / "p", "orders", 0)
+    assert [row[0] for row in reopened.recent_msg_ids(0, 10)] == ["id1", "id2", "id3", "id4"]
+    append(reopened, [record(5)], msg_ids=[(5, "id5", 5)], msg_id_retention=(0, 3))
+    assert [row[0] for row in reopened.recent_msg_ids(0, 10)] == ["id3", "id4", "id5"]
+    reopened.close()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_msg_id_rows_match_a_reference_model_under_random_commits(log: PartitionLog, seed: int) -> None:
+    rng = random.Random(seed)
+    model: dict[int, tuple[str, int]] = {}
+    last = 0
+    now = 0
+    for _ in range(120):
+        now += rng.randint(0, 5)
+        batch = CommitBatch(last_seq=last)
+        count = rng.randint(0, 4)
+        if last and rng.random() < 0.15:  # a divergent tail (alone in its commit, as the partition does it)
+            batch.msg_ids_after = rng.randint(0, last)
+            model = {seq: row for seq, row in model.items() if seq <= batch.msg_ids_after}
+            batch.remove_seqs = list(range(batch.msg_ids_after + 1, last + 1))
+            last = batch.last_seq = batch.msg_ids_after
+            count = 0
+        batch.records = [record(seq) for seq in range(last + 1, last + 1 + count)]
+        batch.msg_ids = [(seq, f"m{seq}-{rng.randint(0, 9)}", now) for seq in range(last + 1, last + 1 + count)]
+        for seq, msg_id, stored_at in batch.msg_ids:
+            model[seq] = (msg_id, stored_at)
+        last = batch.last_seq = last + count
+        if rng.random() < 0.3:
+            before, max_rows = now - rng.randint(0, 30), rng.randint(1, 25)
+            batch.msg_id_retention = (before, max_rows)
+            ordered = sorted(model)
+            first_kept = next((seq for seq in ordered if model[seq][1] >= before), None)
+            ordered = [seq for seq in ordered if first_kept is not None and seq >= first_kept]
+            model = {seq: model[seq] for seq in ordered[max(0, len(ordered) - max_rows) :]}
+        log.commit(batch)
+        since = now - rng.randint(0, 40)
+        limit = rng.randint(1, 30)
+        expected = [(model[seq][0], seq, model[seq][1]) for seq in sorted(model) if model[seq][1] >= since]
+        assert log.recent_msg_ids(since, limit) == expected[max(0, len(expected) - limit) :]
+
+
+def test_msg_id_rows_pack_any_utf8_id() -> None:
+    entries = [(1, ""), (2, "a\x00b"), (3, "é" * 128), (2**64 - 1, "\U0010ffff")]
+    assert msgids.unpack(msgids.pack(entries)) == entries
+
+
+def test_msg_ids_with_odd_characters_survive_a_reopen(tmp_path: Path) -> None:
+    log = SqlitePartitionLog(tmp_path / "p", "orders", 0)
+    odd = ["a\x00b", "é" * 128, "line\nbreak"]
+    append(log, [record(seq) for seq in (1, 2, 3)], msg_ids=[(seq, odd[seq - 1], 7) for seq in (1, 2, 3)])
+    log.close()
+    reopened = SqlitePartitionLog(tmp_path / "p", "orders", 0)
+    assert reopened.recent_msg_ids(0, 10) == [(odd[0], 1, 7), (odd[1], 2, 7), (odd[2], 3, 7)]
+    reopened.close()

@@ -83,7 +83,7 @@ WORKLOADS = (
     Workload("p1-r3-all", partitions=1, replicas=3, ack="all"),
     Workload("p16-r3-all", partitions=16, replicas=3, ack="all"),
 )
-SYSTEMS = ("weir", "nats-jetstream", "nats-jetstream-sync", "redis-streams")
+SYSTEMS = ("weir", "weir-idempotent", "nats-jetstream", "nats-jetstream-sync", "redis-streams")
 SMOKE_WORKLOADS = ("p1-r1-leader", "p16-r3-all")
 
 
@@ -101,6 +101,10 @@ class Settings:
     rate_batch: int = 50
     latency_seconds: float = 5.0
     wait_ms: int = 100
+    # The fixed-rate phase fails when the harness issued under this fraction of `rate` (its latency
+    # figures would describe a lighter load). The smoke run sets 0: one second of 20 batches on a busy
+    # CI machine misses 90% after a single 110 ms stall, and the smoke run checks that it works.
+    min_rate_fraction: float = 0.9
 
 
 def log(message: str) -> None:
@@ -110,10 +114,10 @@ def log(message: str) -> None:
 
 def make_driver(system: str, replicas: int) -> Driver:
     """A driver for one of SYSTEMS (anchors imported lazily: they need the dev tools' clients)."""
-    if system == "weir":
+    if system in ("weir", "weir-idempotent"):
         from bench.compare.weir_driver import WeirDriver
 
-        return WeirDriver(replicas)
+        return WeirDriver(replicas, idempotent=system == "weir-idempotent")
     if system in ("nats-jetstream", "nats-jetstream-sync"):
         from bench.compare.nats_driver import NatsDriver
 
@@ -411,7 +415,7 @@ async def fixed_rate(
     await consuming
     phase = meter.figures(count)
     achieved = count / (issued_ns / 1e9)
-    if achieved < 0.9 * settings.rate:
+    if achieved < settings.min_rate_fraction * settings.rate:
         raise BenchError(f"could not send at {settings.rate} msgs/s (1024 batches in flight): {achieved:.0f} msgs/s")
     return {
         **phase,
@@ -673,6 +677,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate=args.rate,
         rate_batch=args.rate_batch,
         latency_seconds=args.latency_seconds,
+        min_rate_fraction=0.0 if args.smoke else Settings.min_rate_fraction,
     )
     cpus = sorted(os.sched_getaffinity(0))
     pinned = not args.no_pin and len(cpus) >= 2

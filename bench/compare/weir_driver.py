@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
+import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,10 +48,15 @@ class WeirDriver(Driver):
         "the primary before their answer (pipelined and checked, as for ack leader), then replicated.",
     }
 
-    def __init__(self, replicas: int, fsync: str = "always") -> None:
+    def __init__(self, replicas: int, fsync: str = "always", *, idempotent: bool = False) -> None:
         super().__init__(replicas)
         self.fsync = fsync
-        self.variant = f"fsync={fsync}, SQLite WAL per partition"
+        self.idempotent = idempotent
+        if idempotent:
+            self.system = "weir-idempotent"
+        self.variant = f"fsync={fsync}, SQLite WAL per partition" + (
+            ", a msg_id on every message (the SDK's default: idempotent publish)" if idempotent else ""
+        )
         self.cluster: LocalCluster | None = None
         self._clients: dict[str, NodeClient] = {}
         self._primaries: dict[str, list[str]] = {}
@@ -155,20 +162,36 @@ class WeirDriver(Driver):
         self._primaries.pop(spec.name, None)
 
     async def producer(self, spec: TopicSpec) -> Producer:
-        return WeirProducer(spec, [self._client(address) for address in self._primaries[spec.name]])
+        return WeirProducer(
+            spec, [self._client(address) for address in self._primaries[spec.name]], idempotent=self.idempotent
+        )
 
     async def consumer(self, spec: TopicSpec, member: int) -> Consumer:
         return WeirConsumer(spec, [self._client(address) for address in self._primaries[spec.name]])
 
 
 class WeirProducer(Producer):
-    def __init__(self, spec: TopicSpec, primaries: list[NodeClient]) -> None:
+    """PublishBatch to each partition's primary; `idempotent`: every entry carries a msg_id made as
+    the SDK makes them (a random prefix per producer and a counter), so the node keeps its
+    duplicate window."""
+
+    def __init__(self, spec: TopicSpec, primaries: list[NodeClient], *, idempotent: bool = False) -> None:
         self.spec = spec
         self.primaries = primaries
+        self.idempotent = idempotent
+        self._msg_id_prefix = secrets.token_urlsafe(12)
+        self._counter = itertools.count(1)
 
     async def send_batch(self, partition: int, payloads: Sequence[bytes]) -> None:
         entry = streams_pb2.PublishEntry
-        entries = [entry(subject=SUBJECT, payload=payload, partition=partition) for payload in payloads]
+        if self.idempotent:
+            prefix, counter = self._msg_id_prefix, self._counter
+            entries = [
+                entry(subject=SUBJECT, payload=payload, partition=partition, msg_id=f"{prefix}.{next(counter)}")
+                for payload in payloads
+            ]
+        else:
+            entries = [entry(subject=SUBJECT, payload=payload, partition=partition) for payload in payloads]
         try:  # the SDK's publish_batch: PublishBatch exchanges on a lockstep stream
             results = await self.primaries[partition].publish_batch(self.spec.name, entries, ack_level=self.spec.ack)
         except Exception as error:

@@ -328,6 +328,8 @@ async def _stream_create(args: argparse.Namespace) -> int:
         replicas=args.replicas,
         min_insync_replicas=args.min_insync_replicas,
         deliver_up_to_high_watermark=args.deliver_up_to_high_watermark,
+        duplicate_window_ms=args.duplicate_window_ms,
+        duplicate_window_max_msgs=args.duplicate_window_max_msgs,
     )
     async with _client(args) as client:
         _print_message(await client.create_stream(config), args.json)
@@ -367,9 +369,10 @@ async def _pub(args: argparse.Namespace) -> int:
             key=args.key.encode() if args.key is not None else None,
             partition=args.partition,
             ack_level=args.ack,
+            msg_id=args.msg_id if isinstance(client, WeirClient) else args.msg_id or "",
         )
     if isinstance(ack, PublishAck):
-        print(json.dumps({"partition": ack.partition, "seq": ack.seq}))
+        print(json.dumps({"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}))
     else:
         _print_message(ack, args.json)
     return 0
@@ -581,6 +584,18 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--max-bytes", type=int)
     create.add_argument("--max-msgs-per-subject", type=int)
     create.add_argument("--max-msg-bytes", type=int, default=0)
+    create.add_argument(
+        "--duplicate-window-ms",
+        type=int,
+        default=0,
+        help="how long a msg_id is remembered (idempotent publish; 0 = 2 minutes, or max_age_ms when shorter)",
+    )
+    create.add_argument(
+        "--duplicate-window-max-msgs",
+        type=int,
+        default=0,
+        help="most msg_ids a partition remembers (0 = 100,000)",
+    )
     create.add_argument("--storage", choices=["file", "memory"], default="file")
     create.set_defaults(handler=_stream_create)
     for name, handler in (("info", _stream_info), ("delete", _stream_delete)):
@@ -601,6 +616,11 @@ def _parser() -> argparse.ArgumentParser:
     pub.add_argument("--key")
     pub.add_argument("--partition", type=int)
     pub.add_argument("--ack", choices=["leader", "none", "all"], default="leader")
+    pub.add_argument(
+        "--msg-id",
+        help="idempotence key: a second publish with it within the duplicate window stores nothing and "
+        "answers the first one's seq (default through routers: a generated one)",
+    )
     pub.set_defaults(handler=_pub)
     server_option(pub)
 

@@ -22,10 +22,19 @@ from weir.errors import UnavailableError, WeirError
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 DEFAULT_TIMEOUT_S = 30.0
+# What a lockstep publish leaves the node of the client's timeout to answer in (timeout_ms).
+EXCHANGE_TIMEOUT_MARGIN_MS = 250
+MAX_PUBLISH_TIMEOUT_MS = 300_000  # PublishRequest.timeout_ms's bound
 MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
-_CHANNEL_OPTIONS = [
+# Reconnect within a second of a node coming back (gRPC's default backoff grows to two minutes, so
+# a replicator or client whose node was down for a few seconds waited seconds more for it).
+RECONNECT_BACKOFF_MAX_MS = 1000
+CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
 ]
 Request = TypeVar("Request")
 Response = TypeVar("Response")
@@ -65,8 +74,10 @@ def stream_config(
     replicas: int = 1,
     min_insync_replicas: int = 0,
     deliver_up_to_high_watermark: bool = False,
+    duplicate_window_ms: int = 0,
+    duplicate_window_max_msgs: int = 0,
 ) -> types_pb2.StreamConfig:
-    """A StreamConfig from keyword arguments (None = no bound)."""
+    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default)."""
     limits = types_pb2.Limits()
     for field, value in (
         ("max_age_ms", max_age_ms),
@@ -87,6 +98,8 @@ def stream_config(
         replicas=replicas,
         min_insync_replicas=min_insync_replicas,
         deliver_up_to_high_watermark=deliver_up_to_high_watermark,
+        duplicate_window_ms=duplicate_window_ms,
+        duplicate_window_max_msgs=duplicate_window_max_msgs,
     )
 
 
@@ -94,7 +107,7 @@ class _Client:
     def __init__(self, address: str, timeout_s: float) -> None:
         self.address = address
         self.timeout_s = timeout_s
-        self.channel = grpc.aio.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
 
     async def close(self) -> None:
         await self.channel.close()
@@ -272,8 +285,11 @@ class NodeClient(_Client):
         expected_last_seq: int | None = None,
         ts_ms: int = 0,
         ack_level: str = "leader",
+        msg_id: str = "",
     ) -> streams_pb2.PublishResponse:
-        """Publish one message; returns (partition, seq) once acknowledged per `ack_level`."""
+        """Publish one message; returns (partition, seq, duplicate) once acknowledged per
+        `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
+        and answers the original seq with `duplicate` set."""
         request = streams_pb2.PublishRequest(
             stream=stream,
             subject=subject,
@@ -281,6 +297,7 @@ class NodeClient(_Client):
             headers=headers_of(headers),
             ts_ms=ts_ms,
             ack_level=ACK_LEVELS[ack_level],
+            msg_id=msg_id,
         )
         if key is not None:
             request.key = key
@@ -294,8 +311,15 @@ class NodeClient(_Client):
         self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"
     ) -> list[streams_pb2.PublishResult]:
         """Publish many messages in one exchange (PublishBatch semantics, on PublishBatchStream);
-        one result per entry, in order."""
-        request = streams_pb2.PublishBatchRequest(stream=stream, entries=entries, ack_level=ACK_LEVELS[ack_level])
+        one result per entry, in order. The node answers an ack_level "all" publish within this
+        client's timeout (less a margin), so a slow replica surfaces as replication_timeout, which is
+        retryable: entries with a msg_id are then stored once however often they are sent."""
+        request = streams_pb2.PublishBatchRequest(
+            stream=stream,
+            entries=entries,
+            ack_level=ACK_LEVELS[ack_level],
+            timeout_ms=min(MAX_PUBLISH_TIMEOUT_MS, max(1, int(self.timeout_s * 1000) - EXCHANGE_TIMEOUT_MARGIN_MS)),
+        )
         response = await self._publish_batches.exchange(request, self.timeout_s)
         return list(response.results)
 
@@ -576,6 +600,17 @@ class ReplicationClient(_Client):
     async def replica_state(self, stream: str, partition: int) -> internal_pb2.GetReplicaStateResponse:
         request = internal_pb2.GetReplicaStateRequest(stream=stream, partition=partition)
         return await self._call(self.stub.GetReplicaState, request)  # type: ignore[no-any-return]
+
+    async def transfer_leadership(
+        self, stream: str, partition: int, leader_epoch: int, to_node_id: str, timeout_ms: int = 0
+    ) -> internal_pb2.TransferLeadershipResponse:
+        """Ask the partition's primary to hand leadership to `to_node_id` (see the RPC)."""
+        request = internal_pb2.TransferLeadershipRequest(
+            stream=stream, partition=partition, leader_epoch=leader_epoch, to_node_id=to_node_id, timeout_ms=timeout_ms
+        )
+        return await self._call(  # type: ignore[no-any-return]
+            self.stub.TransferLeadership, request, (timeout_ms or 5000) / 1000 + self.timeout_s
+        )
 
     async def apply_placement(self, record: types_pb2.StreamRecord) -> internal_pb2.ApplyPlacementResponse:
         request = internal_pb2.ApplyPlacementRequest(record=record)

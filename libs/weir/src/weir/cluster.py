@@ -15,8 +15,12 @@ then wait: the buffer is bounded).
 hands each message to the handler, acks what the handler accepted and naks what it raised on,
 and gives a revoked partition back only after its in-flight batch is settled.
 
-Delivery is at least once: a publish retried after a lost response may be stored twice; a
-message whose ack was lost is delivered again.
+Publishing is idempotent by default (`idempotent=True`): every message gets a msg_id (this
+client's random prefix and a counter, or the caller's own `msg_id`), kept across retries, so a
+retry after a lost response, a timeout or a failover is answered with the original seq
+(`PublishAck.duplicate`) instead of storing a second copy, as long as it comes within the
+stream's duplicate window (2 minutes by default). Consuming is at least once: a message whose ack
+was lost is delivered again.
 
 Shutdown: `await client.close()` flushes queued publishes and closes every channel;
 `await member.stop()` finishes in-flight batches and leaves the group.
@@ -28,6 +32,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
-from weir.client import ACK_LEVELS, DEFAULT_TIMEOUT_S, NodeClient, headers_of
+from weir.client import ACK_LEVELS, CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, NodeClient, headers_of
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
 from weir.partitioning import partition_for_key
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
@@ -53,10 +58,12 @@ DEFAULT_RETRY_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class PublishAck:
-    """Where a published message was stored (seq 0 with ack level none)."""
+    """Where a published message was stored (seq 0 with ack level none). `duplicate`: its msg_id
+    was already stored within the duplicate window (an earlier attempt landed); `seq` is where."""
 
     partition: int
     seq: int
+    duplicate: bool = False
 
 
 def _is_retryable(error: BaseException) -> bool:
@@ -88,7 +95,7 @@ class RouterClient:
         address = self.address
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address)
+            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         return router_pb2_grpc.RouterStub(channel)
 
     async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
@@ -141,6 +148,7 @@ class WeirClient:
         max_pending_messages: int = DEFAULT_MAX_PENDING_MESSAGES,
         retry_timeout_s: float = DEFAULT_RETRY_TIMEOUT_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        idempotent: bool = True,
     ) -> None:
         if linger_ms < 0 or batch_max_bytes < 1 or batch_max_messages < 1 or max_pending_messages < 1:
             raise InvalidArgumentError("linger_ms >= 0 and batch/pending bounds >= 1 are required")
@@ -150,6 +158,10 @@ class WeirClient:
         self.batch_max_messages = batch_max_messages
         self.retry_timeout_s = retry_timeout_s
         self.timeout_s = timeout_s
+        self.idempotent = idempotent
+        # msg_ids as NATS's nuid makes them: a random prefix per client and a counter (~0.3 us each).
+        self._msg_id_prefix = secrets.token_urlsafe(12)
+        self._msg_counter = itertools.count(1)
         self._routes: dict[str, router_pb2.QueryRouteResponse] = {}
         self._round_robin: dict[str, itertools.cycle[int]] = {}
         self._nodes: dict[str, NodeClient] = {}
@@ -272,10 +284,12 @@ class WeirClient:
         headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
         expected_last_seq: int | None = None,
         ack_level: str = "leader",
+        msg_id: str | None = None,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
-        `ack_level` ("leader", "all", "none"). Errors: the node's typed errors (subject_rejected,
-        oversize, wrong_revision, ...), after retries for retryable ones."""
+        `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
+        per message when the client is idempotent; "" sends none). Errors: the node's typed errors
+        (subject_rejected, oversize, wrong_revision, ...), after retries for retryable ones."""
         future = self.publish_nowait(
             stream,
             subject,
@@ -285,6 +299,7 @@ class WeirClient:
             headers=headers,
             expected_last_seq=expected_last_seq,
             ack_level=ack_level,
+            msg_id=msg_id,
         )
         return await (await future)
 
@@ -299,9 +314,11 @@ class WeirClient:
         headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
         expected_last_seq: int | None = None,
         ack_level: str = "leader",
+        msg_id: str | None = None,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
-        waits only while the pending buffer is full). Use this to keep many publishes in flight."""
+        waits only while the pending buffer is full). Use this to keep many publishes in flight.
+        `msg_id` as in `publish`."""
         if self._closed:
             raise UnavailableError("the client is closed")
         level = ACK_LEVELS.get(ack_level)
@@ -309,7 +326,11 @@ class WeirClient:
             raise InvalidArgumentError(f"ack_level: one of {sorted(ACK_LEVELS)}, got {ack_level!r}")
         chosen = partition if partition is not None else await self.partition_for(stream, key)
         entry = streams_pb2.PublishEntry(subject=subject, payload=payload, headers=headers_of(headers))
-        entry.partition = chosen
+        entry.partition = chosen  # kept across retries, so a retry meets its original's duplicate window
+        if msg_id is None and self.idempotent:
+            entry.msg_id = f"{self._msg_id_prefix}.{next(self._msg_counter)}"
+        elif msg_id:
+            entry.msg_id = msg_id
         if expected_last_seq is not None:
             entry.expected_last_seq = expected_last_seq
         await self._pending.acquire()
@@ -361,7 +382,7 @@ class WeirClient:
             if item.future.done():
                 continue
             if result.result_code == "ok":
-                item.future.set_result(PublishAck(result.partition, result.seq))
+                item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate))
             elif result.result_code == "wrong_revision":
                 item.future.set_exception(
                     WrongRevisionError(result.message, stream=batch.stream, partition=result.partition,

@@ -43,6 +43,7 @@ class ResultCode(StrEnum):
     OVERSIZE = "oversize"
     WRONG_REVISION = "wrong_revision"
     CHANGE_FEED_TRUNCATED = "change_feed_truncated"
+    POSITION_OUT_OF_RANGE = "position_out_of_range"
     CORRUPT = "corrupt"
     OVERLOADED = "overloaded"
     SHUTTING_DOWN = "shutting_down"
@@ -227,6 +228,16 @@ class ChangeFeedTruncatedError(WeirError):
     """Retention removed the requested changes; metadata["first_change_seq"] says where to resume."""
 
     result_code = ResultCode.CHANGE_FEED_TRUNCATED
+    status_code = grpc.StatusCode.OUT_OF_RANGE
+
+
+class PositionOutOfRangeError(WeirError):
+    """A start position past the end of what exists (a change feed position beyond the node's
+    next change seq: the node's data was replaced, or the position belongs to another node).
+    Nothing would ever arrive there, so it is refused instead of waited on. metadata:
+    "next_change_seq" (the highest position a reader may start from now)."""
+
+    result_code = ResultCode.POSITION_OUT_OF_RANGE
     status_code = grpc.StatusCode.OUT_OF_RANGE
 
 

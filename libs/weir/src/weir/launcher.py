@@ -44,6 +44,9 @@ class ProcessHandle:
     # SIGKILL the process when the thread that started it exits (prctl PR_SET_PDEATHSIG): start it
     # from a long-lived thread (not a short-lived worker thread) or set this to False.
     die_with_parent: bool = True
+    # Address-space limit (RLIMIT_AS) of the process, for tests that must show a request cannot make
+    # it allocate out of proportion: an allocation past it fails instead of exhausting the machine.
+    memory_limit_bytes: int | None = None
     process: subprocess.Popen[bytes] | None = None
     _log_file: object | None = field(default=None, repr=False)
 
@@ -77,6 +80,8 @@ class ProcessHandle:
         command: list[str] = [sys.executable, "-m", self.module]
         if self.taskset_cpus:
             command = ["taskset", "-c", self.taskset_cpus, *command]
+        if self.memory_limit_bytes is not None:
+            command = [sys.executable, "-c", _MEMORY_LIMIT, str(self.memory_limit_bytes), *command]
         if self.die_with_parent:
             command = _with_parent_death(command)
         log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
@@ -351,6 +356,15 @@ os.execvp(sys.argv[2], sys.argv[2:])
 """
 
 
+# Sets RLIMIT_AS (inherited across exec) and execs the command.
+_MEMORY_LIMIT = """
+import os, resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
 def _with_parent_death(command: list[str]) -> list[str]:
     """`command` wrapped so that it is SIGKILLed when this process dies (a crashed test run or
     benchmark leaves no process behind)."""
@@ -419,10 +433,12 @@ class LocalCluster:
         analytics_env: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
+        memory_limit_bytes: int | None = None,
     ) -> LocalCluster:
         """Start Redis, then the routers, then the nodes (which register with Redis), then the
         replicators, then (with `analytics`) the spark-analytics job; returns once every process
-        serves. On failure everything started is stopped again."""
+        serves. On failure everything started is stopped again. `memory_limit_bytes` limits the
+        address space of each router, node and replicator."""
         say = progress or (lambda _message: None)
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -434,20 +450,27 @@ class LocalCluster:
             say(f"redis at {redis.url}")
             shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
             for index in range(1, routers + 1):
-                router = RouterHandle(**_placed(data_dir, f"router-{index}", shared_router, die_with_parent))
+                router = RouterHandle(
+                    **_placed(data_dir, f"router-{index}", shared_router, die_with_parent),
+                    memory_limit_bytes=memory_limit_bytes,
+                )
                 cluster.routers.append(router)
                 router.start()
                 say(f"{router.name} serving at {router.address}")
             shared_node = {"WEIR_NODE_REDIS_URL": redis.url, **(node_env or {})}
             for index in range(1, nodes + 1):
-                node = NodeHandle(**_placed(data_dir, f"node-{index}", shared_node, die_with_parent))
+                node = NodeHandle(
+                    **_placed(data_dir, f"node-{index}", shared_node, die_with_parent),
+                    memory_limit_bytes=memory_limit_bytes,
+                )
                 cluster.nodes.append(node)
                 node.start()
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
             shared_replicator = {"WEIR_REPLICATOR_REDIS_URL": redis.url, **(replicator_env or {})}
             for index in range(1, replicators + 1):
                 replicator = ReplicatorHandle(
-                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent)
+                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent),
+                    memory_limit_bytes=memory_limit_bytes,
                 )
                 cluster.replicators.append(replicator)
                 replicator.start()

@@ -8,7 +8,10 @@ Pure functions and one small state machine, no I/O, so they are unit-tested dire
 - `InSyncTracker`: the primary's view of its followers: each one's applied seq, the in-sync set
   (Kafka's ISR rules: a follower that has not caught up for `lag_max_ms` leaves it; one that reaches
   the high watermark joins again) and the high watermark (highest seq every in-sync replica holds;
-  never decreases).
+  never decreases). A follower whose fetch waits at the primary's log end holds everything, so it
+  counts as caught up for as long as it waits (`park` / `unpark`), as a Kafka follower's fetch
+  that read up to the log end does: `lag_max_ms` can then be short (a dead follower leaves the set
+  quickly, which ends the stall of ack-all publishes) without idle followers leaving it.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ class FollowerProgress:
     last_fetch_ms: int = 0
     # The primary's last seq at the follower's previous report.
     leader_last_at_previous: int = 0
+    # Fetches of this follower waiting at the primary's log end (it holds everything meanwhile).
+    parked: int = 0
 
 
 @dataclass(slots=True)
@@ -104,6 +109,24 @@ class InSyncTracker:
         progress.last_fetch_ms = now_ms
         progress.leader_last_at_previous = leader_last_seq
 
+    def park(self, follower: str) -> bool:
+        """A fetch of `follower`, which holds the primary's whole log, starts waiting for more:
+        it counts as caught up until `unpark`. Returns False (nothing to undo) for an unknown node."""
+        progress = self.followers.get(follower)
+        if progress is None:
+            return False
+        progress.parked += 1
+        return True
+
+    def unpark(self, follower: str, now_ms: int) -> None:
+        """The waiting fetch ended at `now_ms` (new records, its wait ran out, or it was cancelled):
+        the follower held everything until then."""
+        progress = self.followers.get(follower)
+        if progress is None or progress.parked <= 0:
+            return
+        progress.parked -= 1
+        progress.caught_up_ms = max(progress.caught_up_ms, now_ms)
+
     def compute_high_watermark(self, leader_last_seq: int) -> int:
         """Advance (never lower) the high watermark to the lowest end among in-sync replicas."""
         candidate = leader_last_seq
@@ -120,7 +143,9 @@ class InSyncTracker:
         return sorted(
             node
             for node in self.in_sync
-            if node != self.leader_id and now_ms - self.followers[node].caught_up_ms > self.lag_max_ms
+            if node != self.leader_id
+            and not self.followers[node].parked
+            and now_ms - self.followers[node].caught_up_ms > self.lag_max_ms
         )
 
     def joining(self, now_ms: int) -> list[str]:

@@ -24,6 +24,11 @@ logger = logging.getLogger(__name__)
 PUBLISHED_MESSAGES = Counter(
     "weir_published_messages_total", "Messages committed to a partition log", ["stream", "partition"]
 )
+PUBLISH_DUPLICATES = Counter(
+    "weir_publish_duplicates_total",
+    "Publishes whose msg_id the partition stored within the duplicate window (answered with the original seq)",
+    ["stream", "partition"],
+)
 PUBLISHED_BYTES = Counter(
     "weir_published_bytes_total", "Record bytes committed to a partition log", ["stream", "partition"]
 )

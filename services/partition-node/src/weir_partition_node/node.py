@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from weir.consumer_info import add_partition_totals
 from weir.errors import (
     AlreadyExistsError,
     ChangeFeedTruncatedError,
@@ -36,6 +37,7 @@ from weir.errors import (
     NoSuchStreamError,
     NotLeaderError,
     OversizeError,
+    PositionOutOfRangeError,
     ReplicationTimeoutError,
     ShuttingDownError,
     SubjectRejectedError,
@@ -43,6 +45,7 @@ from weir.errors import (
 )
 from weir.partitioning import partition_for_key
 from weir.replication import InSyncTracker
+from weir.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
 
@@ -51,6 +54,7 @@ from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
 from weir_partition_node.consumers import MAX_ACK_WAIT_MS, NEVER, ConsumerSpec, normalize_consumer_config
+from weir_partition_node.dedupe import MAX_MSG_ID_BYTES
 from weir_partition_node.partition import (
     AppendOutcome,
     CommitLimits,
@@ -64,13 +68,7 @@ from weir_partition_node.storage.base import PartitionLog
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
-from weir_partition_node.streamconfig import (
-    apply_update,
-    bounds_of,
-    check_placement,
-    hosted_partitions,
-    normalize_config,
-)
+from weir_partition_node.streamconfig import bounds_of, check_placement, hosted_partitions
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,6 +76,9 @@ T = TypeVar("T")
 DEFAULT_READ_MESSAGES = 100
 MAX_READ_MESSAGES = 10_000
 DEFAULT_READ_BYTES = 4 * 1024 * 1024
+# A read answer's bound (it must fit the gRPC send limit, 64 MiB; at least one message always goes).
+MAX_READ_BYTES = 32 * 1024 * 1024
+MAX_PUBLISH_BATCH_ENTRIES = 10_000
 DEFAULT_SCAN_LIMIT = 1000
 DEFAULT_SUBJECT_LIST_LIMIT = 10_000
 DEFAULT_CHANGES = 1000
@@ -111,6 +112,8 @@ class PublishFields(Protocol):
     def key(self) -> bytes: ...
     @property
     def partition(self) -> int: ...
+    @property
+    def msg_id(self) -> str: ...
     def HasField(self, field_name: str, /) -> bool: ...
 
 
@@ -120,6 +123,7 @@ class PublishOutcome:
     seq: int
     result_code: str = "ok"
     message: str = ""
+    duplicate: bool = False
 
 
 @dataclass(slots=True)
@@ -148,6 +152,9 @@ class Stream:
     led: list[int]
     consumers: dict[str, Consumer] = field(default_factory=dict)
     deleted: bool = False
+    # Led partitions whose leadership is being handed over (handover.py): clients get not_leader.
+    fenced: set[int] = field(default_factory=set)
+    # The partitions clients may use here: `led` less `fenced`.
     led_set: frozenset[int] = field(init=False)
     round_robin: itertools.cycle[int] = field(init=False)
     max_msg_bytes: int = field(init=False)
@@ -157,10 +164,19 @@ class Stream:
         self.max_msg_bytes = self.config.max_msg_bytes
 
     def set_led(self, led: Iterable[int]) -> None:
-        """Change which partitions this node leads (role changes on failover)."""
+        """Change which partitions this node leads (role changes on failover); a fenced one stays
+        closed to clients until its fence is lifted (`fence`)."""
         self.led = sorted(led)
-        self.led_set = frozenset(self.led)
-        self.round_robin = itertools.cycle(self.led or [0])
+        self.led_set = frozenset(self.led) - self.fenced
+        self.round_robin = itertools.cycle(sorted(self.led_set) or [0])
+
+    def fence(self, index: int, fenced: bool) -> None:
+        """Close a led partition to clients during a handover, or open it again."""
+        if fenced:
+            self.fenced.add(index)
+        else:
+            self.fenced.discard(index)
+        self.set_led(self.led)
 
     def not_leader(self, index: int) -> NotLeaderError:
         """The redirect for a partition this node does not lead (DESIGN §4)."""
@@ -225,7 +241,7 @@ class Node:
         node = cls(settings, clock, catalog, feed)
         node._change_floor = await catalog.get_meta(_FLOOR_KEY)
         for name, config_bytes, created_at_ms, placement_bytes in await catalog.load_streams():
-            config = types_pb2.StreamConfig.FromString(config_bytes)
+            config = with_defaults(types_pb2.StreamConfig.FromString(config_bytes))
             placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
             epochs = await catalog.replica_epochs(name) if placement is not None else None
             node._streams[name] = node._open_stream(config, created_at_ms, placement, epochs)
@@ -287,7 +303,7 @@ class Node:
         placement: types_pb2.StreamPlacement | None = None,
         replica_epochs: dict[int, int] | None = None,
     ) -> Stream:
-        view = StreamView(config.name, bounds_of(config), config.retention, config.deliver_up_to_high_watermark)
+        view = _configure_view(StreamView(config.name), config)
         hosted, led = hosted_partitions(config, placement, self.node_id)
         partitions: dict[int, Partition] = {}
         for index in hosted:
@@ -564,7 +580,7 @@ class Node:
             self.feed.settle([change[0]])
         stream.config = updated
         stream.max_msg_bytes = updated.max_msg_bytes
-        stream.view.bounds = bounds_of(updated)
+        _configure_view(stream.view, updated)
 
     async def mirror_config(self, config: types_pb2.StreamConfig) -> None:
         """Secondary: adopt the primary's config after an UpdateStream (ReplicateStreamUpdate). Only
@@ -573,11 +589,8 @@ class Node:
         self._check_open()
         async with self._lifecycle_lock:
             stream = self._stream(config.name)
-            mutable_only = types_pb2.StreamConfig()
-            mutable_only.CopyFrom(stream.config)
-            mutable_only.limits.CopyFrom(config.limits)
-            mutable_only.max_msg_bytes = config.max_msg_bytes
-            if mutable_only != config:
+            config = with_defaults(_copy(config))  # a router record written before a field existed
+            if differs_in_immutable_fields(stream.config, config):
                 raise InvalidConfigError(f"stream {config.name!r}: the primary's config differs in an immutable field")
             await self._store_config(stream, config)
 
@@ -616,6 +629,12 @@ class Node:
         ts_ms = fields.ts_ms
         if ts_ms < 0:
             raise InvalidArgumentError(f"ts_ms must not be negative, got {ts_ms}")
+        msg_id = fields.msg_id
+        # At most 4 bytes a character: only an id of over 64 characters can be too long.
+        if len(msg_id) > MAX_MSG_ID_BYTES // 4 and _utf8_size(msg_id) > MAX_MSG_ID_BYTES:
+            raise InvalidArgumentError(
+                f"msg_id: at most {MAX_MSG_ID_BYTES} bytes of UTF-8, got {_utf8_size(msg_id)}", stream=stream.name
+            )
         partitions = stream.config.partitions
         if fields.HasField("partition"):
             partition = fields.partition
@@ -629,25 +648,42 @@ class Node:
             partition = 0
         elif fields.HasField("key"):
             partition = partition_for_key(fields.key, partitions)
+        elif msg_id:  # a retry finds its original in the same partition's duplicate window
+            partition = partition_for_key(msg_id.encode("utf-8", "surrogatepass"), partitions)
         else:
             partition = _ROUND_ROBIN  # assigned once the whole request is valid
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
-        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected), size
+        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id), size
 
     async def publish(
-        self, stream_name: str, entries: Sequence[PublishFields], ack_level: int, *, batch: bool
+        self,
+        stream_name: str,
+        entries: Sequence[PublishFields],
+        ack_level: int,
+        *,
+        batch: bool,
+        replication_timeout_ms: int = 0,
     ) -> list[PublishOutcome]:
         """Validate every entry (one invalid entry rejects the request, storing nothing), then
         append per partition (one transaction per partition) and wait per `ack_level`.
 
+        An entry whose msg_id the partition stored within the duplicate window stores nothing and
+        gets the original seq with `duplicate=True` (then waits per `ack_level` like the others, for
+        the original). `replication_timeout_ms` bounds the wait of ack_level ALL (0 = the node's
+        `replication_timeout_ms` setting).
+
         Returns one outcome per entry, in order. Errors: NoSuchStreamError, InvalidSubjectError,
         SubjectRejectedError, OversizeError, NoSuchPartitionError, InvalidArgumentError,
-        ShuttingDownError, StorageFailedError.
+        ShuttingDownError, StorageFailedError, NotEnoughReplicasError, ReplicationTimeoutError.
         """
         self._check_open()
         stream = self._stream(stream_name)
         if ack_level not in _ACK_LEVELS:
             raise InvalidArgumentError(f"ack_level: unknown value {ack_level}")
+        if len(entries) > MAX_PUBLISH_BATCH_ENTRIES:
+            raise InvalidArgumentError(
+                f"entries: at most {MAX_PUBLISH_BATCH_ENTRIES} per request, got {len(entries)}", stream=stream_name
+            )
         if self.lease_valid is not None and not self.lease_valid():
             raise self.lease_expired()
         replicated = ack_level == streams_pb2.ACK_LEVEL_ALL and stream.config.replicas > 1
@@ -687,12 +723,17 @@ class Node:
             for index, outcome in zip(groups[partition].indexes, partition_results, strict=True):
                 outcomes[index] = _outcome(partition, outcome)
         if replicated:
-            await self._wait_replicated(stream, keys, results)
+            await self._wait_replicated(
+                stream, keys, results, replication_timeout_ms or self.settings.replication_timeout_ms
+            )
         return outcomes
 
-    async def _wait_replicated(self, stream: Stream, keys: list[int], results: Sequence[list[AppendOutcome]]) -> None:
-        """ack_level ALL: wait until every in-sync replica of each partition holds what was appended."""
-        timeout_s = self.settings.replication_timeout_ms / 1000
+    async def _wait_replicated(
+        self, stream: Stream, keys: list[int], results: Sequence[list[AppendOutcome]], timeout_ms: int
+    ) -> None:
+        """ack_level ALL: wait until every in-sync replica of each partition holds what was appended
+        (or, for a duplicate, the original)."""
+        timeout_s = timeout_ms / 1000
         waits = []
         for partition_index, partition_results in zip(keys, results, strict=True):
             last = max((outcome.seq for outcome in partition_results if outcome.result_code == "ok"), default=0)
@@ -703,9 +744,10 @@ class Node:
         except TimeoutError:
             raise ReplicationTimeoutError(
                 f"stream {stream.name!r}: the in-sync replicas did not confirm the publish within "
-                f"{self.settings.replication_timeout_ms} ms; it is stored on the primary and may be lost on a "
-                "failover (retrying may duplicate it)",
+                f"{timeout_ms} ms; it is stored on the primary and may be lost on a failover (a retry "
+                "with the same msg_id stores it once)",
                 stream=stream.name,
+                timeout_ms=timeout_ms,
             ) from None
 
     # -- consumers ---------------------------------------------------------------------------------
@@ -842,6 +884,7 @@ class Node:
                 continue
             num_pending = partition.log.count_matching(cursor.last_delivered, consumer.spec.accepts)
             redelivered = sum(1 for entry in cursor.pending.values() if entry.deliver_count > 1)
+            totals = cursor.totals
             info.partitions.add(
                 partition=partition.index,
                 ack_floor=cursor.ack_floor,
@@ -849,16 +892,14 @@ class Node:
                 num_ack_pending=len(cursor.pending),
                 num_pending=num_pending,
                 num_redelivered=redelivered,
+                delivered_total=totals.delivered,
+                acked_total=totals.acked,
+                redelivered_total=totals.redelivered,
+                dead_lettered_total=totals.dead_lettered,
+                dropped_total=totals.dropped,
+                termed_total=totals.termed,
             )
-            info.num_ack_pending += len(cursor.pending)
-            info.num_pending += num_pending
-            totals = cursor.totals
-            info.delivered_total += totals.delivered
-            info.acked_total += totals.acked
-            info.redelivered_total += totals.redelivered
-            info.dead_lettered_total += totals.dead_lettered
-            info.dropped_total += totals.dropped
-            info.termed_total += totals.termed
+        add_partition_totals(info)
         return info
 
     def list_consumers(self, stream_name: str) -> list[types_pb2.ConsumerInfo]:
@@ -882,6 +923,7 @@ class Node:
             raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
         if max_wait_ms > MAX_FETCH_WAIT_MS:
             raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
+        check_max_bytes(max_bytes)
         batch_size = batch_size or DEFAULT_FETCH_BATCH
         max_bytes = max_bytes or DEFAULT_READ_BYTES
         loop = asyncio.get_running_loop()
@@ -987,7 +1029,7 @@ class Node:
         consumer = self._consumer(stream, name)
         if batch_size > MAX_FETCH_BATCH:
             raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
-        indexes = sorted(set(partitions)) or stream.led
+        indexes = sorted(set(partitions)) or sorted(stream.led_set)
         if not indexes:
             raise stream.not_leader(0)
         chosen = [self._partition(stream_name, index) for index in indexes]
@@ -1112,6 +1154,7 @@ class Node:
         )
         if max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
+        check_max_bytes(max_bytes)
         start = max(from_seq, partition.first_seq) if from_seq else partition.first_seq
         records = self._read(
             partition,
@@ -1141,7 +1184,7 @@ class Node:
         limit = limit or DEFAULT_SCAN_LIMIT
         if limit > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"limit: at most {MAX_READ_MESSAGES}, got {limit}")
-        rows = self._read(partition, lambda: partition.log.scan_subject(subject, from_seq, limit))
+        rows = self._read(partition, lambda: partition.log.scan_subject(subject, from_seq, limit, DEFAULT_READ_BYTES))
         return [record for _, record in rows]
 
     def _read(self, partition: Partition, read: Callable[[], T]) -> T:
@@ -1202,6 +1245,18 @@ class Node:
             through = merged[-1][0]
         return [record for _, record in merged], through + 1, horizon
 
+    def check_feed_position(self, from_change_seq: int) -> None:
+        """A live read may start at most at the next change seq this node will write. Errors:
+        PositionOutOfRangeError (metadata next_change_seq)."""
+        next_change_seq = self.feed.horizon + 1
+        if from_change_seq > next_change_seq:
+            raise PositionOutOfRangeError(
+                f"from_change_seq {from_change_seq} is beyond this node's change feed, which continues at "
+                f"{next_change_seq} (the node's data was replaced, or the position is another node's); "
+                "nothing would ever arrive there",
+                next_change_seq=next_change_seq,
+            )
+
     async def tail_changes(
         self, from_change_seq: int, max_per_batch: int, feed_filter: ChangeFilter = EVERY_CHANGE
     ) -> AsyncIterator[tuple[list[bytes], int, int]]:
@@ -1210,7 +1265,10 @@ class Node:
         When the filter skipped changes and nothing was yielded for TAIL_PROGRESS_MS, a batch without
         changes carries the new through_change_seq (checked on each commit and every
         TAIL_IDLE_WAKE_S), so a client storing its position does not fall behind change-feed
-        retention."""
+        retention. Errors: as read_changes, and PositionOutOfRangeError (a start past the feed)."""
+        if max_per_batch > MAX_CHANGES:  # bad arguments first, then where the read starts
+            raise InvalidArgumentError(f"max_changes: at most {MAX_CHANGES}, got {max_per_batch}")
+        self.check_feed_position(from_change_seq)
         cursor = from_change_seq
         reported = cursor - 1
         reported_at = monotonic_ms()
@@ -1225,12 +1283,14 @@ class Node:
 
     async def watch_lifecycle(self, from_change_seq: int = 0) -> AsyncIterator[types_pb2.Change]:
         """Stream and consumer created/updated/deleted changes from `from_change_seq` (0 = from now on), live,
-        until shutdown. Errors: ChangeFeedTruncatedError."""
+        until shutdown. Errors: ChangeFeedTruncatedError, PositionOutOfRangeError (a start past the
+        feed)."""
         if from_change_seq and from_change_seq <= self._change_floor:
             raise ChangeFeedTruncatedError(
                 f"changes before {self._change_floor + 1} were removed by change-feed retention",
                 first_change_seq=self._change_floor + 1,
             )
+        self.check_feed_position(from_change_seq)
         cursor = from_change_seq or self.feed.horizon + 1
         while not self._closing:
             horizon = self.feed.horizon
@@ -1238,10 +1298,15 @@ class Node:
                 await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
                 continue
             if cursor <= self._catalog.last_change_seq:  # lifecycle changes live in the catalog only
-                for _, record in await self._catalog.read_changes(cursor, horizon, NO_LIMIT):
+                # In pages: the catalog also keeps deleted streams' archived changes, any number.
+                rows = await self._catalog.read_changes(cursor, horizon, DEFAULT_CHANGES)
+                for _, record in rows:
                     change = types_pb2.Change.FromString(record)
                     if change.WhichOneof("kind") in _LIFECYCLE_KINDS:
                         yield change
+                if len(rows) == DEFAULT_CHANGES:
+                    cursor = rows[-1][0] + 1
+                    continue
             cursor = horizon + 1
 
     # -- background work -------------------------------------------------------------------------------
@@ -1295,6 +1360,28 @@ class _PartitionGroup:
     size: int = 0
 
 
+def check_max_bytes(max_bytes: int) -> None:
+    """A read's byte bound must let the answer fit a gRPC message. Errors: InvalidArgumentError."""
+    if max_bytes > MAX_READ_BYTES:
+        raise InvalidArgumentError(f"max_bytes: at most {MAX_READ_BYTES} (32 MiB), got {max_bytes}")
+
+
+def _configure_view(view: StreamView, config: types_pb2.StreamConfig) -> StreamView:
+    """Set what a partition needs to know of its stream's (effective) config; returns `view`."""
+    view.bounds = bounds_of(config)
+    view.retention = config.retention
+    view.deliver_up_to_high_watermark = config.deliver_up_to_high_watermark
+    view.duplicate_window_ms = config.duplicate_window_ms
+    view.duplicate_window_max_msgs = config.duplicate_window_max_msgs
+    return view
+
+
+def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
+    copied = types_pb2.StreamConfig()
+    copied.CopyFrom(config)
+    return copied
+
+
 def _start_of(consumer: Consumer, index: int) -> int:
     return consumer.start_seqs[index] if index < len(consumer.start_seqs) else 0
 
@@ -1304,4 +1391,4 @@ def _utf8_size(text: str) -> int:
 
 
 def _outcome(partition: int, outcome: AppendOutcome) -> PublishOutcome:
-    return PublishOutcome(partition, outcome.seq, outcome.result_code, outcome.message)
+    return PublishOutcome(partition, outcome.seq, outcome.result_code, outcome.message, outcome.duplicate)

@@ -32,18 +32,21 @@ from typing import Any
 from weir.errors import (
     NoSuchConsumerError,
     NotEnoughReplicasError,
+    NotLeaderError,
     NotPendingError,
     ShuttingDownError,
     StorageFailedError,
     WeirError,
 )
 from weir.replication import InSyncTracker
+from weir.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 from weir.v1 import types_pb2
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
+from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
 
@@ -59,6 +62,7 @@ class PreparedEntry:
     headers: Iterable[types_pb2.Header]
     ts_ms: int  # 0 = the node's clock
     expected_last_seq: int | None
+    msg_id: str = ""  # idempotence key; "" = none
 
 
 @dataclass(slots=True)
@@ -66,6 +70,7 @@ class AppendOutcome:
     seq: int
     result_code: str = "ok"
     message: str = ""
+    duplicate: bool = False  # the msg_id was stored within the duplicate window: `seq` is the original's
 
 
 @dataclass(slots=True)
@@ -103,8 +108,9 @@ class _ConsumerOp:
     size: int = 0
 
 
-# One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded).
-ReplicatedRecord = tuple[int, int, str, bytes]
+# One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
+# msg_id ("" = none)).
+ReplicatedRecord = tuple[int, int, str, bytes, str]
 
 
 @dataclass(slots=True)
@@ -137,6 +143,7 @@ class _ReplicaEdit:
 
 _Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
+_MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
 
 @dataclass(slots=True)
@@ -165,6 +172,9 @@ class _CommitContext:
     # Secondary edits (replication) and tail truncation, turned into the commit's removal plan.
     replica_truncate_before: int = 0
     replica_removals: dict[str, list[int]] = field(default_factory=dict)
+    # Duplicate window rows this commit stores (seq, msg_id, stored_at_ms) and a divergent tail's cut.
+    msg_ids: list[tuple[int, str, int]] = field(default_factory=list)
+    msg_ids_after: int | None = None
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -197,6 +207,8 @@ class StreamView:
     bounds: LimitsBounds = field(default_factory=LimitsBounds)
     retention: int = types_pb2.RETENTION_POLICY_LIMITS
     deliver_up_to_high_watermark: bool = False
+    duplicate_window_ms: int = DEFAULT_DUPLICATE_WINDOW_MS
+    duplicate_window_max_msgs: int = DEFAULT_DUPLICATE_WINDOW_MAX_MSGS
 
 
 class Partition:
@@ -236,10 +248,15 @@ class Partition:
         self.tracker: InSyncTracker | None = None
         self.min_insync = 1
         self._replicated_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        # The duplicate window (dedupe.py): the primary's index of its recent message ids, loaded
+        # from the log on the first publish that needs it after it started leading.
+        self._duplicates: DuplicateWindow | None = None
+        self._msg_ids_pruned_ms = 0
         self._waiter_ids = itertools.count()
         self.consumers: dict[str, ConsumerCursor] = {}
         self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
+        self._progress_waiters: set[asyncio.Future[None]] = set()
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
         self._closing = False
@@ -252,6 +269,7 @@ class Partition:
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
         self._high_watermark_gauge = metrics.HIGH_WATERMARK.labels(*self._labels)
+        self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
         self._publish_gauges()
 
@@ -300,6 +318,8 @@ class Partition:
         was_leading = self.leading
         self.leading = leading
         self.log.keep_tail(leading)
+        if leading != was_leading:
+            self._duplicates = None  # a new primary rebuilds it from what its log holds
         self.leader_epoch = leader_epoch
         self.tracker = tracker
         self.min_insync = min_insync
@@ -324,6 +344,8 @@ class Partition:
         if not self.leading:
             return
         tracker = self.tracker
+        if self._progress_waiters:
+            _wake(self._progress_waiters)
         hw = self.last_seq if tracker is None else tracker.compute_high_watermark(self.last_seq)
         advanced = hw > self.high_watermark
         self.high_watermark = hw
@@ -418,20 +440,19 @@ class Partition:
     async def wait_for_work(self, timeout_s: float) -> None:
         """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
         or after `timeout_s`."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.add(waiter)
-        try:
-            await asyncio.wait_for(waiter, timeout_s)
-        except TimeoutError:
-            pass
-        finally:
-            self._waiters.discard(waiter)
+        await _wait_on(self._waiters, timeout_s)
 
     def wake_waiters(self) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiters.clear()
+        _wake(self._waiters)
+
+    async def wait_for_progress(self, timeout_s: float) -> None:
+        """Primary: return at the next follower report or commit (the next `update_high_watermark`),
+        or after `timeout_s`."""
+        await _wait_on(self._progress_waiters, timeout_s)
+
+    async def drain(self) -> None:
+        """Wait until everything queued so far (and whatever joins it meanwhile) is committed."""
+        await self._queue.join()
 
     async def close(self) -> None:
         """Stop accepting writes, commit what is queued, stop the loop (does not close the log)."""
@@ -497,9 +518,13 @@ class Partition:
         results: list[Any] = []
         for item in items:
             if isinstance(item, _Append):
-                results.append(self._decide_append(item, context))
+                # Queued while this node led; it may have stopped since (a new placement): a
+                # follower never appends on its own, or its log would diverge from the primary's.
+                results.append(self._decide_append(item, context) if self.leading else self._not_leading())
             elif isinstance(item, _ConsumerOp):
                 try:
+                    if not self.leading and item.kind != "remove":
+                        raise self._not_leading()
                     results.append(self._decide_consumer_op(item, context))
                 except WeirError as error:
                     results.append(error)
@@ -565,7 +590,13 @@ class Partition:
             last_seq=seq,
             drop_changes_before=drop_changes_before,
             consumer_deletes=context.consumer_deletes,
+            msg_ids=context.msg_ids,
+            msg_ids_after=context.msg_ids_after,
         )
+        prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= _MSG_ID_PRUNE_INTERVAL_MS
+        if prune_msg_ids:
+            view = self.stream
+            batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
         touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
             change, counts = self._store_cursor(cursor, batch)
@@ -578,7 +609,7 @@ class Partition:
             batch.changes.append((change_seq, now_ms, change.SerializeToString()))
 
         empty = not (batch.records or batch.remove_seqs or batch.truncate_before or batch.changes)
-        empty = empty and not (batch.drop_changes_before or batch.consumer_deletes)
+        empty = empty and not (batch.drop_changes_before or batch.consumer_deletes or batch.msg_ids_after is not None)
         try:
             if empty:
                 pass  # nothing to store (say, fetches that found nothing): no thread hop
@@ -620,6 +651,10 @@ class Partition:
                 if not change.HasField("append"):
                     self.last_non_append_change_seq = change_seq
         self._feed.settle(change_seqs)
+        if prune_msg_ids:
+            self._msg_ids_pruned_ms = now_ms
+        if self._duplicates is not None and context.msg_ids:
+            self._duplicates.expire(now_ms)  # ids past the window leave memory as new ones come in
 
         for item, result in zip(items, results, strict=True):
             if item.future.done():  # the caller went away (cancelled); the data is committed anyway
@@ -655,12 +690,29 @@ class Partition:
         subject_last = context.subject_last
         now_ms = context.now_ms
         partition = self.index
+        window: DuplicateWindow | None = None
+        claimed = len(context.msg_ids)
         for entry in item.entries:
+            msg_id = entry.msg_id
+            if msg_id:
+                # Claimed at the seq it gets below, before the commit is durable: a repeat later in
+                # this commit is a duplicate too, and a commit that fails leaves the partition
+                # refusing writes until a restart rebuilds the window from what is stored.
+                if window is None:
+                    window = self._duplicate_window(now_ms)
+                    window.open_group(context.seq + 1, now_ms)
+                original = window.claim(msg_id, context.seq + 1, now_ms)
+                if original is not None:
+                    outcomes.append(AppendOutcome(original, duplicate=True))
+                    self._duplicates_counter.inc()
+                    continue
             if entry.expected_last_seq is not None:
                 actual = subject_last.get(entry.subject)
                 if actual is None:
                     actual = self.log.subject_last_seq(entry.subject)
                 if actual != entry.expected_last_seq:
+                    if window is not None and msg_id:
+                        window.release(msg_id)
                     outcomes.append(
                         AppendOutcome(
                             actual,
@@ -673,10 +725,33 @@ class Partition:
                 message = types_pb2.Message(
                     subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
                 )
-            else:  # copying an empty repeated field costs ~1.4 us a message
+                message.msg_id = msg_id
+            elif msg_id:  # copying an empty repeated field costs ~1.4 us a message
+                message = types_pb2.Message(
+                    subject=entry.subject, payload=entry.payload, partition=partition, msg_id=msg_id
+                )
+            else:
                 message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
-            outcomes.append(AppendOutcome(context.append(entry.subject, entry.ts_ms or now_ms, message)))
+            seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
+            if msg_id:
+                context.msg_ids.append((seq, msg_id, now_ms))
+            outcomes.append(AppendOutcome(seq))
+        if window is not None:
+            window.close_group(len(context.msg_ids) - claimed, context.seq)
         return outcomes
+
+    def _duplicate_window(self, now_ms: int) -> DuplicateWindow:
+        """The primary's duplicate window, loaded from the log's newest rows on first use."""
+        window = self._duplicates
+        view = self.stream
+        if window is None:
+            window = self._duplicates = DuplicateWindow(view.duplicate_window_ms, view.duplicate_window_max_msgs)
+            window.load(
+                self.log.recent_msg_ids(now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs), now_ms
+            )
+        elif (window.window_ms, window.max_msgs) != (view.duplicate_window_ms, view.duplicate_window_max_msgs):
+            window.resize(view.duplicate_window_ms, view.duplicate_window_max_msgs, now_ms)
+        return window
 
     def _decide_consumer_op(self, op: _ConsumerOp, context: _CommitContext) -> Any:
         if op.kind == "remove":  # also clears stale stored state of a consumer not registered here
@@ -731,15 +806,17 @@ class Partition:
             return "out_of_order", "another write to this partition is in the same commit; resend"
         if item.after_seq > end:
             return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
-        for seq, _, _, record in item.records:  # a replay must match what this replica holds
+        for seq, _, _, record, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
             stored = self.log.get(seq)
             if stored is not None and stored != record:
                 return "divergence", f"seq {seq} holds another record than the primary's"
-        for seq, ts_ms, subject, record in item.records:
+        for seq, ts_ms, subject, record, msg_id in item.records:
             if seq > end:
                 context.append_record(seq, ts_ms, subject, record)
+                if msg_id:
+                    context.msg_ids.append((seq, msg_id, context.now_ms))
         return "ok", ""
 
     def _decide_replica_edit(self, item: _ReplicaEdit, context: _CommitContext) -> int:
@@ -756,6 +833,8 @@ class Partition:
             if context.seq <= keep:
                 return 0
             context.records[:] = [record for record in context.records if record[0] <= keep]
+            context.msg_ids[:] = [row for row in context.msg_ids if row[0] <= keep]
+            context.msg_ids_after = keep if context.msg_ids_after is None else min(context.msg_ids_after, keep)
             tail: list[int] = []
             scan_from = keep + 1
             while scan_from <= self.last_seq:
@@ -807,6 +886,15 @@ class Partition:
             context.touched_cursors[name] = cursor
             return 0
         raise AssertionError(f"unknown replica edit {item.kind}")
+
+    def _not_leading(self) -> NotLeaderError:
+        return NotLeaderError(
+            f"stream {self.stream.name!r} partition {self.index}: this node stopped leading it (leader epoch "
+            f"{self.leader_epoch}) before the request was applied; refresh routes and retry",
+            stream=self.stream.name,
+            partition=self.index,
+            leader_epoch=self.leader_epoch,
+        )
 
     def _not_pending(self, cursor: ConsumerCursor, seq: int) -> NotPendingError:
         return NotPendingError(
@@ -1011,3 +1099,22 @@ class Partition:
                 gauge.remove(*self._labels)
         for name in list(self._consumer_children):
             self._forget_consumer_metrics(name)
+
+
+async def _wait_on(waiters: set[asyncio.Future[None]], timeout_s: float) -> None:
+    """Join `waiters` until `_wake` resolves them or `timeout_s` passes."""
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiters.add(waiter)
+    try:
+        await asyncio.wait_for(waiter, timeout_s)
+    except TimeoutError:
+        pass
+    finally:
+        waiters.discard(waiter)
+
+
+def _wake(waiters: set[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
+    waiters.clear()

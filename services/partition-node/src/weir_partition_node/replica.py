@@ -27,12 +27,13 @@ from redis.exceptions import RedisError
 from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError, WeirError
 from weir.metadata import IN_SYNC_CAS, InSyncRecord
 from weir.replication import valid_log_end
+from weir.subjects import validate_name
 from weir.v1 import internal_pb2, types_pb2
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.membership import Membership
-from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream
+from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream, check_max_bytes
 from weir_partition_node.partition import Partition, ReplicatedRecord
 
 logger = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class ReplicaManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _lock(self, stream: str) -> asyncio.Lock:
+    def stream_lock(self, stream: str) -> asyncio.Lock:
         lock = self._locks.get(stream)
         if lock is None:
             lock = self._locks[stream] = asyncio.Lock()
@@ -111,7 +112,7 @@ class ReplicaManager:
         node's state per hosted partition afterwards. Records older than what the node knows are
         ignored (their epochs are lower)."""
         name = record.config.name
-        async with self._lock(name):
+        async with self.stream_lock(name):
             stream = self.node.hosted_stream(name)
             if stream is None or stream.placement is None:
                 return []
@@ -125,6 +126,7 @@ class ReplicaManager:
                     changed.append(index)
             if changed:
                 # Stop leading the changed partitions first: no write may land while they truncate.
+                stream.fenced -= set(changed)  # a handover's fence ends with the epoch it fenced
                 stream.set_led(set(stream.led) - set(changed))
                 epochs: dict[int, int] = {}
                 for index in changed:
@@ -132,6 +134,10 @@ class ReplicaManager:
                     entry = placement.partitions[index]
                     history = [(item.leader_epoch, item.start_seq) for item in entry.epoch_starts]
                     partition.set_role(leading=False, leader_epoch=entry.leader_epoch, tracker=None, min_insync=1)
+                    # A commit decided while it still led may be landing now: let it land (what is
+                    # queued behind it is refused) before judging where the log ends, or its records
+                    # would survive the truncation as a divergent tail.
+                    await partition.drain()
                     keep = valid_log_end(partition.replica_epoch, partition.last_seq, history)
                     if keep < partition.last_seq:
                         dropped = await partition.replica_edit("truncate_tail", last_seq=keep)
@@ -221,7 +227,8 @@ class ReplicaManager:
     # -- the in-sync set ------------------------------------------------------------------------------
 
     async def _maintain_forever(self) -> None:
-        interval_s = max(0.05, self.node.settings.replica_lag_max_ms / 4000)
+        # A dead follower leaves within lag_max + one interval (+ the Redis write).
+        interval_s = max(0.05, self.node.settings.replica_lag_max_ms / 10_000)
         while True:
             await asyncio.sleep(interval_s)
             try:
@@ -309,7 +316,7 @@ class ReplicaManager:
 
     # -- primary side -----------------------------------------------------------------------------------
 
-    def _check_epoch(self, partition: Partition, epoch: int) -> tuple[str, str] | None:
+    def check_epoch(self, partition: Partition, epoch: int) -> tuple[str, str] | None:
         if epoch < partition.leader_epoch:
             return "fenced", f"leader epoch {epoch} is older than this replica's {partition.leader_epoch}"
         if epoch > partition.leader_epoch:
@@ -326,10 +333,11 @@ class ReplicaManager:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
         if request.max_wait_ms > MAX_FETCH_WAIT_MS:
             raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
+        check_max_bytes(request.max_bytes)
         if not request.follower_node_id:
             raise InvalidArgumentError("follower_node_id: required")
         partition = self.node.hosted_partition(request.stream, request.partition)
-        refusal = self._check_epoch(partition, request.leader_epoch)
+        refusal = self.check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
             refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
         if refusal is None and not self.membership.lease_valid():
@@ -347,7 +355,13 @@ class ReplicaManager:
         max_bytes = request.max_bytes or DEFAULT_FETCH_BYTES
         start = request.follower_last_seq + 1
         if start > partition.last_seq and request.max_wait_ms:
-            await partition.wait_for_work(request.max_wait_ms / 1000)
+            # The follower holds everything: it stays caught up while this fetch waits (replication.py).
+            parked = tracker is not None and tracker.park(request.follower_node_id)
+            try:
+                await partition.wait_for_work(request.max_wait_ms / 1000)
+            finally:
+                if parked and tracker is not None:
+                    tracker.unpark(request.follower_node_id, monotonic_ms())
         if start <= partition.last_seq:
             rows = partition.log.read(max(start, partition.first_seq), max_messages, max_bytes)
             response.records.extend(record for _, record in rows)
@@ -365,7 +379,7 @@ class ReplicaManager:
         """Primary: the committed state of every consumer in one partition (read from the log)."""
         partition = self.node.hosted_partition(request.stream, request.partition)
         response = internal_pb2.GetConsumerSnapshotsResponse(result_code="ok")
-        refusal = self._check_epoch(partition, request.leader_epoch)
+        refusal = self.check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
             refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
         if refusal is not None:
@@ -408,7 +422,7 @@ class ReplicaManager:
             return None, response
         if epoch > partition.leader_epoch:
             await self.refresh_stream(stream)
-        refusal = self._check_epoch(partition, epoch)
+        refusal = self.check_epoch(partition, epoch)
         if refusal is None and partition.leading:
             refusal = "not_follower", f"node {self.node.node_id} leads this partition under epoch {epoch}"
         if refusal is None and partition.replica_epoch != epoch:
@@ -419,6 +433,18 @@ class ReplicaManager:
             self._fill(response, partition)
             return None, response
         return partition, response
+
+    async def apply_pushed(self, record: types_pb2.StreamRecord) -> list[internal_pb2.GetReplicaStateResponse]:
+        """ApplyPlacement: the controller wrote a record to Redis and pushed it. Adopt what Redis
+        holds for that stream, never the pushed copy: the push only saves waiting for the next
+        poll, and a pushed record that is malformed, stale or not the router's cannot change a
+        replica. Returns the node's state per hosted partition (empty for a stream it does not host
+        or Redis does not record). Errors: InvalidNameError (the record's stream name)."""
+        validate_name(record.config.name)
+        stored = (await self.membership.stream_records([record.config.name])).get(record.config.name)
+        if stored is None:
+            return []
+        return await self.apply_record(stored)
 
     async def refresh_stream(self, stream: str) -> None:
         records = await self.membership.stream_records([stream])
@@ -501,6 +527,7 @@ class ReplicaManager:
         self, request: internal_pb2.ReplicateStreamCreateRequest
     ) -> internal_pb2.ReplicateResponse:
         record = request.record
+        validate_name(record.config.name)
         response = internal_pb2.ReplicateResponse()
         current = (await self.membership.stream_records([record.config.name])).get(record.config.name)
         if current is None or current.config != record.config:
@@ -520,6 +547,7 @@ class ReplicaManager:
     ) -> internal_pb2.ReplicateResponse:
         """Adopt the config only when it is the router's current one (the record in Redis): a
         replayed or stale update must not change a copy behind the router's back."""
+        validate_name(request.config.name)
         records = await self.membership.stream_records([request.config.name])
         record = records.get(request.config.name)
         if record is None or record.config != request.config:
@@ -535,6 +563,7 @@ class ReplicaManager:
     ) -> internal_pb2.ReplicateResponse:
         """Delete a copy the router no longer places (a node that missed the router's delete); a
         stream the router still records is refused (`still_placed`). Idempotent."""
+        validate_name(request.stream)
         if (await self.membership.stream_records([request.stream])).get(request.stream) is not None:
             return internal_pb2.ReplicateResponse(
                 result_code="still_placed",
@@ -564,5 +593,5 @@ def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[Replicated
                 "(seqs must increase, above after_seq)"
             )
         previous = message.seq
-        decoded.append((message.seq, message.ts_ms, message.subject, record))
+        decoded.append((message.seq, message.ts_ms, message.subject, record, message.msg_id))
     return decoded

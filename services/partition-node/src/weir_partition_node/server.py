@@ -21,6 +21,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
+from weir.interceptors import UndecodableRequestInterceptor
 from weir.runtime import tune_garbage_collector
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 
@@ -48,6 +49,7 @@ def _grpc_server(settings: NodeSettings) -> grpc.aio.Server:
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        interceptors=[UndecodableRequestInterceptor()],
     )
 
 

@@ -29,6 +29,7 @@ from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_gr
 from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFilter
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.handover import LeadershipHandover
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Delivery
@@ -158,6 +159,25 @@ async def _redirect(servicer: Any, request: Any, error: WeirError) -> WeirError:
     return error
 
 
+MAX_PUBLISH_TIMEOUT_MS = 300_000
+# Taken off a caller's gRPC deadline so that replication_timeout reaches it before the deadline does.
+DEADLINE_MARGIN_MS = 50
+
+
+def replication_timeout_ms(timeout_ms: int, context: grpc.aio.ServicerContext | None) -> int:
+    """How long an ack_level ALL publish may wait for its in-sync replicas: the request's
+    `timeout_ms`, else the call's deadline less a margin, else 0 (the node's setting). Errors:
+    InvalidArgumentError (timeout_ms above MAX_PUBLISH_TIMEOUT_MS)."""
+    if timeout_ms > MAX_PUBLISH_TIMEOUT_MS:
+        raise InvalidArgumentError(f"timeout_ms: at most {MAX_PUBLISH_TIMEOUT_MS}, got {timeout_ms}")
+    if timeout_ms:
+        return timeout_ms
+    remaining_s = context.time_remaining() if context is not None else None
+    if remaining_s is None:
+        return 0
+    return max(1, min(MAX_PUBLISH_TIMEOUT_MS, int(remaining_s * 1000) - DEADLINE_MARGIN_MS))
+
+
 class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     """weir.v1.Streams. On a standalone node the client port serves every call. On a clustered node
     (`membership` set) the client port refuses stream and consumer admin (managed_by_router) and
@@ -206,34 +226,49 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Publish(self, request: streams_pb2.PublishRequest, context: Any) -> Any:
-        (outcome,) = await self.node.publish(request.stream, [request], request.ack_level, batch=False)
+        (outcome,) = await self.node.publish(
+            request.stream,
+            [request],
+            request.ack_level,
+            batch=False,
+            replication_timeout_ms=replication_timeout_ms(request.timeout_ms, context),
+        )
         if outcome.result_code == "wrong_revision":
             raise WrongRevisionError(
                 outcome.message, stream=request.stream, partition=outcome.partition, last_seq=outcome.seq
             )
         if outcome.result_code != "ok":
             raise WeirError.for_code(outcome.result_code, outcome.message)
-        return streams_pb2.PublishResponse(partition=outcome.partition, seq=outcome.seq)
+        return streams_pb2.PublishResponse(partition=outcome.partition, seq=outcome.seq, duplicate=outcome.duplicate)
 
     @unary
     async def PublishBatch(self, request: streams_pb2.PublishBatchRequest, context: Any) -> Any:
-        return await self._publish_batch(request)
+        return await self._publish_batch(request, context)
 
     @lockstep
     async def PublishBatchStream(self, request: streams_pb2.PublishBatchRequest) -> Any:
-        return await self._publish_batch(request)
+        return await self._publish_batch(request, None)  # one call carries many: only timeout_ms applies
 
-    async def _publish_batch(self, request: streams_pb2.PublishBatchRequest) -> streams_pb2.PublishBatchResponse:
-        outcomes = await self.node.publish(request.stream, request.entries, request.ack_level, batch=True)
+    async def _publish_batch(
+        self, request: streams_pb2.PublishBatchRequest, context: grpc.aio.ServicerContext | None
+    ) -> streams_pb2.PublishBatchResponse:
+        outcomes = await self.node.publish(
+            request.stream,
+            request.entries,
+            request.ack_level,
+            batch=True,
+            replication_timeout_ms=replication_timeout_ms(request.timeout_ms, context),
+        )
         response = streams_pb2.PublishBatchResponse()
         add = response.results.add
         for outcome in outcomes:
-            if outcome.message:
+            if outcome.message or outcome.duplicate:
                 add(
                     partition=outcome.partition,
                     seq=outcome.seq,
                     result_code=outcome.result_code,
                     message=outcome.message,
+                    duplicate=outcome.duplicate,
                 )
             else:  # the common case; unset fields cost nothing to encode (~0.4 us a result saved)
                 add(partition=outcome.partition, seq=outcome.seq, result_code=outcome.result_code)
@@ -460,6 +495,7 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
 
     def __init__(self, replicas: ReplicaManager) -> None:
         self.replicas = replicas
+        self.handover = LeadershipHandover(replicas)
 
     @unary
     async def FetchReplication(self, request: internal_pb2.FetchReplicationRequest, context: Any) -> Any:
@@ -510,8 +546,12 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
         return self.replicas.replica_state(request)
 
     @unary
+    async def TransferLeadership(self, request: internal_pb2.TransferLeadershipRequest, context: Any) -> Any:
+        return await self.handover.transfer(request)
+
+    @unary
     async def ApplyPlacement(self, request: internal_pb2.ApplyPlacementRequest, context: Any) -> Any:
-        return internal_pb2.ApplyPlacementResponse(partitions=await self.replicas.apply_record(request.record))
+        return internal_pb2.ApplyPlacementResponse(partitions=await self.replicas.apply_pushed(request.record))
 
 
 class TestClockServicer(internal_pb2_grpc.TestClockServicer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -69,13 +69,18 @@ class NodeSettings(BaseSettings):
         5000, ge=200, description="A node whose heartbeat is older than this is marked dead by the controller."
     )
     replica_lag_max_ms: int = Field(
-        10_000,
+        1000,
         ge=100,
         description="A secondary that has not caught up with the primary for this long leaves the in-sync set "
-        "(Kafka replica.lag.time.max.ms); it rejoins once it reaches the high watermark.",
+        "(Kafka replica.lag.time.max.ms; a follower waiting at the log end counts as caught up); it rejoins once "
+        "it reaches the high watermark. An ack_level all publish stalls about this long when a secondary dies.",
     )
     replication_timeout_ms: int = Field(
-        10_000, ge=100, description="How long an ack_level all publish waits for the in-sync replicas."
+        10_000,
+        ge=200,
+        description="How long an ack_level all publish waits for the in-sync replicas when the call sets no "
+        "deadline (timeout_ms or a gRPC deadline); at least 2 x replica_lag_max_ms, so that a dead secondary has "
+        "left the in-sync set well before a publish gives up.",
     )
     placement_refresh_ms: int = Field(
         1000,
@@ -86,3 +91,16 @@ class NodeSettings(BaseSettings):
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )
+
+    @model_validator(mode="after")
+    def _replication_timeout_outlasts_a_dead_secondary(self) -> NodeSettings:
+        """A dead secondary leaves the in-sync set within about 1.1 x replica_lag_max_ms; the
+        default wait of an ack_level all publish must outlast that with room to spare (issue 22:
+        equal defaults made every node kill time publishes out, and their retries duplicate)."""
+        if self.replication_timeout_ms < 2 * self.replica_lag_max_ms:
+            raise ValueError(
+                f"replication_timeout_ms ({self.replication_timeout_ms}) must be at least 2 x replica_lag_max_ms "
+                f"({self.replica_lag_max_ms}): a dead secondary must leave the in-sync set well before an "
+                "ack_level all publish gives up"
+            )
+        return self

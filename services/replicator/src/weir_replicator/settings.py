@@ -31,7 +31,7 @@ class ReplicatorSettings(BaseSettings):
         ge=0,
         le=30_000,
         description="How long one FetchReplication waits at the primary for new records (it returns at once when "
-        "one arrives); keep it well under the nodes' WEIR_NODE_REPLICA_LAG_MAX_MS.",
+        "one arrives); the primary counts a follower whose fetch waits at its log end as caught up.",
     )
     max_batch_messages: int = Field(1000, ge=1, le=10_000, description="Most records shipped in one call.")
     max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Most record bytes shipped in one call.")

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from weir.client import ChangeFeedClient, LockstepStream, NodeClient, ReplicationClient
-from weir.errors import ChangeFeedTruncatedError, WeirError
+from weir.errors import ChangeFeedTruncatedError, PositionOutOfRangeError, WeirError
 from weir.v1 import internal_pb2, types_pb2
 
 from weir_replicator import metrics
@@ -174,7 +174,9 @@ class PartitionShipper:
                         self._observe(change)
                     start = max(start, batch.through_change_seq + 1)
                     self.observed_through = max(self.observed_through, batch.through_change_seq)
-            except ChangeFeedTruncatedError as error:
+            except (ChangeFeedTruncatedError, PositionOutOfRangeError) as error:
+                # Retention removed what follows the stored position, or the primary's feed starts
+                # over below it (its data was replaced): re-read what it retains.
                 logger.warning("%s/%s: %s; re-reading the retained feed", *self._labels, error)
                 start = 0
                 for follower in self.followers:

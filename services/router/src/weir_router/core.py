@@ -24,6 +24,7 @@ from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
 from weir.analytics import STATS_SUBJECT
 from weir.client import NodeClient, ReplicationClient
+from weir.consumer_info import add_partition_totals
 from weir.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -33,10 +34,12 @@ from weir.errors import (
     WeirError,
 )
 from weir.metadata import InSyncRecord, NodeRecord
+from weir.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 from weir.subjects import validate_name
 from weir.v1 import router_pb2, streams_pb2, types_pb2
 
 from weir_router import assignment, failover, metrics
+from weir_router.leaders import LeaderRebalancer
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings
 from weir_router.store import MetadataStore
@@ -86,6 +89,17 @@ def check_endpoints(endpoints: router_pb2.Endpoints) -> None:
         )
 
 
+MAX_CLIENT_ID_CHARS = 256
+
+
+def check_client_id(client_id: str) -> None:
+    """A group member's id: 1..256 characters. Errors: InvalidArgumentError."""
+    if not client_id:
+        raise InvalidArgumentError("client_id: required (unique per member process)")
+    if len(client_id) > MAX_CLIENT_ID_CHARS:
+        raise InvalidArgumentError(f"client_id: at most {MAX_CLIENT_ID_CHARS} characters, got {len(client_id)}")
+
+
 class RouterCore:
     def __init__(self, settings: RouterSettings, store: MetadataStore, address: str) -> None:
         self.settings = settings
@@ -98,6 +112,7 @@ class RouterCore:
         self._task: asyncio.Task[None] | None = None
         self._known_dead: set[str] = set()
         self._unavailable_logged: set[tuple[str, int, int]] = set()
+        self.rebalancer = LeaderRebalancer(self)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -147,7 +162,8 @@ class RouterCore:
         metrics.IS_CONTROLLER.set(1 if value else 0)
 
     async def controller_tick(self) -> None:
-        """Renew or seek the lease; as controller, mark nodes with an expired heartbeat dead."""
+        """Renew or seek the lease; as controller, mark nodes with an expired heartbeat dead, fail
+        their partitions over, and now and then move leadership back to preferred leaders."""
         lease_ms = self.settings.lease_ms
         if self.is_controller:
             held = await self.store.renew_lease(self.holder, lease_ms)
@@ -165,8 +181,12 @@ class RouterCore:
                 await self.store.mark_dead(view.record.node_id)
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
+        nodes = {view.record.node_id: view for view in views}
         if alive < len(views):
-            await self.fail_over({view.record.node_id: view for view in views})
+            await self.fail_over(nodes)
+        if self.rebalancer.due():
+            async with self._admin_lock:
+                await self.rebalancer.run(nodes)
 
     async def fail_over(self, nodes: dict[str, NodeView]) -> None:
         """Replace the dead primary of every partition that has one by its best alive in-sync
@@ -224,7 +244,7 @@ class RouterCore:
                 logger.warning("%s: placement changed during failover; retrying next tick", record.config.name)
                 continue
             metrics.LEADER_ELECTIONS.inc(len(expected))
-            await self._push_placement(updated, nodes)
+            await self.push_placement(updated, nodes)
 
     async def _replica_views(
         self, stream: str, partition: int, candidates: list[str], nodes: dict[str, NodeView]
@@ -242,7 +262,7 @@ class RouterCore:
         answers = await asyncio.gather(*(ask(node_id) for node_id in candidates))
         return {view.node_id: view for view in answers if view is not None}
 
-    async def _push_placement(self, record: types_pb2.StreamRecord, nodes: dict[str, NodeView]) -> None:
+    async def push_placement(self, record: types_pb2.StreamRecord, nodes: dict[str, NodeView]) -> None:
         async def push(node_id: str) -> None:
             view = nodes.get(node_id)
             if view is None or not view.alive:
@@ -311,12 +331,13 @@ class RouterCore:
         if not request.group:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(request.group, "group")
-        if not request.client_id:
-            raise InvalidArgumentError("client_id: required (unique per member process)")
-        if len(request.client_id) > 256:
-            raise InvalidArgumentError(f"client_id: at most 256 characters, got {len(request.client_id)}")
+        check_client_id(request.client_id)
         record = await self._record(request.stream)
         partitions = record.config.partitions
+        if len(request.owned_partitions) > partitions:
+            raise InvalidArgumentError(
+                f"owned_partitions: {len(request.owned_partitions)} listed, the stream has {partitions} partition(s)"
+            )
         bad = [p for p in request.owned_partitions if p >= partitions]
         if bad:
             raise InvalidArgumentError(f"owned_partitions: {bad} out of range (the stream has {partitions})")
@@ -363,8 +384,13 @@ class RouterCore:
         await self.create_consumer(record.config.name, wanted)
 
     async def leave_group(self, stream: str, group: str, client_id: str) -> None:
-        if not group or not client_id:
-            raise InvalidArgumentError("group and client_id are required")
+        """Remove `client_id` from the group at once (its partitions are reassigned). Errors:
+        InvalidArgumentError / InvalidNameError (names as QueryAssignment checks them),
+        NoSuchStreamError."""
+        if not group:
+            raise InvalidArgumentError("group: a consumer group name is required")
+        validate_name(group, "group")
+        check_client_id(client_id)
         record = await self._record(stream)
 
         def update(raw: bytes | None, now_ms: int) -> tuple[str, None]:
@@ -413,8 +439,10 @@ class RouterCore:
 
     async def create_stream(self, config: types_pb2.StreamConfig) -> streams_pb2.CreateStreamResponse:
         """Place and create a stream (controller only). Idempotent for the same config. Errors:
-        the node's validation errors, AlreadyExistsError, NotEnoughNodesError, UnavailableError."""
-        validate_name(config.name)
+        InvalidConfigError / InvalidNameError / InvalidSubjectError (checked here before anything is
+        placed, and again by the nodes, which also know their message size bound),
+        AlreadyExistsError, NotEnoughNodesError, UnavailableError."""
+        normalize_config(config, MAX_MESSAGE_BYTES, clustered=True)  # bounded work before any placement
         async with self._admin_lock:
             nodes = await self._nodes_by_id()
             existing = await self.store.stream(config.name)
@@ -708,7 +736,8 @@ def _led_by(record: types_pb2.StreamRecord) -> dict[str, set[int]]:
 
 def merge_consumer_infos(infos: Sequence[types_pb2.ConsumerInfo], led: dict[str, set[int]]) -> types_pb2.ConsumerInfo:
     """One ConsumerInfo from the primaries' answers (pure): each partition's state from its
-    primary, totals summed over those partitions."""
+    primary, totals summed over those partitions only (a node's own totals would also count the
+    copies it holds as a secondary)."""
     merged = types_pb2.ConsumerInfo()
     if not infos:
         return merged
@@ -718,18 +747,8 @@ def merge_consumer_infos(infos: Sequence[types_pb2.ConsumerInfo], led: dict[str,
     partitions: list[types_pb2.ConsumerPartitionState] = []
     for info, partitions_led in zip(infos, led.values(), strict=True):
         partitions.extend(state for state in info.partitions if state.partition in partitions_led)
-        # Totals are per node; a node's totals cover the partitions it leads (secondaries are idle).
-        merged.delivered_total += info.delivered_total
-        merged.acked_total += info.acked_total
-        merged.redelivered_total += info.redelivered_total
-        merged.dead_lettered_total += info.dead_lettered_total
-        merged.dropped_total += info.dropped_total
-        merged.termed_total += info.termed_total
-    for state in sorted(partitions, key=lambda state: state.partition):
-        merged.partitions.append(state)
-        merged.num_ack_pending += state.num_ack_pending
-        merged.num_pending += state.num_pending
-    return merged
+    merged.partitions.extend(sorted(partitions, key=lambda state: state.partition))
+    return add_partition_totals(merged)
 
 
 def _spread(values: Iterable[int]) -> int:

@@ -19,6 +19,11 @@ REDIS_ERRORS = Counter("weir_router_redis_errors_total", "Failed calls from the 
 GROUP_REBALANCES = Counter(
     "weir_router_group_generation_changes_total", "Consumer-group assignment changes", ["stream", "group"]
 )
+LEADER_TRANSFERS = Counter(
+    "weir_router_leader_transfers_total",
+    "Preferred-leader handovers the controller attempted, by outcome (ok, or the primary's refusal)",
+    ["outcome"],
+)
 LEADER_ELECTIONS = Counter(
     "weir_router_leader_elections_total", "Partitions whose dead primary the controller replaced (failovers)"
 )

@@ -75,5 +75,6 @@ def place_stream(partitions: int, replicas: int, nodes: Sequence[NodeLoad]) -> t
             leader_epoch=1,
             in_sync_node_ids=[primary, *secondaries],
             epoch_starts=[types_pb2.EpochStart(leader_epoch=1, start_seq=1)],
+            replica_node_ids=[primary, *secondaries],
         )
     return placement

@@ -14,6 +14,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
+from weir.interceptors import UndecodableRequestInterceptor
 from weir.v1 import router_pb2, router_pb2_grpc
 
 from weir_router.core import RouterCore
@@ -30,7 +31,9 @@ class RouterProcess:
         self.settings = settings
         self.port = 0
         self.metrics_port = 0
-        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        self._server = grpc.aio.server(
+            options=[("grpc.so_reuseport", 0)], interceptors=[UndecodableRequestInterceptor()]
+        )
         self._health = health.aio.HealthServicer()
         self._metrics_httpd: object | None = None
         self.core: RouterCore | None = None

@@ -31,6 +31,19 @@ class RouterSettings(BaseSettings):
         6000, ge=100, description="A consumer-group member that does not call QueryAssignment this long leaves."
     )
     node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call from the router to a node.")
+    leader_rebalance_interval_ms: int = Field(
+        5000,
+        ge=0,
+        description="How often the controller moves leadership back to each partition's preferred leader once "
+        "that replica is back in sync after a failover (Kafka's auto leader rebalance); 0 = never.",
+    )
+    leader_transfer_timeout_ms: int = Field(
+        5000,
+        ge=100,
+        le=30_000,
+        description="How long a primary handing leadership over may wait for the new leader to catch up (and "
+        "refuses clients meanwhile) before the handover is abandoned.",
+    )
     analytics_stream: str = Field(
         DEFAULT_STATS_STREAM,
         description="The stream spark-analytics publishes its stats to; GetClusterStreamStats returns its latest "

@@ -229,6 +229,32 @@ class ReplicateStreamDeleteRequest(_message.Message):
     stream: str
     def __init__(self, stream: _Optional[str] = ...) -> None: ...
 
+class TransferLeadershipRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "to_node_id", "timeout_ms")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TO_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    to_node_id: str
+    timeout_ms: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., to_node_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+
+class TransferLeadershipResponse(_message.Message):
+    __slots__ = ("result_code", "message", "last_seq", "leader_epoch")
+    RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    result_code: str
+    message: str
+    last_seq: int
+    leader_epoch: int
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., last_seq: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
+
 class GetReplicaStateRequest(_message.Message):
     __slots__ = ("stream", "partition")
     STREAM_FIELD_NUMBER: _ClassVar[int]

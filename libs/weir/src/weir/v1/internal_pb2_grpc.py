@@ -64,7 +64,9 @@ class ChangeFeedServicer:
         exclude_appends) reads and sends only what matches, and when it has skipped changes it sends an
         item without changes at least every few seconds, so its through_change_seq keeps moving. Ends
         only when the client cancels or the node shuts down. Errors: change_feed_truncated as
-        ReadChanges; invalid_argument (INVALID_ARGUMENT) for a partition filter without a stream.
+        ReadChanges; position_out_of_range (OUT_OF_RANGE) when from_change_seq is beyond the next change
+        seq the node will write (metadata "next_change_seq"): nothing could ever arrive there;
+        invalid_argument (INVALID_ARGUMENT) for a partition filter without a stream.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -226,6 +228,11 @@ class ReplicationStub:
                 request_serializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.FromString,
                 _registered_method=True)
+        self.TransferLeadership = channel.unary_unary(
+                '/weir.v1.Replication/TransferLeadership',
+                request_serializer=weir_dot_v1_dot_internal__pb2.TransferLeadershipRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.TransferLeadershipResponse.FromString,
+                _registered_method=True)
         self.ApplyPlacement = channel.unary_unary(
                 '/weir.v1.Replication/ApplyPlacement',
                 request_serializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.SerializeToString,
@@ -343,8 +350,23 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TransferLeadership(self, request, context):
+        """Primary, for the controller's preferred-leader rebalance: hand leadership of the partition to
+        `to_node_id` without losing or duplicating a message. The primary stops taking writes and
+        consumer operations on it (they get not_leader, retryable), commits what is queued and waits
+        until `to_node_id` holds its whole log, then answers ok with the log's end (`last_seq`: the
+        next epoch starts after it). It stays fenced until it adopts a record with a newer epoch, or
+        for `timeout_ms` at most, after which it leads again. result_code ok | not_leader | fenced |
+        stale_epoch | not_in_sync (`to_node_id` is not an in-sync replica) | timeout (it did not catch
+        up within timeout_ms; the primary leads again at once).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ApplyPlacement(self, request, context):
-        """Adopt the stream record (placement, leader epoch) the controller just wrote: truncate a
+        """The controller just wrote the stream's record (placement, leader epoch): adopt the record Redis
+        now holds for that stream (never the pushed copy, which only names the stream): truncate a
         divergent tail, become primary or secondary. Nodes also poll Redis, so this only saves time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -413,6 +435,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.GetReplicaState,
                     request_deserializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.FromString,
                     response_serializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.SerializeToString,
+            ),
+            'TransferLeadership': grpc.unary_unary_rpc_method_handler(
+                    servicer.TransferLeadership,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.TransferLeadershipRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.TransferLeadershipResponse.SerializeToString,
             ),
             'ApplyPlacement': grpc.unary_unary_rpc_method_handler(
                     servicer.ApplyPlacement,
@@ -752,6 +779,33 @@ class Replication:
             '/weir.v1.Replication/GetReplicaState',
             weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.SerializeToString,
             weir_dot_v1_dot_internal__pb2.GetReplicaStateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TransferLeadership(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/TransferLeadership',
+            weir_dot_v1_dot_internal__pb2.TransferLeadershipRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.TransferLeadershipResponse.FromString,
             options,
             channel_credentials,
             insecure,

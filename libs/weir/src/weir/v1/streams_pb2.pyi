@@ -85,20 +85,24 @@ class ListStreamsResponse(_message.Message):
     def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class UpdateStreamRequest(_message.Message):
-    __slots__ = ("name", "max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes", "max_msgs_per_subject")
+    __slots__ = ("name", "max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes", "max_msgs_per_subject", "duplicate_window_ms", "duplicate_window_max_msgs")
     NAME_FIELD_NUMBER: _ClassVar[int]
     MAX_AGE_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_MSG_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_MSGS_PER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_WINDOW_MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
     name: str
     max_age_ms: int
     max_msgs: int
     max_bytes: int
     max_msg_bytes: int
     max_msgs_per_subject: int
-    def __init__(self, name: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
+    duplicate_window_ms: int
+    duplicate_window_max_msgs: int
+    def __init__(self, name: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ...) -> None: ...
 
 class UpdateStreamResponse(_message.Message):
     __slots__ = ("config", "pruned")
@@ -109,7 +113,7 @@ class UpdateStreamResponse(_message.Message):
     def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., pruned: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
-    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level")
+    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +123,8 @@ class PublishRequest(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ACK_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     subject: str
     payload: bytes
@@ -128,18 +134,22 @@ class PublishRequest(_message.Message):
     key: bytes
     partition: int
     ack_level: AckLevel
-    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ...) -> None: ...
+    msg_id: str
+    timeout_ms: int
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResponse(_message.Message):
-    __slots__ = ("partition", "seq")
+    __slots__ = ("partition", "seq", "duplicate")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     seq: int
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    duplicate: bool
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class PublishEntry(_message.Message):
-    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition")
+    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id")
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +157,7 @@ class PublishEntry(_message.Message):
     EXPECTED_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
     subject: str
     payload: bytes
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
@@ -154,29 +165,34 @@ class PublishEntry(_message.Message):
     expected_last_seq: int
     key: bytes
     partition: int
-    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ...) -> None: ...
+    msg_id: str
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
 
 class PublishBatchRequest(_message.Message):
-    __slots__ = ("stream", "entries", "ack_level")
+    __slots__ = ("stream", "entries", "ack_level", "timeout_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     ACK_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     entries: _containers.RepeatedCompositeFieldContainer[PublishEntry]
     ack_level: AckLevel
-    def __init__(self, stream: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[PublishEntry, _Mapping]]] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ...) -> None: ...
+    timeout_ms: int
+    def __init__(self, stream: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[PublishEntry, _Mapping]]] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResult(_message.Message):
-    __slots__ = ("partition", "seq", "result_code", "message")
+    __slots__ = ("partition", "seq", "result_code", "message", "duplicate")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     seq: int
     result_code: str
     message: str
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+    duplicate: bool
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class PublishBatchResponse(_message.Message):
     __slots__ = ("results",)

@@ -222,8 +222,8 @@ class StreamsServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PublishBatch(self, request, context):
-        """Publish many messages in one call. The whole request is validated first: one invalid entry
-        rejects the request and stores nothing. Entries of one partition commit in one transaction;
+        """Publish many messages in one call (at most 10,000 entries). The whole request is validated
+        first: one invalid entry rejects the request and stores nothing. Entries of one partition commit in one transaction;
         `results[i]` answers `entries[i]` (a failed expected_last_seq check fails only that entry).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -275,7 +275,8 @@ class StreamsServicer:
 
     def WatchStreams(self, request, context):
         """Stream lifecycle events of this node (created / updated / deleted), from `from_change_seq`
-        (a change-feed position; 0 = from now on), then live. Errors: change_feed_truncated.
+        (a change-feed position; 0 = from now on), then live. Errors: change_feed_truncated;
+        position_out_of_range (OUT_OF_RANGE) for a position beyond the node's next change seq.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -56,7 +56,7 @@ class Limits(_message.Message):
     def __init__(self, max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
 
 class StreamConfig(_message.Message):
-    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark")
+    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark", "duplicate_window_ms", "duplicate_window_max_msgs")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUBJECTS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +67,8 @@ class StreamConfig(_message.Message):
     STORAGE_FIELD_NUMBER: _ClassVar[int]
     MIN_INSYNC_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     DELIVER_UP_TO_HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_WINDOW_MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
     name: str
     subjects: _containers.RepeatedScalarFieldContainer[str]
     retention: RetentionPolicy
@@ -77,7 +79,9 @@ class StreamConfig(_message.Message):
     storage: StorageKind
     min_insync_replicas: int
     deliver_up_to_high_watermark: bool
-    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ...) -> None: ...
+    duplicate_window_ms: int
+    duplicate_window_max_msgs: int
+    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ...) -> None: ...
 
 class Header(_message.Message):
     __slots__ = ("key", "value")
@@ -88,7 +92,7 @@ class Header(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition")
+    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +100,7 @@ class Message(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    MSG_ID_FIELD_NUMBER: _ClassVar[int]
     seq: int
     subject: str
     ts_ms: int
@@ -103,7 +108,8 @@ class Message(_message.Message):
     payload: bytes
     deliver_count: int
     partition: int
-    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ...) -> None: ...
+    msg_id: str
+    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
 
 class PartitionStats(_message.Message):
     __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes", "role", "leader_epoch", "high_watermark", "in_sync_node_ids")
@@ -296,20 +302,32 @@ class PendingDelivery(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., delivered_at_ms: _Optional[int] = ..., deliver_count: _Optional[int] = ..., redeliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class ConsumerPartitionState(_message.Message):
-    __slots__ = ("partition", "ack_floor", "last_delivered", "num_ack_pending", "num_pending", "num_redelivered")
+    __slots__ = ("partition", "ack_floor", "last_delivered", "num_ack_pending", "num_pending", "num_redelivered", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
     LAST_DELIVERED_FIELD_NUMBER: _ClassVar[int]
     NUM_ACK_PENDING_FIELD_NUMBER: _ClassVar[int]
     NUM_PENDING_FIELD_NUMBER: _ClassVar[int]
     NUM_REDELIVERED_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    ACKED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    REDELIVERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    TERMED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     partition: int
     ack_floor: int
     last_delivered: int
     num_ack_pending: int
     num_pending: int
     num_redelivered: int
-    def __init__(self, partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., num_redelivered: _Optional[int] = ...) -> None: ...
+    delivered_total: int
+    acked_total: int
+    redelivered_total: int
+    dead_lettered_total: int
+    dropped_total: int
+    termed_total: int
+    def __init__(self, partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., num_redelivered: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...
 
 class ConsumerInfo(_message.Message):
     __slots__ = ("stream", "config", "created_at_ms", "partitions", "num_ack_pending", "num_pending", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total")
@@ -340,20 +358,22 @@ class ConsumerInfo(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., config: _Optional[_Union[ConsumerConfig, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[ConsumerPartitionState, _Mapping]]] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...
 
 class PartitionPlacement(_message.Message):
-    __slots__ = ("partition", "primary_node_id", "secondary_node_ids", "leader_epoch", "in_sync_node_ids", "epoch_starts")
+    __slots__ = ("partition", "primary_node_id", "secondary_node_ids", "leader_epoch", "in_sync_node_ids", "epoch_starts", "replica_node_ids")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SECONDARY_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_STARTS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     primary_node_id: str
     secondary_node_ids: _containers.RepeatedScalarFieldContainer[str]
     leader_epoch: int
     in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
     epoch_starts: _containers.RepeatedCompositeFieldContainer[EpochStart]
-    def __init__(self, partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., secondary_node_ids: _Optional[_Iterable[str]] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., epoch_starts: _Optional[_Iterable[_Union[EpochStart, _Mapping]]] = ...) -> None: ...
+    replica_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, partition: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., secondary_node_ids: _Optional[_Iterable[str]] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., epoch_starts: _Optional[_Iterable[_Union[EpochStart, _Mapping]]] = ..., replica_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EpochStart(_message.Message):
     __slots__ = ("leader_epoch", "start_seq")
@@ -362,6 +382,14 @@ class EpochStart(_message.Message):
     leader_epoch: int
     start_seq: int
     def __init__(self, leader_epoch: _Optional[int] = ..., start_seq: _Optional[int] = ...) -> None: ...
+
+class MsgIdBatch(_message.Message):
+    __slots__ = ("seqs", "msg_ids")
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    MSG_IDS_FIELD_NUMBER: _ClassVar[int]
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    msg_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, seqs: _Optional[_Iterable[int]] = ..., msg_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StreamPlacement(_message.Message):
     __slots__ = ("partitions",)

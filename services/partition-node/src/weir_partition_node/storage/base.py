@@ -23,6 +23,8 @@ from typing import Protocol
 
 from weir.errors import CorruptRecordError
 
+SQLITE_MAX_INTEGER = 2**63 - 1  # API seqs are uint64; SQLite integers are signed 64-bit
+
 
 def checksum(record: bytes) -> int:
     """CRC32 (zlib) of an encoded record."""
@@ -88,6 +90,14 @@ class CommitBatch:
     consumer_states: list[ConsumerStateRow] = field(default_factory=list)
     pending_upserts: list[PendingRow] = field(default_factory=list)
     pending_deletes: list[tuple[str, int]] = field(default_factory=list)  # (consumer, seq)
+    # Duplicate window rows (`dedupe.py`), applied last: drop the rows of seqs above `msg_ids_after`
+    # (a divergent tail; None = none), store `msg_ids` as (seq, msg_id, stored_at_ms) ascending by
+    # seq, then with `msg_id_retention` = (stored_before_ms, max_rows) drop the rows stored before
+    # that time and the oldest beyond max_rows. Removing a message keeps its row: an id is
+    # remembered for the window whatever retention does to the message.
+    msg_ids: list[tuple[int, str, int]] = field(default_factory=list)
+    msg_ids_after: int | None = None
+    msg_id_retention: tuple[int, int] | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -118,7 +128,8 @@ class PartitionLog(Protocol):
 
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
         """Verified (seq, record) pairs with seq >= from_seq, in order; at least one when any
-        exists, then bounded by max_messages and max_bytes."""
+        exists, then bounded by max_messages and max_bytes. Reads no record past the bounds (a
+        large max_messages over large records never loads more than max_bytes and one record)."""
         ...
 
     def get(self, seq: int) -> bytes | None:
@@ -135,7 +146,10 @@ class PartitionLog(Protocol):
         """Distinct subjects starting with `prefix`, sorted, at most `limit`."""
         ...
 
-    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]: ...
+    def scan_subject(self, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
+        """Verified (seq, record) of the messages at `subject` with seq >= from_seq, in order: at
+        least one when any exists, then bounded by `limit` and `max_bytes`."""
+        ...
 
     def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
         """Stored messages at `subject` beyond the `keep` newest (oldest first)."""
@@ -177,6 +191,11 @@ class PartitionLog(Protocol):
 
     def load_consumers(self) -> dict[str, StoredConsumer]:
         """Every consumer's stored state in this partition."""
+        ...
+
+    def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
+        """(msg_id, seq, stored_at_ms) of the newest `limit` duplicate-window rows stored at or
+        after `stored_since_ms`, oldest first (what a new primary's window starts from)."""
         ...
 
     def keep_tail(self, enabled: bool) -> None:

@@ -10,6 +10,7 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from weir_partition_node.storage import msgids
 from weir_partition_node.storage.base import CommitBatch, LogState, Record, RowInfo, StoredConsumer, verify
 
 
@@ -35,12 +36,20 @@ class MemoryPartitionLog:
         self._last_seq = 0
         self._consumers: dict[str, tuple[int, ...]] = {}  # name -> state row without the name
         self._pending: dict[str, dict[int, tuple[int, int, int]]] = {}
+        self._msg_id_rows: list[msgids.MsgIdRow] = []  # ascending by seq, as the SQLite log keeps them
 
     def commit(self, batch: CommitBatch) -> None:
         # Validate first so a failing batch changes nothing (atomicity).
         for record in batch.records:
             if record[0] in self._messages:
                 raise ValueError(f"seq {record[0]} already stored")
+        rows = self._msg_id_rows
+        if batch.msg_ids:
+            kept = [row for row in rows if batch.msg_ids_after is None or row.first_seq <= batch.msg_ids_after]
+            stored_through = kept[-1].last_seq if kept else 0
+            if batch.msg_ids_after is not None:
+                stored_through = min(stored_through, batch.msg_ids_after)
+            msgids.check_appended([seq for seq, _, _ in batch.msg_ids], stored_through)
         for record in batch.records:
             self._insert(record)
         for seq in batch.remove_seqs:
@@ -67,7 +76,29 @@ class MemoryPartitionLog:
             self._pending.get(name, {}).pop(seq, None)
         for name, seq, delivered_at, count, redeliver_at in batch.pending_upserts:
             self._pending.setdefault(name, {})[seq] = (delivered_at, count, redeliver_at)
+        self._store_msg_ids(batch)
         self._last_seq = batch.last_seq
+
+    def _store_msg_ids(self, batch: CommitBatch) -> None:
+        rows = self._msg_id_rows
+        if batch.msg_ids_after is not None:
+            after = batch.msg_ids_after
+            kept = [row for row in rows if row.first_seq <= after]
+            if kept and kept[-1].last_seq > after:
+                cut = msgids.trimmed(kept[-1], keep_through=after)
+                kept[-1:] = [cut] if cut is not None else []
+            rows[:] = kept
+        rows.extend(msgids.group(batch.msg_ids))
+        if batch.msg_id_retention is not None:
+            stored_before_ms, max_ids = batch.msg_id_retention
+            expired = next((index for index, row in enumerate(rows) if row.stored_at_ms >= stored_before_ms), len(rows))
+            del rows[:expired]
+            excess = sum(len(row.entries) for row in rows) - max_ids
+            while excess > 0 and rows:
+                drop = min(excess, len(rows[0].entries))
+                cut = msgids.trimmed(rows[0], drop_oldest=drop)
+                rows[:1] = [cut] if cut is not None else []
+                excess -= drop
 
     def _insert(self, record: Record) -> None:
         seq, ts_ms, subject, _, crc, encoded = record
@@ -106,9 +137,13 @@ class MemoryPartitionLog:
 
     def read(self, from_seq: int, max_messages: int, max_bytes: int) -> list[tuple[int, bytes]]:
         start = bisect.bisect_left(self._seqs, from_seq)
+        return self._bounded(self._seqs[start : start + max_messages], max_bytes)
+
+    def _bounded(self, seqs: list[int], max_bytes: int) -> list[tuple[int, bytes]]:
+        """Verified (seq, record) of `seqs` until the next would pass `max_bytes` (the first always goes)."""
         result: list[tuple[int, bytes]] = []
         total = 0
-        for seq in self._seqs[start : start + max_messages]:
+        for seq in seqs:
             record = self._verified(seq)
             total += len(record)
             if result and total > max_bytes:
@@ -130,10 +165,10 @@ class MemoryPartitionLog:
     def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
         return sorted(subject for subject in self._by_subject if subject.startswith(prefix))[:limit]
 
-    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]:
+    def scan_subject(self, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
         seqs = self._by_subject.get(subject, [])
         start = bisect.bisect_left(seqs, from_seq)
-        return [(seq, self._verified(seq)) for seq in seqs[start : start + limit]]
+        return self._bounded(seqs[start : start + limit], max_bytes)
 
     def _row(self, seq: int) -> RowInfo:
         stored = self._messages[seq]
@@ -200,6 +235,17 @@ class MemoryPartitionLog:
             result[name] = StoredConsumer(row[0], row[1], row[2], row[3:], pending)  # type: ignore[arg-type]
         return result
 
+    def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
+        newest: list[tuple[str, int, int]] = []
+        for row in reversed(self._msg_id_rows):
+            if row.stored_at_ms < stored_since_ms:
+                continue
+            for seq, msg_id in reversed(row.entries):
+                newest.append((msg_id, seq, row.stored_at_ms))
+                if len(newest) >= limit:
+                    return newest[::-1]
+        return newest[::-1]
+
     def keep_tail(self, enabled: bool) -> None:
         pass  # everything is in memory already
 
@@ -217,3 +263,4 @@ class MemoryPartitionLog:
         self._change_seqs.clear()
         self._consumers.clear()
         self._pending.clear()
+        self._msg_id_rows.clear()

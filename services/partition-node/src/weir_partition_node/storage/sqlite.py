@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from weir_partition_node.storage.base import CommitBatch, LogState, RowInfo, StoredConsumer, verify
+from weir_partition_node.storage.base import SQLITE_MAX_INTEGER, CommitBatch, LogState, RowInfo, StoredConsumer, verify
 from weir_partition_node.storage.checkpoint import WalCheckpointer
+from weir_partition_node.storage.msgids import SqliteMsgIdRows
 from weir_partition_node.storage.tailcache import TailCache
 
 FsyncPolicy = Literal["always", "off"]
-SQLITE_MAX_INTEGER = 2**63 - 1
 PAGE_SIZE_BYTES = 16384
 DEFAULT_TAIL_CACHE_BYTES = 4 * 1024 * 1024
 DEFAULT_CHECKPOINT_BYTES = 8 * 1024 * 1024
@@ -86,6 +86,13 @@ CREATE TABLE IF NOT EXISTS pending (
     redeliver_at_ms INTEGER NOT NULL,
     PRIMARY KEY (consumer, seq)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS msg_id_rows (
+    last_seq INTEGER PRIMARY KEY,
+    first_seq INTEGER NOT NULL,
+    stored_at_ms INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    ids BLOB NOT NULL
+);
 """
 
 
@@ -132,6 +139,7 @@ class SqlitePartitionLog:
             valve_pages = max(1, CHECKPOINT_VALVE_FACTOR * checkpoint_bytes // self._page_bytes)
             self._writer.execute(f"PRAGMA wal_autocheckpoint={valve_pages}")
             self._checkpointer_db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._msg_ids = SqliteMsgIdRows()  # the duplicate window's rows (commit thread only)
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
         self._tail_wanted = tail_cache_bytes > 0
@@ -195,6 +203,8 @@ class SqlitePartitionLog:
                     "VALUES (?, ?, ?, ?, ?)",
                     batch.pending_upserts,
                 )
+            if batch.msg_ids or batch.msg_ids_after is not None or batch.msg_id_retention is not None:
+                self._msg_ids.store(db, batch)
             if batch.truncate_before > 0 or batch.remove_seqs:
                 # max(seq) stops being the last seq only when messages are removed: record it then.
                 db.execute(
@@ -205,6 +215,7 @@ class SqlitePartitionLog:
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            self._msg_ids.forget_count()  # unknown after a rollback: counted again when next needed
             raise
         with self._tail_lock:
             if self._tail is not None:
@@ -263,14 +274,22 @@ class SqlitePartitionLog:
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
             (_clamp(from_seq), max_messages),
-        ).fetchall()
+        )
+        return self._bounded(rows, max_bytes)
+
+    def _bounded(self, rows: sqlite3.Cursor, max_bytes: int) -> list[tuple[int, bytes]]:
+        """Verified (seq, record) of `rows` (seq, crc, record), fetched one at a time until the next
+        would pass `max_bytes` (the first always goes); the cursor is closed."""
         result: list[tuple[int, bytes]] = []
         total = 0
-        for seq, crc, record in rows:
-            total += len(record)
-            if result and total > max_bytes:
-                break
-            result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+        try:
+            for seq, crc, record in rows:
+                total += len(record)
+                if result and total > max_bytes:
+                    break
+                result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+        finally:
+            rows.close()
         return result
 
     def get(self, seq: int) -> bytes | None:
@@ -311,12 +330,12 @@ class SqlitePartitionLog:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def scan_subject(self, subject: str, from_seq: int, limit: int) -> list[tuple[int, bytes]]:
+    def scan_subject(self, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
             (subject, _clamp(from_seq), limit),
-        ).fetchall()
-        return [(seq, verify(self.stream, self.partition, seq, record, crc)) for seq, crc, record in rows]
+        )
+        return self._bounded(rows, max_bytes)
 
     def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
         rows = self._reader.execute(
@@ -359,19 +378,26 @@ class SqlitePartitionLog:
         last = from_seq - 1
         scanned = 0
         while True:
-            found = self._reader.execute(
+            # Rows one at a time (a cursor, not fetchall): a chunk of large records is never all in
+            # memory at once, only what the answer keeps and the row that ends it.
+            rows = self._reader.execute(
                 "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
                 (_clamp(last + 1), chunk),
-            ).fetchall()
-            for seq, subject, crc, record in found:
-                if accepts is None or accepts(subject):
-                    if len(result) >= max_messages or (result and total + len(record) > max_bytes):
-                        return result, last, False
-                    total += len(record)
-                    result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
-                last = seq
-            scanned += len(found)
-            if len(found) < chunk:
+            )
+            found = 0
+            try:
+                for seq, subject, crc, record in rows:
+                    found += 1
+                    if accepts is None or accepts(subject):
+                        if len(result) >= max_messages or (result and total + len(record) > max_bytes):
+                            return result, last, False
+                        total += len(record)
+                        result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+                    last = seq
+            finally:
+                rows.close()
+            scanned += found
+            if found < chunk:
                 return result, last, True
             if accepts is None or scanned >= scan_limit:
                 return result, last, False
@@ -426,6 +452,9 @@ class SqlitePartitionLog:
             if stored is not None:
                 stored.pending.append((seq, delivered_at, count, redeliver_at))
         return consumers
+
+    def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
+        return self._msg_ids.recent(self._reader, stored_since_ms, limit)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

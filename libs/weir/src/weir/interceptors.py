@@ -1,0 +1,117 @@
+"""Server interceptors shared by Weir's gRPC services (grpc.aio's interceptor API).
+
+`UndecodableRequestInterceptor`: a request body that is not the method's protobuf message is
+answered INVALID_ARGUMENT with the result code `invalid_argument` and the decoder's complaint, as
+any other bad input is (issue 22). Without it grpc.aio answers UNKNOWN "Unexpected DecodeError".
+The method's own deserializer is wrapped to return a marker instead of raising, and its behavior
+to abort the call when it meets the marker: for unary and server-streaming calls before the
+servicer runs, for client- and bidirectional streams at the item that failed (earlier items were
+answered). Streaming behaviors are wrapped only when they are async generators (grpc.aio picks
+how to drive a behavior by its kind); others pass through. Wrapped handlers are built once per
+method and reused.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError
+
+from weir.errors import InvalidArgumentError
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    """What the wrapped deserializer returns for a body it could not decode."""
+
+    method: str
+    reason: str
+
+    def error(self) -> InvalidArgumentError:
+        return InvalidArgumentError(
+            f"{self.method}: the request body is not a valid {self.method.rsplit('/', 1)[-1]} request message "
+            f"({self.reason})"
+        )
+
+
+class UndecodableRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """See the module docstring. Applies to the methods under `prefixes` (Weir's own services);
+    others (health, reflection) are passed through unchanged."""
+
+    def __init__(self, prefixes: tuple[str, ...] = ("/weir.v1.",)) -> None:
+        self._prefixes = prefixes
+        self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        method: str = handler_call_details.method
+        wrapped = self._wrapped.get(method)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(handler_call_details)
+        if handler is None or not method.startswith(self._prefixes) or handler.request_deserializer is None:
+            return handler
+        wrapped = _guard(method, handler)
+        self._wrapped[method] = wrapped
+        return wrapped
+
+
+def _guard(method: str, handler: Any) -> Any:
+    """`handler` (a grpc RpcMethodHandler namedtuple) with the deserializer and behavior wrapped."""
+    deserialize = handler.request_deserializer
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except DecodeError as error:
+            return _Undecodable(method, str(error) or "truncated or malformed protobuf")
+
+    if handler.unary_unary is not None:
+        unary = handler.unary_unary
+
+        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            if isinstance(request, _Undecodable):
+                await context.abort_with_status(request.error().to_status())
+            return await unary(request, context)
+
+        return handler._replace(request_deserializer=decode, unary_unary=unary_unary)
+    if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
+        server_stream = handler.unary_stream
+
+        async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            if isinstance(request, _Undecodable):
+                await context.abort_with_status(request.error().to_status())
+            async for response in server_stream(request, context):
+                yield response
+
+        return handler._replace(request_deserializer=decode, unary_stream=unary_stream)
+    if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
+        bidi = handler.stream_stream
+
+        async def stream_stream(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async for response in bidi(_checked(requests, context), context):
+                yield response
+
+        return handler._replace(request_deserializer=decode, stream_stream=stream_stream)
+    if handler.stream_unary is not None:
+        client_stream = handler.stream_unary
+
+        async def stream_unary(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            return await client_stream(_checked(requests, context), context)
+
+        return handler._replace(request_deserializer=decode, stream_unary=stream_unary)
+    return handler
+
+
+async def _checked(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+    async for request in requests:
+        if isinstance(request, _Undecodable):
+            await context.abort_with_status(request.error().to_status())
+        yield request

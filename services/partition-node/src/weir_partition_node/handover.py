@@ -1,0 +1,122 @@
+"""Leadership handover, the primary's side of the controller's preferred-leader rebalance
+(TransferLeadership; Kafka's preferred replica election, JetStream's leader step-down).
+
+A failover promotes whichever in-sync replica holds the most, and a message acknowledged with
+`ack_level=leader` that had not reached it is lost. A planned move need not lose anything, so the
+primary hands over in steps: it stops leading the partition for clients (publishes, fetches and
+acks get `not_leader`, retryable: the SDK retries them, and idempotent publishes are stored once),
+lets its commit queue drain, and waits until the target's reported log end reaches its own and the
+high watermark covers it too (so every ack-all publish in flight is acknowledged here, not failed
+and retried). Only then does it answer `ok` with that end; the controller writes the next epoch
+starting after it, so neither copy has a tail to truncate. The primary stays fenced until it adopts
+that record, or until the fence's time runs out (the controller died in between), when it leads
+again under its epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from weir.errors import InvalidArgumentError
+from weir.v1 import internal_pb2
+
+from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.replica import ReplicaManager
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TRANSFER_TIMEOUT_MS = 5000
+MAX_TRANSFER_TIMEOUT_MS = 30_000
+
+
+class LeadershipHandover:
+    """TransferLeadership's core; shares the ReplicaManager's per-stream lock, so no placement is
+    adopted halfway through a handover."""
+
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
+        self.node = replicas.node
+        self._unfence: dict[tuple[str, int], asyncio.TimerHandle] = {}
+
+    async def transfer(
+        self, request: internal_pb2.TransferLeadershipRequest
+    ) -> internal_pb2.TransferLeadershipResponse:
+        """See the module docstring. Errors: InvalidArgumentError (timeout_ms, to_node_id),
+        NoSuchStreamError, NoSuchPartitionError; refusals come as result codes."""
+        timeout_ms = request.timeout_ms or DEFAULT_TRANSFER_TIMEOUT_MS
+        if timeout_ms > MAX_TRANSFER_TIMEOUT_MS:
+            raise InvalidArgumentError(f"timeout_ms: at most {MAX_TRANSFER_TIMEOUT_MS}, got {request.timeout_ms}")
+        if not request.to_node_id:
+            raise InvalidArgumentError("to_node_id: required")
+        response = internal_pb2.TransferLeadershipResponse()
+        partition = self.node.hosted_partition(request.stream, request.partition)
+        stream = self.node.hosted_stream(request.stream)
+        assert stream is not None  # hosted_partition found it
+        async with self.replicas.stream_lock(request.stream):
+            refusal = self.replicas.check_epoch(partition, request.leader_epoch)
+            tracker = partition.tracker
+            if refusal is None and (not partition.leading or request.partition not in stream.led_set):
+                refusal = "not_leader", f"node {self.node.node_id} does not lead this partition now"
+            if refusal is None and (tracker is None or request.to_node_id not in tracker.in_sync):
+                refusal = "not_in_sync", f"{request.to_node_id} is not an in-sync replica of this partition"
+            response.leader_epoch = partition.leader_epoch
+            if refusal is not None:
+                response.result_code, response.message = refusal
+                return response
+            assert tracker is not None
+            stream.fence(request.partition, True)  # clients now get not_leader
+            epoch = partition.leader_epoch
+            deadline_ms = monotonic_ms() + timeout_ms
+            await partition.drain()
+            target = tracker.followers[request.to_node_id]
+
+            def caught_up() -> bool:  # the target holds everything, and so does every in-sync replica
+                return target.last_seq >= partition.last_seq and partition.high_watermark >= partition.last_seq
+
+            while not caught_up() and monotonic_ms() < deadline_ms:
+                await partition.wait_for_progress((deadline_ms - monotonic_ms()) / 1000)
+            if not caught_up():
+                self._lead_again(request.stream, request.partition, epoch)
+                response.result_code = "timeout"
+                response.message = (
+                    f"{request.to_node_id} held seq {target.last_seq} of {partition.last_seq} after {timeout_ms} ms; "
+                    "this node leads again"
+                )
+                return response
+            key = (request.stream, request.partition)
+            previous = self._unfence.pop(key, None)
+            if previous is not None:
+                previous.cancel()
+            delay_s = max(0.0, (deadline_ms - monotonic_ms()) / 1000)
+            self._unfence[key] = asyncio.get_running_loop().call_later(
+                delay_s, self._lead_again, request.stream, request.partition, epoch
+            )
+            response.result_code = "ok"
+            response.last_seq = partition.last_seq
+            logger.info(
+                "%s/%d: handing leadership to %s at seq %d (epoch %d)",
+                request.stream,
+                request.partition,
+                request.to_node_id,
+                partition.last_seq,
+                epoch,
+            )
+            return response
+
+    def _lead_again(self, stream_name: str, index: int, epoch: int) -> None:
+        """End a fence. Still leading under the same epoch: no new leader took over (the controller
+        died or gave up), so clients may use the partition here again."""
+        self._unfence.pop((stream_name, index), None)
+        stream = self.node.hosted_stream(stream_name)
+        if stream is None or index not in stream.fenced:
+            return
+        partition = stream.partitions[index]
+        stream.fence(index, False)
+        if partition.leading and partition.leader_epoch == epoch:
+            logger.warning("%s/%d: no new leader took over; leading again under epoch %d", stream_name, index, epoch)
+
+    def close(self) -> None:
+        for handle in self._unfence.values():
+            handle.cancel()
+        self._unfence.clear()
