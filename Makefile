@@ -21,7 +21,7 @@ proto-check: proto  ## fail when the committed stubs differ from what proto/ gen
 lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy libs/weir/src services/partition-node/src services/router/src services/replicator/src \
+	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src tests bench
 
 compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON

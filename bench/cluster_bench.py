@@ -4,7 +4,7 @@ ack_level all costs next to replicas=1 with ack_level leader, on the same cluste
 Run: ``uv run python -m bench.cluster_bench [--smoke] [--repeat N] [--workloads A,B] [--out PATH]``
 (``make bench`` runs it after ``bench.node_bench``).
 
-Starts one local cluster (``weir.launcher.LocalCluster``: its own redis-server, 1 router, 3
+Starts one local cluster (``weir_cli.launcher.LocalCluster``: its own redis-server, 1 router, 3
 partition nodes, 1 replicator; product default timings, the nodes' fsync setting, default
 "always") in a temporary directory. When the machine has at least 2 CPUs every cluster process
 (all its threads) is pinned to CPU 0 and this process to CPU 1, as node_bench pins its node: the
@@ -82,8 +82,8 @@ from typing import Any
 from weir.client import ACK_LEVELS, NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import NoSuchStreamError, WeirError
-from weir.launcher import LocalCluster, ProcessHandle
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import LocalCluster, ProcessHandle
 
 from bench.node_bench import (
     CALL_TIMEOUT_S,

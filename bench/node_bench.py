@@ -3,7 +3,7 @@
 Run: ``uv run python -m bench.node_bench [--smoke] [--repeat N] [--workloads A,B] [--out PATH]``
 (``make bench``).
 
-Starts one partition node (``weir.launcher.start_node``) in a temporary directory, pinned to CPU 0
+Starts one partition node (``weir_cli.launcher.start_node``) in a temporary directory, pinned to CPU 0
 while this process runs on CPU 1 when the machine has at least 2 CPUs, and measures seven workloads
 (``--workloads`` picks some), each in a fresh stream (1 partition, file storage, the node's fsync
 setting, default "always"):
@@ -68,8 +68,8 @@ from typing import Any
 import grpc
 from google.protobuf import __version__ as protobuf_version
 from weir.client import NodeClient, consumer_config, stream_config
-from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2
+from weir_cli.launcher import NodeHandle, start_node
 
 WORKLOADS = (
     "publish_single_c1",

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from weir.client import ChangeFeedClient, NodeClient
+from weir.client import NodeClient
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster, NodeHandle, ProcessHandle, RedisHandle, start_node
+from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle, RedisHandle, start_node
+from weir_server.internal_clients import ChangeFeedClient
 
 # -- external cluster mode ---------------------------------------------------------------------------
 

@@ -25,11 +25,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-from weir.analytics import DEFAULT_STATS_STREAM
-from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
+from weir_cli.launcher import LocalCluster
+from weir_server.analytics import DEFAULT_STATS_STREAM
+from weir_server.internal_clients import ChangeFeedClient
 
 from tests.conftest import (
     CLUSTER_NODE_ENV,
@@ -326,7 +327,16 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
     # `weir stats --analytics` prints the same figures
     completed = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "weir.cli", "--json", "stats", "--analytics", "--router", cluster.router_addresses[0]],
+        [
+            sys.executable,
+            "-m",
+            "weir_cli.cli",
+            "--json",
+            "stats",
+            "--analytics",
+            "--router",
+            cluster.router_addresses[0],
+        ],
         capture_output=True,
         text=True,
         timeout=60,

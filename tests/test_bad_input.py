@@ -25,7 +25,7 @@ import pytest
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from weir.client import ChangeFeedClient, NodeClient, stream_config
+from weir.client import NodeClient, stream_config
 from weir.errors import (
     AlreadyExistsError,
     InternalError,
@@ -41,8 +41,9 @@ from weir.errors import (
     WeirError,
     WrongRevisionError,
 )
-from weir.launcher import NodeHandle
 from weir.v1 import internal_pb2, streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle
+from weir_server.internal_clients import ChangeFeedClient
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from weir.launcher import pid_alive
+from weir_cli.launcher import pid_alive
 
 from bench.compare.driver import AckLevel, Consumer, Driver, Producer, TopicSpec
 from bench.compare.nats_driver import NatsDriver

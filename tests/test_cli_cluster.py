@@ -1,4 +1,4 @@
-"""The `weir` command line end to end, each command a real subprocess (`python -m weir.cli`):
+"""The `weir` command line end to end, each command a real subprocess (`python -m weir_cli.cli`):
 `weir cluster up` starts a local cluster (redis-server, 2 routers, 3 partition nodes) that outlives
 the command, the other commands find its routers through ``cluster.json`` under ``--data-dir``,
 and `weir cluster down` stops every process it started.
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from weir.launcher import pid_alive, read_cluster_state, stop_pids
 from weir.partitioning import partition_for_key
+from weir_cli.launcher import pid_alive, read_cluster_state, stop_pids
 
 from tests.conftest import needs_own_processes
 
@@ -39,7 +39,7 @@ def weir(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run `weir ARGS` as a subprocess (the interpreter running the tests, so the same install)."""
     env = {key: value for key, value in os.environ.items() if key not in _FOREIGN_ENV}
     return subprocess.run(
-        [sys.executable, "-m", "weir.cli", *args],
+        [sys.executable, "-m", "weir_cli.cli", *args],
         cwd=cwd,
         env=env,
         capture_output=True,

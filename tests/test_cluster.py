@@ -19,8 +19,8 @@ import pytest
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import GroupConsumer, WeirClient
 from weir.errors import NotLeaderError
-from weir.launcher import LocalCluster
 from weir.v1 import router_pb2, types_pb2
+from weir_cli.launcher import LocalCluster
 
 from tests.conftest import ClusterAddresses, eventually, http_get
 

@@ -24,7 +24,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf.message import Message
-from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import (
     AlreadyExistsError,
     ConsumerBoundError,
@@ -39,6 +39,7 @@ from weir.errors import (
     WeirError,
 )
 from weir.v1 import streams_pb2, types_pb2
+from weir_server.internal_clients import ChangeFeedClient
 
 from tests.test_bad_input import BAD_NAMES, TIMEOUT_S, Env, Snapshot, check_error, rpc, take_snapshot
 

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from weir.client import NodeClient, TestClockClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import WeirError
-from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle, start_node
+from weir_server.internal_clients import TestClockClient
 
 from tests.conftest import needs_own_processes
 from tests.test_crash import until_serving

@@ -14,7 +14,7 @@ import asyncio
 from prometheus_client.parser import text_string_to_metric_families
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.launcher import NodeHandle
+from weir_cli.launcher import NodeHandle
 
 from tests.conftest import ClusterAddresses, eventually, http_get
 

@@ -21,10 +21,11 @@ from typing import Any, NamedTuple
 
 import grpc
 import pytest
-from weir.client import ChangeFeedClient, NodeClient, TestClockClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import ConsumerBoundError, NoSuchConsumerError, NotPendingError
-from weir.launcher import NodeHandle, start_node
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle, start_node
+from weir_server.internal_clients import ChangeFeedClient, TestClockClient
 
 from tests.conftest import needs_own_processes
 

@@ -30,12 +30,13 @@ from pathlib import Path
 
 import grpc
 import pytest
-from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import CorruptRecordError, NoSuchMessageError, UnavailableError, WeirError
-from weir.launcher import NodeHandle, start_node
 from weir.partitioning import partition_for_key
 from weir.subjects import validate_subject
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle, start_node
+from weir_server.internal_clients import ChangeFeedClient
 
 from tests.conftest import http_get, needs_own_processes
 

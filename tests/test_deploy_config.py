@@ -45,7 +45,7 @@ PROGRAMS = [
 
 # Variables that must NOT be set in compose. They are still documented in the README.
 COMPOSE_EXEMPT = {
-    # Written by the local launcher (weir.launcher) to learn the bound ports; compose has fixed ports.
+    # Written by the local launcher (weir_cli.launcher) to learn the bound ports; compose has fixed ports.
     "WEIR_NODE_READY_FILE",
     "WEIR_ROUTER_READY_FILE",
     "WEIR_REPLICATOR_READY_FILE",

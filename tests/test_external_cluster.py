@@ -23,7 +23,7 @@ from xml.etree import ElementTree
 
 import pytest
 from weir.cluster import WeirClient
-from weir.launcher import pid_alive, read_cluster_state, stop_pids
+from weir_cli.launcher import pid_alive, read_cluster_state, stop_pids
 
 from tests.conftest import EXTERNAL_ROUTERS_VARIABLE, OWN_PROCESSES_SKIP_REASON, needs_own_processes
 from tests.test_cli_cluster import ok, pids_using, state_pids, weir

@@ -15,9 +15,9 @@ import grpc
 import pytest
 from weir.client import NodeClient, stream_config
 from weir.errors import InvalidArgumentError, InvalidConfigError
-from weir.launcher import NodeHandle
 from weir.partitioning import partition_for_key
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.node import Node

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster, free_port
+from weir_cli.launcher import LocalCluster, free_port
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get, needs_own_processes
 

@@ -42,9 +42,9 @@ import redis.asyncio
 from weir.client import NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
-from weir.launcher import LocalCluster, NodeHandle, ProcessHandle
-from weir.metadata import Keys
 from weir.v1 import types_pb2
+from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle
+from weir_server.metadata import Keys
 
 from tests.conftest import eventually, start_cluster
 

@@ -27,12 +27,13 @@ import grpc
 import pytest
 import redis.asyncio
 from google.rpc import error_details_pb2, status_pb2
-from weir.client import NodeClient, ReplicationClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamError, NotLeaderError, WeirError
-from weir.launcher import LocalCluster, NodeHandle
-from weir.metadata import Keys
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
+from weir_cli.launcher import LocalCluster, NodeHandle
+from weir_server.internal_clients import ReplicationClient
+from weir_server.metadata import Keys
 
 from tests.conftest import ClusterAddresses, NodeAddress, eventually, start_cluster
 

@@ -32,7 +32,6 @@ import pydantic
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from weir.replication import InSyncTracker, default_min_insync, valid_log_end
 from weir.v1 import types_pb2
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
 from weir_partition_node.settings import NodeSettings
@@ -40,6 +39,7 @@ from weir_partition_node.storage.base import RowInfo
 from weir_replicator.ownership import owner_of
 from weir_replicator.shipping import fetch_wait_ms
 from weir_router.failover import Promotion, ReplicaView, choose_leader, promoted
+from weir_server.replication import InSyncTracker, default_min_insync, valid_log_end
 
 # ---------------------------------------------------------------------------------------------------
 # valid_log_end and default_min_insync

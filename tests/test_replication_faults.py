@@ -24,11 +24,12 @@ import contextlib
 from pathlib import Path
 
 import pytest
-from weir.client import NodeClient, ReplicationClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
-from weir.launcher import LocalCluster, NodeHandle
 from weir.v1 import types_pb2
+from weir_cli.launcher import LocalCluster, NodeHandle
+from weir_server.internal_clients import ReplicationClient
 
 from tests.conftest import (
     CLUSTER_NODE_ENV,

@@ -26,8 +26,8 @@ from google.protobuf import descriptor
 from google.protobuf.message import Message
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.launcher import LocalCluster, ProcessHandle
 from weir.v1 import internal_pb2, router_pb2, streams_pb2, types_pb2
+from weir_cli.launcher import LocalCluster, ProcessHandle
 
 from tests.conftest import start_cluster
 

@@ -10,11 +10,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from weir.client import ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchStreamError, SubjectRejectedError
-from weir.launcher import NodeHandle
 from weir.partitioning import partition_for_key
 from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle
+from weir_server.internal_clients import ChangeFeedClient
 
 PAYLOAD = b"p" * 1024
 

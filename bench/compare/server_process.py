@@ -25,7 +25,7 @@ STOP_TIMEOUT_S = 10.0
 
 # Run as `python -c _PARENT_DEATH <parent pid> <command...>`: ask Linux to SIGKILL this process when
 # its parent (thread) dies, give up if the parent is already gone, then exec the command (same pid).
-# The same trick as weir.launcher's, kept here so the benchmark does not lean on a private helper.
+# The same trick as weir_cli.launcher's, kept here so the benchmark does not lean on a private helper.
 _PARENT_DEATH = """
 import ctypes, os, signal, sys
 try:

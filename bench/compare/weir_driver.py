@@ -1,4 +1,4 @@
-"""The comparison harness's driver for Weir: a local cluster (``weir.launcher.LocalCluster``: its own
+"""The comparison harness's driver for Weir: a local cluster (``weir_cli.launcher.LocalCluster``: its own
 redis-server, one router, `replicas` partition nodes, a replicator when replicas > 1), every process
 pinned to the server CPUs. Producers and consumers talk to each partition's primary over gRPC, as the
 SDK does after its route lookup: PublishBatch with the topic's ack level; Fetch + AckBatch for a
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import WeirError
-from weir.launcher import LocalCluster
 from weir.v1 import streams_pb2
+from weir_cli.launcher import LocalCluster
 
 from bench.compare.driver import BenchError, Consumer, Driver, Producer, TopicSpec
 

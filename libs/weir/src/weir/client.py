@@ -1,7 +1,7 @@
 """Asyncio client of a Weir partition node (grpc.aio, protoc-generated messages).
 
-`NodeClient` speaks weir.v1.Streams on a node's client port; `ChangeFeedClient` speaks
-weir.v1.ChangeFeed on its internal port. Every failed call raises a typed `WeirError` (see
+`NodeClient` speaks weir.v1.Streams on a node's client port (the internal port's clients are in
+`weir_server.internal_clients`, outside the SDK). Every failed call raises a typed `WeirError` (see
 weir.errors) with the server's result code; transport failures raise `UnavailableError`
 (retryable). Routing over a cluster (QueryRoute, retries with route refresh, consumer groups) builds
 on this with the router.
@@ -19,7 +19,7 @@ from typing import Any, Generic, Self, TypeVar
 import grpc
 
 from weir.errors import UnavailableError, WeirError
-from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
+from weir.v1 import streams_pb2, streams_pb2_grpc, types_pb2
 
 DEFAULT_TIMEOUT_S = 30.0
 # What a lockstep publish leaves the node of the client's timeout to answer in (timeout_ms).
@@ -103,7 +103,9 @@ def stream_config(
     )
 
 
-class _Client:
+class GrpcClient:
+    """The channel and typed-error calls every Weir gRPC client shares (one address)."""
+
     def __init__(self, address: str, timeout_s: float) -> None:
         self.address = address
         self.timeout_s = timeout_s
@@ -226,7 +228,7 @@ class LockstepPool(Generic[Request, Response]):
         self._idle.clear()
 
 
-class NodeClient(_Client):
+class NodeClient(GrpcClient):
     """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
 
     def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
@@ -510,108 +512,3 @@ def consumer_config(
         max_ack_pending=max_ack_pending,
         deliver_group=deliver_group,
     )
-
-
-class TestClockClient(_Client):
-    """weir.v1.TestClock on the internal port of a node started with WEIR_NODE_TEST_CLOCK=true."""
-
-    __test__ = False  # not a pytest test class
-
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
-        self.stub = internal_pb2_grpc.TestClockStub(self.channel)
-
-    async def advance(self, delta_ms: int) -> int:
-        """Move the node's clock forward; returns the node's new time (ms since the epoch)."""
-        response = await self._call(self.stub.AdvanceClock, internal_pb2.AdvanceClockRequest(delta_ms=delta_ms))
-        return int(response.now_ms)
-
-
-class ChangeFeedClient(_Client):
-    """weir.v1.ChangeFeed on one node's internal port."""
-
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
-        self.stub = internal_pb2_grpc.ChangeFeedStub(self.channel)
-
-    async def read_changes(self, from_change_seq: int = 0, max_changes: int = 0) -> internal_pb2.ReadChangesResponse:
-        request = internal_pb2.ReadChangesRequest(from_change_seq=from_change_seq, max_changes=max_changes)
-        return await self._call(self.stub.ReadChanges, request)  # type: ignore[no-any-return]
-
-    def tail_changes(
-        self,
-        from_change_seq: int = 0,
-        max_changes_per_batch: int = 0,
-        *,
-        stream: str = "",
-        partition: int | None = None,
-        exclude_appends: bool = False,
-    ) -> AsyncIterator[internal_pb2.ChangeBatch]:
-        """TailChanges: the feed from `from_change_seq` on, live. `stream` ("" = all), `partition`
-        (None = all; needs `stream`) and `exclude_appends` make the node read and send only what
-        matches; resume from a batch's `through_change_seq` + 1. Errors: ChangeFeedTruncatedError,
-        InvalidArgumentError."""
-        request = internal_pb2.TailChangesRequest(
-            from_change_seq=from_change_seq,
-            max_changes_per_batch=max_changes_per_batch,
-            stream=stream,
-            partition=partition,
-            exclude_appends=exclude_appends,
-        )
-        return self._stream(self.stub.TailChanges, request)
-
-
-class ReplicationClient(_Client):
-    """weir.v1.Replication on one node's internal port (the replicator, the router's controller)."""
-
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
-        self.stub = internal_pb2_grpc.ReplicationStub(self.channel)
-
-    async def fetch(
-        self, request: internal_pb2.FetchReplicationRequest, timeout_s: float | None = None
-    ) -> internal_pb2.FetchReplicationResponse:
-        return await self._call(self.stub.FetchReplication, request, timeout_s)  # type: ignore[no-any-return]
-
-    def fetch_stream(
-        self,
-    ) -> LockstepStream[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse]:
-        """FetchReplication exchanges on one long-lived call (FetchReplicationStream)."""
-        return LockstepStream(self.stub.FetchReplicationStream)
-
-    def replicate_message_stream(
-        self,
-    ) -> LockstepStream[internal_pb2.ReplicateMessageRequest, internal_pb2.ReplicateResponse]:
-        """ReplicateMessage exchanges on one long-lived call (ReplicateMessageStream)."""
-        return LockstepStream(self.stub.ReplicateMessageStream)
-
-    async def replicate(self, method: str, request: Any) -> internal_pb2.ReplicateResponse:
-        """One Replicate* call by name (ReplicateMessage, ReplicateTruncate, ...)."""
-        return await self._call(getattr(self.stub, method), request)  # type: ignore[no-any-return]
-
-    async def consumer_snapshots(
-        self, stream: str, partition: int, leader_epoch: int
-    ) -> internal_pb2.GetConsumerSnapshotsResponse:
-        request = internal_pb2.GetConsumerSnapshotsRequest(
-            stream=stream, partition=partition, leader_epoch=leader_epoch
-        )
-        return await self._call(self.stub.GetConsumerSnapshots, request)  # type: ignore[no-any-return]
-
-    async def replica_state(self, stream: str, partition: int) -> internal_pb2.GetReplicaStateResponse:
-        request = internal_pb2.GetReplicaStateRequest(stream=stream, partition=partition)
-        return await self._call(self.stub.GetReplicaState, request)  # type: ignore[no-any-return]
-
-    async def transfer_leadership(
-        self, stream: str, partition: int, leader_epoch: int, to_node_id: str, timeout_ms: int = 0
-    ) -> internal_pb2.TransferLeadershipResponse:
-        """Ask the partition's primary to hand leadership to `to_node_id` (see the RPC)."""
-        request = internal_pb2.TransferLeadershipRequest(
-            stream=stream, partition=partition, leader_epoch=leader_epoch, to_node_id=to_node_id, timeout_ms=timeout_ms
-        )
-        return await self._call(  # type: ignore[no-any-return]
-            self.stub.TransferLeadership, request, (timeout_ms or 5000) / 1000 + self.timeout_s
-        )
-
-    async def apply_placement(self, record: types_pb2.StreamRecord) -> internal_pb2.ApplyPlacementResponse:
-        request = internal_pb2.ApplyPlacementRequest(record=record)
-        return await self._call(self.stub.ApplyPlacement, request)  # type: ignore[no-any-return]

@@ -1,7 +1,7 @@
 """Cluster membership of a partition node: registration and heartbeats in the metadata Redis, and
 the address lookups a redirect needs (DESIGN §4).
 
-The node writes its hash (`weir.metadata.Keys.node`) at start and refreshes it and its heartbeat key
+The node writes its hash (`weir_server.metadata.Keys.node`) at start and refreshes it and its heartbeat key
 (TTL `heartbeat_ttl_ms`) every `heartbeat_interval_ms`; a graceful stop deletes the heartbeat key so
 the controller marks it dead at once instead of after the TTL. Redis errors are logged and retried
 on the next beat (the node keeps serving what it hosts; the router will mark it dead if beats stop
@@ -17,8 +17,8 @@ import time
 
 import redis.asyncio as redis_asyncio
 from redis.exceptions import RedisError
-from weir.metadata import InSyncRecord, Keys, NodeRecord
 from weir.v1 import types_pb2
+from weir_server.metadata import InSyncRecord, Keys, NodeRecord
 
 from weir_partition_node import metrics
 from weir_partition_node.settings import NodeSettings

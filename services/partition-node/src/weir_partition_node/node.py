@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from weir.consumer_info import add_partition_totals
 from weir.errors import (
     AlreadyExistsError,
     ChangeFeedTruncatedError,
@@ -44,10 +43,11 @@ from weir.errors import (
     WeirError,
 )
 from weir.partitioning import partition_for_key
-from weir.replication import InSyncTracker
-from weir.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
+from weir_server.consumer_info import add_partition_totals
+from weir_server.replication import InSyncTracker
+from weir_server.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.catalog import Catalog, ConsumerRow

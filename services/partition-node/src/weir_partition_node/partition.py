@@ -38,9 +38,9 @@ from weir.errors import (
     StorageFailedError,
     WeirError,
 )
-from weir.replication import InSyncTracker
-from weir.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 from weir.v1 import types_pb2
+from weir_server.replication import InSyncTracker
+from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.changefeed import ChangeFeedClock

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
 from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError, WeirError
-from weir.metadata import IN_SYNC_CAS, InSyncRecord
-from weir.replication import valid_log_end
 from weir.subjects import validate_name
 from weir.v1 import internal_pb2, types_pb2
+from weir_server.metadata import IN_SYNC_CAS, InSyncRecord
+from weir_server.replication import valid_log_end
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms

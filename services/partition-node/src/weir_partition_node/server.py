@@ -21,9 +21,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
-from weir.interceptors import UndecodableRequestInterceptor
-from weir.runtime import tune_garbage_collector
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
+from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.runtime import tune_garbage_collector
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock

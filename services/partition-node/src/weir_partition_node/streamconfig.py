@@ -1,7 +1,7 @@
 """Stream config rules of the partition node: Limits bounds and the router's placements (pure).
 
 The config rules shared with the router (validation, defaults, partial update) are in
-`weir.streamconfig`.
+`weir_server.streamconfig`.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Iterable
 
 import redis.asyncio as redis_asyncio
-from weir.metadata import Keys
+from weir_server.metadata import Keys
 
 # KEYS[1] = lease key; ARGV[1] = holder, ARGV[2] = lease ms. Renew only our own lease.
 _RENEW = """

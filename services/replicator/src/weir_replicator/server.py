@@ -20,9 +20,9 @@ import signal
 import redis.asyncio as redis_asyncio
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
-from weir.metadata import Keys
-from weir.runtime import tune_garbage_collector
 from weir.v1 import types_pb2
+from weir_server.metadata import Keys
+from weir_server.runtime import tune_garbage_collector
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership, owner_of

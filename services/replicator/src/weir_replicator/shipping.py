@@ -29,9 +29,10 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from weir.client import ChangeFeedClient, LockstepStream, NodeClient, ReplicationClient
+from weir.client import LockstepStream, NodeClient
 from weir.errors import ChangeFeedTruncatedError, PositionOutOfRangeError, WeirError
 from weir.v1 import internal_pb2, types_pb2
+from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership

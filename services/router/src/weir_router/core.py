@@ -22,9 +22,7 @@ from typing import TypeVar
 
 from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
-from weir.analytics import STATS_SUBJECT
-from weir.client import NodeClient, ReplicationClient
-from weir.consumer_info import add_partition_totals
+from weir.client import NodeClient
 from weir.errors import (
     AlreadyExistsError,
     InvalidArgumentError,
@@ -33,10 +31,13 @@ from weir.errors import (
     UnavailableError,
     WeirError,
 )
-from weir.metadata import InSyncRecord, NodeRecord
-from weir.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 from weir.subjects import validate_name
 from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir_server.analytics import STATS_SUBJECT
+from weir_server.consumer_info import add_partition_totals
+from weir_server.internal_clients import ReplicationClient
+from weir_server.metadata import InSyncRecord, NodeRecord
+from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
 from weir_router import assignment, failover, metrics
 from weir_router.leaders import LeaderRebalancer

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from weir.replication import valid_log_end
 from weir.v1 import types_pb2
+from weir_server.replication import valid_log_end
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ import time
 from typing import TYPE_CHECKING
 
 from weir.errors import WeirError
-from weir.metadata import InSyncRecord
 from weir.v1 import types_pb2
+from weir_server.metadata import InSyncRecord
 
 from weir_router import metrics, rebalance
 

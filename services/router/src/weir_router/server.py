@@ -14,8 +14,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
-from weir.interceptors import UndecodableRequestInterceptor
 from weir.v1 import router_pb2, router_pb2_grpc
+from weir_server.interceptors import UndecodableRequestInterceptor
 
 from weir_router.core import RouterCore
 from weir_router.servicer import RouterServicer

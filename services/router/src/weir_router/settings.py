@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
-from weir.analytics import DEFAULT_STATS_STREAM
+from weir_server.analytics import DEFAULT_STATS_STREAM
 
 
 class RouterSettings(BaseSettings):

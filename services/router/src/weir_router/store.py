@@ -1,4 +1,4 @@
-"""The router's view of the cluster metadata in Redis (schema: `weir.metadata`).
+"""The router's view of the cluster metadata in Redis (schema: `weir_server.metadata`).
 
 All reads and writes of Redis go through here. Multi-key updates that other routers may race on
 (consumer groups) use WATCH/MULTI optimistic transactions; stream records are written only by the
@@ -13,8 +13,8 @@ from typing import TypeVar
 import redis.asyncio as redis_asyncio
 from redis.exceptions import WatchError
 from weir.errors import UnavailableError
-from weir.metadata import InSyncRecord, Keys, NodeRecord
 from weir.v1 import types_pb2
+from weir_server.metadata import InSyncRecord, Keys, NodeRecord
 
 T = TypeVar("T")
 

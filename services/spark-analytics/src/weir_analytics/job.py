@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
-from weir.analytics import STATS_SUBJECT
 from weir.client import stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
 from weir.v1 import types_pb2
+from weir_server.analytics import STATS_SUBJECT
 
 from weir_analytics import aggregate, history, metrics
 from weir_analytics.settings import AnalyticsSettings

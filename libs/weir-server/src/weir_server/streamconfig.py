@@ -11,9 +11,10 @@ window follows JetStream's `duplicate_window` (default 2 minutes, at most max_ag
 from __future__ import annotations
 
 from weir.errors import InvalidConfigError
-from weir.replication import default_min_insync
 from weir.subjects import validate_name, validate_pattern
 from weir.v1 import streams_pb2, types_pb2
+
+from weir_server.replication import default_min_insync
 
 DEFAULT_DUPLICATE_WINDOW_MS = 120_000
 MAX_DUPLICATE_WINDOW_MS = 86_400_000

@@ -20,7 +20,6 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
-
 from weir.errors import InvalidArgumentError
 
 

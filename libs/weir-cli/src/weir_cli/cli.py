@@ -38,12 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
-
-from weir.client import DELIVER_POLICIES, ChangeFeedClient, NodeClient, consumer_config, stream_config
+from weir.client import DELIVER_POLICIES, NodeClient, consumer_config, stream_config
 from weir.cluster import PublishAck, WeirClient
 from weir.errors import WeirError
-from weir.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir.v1 import types_pb2
+from weir_server.internal_clients import ChangeFeedClient
+
+from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
 
 DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"
 DEFAULT_ROUTER = "127.0.0.1:7501"
