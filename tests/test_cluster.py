@@ -17,8 +17,10 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from weir.client import NodeClient, consumer_config, stream_config
-from weir.cluster import GroupConsumer, WeirClient
+from weir.cluster import WeirClient
+from weir.consuming import GroupConsumer
 from weir.errors import NotLeaderError
+from weir.message import Message
 from weir.v1 import router_pb2, types_pb2
 from weir_cli.launcher import LocalCluster
 
@@ -84,8 +86,8 @@ async def test_consumer_group_owns_each_partition_once_and_loses_nothing_across_
     working: dict[str, set[int]] = {}
     overlaps: list[tuple[str, str, set[int]]] = []
 
-    def handler_for(member_id: str) -> Callable[[types_pb2.Message], Awaitable[None]]:
-        async def handle(message: types_pb2.Message) -> None:
+    def handler_for(member_id: str) -> Callable[[Message], Awaitable[None]]:
+        async def handle(message: Message) -> None:
             working.setdefault(member_id, set()).add(message.partition)
             seen[(message.partition, message.seq)] += 1
 

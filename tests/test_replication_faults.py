@@ -27,6 +27,7 @@ import pytest
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
+from weir.message import Message
 from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
 from weir_server.internal_clients import ReplicationClient
@@ -144,7 +145,7 @@ async def test_killing_the_primary_under_ack_all_loses_no_acknowledged_message(t
             )
             seen: collections.Counter[bytes] = collections.Counter()
 
-            async def handle(message: types_pb2.Message) -> None:
+            async def handle(message: Message) -> None:
                 seen[message.payload] += 1
 
             members = [

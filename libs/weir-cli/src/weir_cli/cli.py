@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import collections
 import contextlib
 import hashlib
@@ -39,9 +40,9 @@ from typing import Any
 
 from google.protobuf import json_format
 from weir.client import DELIVER_POLICIES, NodeClient, consumer_config, stream_config
-from weir.cluster import PublishAck, WeirClient
+from weir.cluster import WeirClient
 from weir.errors import WeirError
-from weir.v1 import types_pb2
+from weir.message import Message, PublishAck
 from weir_server.internal_clients import ChangeFeedClient
 
 from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
@@ -95,6 +96,24 @@ def _print_message(message: Any, as_json: bool) -> None:
                 message, indent=2, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )
         )
+
+
+def _print_delivered(message: Message) -> None:
+    """One delivered message as a JSON line (payload as text when it is UTF-8, else base64)."""
+    try:
+        payload: dict[str, str] = {"payload": message.payload.decode()}
+    except UnicodeDecodeError:
+        payload = {"payload_base64": base64.b64encode(message.payload).decode()}
+    fields = {
+        "partition": message.partition,
+        "seq": message.seq,
+        "subject": message.subject,
+        **payload,
+        "headers": message.headers,
+        "timestamp_ms": message.timestamp_ms,
+        "deliver_count": message.deliver_count,
+    }
+    print(json.dumps(fields))
 
 
 def _progress(text: str) -> None:
@@ -246,7 +265,7 @@ async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) 
         received: dict[tuple[int, int], str] = {}
         all_seen = asyncio.Event()
 
-        async def handle(message: types_pb2.Message) -> None:
+        async def handle(message: Message) -> None:
             seen[(message.partition, message.seq)] += 1
             received[(message.partition, message.seq)] = hashlib.sha256(message.payload).hexdigest()
             if len(seen) >= messages:
@@ -470,10 +489,10 @@ async def _sub_group(args: argparse.Namespace) -> int:
     async with WeirClient(_routers(args)) as client:
         idle_since = time.monotonic()
 
-        async def handle(message: types_pb2.Message) -> None:
+        async def handle(message: Message) -> None:
             nonlocal idle_since
             idle_since = time.monotonic()
-            _print_message(message, True)
+            _print_delivered(message)
             if args.no_ack:
                 raise RuntimeError("--no-ack: left for redelivery")
 

@@ -1,0 +1,98 @@
+"""Weir's client SDK.
+
+    import asyncio
+    from weir import Client
+
+    async def main() -> None:
+        async with Client("127.0.0.1:7501") as client:
+            ack = await client.publish("orders", "orders.created", b"hello")
+            async with client.consume("orders", "billing") as messages:
+                async for message in messages:
+                    print(message.subject, message.payload, message.seq)
+                    await message.ack()
+                    break
+
+`Client` talks to a cluster through its routers (routing, batching, retries, idempotent
+publishes, consumer groups); `NodeClient` to one partition node. Every failure raises a
+`WeirError` subclass carrying the gRPC status, the server's `result_code` and `retryable`.
+Module by module: weir.cluster, weir.client, weir.consuming, weir.message, weir.errors,
+weir.subjects (subject and name rules), weir.partitioning (key -> partition), weir.v1 (stubs).
+"""
+
+from weir.client import NodeClient, consumer_config, stream_config
+from weir.cluster import Client
+from weir.consuming import GroupConsumer, Subscription
+from weir.errors import (
+    AlreadyExistsError,
+    ChangeFeedTruncatedError,
+    ConsumerBoundError,
+    CorruptRecordError,
+    InternalError,
+    InvalidArgumentError,
+    InvalidConfigError,
+    InvalidNameError,
+    InvalidSubjectError,
+    LeaderLeaseExpiredError,
+    ManagedByRouterError,
+    NoSuchConsumerError,
+    NoSuchMessageError,
+    NoSuchPartitionError,
+    NoSuchStreamError,
+    NotEnoughNodesError,
+    NotEnoughReplicasError,
+    NotLeaderError,
+    NotPendingError,
+    OverloadedError,
+    OversizeError,
+    PositionOutOfRangeError,
+    ReplicationTimeoutError,
+    ResultCode,
+    ShuttingDownError,
+    StorageFailedError,
+    SubjectRejectedError,
+    UnavailableError,
+    WeirError,
+    WrongRevisionError,
+)
+from weir.message import Message, PublishAck
+
+__all__ = [
+    "AlreadyExistsError",
+    "ChangeFeedTruncatedError",
+    "Client",
+    "ConsumerBoundError",
+    "CorruptRecordError",
+    "GroupConsumer",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidConfigError",
+    "InvalidNameError",
+    "InvalidSubjectError",
+    "LeaderLeaseExpiredError",
+    "ManagedByRouterError",
+    "Message",
+    "NoSuchConsumerError",
+    "NoSuchMessageError",
+    "NoSuchPartitionError",
+    "NoSuchStreamError",
+    "NodeClient",
+    "NotEnoughNodesError",
+    "NotEnoughReplicasError",
+    "NotLeaderError",
+    "NotPendingError",
+    "OverloadedError",
+    "OversizeError",
+    "PositionOutOfRangeError",
+    "PublishAck",
+    "ReplicationTimeoutError",
+    "ResultCode",
+    "ShuttingDownError",
+    "StorageFailedError",
+    "SubjectRejectedError",
+    "Subscription",
+    "UnavailableError",
+    "WeirError",
+    "WrongRevisionError",
+    "consumer_config",
+    "stream_config",
+]

@@ -19,7 +19,8 @@ from typing import Any, Generic, Self, TypeVar
 import grpc
 
 from weir.errors import UnavailableError, WeirError
-from weir.v1 import streams_pb2, streams_pb2_grpc, types_pb2
+from weir.message import PublishAck
+from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 
 DEFAULT_TIMEOUT_S = 30.0
 # What a lockstep publish leaves the node of the client's timeout to answer in (timeout_ms).
@@ -50,6 +51,12 @@ RETENTION_POLICIES = {
     "interest": types_pb2.RETENTION_POLICY_INTEREST,
 }
 STORAGE_KINDS = {"file": types_pb2.STORAGE_KIND_FILE, "memory": types_pb2.STORAGE_KIND_MEMORY}
+
+
+def endpoints_of(address: str) -> router_pb2.Endpoints:
+    """The Endpoints of one "host:port" (how a request tells the router which address it used)."""
+    host, _, port = address.rpartition(":")
+    return router_pb2.Endpoints(scheme="ipv4", addresses=[router_pb2.Address(host=host, port=int(port or 0))])
 
 
 def headers_of(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> list[types_pb2.Header]:
@@ -288,7 +295,7 @@ class NodeClient(GrpcClient):
         ts_ms: int = 0,
         ack_level: str = "leader",
         msg_id: str = "",
-    ) -> streams_pb2.PublishResponse:
+    ) -> PublishAck:
         """Publish one message; returns (partition, seq, duplicate) once acknowledged per
         `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
         and answers the original seq with `duplicate` set."""
@@ -307,7 +314,8 @@ class NodeClient(GrpcClient):
             request.partition = partition
         if expected_last_seq is not None:
             request.expected_last_seq = expected_last_seq
-        return await self._call(self.stub.Publish, request)  # type: ignore[no-any-return]
+        response = await self._call(self.stub.Publish, request)
+        return PublishAck(response.partition, response.seq, response.duplicate)
 
     async def publish_batch(
         self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"

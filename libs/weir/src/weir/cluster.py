@@ -1,6 +1,6 @@
 """Asyncio client of a Weir cluster: routing, batched publishes, retries, consumer groups.
 
-`WeirClient(["host:port", ...])` bootstraps from one or more router addresses. It caches each
+`Client("host:port")` (or several: "a:7501,b:7501", or a list) bootstraps from router addresses. It caches each
 stream's route (QueryRoute), picks a partition per message (explicit partition, else
 hash(key) mod partitions as kafka-pixy does, else round robin), and sends publishes to that
 partition's primary in batches: a batch goes out after `linger_ms` or once it holds
@@ -10,10 +10,9 @@ exponential backoff and jitter (tenacity) until `retry_timeout_s`; an error with
 typed `WeirError` the server sent. At most `max_pending_messages` publishes wait at once (callers
 then wait: the buffer is bounded).
 
-`GroupConsumer` is a consumer-group member: it calls QueryAssignment every `heartbeat_interval_ms`
-(also its heartbeat), runs one fetch loop per assigned partition on that partition's primary,
-hands each message to the handler, acks what the handler accepted and naks what it raised on,
-and gives a revoked partition back only after its in-flight batch is settled.
+Consuming (weir.consuming): `async for message in client.consume(stream, group)` with
+`message.ack()`, or the callback form `client.group_consumer(stream, group, handler)`; both are
+consumer-group members (QueryAssignment spreads the partitions over the live members).
 
 Publishing is idempotent by default (`idempotent=True`): every message gets a msg_id (this
 client's random prefix and a counter, or the caller's own `msg_id`), kept across retries, so a
@@ -29,11 +28,9 @@ Shutdown: `await client.close()` flushes queued publishes and closes every chann
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import secrets
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -41,8 +38,10 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
-from weir.client import ACK_LEVELS, CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, NodeClient, headers_of
+from weir.client import ACK_LEVELS, CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, NodeClient, endpoints_of, headers_of
+from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
+from weir.message import Message, PublishAck
 from weir.partitioning import partition_for_key
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
 
@@ -56,33 +55,30 @@ DEFAULT_MAX_PENDING_MESSAGES = 100_000
 DEFAULT_RETRY_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class PublishAck:
-    """Where a published message was stored (seq 0 with ack level none). `duplicate`: its msg_id
-    was already stored within the duplicate window (an earlier attempt landed); `seq` is where."""
-
-    partition: int
-    seq: int
-    duplicate: bool = False
-
-
 def _is_retryable(error: BaseException) -> bool:
     return isinstance(error, WeirError) and error.retryable
 
 
-def _endpoints(address: str) -> router_pb2.Endpoints:
-    host, _, port = address.rpartition(":")
-    return router_pb2.Endpoints(scheme="ipv4", addresses=[router_pb2.Address(host=host, port=int(port or 0))])
+def router_addresses(routers: str | Sequence[str]) -> list[str]:
+    """Router addresses from "host:port", "host:port,host:port" or a list of "host:port".
+    Errors: InvalidArgumentError naming the address that is not host:port."""
+    items = routers.split(",") if isinstance(routers, str) else list(routers)
+    addresses = [item.strip() for item in items if item.strip()]
+    if not addresses:
+        raise InvalidArgumentError("give at least one router address (host:port)")
+    for address in addresses:
+        host, colon, port = address.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise InvalidArgumentError(f"router address {address!r} is not host:port (port 1-65535)")
+    return addresses
 
 
 class RouterClient:
     """weir.v1.Router on a set of routers: a call goes to the current router and moves on to the
     next one when that router is unreachable."""
 
-    def __init__(self, addresses: Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        if not addresses:
-            raise InvalidArgumentError("give at least one router address (host:port)")
-        self.addresses = list(addresses)
+    def __init__(self, addresses: str | Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.addresses = router_addresses(addresses)
         self.timeout_s = timeout_s
         self._index = 0
         self._channels: dict[str, grpc.aio.Channel] = {}
@@ -137,10 +133,15 @@ class _Batch:
     timer: asyncio.TimerHandle | None = None
 
 
-class WeirClient:
+class Client:
+    """A Weir cluster's client: `Client("host:port")`, `Client("a:7501,b:7501")` or
+    `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used). Use
+    `async with Client(...) as client:` or `await client.close()`. See the module docstring for
+    batching, retries and idempotence."""
+
     def __init__(
         self,
-        routers: Sequence[str],
+        routers: str | Sequence[str],
         *,
         linger_ms: int = DEFAULT_LINGER_MS,
         batch_max_bytes: int = DEFAULT_BATCH_MAX_BYTES,
@@ -168,9 +169,10 @@ class WeirClient:
         self._batches: dict[tuple[str, int, int], _Batch] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
         self._pending = asyncio.Semaphore(max_pending_messages)
+        self._subscriptions: set[Subscription] = set()
         self._closed = False
 
-    async def __aenter__(self) -> WeirClient:
+    async def __aenter__(self) -> Client:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -180,6 +182,8 @@ class WeirClient:
         """Flush queued publishes, then close every channel."""
         if self._closed:
             return
+        for subscription in list(self._subscriptions):
+            await subscription.stop()
         await self.flush()
         self._closed = True
         for client in self._nodes.values():
@@ -227,7 +231,7 @@ class WeirClient:
             cached = self._routes.get(stream)
             if cached is not None:
                 return cached
-        request = router_pb2.QueryRouteRequest(stream=stream, endpoints=_endpoints(self.router.address))
+        request = router_pb2.QueryRouteRequest(stream=stream, endpoints=endpoints_of(self.router.address))
         route: router_pb2.QueryRouteResponse = await self._router_call("QueryRoute", request)
         self._routes[stream] = route
         return route
@@ -463,152 +467,68 @@ class WeirClient:
         return [result.result_code for result in results]
 
     async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:
+        """Redeliver one pending message after `delay_ms`. Errors: NotPendingError."""
         await self.on_leader(stream, partition, lambda client: client.nak(stream, consumer, partition, seq, delay_ms))
+
+    async def term(self, stream: str, consumer: str, partition: int, seq: int) -> None:
+        """Never deliver one pending message again. Errors: NotPendingError."""
+        await self.on_leader(stream, partition, lambda client: client.term(stream, consumer, partition, seq))
+
+    async def in_progress(self, stream: str, consumer: str, partition: int, seq: int) -> int:
+        """Restart one pending message's ack_wait; returns its new redelivery time (ms since the
+        Unix epoch). Errors: NotPendingError."""
+        return await self.on_leader(
+            stream, partition, lambda client: client.in_progress(stream, consumer, partition, seq)
+        )
 
     def group_consumer(
         self,
         stream: str,
         group: str,
-        handler: Callable[[types_pb2.Message], Awaitable[None]],
+        handler: Callable[[Message], Awaitable[None]],
         **options: Any,
     ) -> GroupConsumer:
+        """A consumer-group member calling `handler(message)` for each message (callback form; see
+        `GroupConsumer` for options). `start()` it, `await stop()` it."""
         return GroupConsumer(self, stream, group, handler, **options)
 
-
-class GroupConsumer:
-    """One member of a consumer group (RocketMQ / kafka-pixy style).
-
-    `handler(message)` is awaited for each message; when it returns the message is acked, when it
-    raises the message is nak'ed (redelivered, to this or another member). `run()` runs until
-    `stop()`; `start()` runs it in a task.
-    """
-
-    def __init__(
+    def consume(
         self,
-        client: WeirClient,
         stream: str,
         group: str,
-        handler: Callable[[types_pb2.Message], Awaitable[None]],
         *,
-        client_id: str | None = None,
         consumer_config: types_pb2.ConsumerConfig | None = None,
         batch_size: int = 100,
         max_wait_ms: int = 500,
-        heartbeat_interval_ms: int = 1000,
-    ) -> None:
-        self.client = client
-        self.stream = stream
-        self.group = group
-        self.handler = handler
-        self.client_id = client_id or f"{group}-{uuid.uuid4().hex[:12]}"
-        self.consumer_config = consumer_config or types_pb2.ConsumerConfig()
-        self.batch_size = batch_size
-        self.max_wait_ms = max_wait_ms
-        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
-        self.generation = 0
-        self.assigned: list[int] = []
-        self.processed = 0
-        self._workers: dict[int, tuple[asyncio.Task[None], asyncio.Event]] = {}
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def running(self) -> bool:
-        """False once `stop()` was called."""
-        return not self._stop.is_set()
-
-    def start(self) -> GroupConsumer:
-        self._task = asyncio.get_running_loop().create_task(self.run(), name=f"group-{self.client_id}")
-        return self
-
-    async def stop(self) -> None:
-        """Finish in-flight batches, leave the group (its partitions move at once)."""
-        self._stop.set()
-        if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                try:
-                    changed = await self._rebalance()
-                except WeirError as error:
-                    if not error.retryable:
-                        raise
-                    logger.warning("member %s: QueryAssignment failed: %s", self.client_id, error)
-                    changed = False
-                if changed:
-                    continue  # a revoked partition was just released: tell the router at once
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.heartbeat_interval_s)
-        finally:
-            await self._release(list(self._workers))
-            with contextlib.suppress(WeirError):
-                request = router_pb2.LeaveGroupRequest(stream=self.stream, group=self.group, client_id=self.client_id)
-                await self.client.router.call("LeaveGroup", request)
-
-    async def _rebalance(self) -> bool:
-        """One QueryAssignment; start workers for new partitions, stop revoked ones. True when a
-        partition was released (so the next call should follow at once)."""
-        request = router_pb2.QueryAssignmentRequest(
-            stream=self.stream,
-            group=self.group,
-            client_id=self.client_id,
-            endpoints=_endpoints(self.client.router.address),
-            owned_partitions=sorted(self._workers),
-            consumer=self.consumer_config,
+        max_buffered: int = 0,
+        client_id: str | None = None,
+    ) -> Subscription:
+        """Consume `stream` as a member of consumer group `group` (the group's durable consumer is
+        created on first use, with `consumer_config` when given): `async for message in
+        client.consume("orders", "billing"): ...; await message.ack()`. The group's partitions are
+        spread over its live members. At most `max_buffered` (0 = 2 x batch_size) fetched messages
+        wait for the loop; unsettled messages come back after the consumer's ack_wait. Leaving the
+        loop early: use `async with client.consume(...) as messages:` (or `await
+        subscription.stop()`), which leaves the group and hands undelivered buffered messages back at
+        once; `client.close()` stops every subscription too. Errors (raised by the loop):
+        NoSuchStreamError, InvalidConfigError and other non-retryable errors of QueryAssignment."""
+        if batch_size < 1 or max_wait_ms < 0 or max_buffered < 0:
+            raise InvalidArgumentError("batch_size >= 1, max_wait_ms >= 0 and max_buffered >= 0 are required")
+        subscription = Subscription(
+            self,
+            stream,
+            group,
+            max_buffered=max_buffered or 2 * batch_size,
+            client_id=client_id,
+            consumer_config=consumer_config,
+            batch_size=batch_size,
+            max_wait_ms=max_wait_ms,
         )
-        response = await self.client._router_call("QueryAssignment", request)
-        self.generation = response.generation
-        assigned = sorted(entry.route.partition for entry in response.assignments)
-        self.assigned = assigned
-        revoked = [partition for partition in self._workers if partition not in assigned]
-        for partition in assigned:
-            if partition not in self._workers:
-                stop = asyncio.Event()
-                task = asyncio.get_running_loop().create_task(self._work(partition, stop))
-                self._workers[partition] = (task, stop)
-        if revoked:
-            await self._release(revoked)
-        return bool(revoked)
+        self._subscriptions.add(subscription)
+        return subscription
 
-    async def _release(self, partitions: Sequence[int]) -> None:
-        for partition in partitions:
-            self._workers[partition][1].set()
-        for partition in partitions:
-            task, _ = self._workers.pop(partition)
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def _forget_subscription(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
 
-    async def _work(self, partition: int, stop: asyncio.Event) -> None:
-        """Fetch, handle, settle — until told to stop; a batch in hand is always settled."""
-        client = self.client
-        while not stop.is_set():
-            try:
-                messages = await client.fetch(
-                    self.stream, self.group, partition, batch_size=self.batch_size, max_wait_ms=self.max_wait_ms
-                )
-            except WeirError as error:
-                logger.warning("member %s partition %d: fetch failed: %s", self.client_id, partition, error)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.5)
-                continue
-            if not messages:
-                continue
-            done: list[int] = []
-            for message in messages:
-                try:
-                    await self.handler(message)
-                    done.append(message.seq)
-                except Exception as error:  # the handler refused it: redeliver
-                    logger.warning("member %s: handler failed on %d/%d: %s", self.client_id, partition,
-                                   message.seq, error)  # fmt: skip
-                    with contextlib.suppress(WeirError):
-                        await client.nak(self.stream, self.group, partition, message.seq)
-            if done:
-                try:
-                    await client.ack_batch(self.stream, self.group, partition, done)
-                    self.processed += len(done)
-                except WeirError as error:  # redelivered after ack_wait: at least once
-                    logger.warning("member %s partition %d: ack failed: %s", self.client_id, partition, error)
+
+WeirClient = Client  # the name before the public SDK (issue 24); kept for existing code

@@ -1,0 +1,192 @@
+"""The public SDK (`import weir`): the README's example runs as written and type-checks for a user;
+`Client` takes addresses as a string or a list; `client.consume` is an async iterator of typed
+`Message`s settled with ack/nak/term/in_progress; the callback form gets the same `Message`; the
+node and cluster clients return one publish result type. Real clusters over real gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import weir
+from weir import Client, Message, NoSuchStreamError, NotPendingError, PublishAck, consumer_config, stream_config
+from weir.cluster import router_addresses
+from weir.errors import InvalidArgumentError
+
+from tests.conftest import needs_own_processes
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_example() -> str:
+    text = README.read_text()
+    found = re.search(r"<!-- sdk-example -->\n```python\n(.*?)```\n<!-- /sdk-example -->", text, re.S)
+    assert found, "README.md lost its <!-- sdk-example --> block"
+    return found.group(1)
+
+
+def test_the_public_names_import_from_weir() -> None:
+    for name in weir.__all__:
+        assert getattr(weir, name) is not None, name
+    assert {"Client", "Message", "PublishAck", "Subscription", "WeirError", "NoSuchStreamError"} <= set(weir.__all__)
+    assert (Path(weir.__file__).parent / "py.typed").exists()
+
+
+def test_router_addresses_take_a_string_or_a_list() -> None:
+    assert router_addresses("127.0.0.1:7501") == ["127.0.0.1:7501"]
+    assert router_addresses("a:1, b:2,") == ["a:1", "b:2"]
+    assert router_addresses(["a:1", "b:2"]) == ["a:1", "b:2"]
+    for bad in ("", "localhost", "a:b", "a:0", "a:70000", [":1"]):
+        with pytest.raises(InvalidArgumentError):
+            router_addresses(bad)
+
+
+def test_a_plain_message_has_nothing_to_settle() -> None:
+    message = Message(stream="s", partition=0, seq=1, subject="a", payload=b"x")
+    with pytest.raises(NotPendingError, match="not delivered by a consumer"):
+        asyncio.run(message.ack())
+
+
+def test_the_readme_example_type_checks_for_a_user(tmp_path: Path) -> None:
+    """mypy --strict on a user's script that imports weir (outside this repository's config)."""
+    script = tmp_path / "example.py"
+    script.write_text(readme_example())
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text('from weir import Client\n\nseq: str = Client("a:1").timeout_s\n')
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache")]
+    good = subprocess.run(
+        [*command, str(script)], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=240
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = subprocess.run([*command, str(wrong)], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert bad.returncode == 1 and "Incompatible types" in bad.stdout, bad.stdout  # weir's types are seen
+
+
+def test_the_readme_example_runs_as_written(router_addresses: list[str], tmp_path: Path) -> None:
+    needs_own_processes()
+    script = tmp_path / "example.py"
+    script.write_text(readme_example())
+    env = {**os.environ, "WEIR_ROUTERS": ",".join(router_addresses)}
+    completed = subprocess.run(
+        [sys.executable, str(script)], check=False, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert len(lines) == 6, lines
+    assert all(re.fullmatch(r"stored at partition \d seq \d+", line) for line in lines[:3]), lines
+    consumed = sorted(lines[3:])
+    assert consumed == [f"orders.created order {n} (seq {n + 1}, delivery 1)" for n in range(3)], consumed
+
+
+async def test_consume_yields_typed_messages_settled_by_the_caller(weir_client: Client, stream_name: str) -> None:
+    await weir_client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"], partitions=3))
+    acks = [
+        await weir_client.publish(stream_name, f"{stream_name}.{n}", b"%d" % n, headers={"n": str(n)}) for n in range(6)
+    ]
+    assert all(isinstance(ack, PublishAck) for ack in acks)
+    config = consumer_config("workers", ack_wait_ms=60_000)
+    seen: dict[bytes, Message] = {}
+    async with weir_client.consume(stream_name, "workers", consumer_config=config) as messages:
+        async for message in messages:
+            assert isinstance(message, Message) and message.stream == stream_name
+            assert message.headers == {"n": message.payload.decode()} and message.deliver_count == 1
+            assert message.timestamp_ms > 0 and message.msg_id
+            seen[message.payload] = message
+            if len(seen) == 6:
+                break
+        assert {(m.partition, m.seq) for m in seen.values()} == {(a.partition, a.seq) for a in acks}
+        await seen[b"0"].ack()
+        with pytest.raises(NotPendingError):
+            await seen[b"0"].ack()  # settled already
+        await seen[b"1"].term()
+        redeliver_at_ms = await seen[b"2"].in_progress()
+        assert redeliver_at_ms > time.time() * 1000 + 30_000
+        await seen[b"3"].nak()
+        await seen[b"4"].ack()
+        await seen[b"5"].ack()
+        async for message in messages:  # the nak'ed one comes back at once, to the same loop
+            assert (message.payload, message.deliver_count) == (b"3", 2)
+            await message.ack()
+            break
+    info = await weir_client.consumer_info(stream_name, "workers")
+    assert info.num_ack_pending == 1  # "2" is in progress, not settled
+
+
+async def test_leaving_the_loop_hands_buffered_messages_back(weir_client: Client, stream_name: str) -> None:
+    await weir_client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"]))
+    for n in range(20):
+        await weir_client.publish(stream_name, f"{stream_name}.x", b"%d" % n)
+    config = consumer_config("g", ack_wait_ms=600_000)
+    async with weir_client.consume(stream_name, "g", consumer_config=config, batch_size=20) as messages:
+        async for message in messages:  # 20 fetched into the buffer; one handed out
+            await message.ack()
+            break
+    # the 19 buffered ones were nak'ed on leaving: a new member gets them now, not after 10 minutes
+    got: list[bytes] = []
+    async with weir_client.consume(stream_name, "g", consumer_config=config) as messages:
+        async for message in messages:
+            got.append(message.payload)
+            await message.ack()
+            if len(got) == 19:
+                break
+    assert sorted(got, key=int) == [b"%d" % n for n in range(1, 20)]
+
+
+async def test_consuming_a_missing_stream_fails_fast(weir_client: Client) -> None:
+    started = time.monotonic()
+    with pytest.raises(NoSuchStreamError):
+        async for _ in weir_client.consume("no-such-stream-sdk", "billing"):
+            pass
+    assert time.monotonic() - started < 5
+
+
+async def test_the_callback_form_gets_messages_and_may_settle_them(weir_client: Client, stream_name: str) -> None:
+    await weir_client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"]))
+    for n in range(4):
+        await weir_client.publish(stream_name, f"{stream_name}.x", b"%d" % n)
+    handled: list[Message] = []
+    all_handled = asyncio.Event()
+
+    async def handle(message: Message) -> None:
+        handled.append(message)
+        if message.payload == b"1":
+            await message.term()  # settled by the handler: not acked after it
+        if len(handled) == 4:
+            all_handled.set()
+
+    member = weir_client.group_consumer(stream_name, "cb", handle, max_wait_ms=100).start()
+    try:
+        await asyncio.wait_for(all_handled.wait(), 30)
+    finally:
+        await member.stop()
+    assert sorted(message.payload for message in handled) == [b"0", b"1", b"2", b"3"]
+    assert member.processed == 3
+    info = await weir_client.consumer_info(stream_name, "cb")
+    assert info.num_ack_pending == 0
+
+
+async def test_node_and_cluster_clients_return_one_publish_type(weir_client: Client, stream_name: str) -> None:
+    await weir_client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"]))
+    cluster_ack = await weir_client.publish(stream_name, f"{stream_name}.a", b"x")
+    node = await weir_client.leader(stream_name, 0)
+    node_ack = await node.publish(stream_name, f"{stream_name}.a", b"y")
+    assert type(cluster_ack) is type(node_ack) is PublishAck
+    assert (node_ack.partition, node_ack.seq, node_ack.duplicate) == (0, cluster_ack.seq + 1, False)
+
+
+@pytest.mark.parametrize("routers", ["127.0.0.1:1", ["127.0.0.1:1", "127.0.0.1:2"]])
+def test_client_accepts_a_string_or_a_list(routers: str | list[str]) -> None:
+    async def build() -> list[str]:
+        client = Client(routers)
+        try:
+            return client.router.addresses
+        finally:
+            await client.close()
+
+    assert asyncio.run(build()) == ([routers] if isinstance(routers, str) else routers)
