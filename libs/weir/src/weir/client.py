@@ -18,7 +18,7 @@ from typing import Any, Generic, Self, TypeVar
 
 import grpc
 
-from weir.errors import UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.message import PublishAck
 from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 
@@ -453,6 +453,41 @@ class NodeClient(GrpcClient):
     async def term(self, stream: str, consumer: str, partition: int, seq: int) -> None:
         request = streams_pb2.TermRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
         await self._call(self.stub.Term, request)
+
+    async def seek_consumer(
+        self,
+        stream: str,
+        consumer: str,
+        partition: int,
+        *,
+        seq: int | None = None,
+        time_ms: int | None = None,
+        end: bool = False,
+    ) -> streams_pb2.SeekConsumerResponse:
+        """SeekConsumer on this node (the partition's primary): exactly one of `seq` (deliver from
+        it), `time_ms` (from the first message at or after it) or `end` (only new messages).
+        Returns next_seq and dropped_pending. Errors: PositionOutOfRangeError, NoSuchConsumerError,
+        InvalidArgumentError, NotLeaderError."""
+        request = streams_pb2.SeekConsumerRequest(stream=stream, consumer=consumer, partition=partition)
+        if sum((seq is not None, time_ms is not None, end)) != 1:
+            raise InvalidArgumentError("give exactly one of seq, time_ms or end")
+        if seq is not None:
+            request.seq = seq
+        elif time_ms is not None:
+            request.time_ms = time_ms
+        else:
+            request.end = True
+        return await self._call(self.stub.SeekConsumer, request)  # type: ignore[no-any-return]
+
+    async def purge_partition(
+        self, stream: str, partition: int, *, keep_from_seq: int | None = None
+    ) -> streams_pb2.PurgePartitionResponse:
+        """PurgePartition on this node (the partition's primary): remove messages below
+        `keep_from_seq` (None: all). Returns purged and first_seq. Errors: NotLeaderError, ..."""
+        request = streams_pb2.PurgePartitionRequest(stream=stream, partition=partition)
+        if keep_from_seq is not None:
+            request.keep_from_seq = keep_from_seq
+        return await self._call(self.stub.PurgePartition, request)  # type: ignore[no-any-return]
 
     async def in_progress(self, stream: str, consumer: str, partition: int, seq: int) -> int:
         """Restart the message's ack_wait; returns when it is now due for redelivery (ms)."""

@@ -481,6 +481,49 @@ class Client:
             stream, partition, lambda client: client.in_progress(stream, consumer, partition, seq)
         )
 
+    async def seek_consumer(
+        self,
+        stream: str,
+        consumer: str,
+        *,
+        seq: int | None = None,
+        time_ms: int | None = None,
+        end: bool = False,
+        partition: int | None = None,
+    ) -> dict[int, int]:
+        """Move a durable consumer (or a group's consumer: its name is the group's) in `partition`,
+        or in every partition when None: exactly one of `seq` (deliver from it on; 1 = the start),
+        `time_ms` (from the first message stored at or after it, ms since the Unix epoch) or `end`
+        (only messages published from now on). Messages pending in those partitions are dropped
+        (not redelivered). Returns {partition: next_seq}. Errors: PositionOutOfRangeError (seq
+        beyond a partition's next seq), NoSuchConsumerError, NoSuchStreamError,
+        InvalidArgumentError."""
+        if sum((seq is not None, time_ms is not None, end)) != 1:
+            raise InvalidArgumentError("give exactly one of seq, time_ms or end")
+        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
+        moved: dict[int, int] = {}
+        for index in partitions:
+
+            async def seek(client: NodeClient, index: int = index) -> streams_pb2.SeekConsumerResponse:
+                return await client.seek_consumer(stream, consumer, index, seq=seq, time_ms=time_ms, end=end)
+
+            moved[index] = (await self.on_leader(stream, index, seek)).next_seq
+        return moved
+
+    async def purge_stream(self, stream: str, *, partition: int | None = None, keep_from_seq: int | None = None) -> int:
+        """Remove the messages of `partition` (every partition when None) below `keep_from_seq`
+        (None: all of them); seqs keep counting. Returns how many were removed. Errors:
+        NoSuchStreamError, InvalidArgumentError (no such partition)."""
+        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
+        purged = 0
+        for index in partitions:
+
+            async def purge(client: NodeClient, index: int = index) -> streams_pb2.PurgePartitionResponse:
+                return await client.purge_partition(stream, index, keep_from_seq=keep_from_seq)
+
+            purged += (await self.on_leader(stream, index, purge)).purged
+        return purged
+
     def group_consumer(
         self,
         stream: str,

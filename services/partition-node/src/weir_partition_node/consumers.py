@@ -318,6 +318,19 @@ def in_progress(cursor: ConsumerCursor, seq: int, now_ms: int) -> int:
     return pending.redeliver_at_ms
 
 
+def seek(cursor: ConsumerCursor, next_seq: int) -> int:
+    """Move the cursor so the next new delivery considers `next_seq` first (>= 1; moving back
+    delivers those messages again), dropping the whole pending set; returns how many pending
+    entries were dropped. The totals are history and stay."""
+    dropped = len(cursor.pending)
+    cursor.touched.update(cursor.pending)
+    cursor.pending.clear()
+    cursor.earliest_redeliver_ms = NEVER
+    cursor.last_delivered = next_seq - 1
+    cursor.commit_counts()
+    return dropped
+
+
 def _lower_earliest(cursor: ConsumerCursor, at_ms: int) -> None:
     cursor.earliest_redeliver_ms = min(cursor.earliest_redeliver_ms, at_ms)
 

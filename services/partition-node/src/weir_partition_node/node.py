@@ -977,6 +977,30 @@ class Node:
         _, _, partition = self._consumer_partition(stream_name, name, index)
         await partition.consumer_op(partition.new_op("term", name, seqs=[seq]))
 
+    async def seek_consumer(
+        self, stream_name: str, name: str, index: int, *, seq: int = 0, time_ms: int | None = None
+    ) -> tuple[int, int]:
+        """Move a consumer's position in one partition: deliver from `seq` on (1 = the start), from
+        the first message stored at or after `time_ms`, or (seq 0, no time) from the end. Drops the
+        partition's pending set. Returns (next_seq, dropped_pending). Errors: PositionOutOfRangeError
+        (seq beyond the next seq), InvalidArgumentError (negative time), and those of `fetch`."""
+        _, _, partition = self._consumer_partition(stream_name, name, index)
+        if time_ms is not None:
+            if time_ms < 0:
+                raise InvalidArgumentError(f"time_ms: milliseconds since the Unix epoch, >= 0; got {time_ms}")
+            seq = partition.log.first_seq_at_time(time_ms) or 0  # none stored at or after it: the end
+        result: tuple[int, int] = await partition.consumer_op(partition.new_op("seek", name, seqs=[seq]))
+        return result
+
+    async def purge_partition(self, stream_name: str, index: int, keep_from_seq: int | None) -> tuple[int, int]:
+        """Remove the partition's messages below `keep_from_seq` (None: all stored now). Returns
+        (purged, first_seq afterwards). Errors: NoSuchStreamError, NoSuchPartitionError,
+        NotLeaderError, ShuttingDownError."""
+        self._check_open()
+        partition = self._partition(stream_name, index)
+        purged = await partition.purge(keep_from_seq)
+        return purged, partition.first_seq
+
     async def in_progress(self, stream_name: str, name: str, index: int, seq: int) -> int:
         """Restart a pending seq's ack_wait; returns the new redeliver time (ms since the epoch)."""
         _, _, partition = self._consumer_partition(stream_name, name, index)

@@ -34,6 +34,7 @@ from weir.errors import (
     NotEnoughReplicasError,
     NotLeaderError,
     NotPendingError,
+    PositionOutOfRangeError,
     ShuttingDownError,
     StorageFailedError,
     WeirError,
@@ -84,6 +85,8 @@ class _Append:
 class _Sweep:
     future: asyncio.Future[int]
     size: int = 0
+    # PurgePartition: remove every seq below this (PURGE_ALL: every message stored when decided).
+    purge_before_seq: int = 0
 
 
 @dataclass(slots=True)
@@ -95,7 +98,7 @@ class _DropChanges:
 
 @dataclass(slots=True)
 class _ConsumerOp:
-    """fetch | ack | nak | term | in_progress | remove, for one consumer of this partition."""
+    """fetch | ack | nak | term | in_progress | seek | remove, for one consumer of this partition."""
 
     kind: str
     consumer: str
@@ -142,6 +145,7 @@ class _ReplicaEdit:
 
 
 _Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit
+PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
@@ -175,6 +179,8 @@ class _CommitContext:
     # Duplicate window rows this commit stores (seq, msg_id, stored_at_ms) and a divergent tail's cut.
     msg_ids: list[tuple[int, str, int]] = field(default_factory=list)
     msg_ids_after: int | None = None
+    # PurgePartition (primary only): every seq below this goes, reason "purge".
+    purge_before_seq: int = 0
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -289,6 +295,14 @@ class Partition:
         """Apply the Limits bounds now; returns how many messages were removed."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         await self._put(_Sweep(future))
+        return await future
+
+    async def purge(self, keep_from_seq: int | None) -> int:
+        """Remove every message below `keep_from_seq` (None: every message stored when the commit
+        decides); returns how many were removed. The truncation reaches the secondaries through
+        the change feed as retention does. Errors: NotLeaderError (this node stopped leading)."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        await self._put(_Sweep(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
         return await future
 
     async def drop_changes_before(self, change_seq: int) -> None:
@@ -532,6 +546,13 @@ class Partition:
                 results.append(self._decide_replicate(item, context))
             elif isinstance(item, _ReplicaEdit):
                 results.append(self._decide_replica_edit(item, context))
+            elif isinstance(item, _Sweep) and item.purge_before_seq:
+                if not self.leading:
+                    results.append(self._not_leading())
+                    continue
+                before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
+                context.purge_before_seq = max(context.purge_before_seq, before)
+                results.append(None)
             else:
                 results.append(None)
         records = context.records
@@ -769,6 +790,8 @@ class Partition:
             )
         if op.kind == "fetch":
             return self._fetch(cursor, op.batch_size, op.max_bytes, context)
+        if op.kind == "seek":
+            return self._seek(cursor, op.seqs[0], context)
         if op.kind == "ack":
             results = consumers.ack(cursor, op.seqs)
             if op.strict and results[0] is None:  # single Ack (one seq): nothing changed, the call fails
@@ -947,6 +970,21 @@ class Partition:
                 context.touched_cursors[spec.name] = cursor
         return deliveries
 
+    def _seek(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> tuple[int, int]:
+        """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a
+        seq in 1..last_seq + 1, raised to the first stored seq. Returns (next_seq, dropped_pending)."""
+        end = context.seq + 1
+        if seq > end:
+            raise PositionOutOfRangeError(
+                f"seq {seq} is beyond partition {self.index} of {self.stream.name!r}: its next seq is {end}",
+                stream=self.stream.name,
+                partition=self.index,
+            )
+        next_seq = end if seq == 0 else max(seq, self.first_seq)
+        dropped = consumers.seek(cursor, next_seq)
+        context.touched_cursors[cursor.spec.name] = cursor
+        return next_seq, dropped
+
     def _dead_letter(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> None:
         """`seq` reached max_deliver: append it under the dead letter subject, or drop it."""
         pending = consumers.forget(cursor, seq)
@@ -992,7 +1030,7 @@ class Partition:
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
         needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
-        if not needed and keep_from <= self.first_seq:
+        if not needed and keep_from <= self.first_seq and context.purge_before_seq <= self.first_seq:
             return RetentionPlan()
         new_rows = [NewRow(r[0], r[3], r[1], r[2]) for r in records]
         return plan_retention(
@@ -1006,6 +1044,7 @@ class Partition:
             subject_excess=self.log.subject_excess,
             keep_from_seq=keep_from,
             removals=removals,
+            purge_before_seq=context.purge_before_seq,
         )
 
     def _store_cursor(

@@ -83,6 +83,7 @@ def plan_retention(
     subject_excess: Callable[[str, int], list[RowInfo]],
     keep_from_seq: int = 0,
     removals: Mapping[str, Sequence[RowInfo]] | None = None,
+    purge_before_seq: int = 0,
 ) -> RetentionPlan:
     """Decide removals for a partition holding `stored_count`/`stored_bytes` from `first_seq` on,
     about to append `new_rows`.
@@ -90,7 +91,8 @@ def plan_retention(
     `oldest(from_seq, limit)` lists stored rows (oldest first) and `subject_excess(subject, keep)`
     the stored rows of a subject beyond its `keep` newest; both read committed storage only.
     `keep_from_seq` (Interest) removes every seq below it; `removals` (stored rows, by reason) are
-    removed whatever the bounds say.
+    removed whatever the bounds say; `purge_before_seq` (PurgePartition) removes every seq below it,
+    reason "purge".
     """
     plan = RetentionPlan()
     removed: set[int] = set()
@@ -119,7 +121,7 @@ def plan_retention(
                 removed.add(seq)
                 plan.remove_seqs.append(seq)
                 plan.removed_bytes += size
-    if not bounds.any_prefix_bound and keep_from_seq <= first_seq:
+    if not bounds.any_prefix_bound and keep_from_seq <= first_seq and purge_before_seq <= first_seq:
         return plan
 
     count = stored_count + len(new_rows) - len(removed)
@@ -135,6 +137,8 @@ def plan_retention(
             reason = "max_bytes"
         elif age_cutoff is not None and candidate.ts_ms < age_cutoff:
             reason = "max_age"
+        elif candidate.seq < purge_before_seq:
+            reason = "purge"
         elif candidate.seq < keep_from_seq:
             reason = "interest"
         if not reason:

@@ -225,6 +225,12 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         return streams_pb2.UpdateStreamResponse(config=config, pruned=pruned)
 
     @unary
+    async def PurgePartition(self, request: streams_pb2.PurgePartitionRequest, context: Any) -> Any:
+        keep_from_seq = request.keep_from_seq if request.HasField("keep_from_seq") else None
+        purged, first_seq = await self.node.purge_partition(request.stream, request.partition, keep_from_seq)
+        return streams_pb2.PurgePartitionResponse(purged=purged, first_seq=first_seq)
+
+    @unary
     async def Publish(self, request: streams_pb2.PublishRequest, context: Any) -> Any:
         (outcome,) = await self.node.publish(
             request.stream,
@@ -416,6 +422,24 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     async def Term(self, request: streams_pb2.TermRequest, context: Any) -> Any:
         await self.node.term(request.stream, request.consumer, request.partition, request.seq)
         return streams_pb2.TermResponse()
+
+    @unary
+    async def SeekConsumer(self, request: streams_pb2.SeekConsumerRequest, context: Any) -> Any:
+        position = request.WhichOneof("position")
+        if position is None:
+            raise InvalidArgumentError("position: give seq, time_ms or end")
+        if position == "seq" and request.seq == 0:
+            raise InvalidArgumentError("seq: seqs start at 1 (use end for only new messages)")
+        if position == "end" and not request.end:
+            raise InvalidArgumentError("end: set it to true (or give seq or time_ms)")
+        next_seq, dropped = await self.node.seek_consumer(
+            request.stream,
+            request.consumer,
+            request.partition,
+            seq=request.seq,
+            time_ms=request.time_ms if position == "time_ms" else None,
+        )
+        return streams_pb2.SeekConsumerResponse(next_seq=next_seq, dropped_pending=dropped)
 
     @unary
     async def InProgress(self, request: streams_pb2.InProgressRequest, context: Any) -> Any:

@@ -104,6 +104,24 @@ class UpdateStreamRequest(_message.Message):
     duplicate_window_max_msgs: int
     def __init__(self, name: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ...) -> None: ...
 
+class PurgePartitionRequest(_message.Message):
+    __slots__ = ("stream", "partition", "keep_from_seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    keep_from_seq: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., keep_from_seq: _Optional[int] = ...) -> None: ...
+
+class PurgePartitionResponse(_message.Message):
+    __slots__ = ("purged", "first_seq")
+    PURGED_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    purged: int
+    first_seq: int
+    def __init__(self, purged: _Optional[int] = ..., first_seq: _Optional[int] = ...) -> None: ...
+
 class UpdateStreamResponse(_message.Message):
     __slots__ = ("config", "pruned")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
@@ -453,6 +471,30 @@ class NakRequest(_message.Message):
 class NakResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class SeekConsumerRequest(_message.Message):
+    __slots__ = ("stream", "consumer", "partition", "seq", "time_ms", "end")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    consumer: str
+    partition: int
+    seq: int
+    time_ms: int
+    end: bool
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., time_ms: _Optional[int] = ..., end: _Optional[bool] = ...) -> None: ...
+
+class SeekConsumerResponse(_message.Message):
+    __slots__ = ("next_seq", "dropped_pending")
+    NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_PENDING_FIELD_NUMBER: _ClassVar[int]
+    next_seq: int
+    dropped_pending: int
+    def __init__(self, next_seq: _Optional[int] = ..., dropped_pending: _Optional[int] = ...) -> None: ...
 
 class TermRequest(_message.Message):
     __slots__ = ("stream", "consumer", "partition", "seq")

@@ -59,6 +59,11 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.UpdateStreamRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.UpdateStreamResponse.FromString,
                 _registered_method=True)
+        self.PurgePartition = channel.unary_unary(
+                '/weir.v1.Streams/PurgePartition',
+                request_serializer=weir_dot_v1_dot_streams__pb2.PurgePartitionRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.PurgePartitionResponse.FromString,
+                _registered_method=True)
         self.Publish = channel.unary_unary(
                 '/weir.v1.Streams/Publish',
                 request_serializer=weir_dot_v1_dot_streams__pb2.PublishRequest.SerializeToString,
@@ -164,6 +169,11 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.InProgressRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.InProgressResponse.FromString,
                 _registered_method=True)
+        self.SeekConsumer = channel.unary_unary(
+                '/weir.v1.Streams/SeekConsumer',
+                request_serializer=weir_dot_v1_dot_streams__pb2.SeekConsumerRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.SeekConsumerResponse.FromString,
+                _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/weir.v1.Streams/Subscribe',
                 request_serializer=weir_dot_v1_dot_streams__pb2.SubscribeRequest.SerializeToString,
@@ -205,6 +215,16 @@ class StreamsServicer:
     def UpdateStream(self, request, context):
         """Partial update of the mutable fields (Limits bounds, max_msg_bytes). Lowering a bound prunes
         at once and reports `pruned`. Errors: no_such_stream, invalid_config.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def PurgePartition(self, request, context):
+        """Remove the messages of one partition below a seq, or all of them (JetStream's stream purge):
+        seqs keep counting from where they were; consumers skip what is gone; the removal reaches the
+        secondaries as a truncation. Answered by the partition's primary. Errors: no_such_stream,
+        no_such_partition (INVALID_ARGUMENT), not_leader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -374,6 +394,18 @@ class StreamsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SeekConsumer(self, request, context):
+        """Move a durable consumer's position in one partition (kafka-pixy SetOffsets, RocketMQ's offset
+        reset, JetStream's consumer reset): the next fetch delivers from the answered `next_seq` on
+        (again, when moving back), and every message pending in that partition is dropped from the
+        pending set (not redelivered). Replicated to the secondaries with the consumer's state.
+        Errors: no_such_consumer, no_such_partition / invalid_argument (no position given),
+        position_out_of_range (OUT_OF_RANGE) for a seq beyond the partition's next seq, not_leader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Subscribe(self, request, context):
         """Push delivery: the server fetches in a loop and streams messages as they become deliverable;
         it wakes on append (no polling) and keeps at most max_ack_pending unacknowledged per
@@ -413,6 +445,11 @@ def add_StreamsServicer_to_server(servicer, server):
                     servicer.UpdateStream,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.UpdateStreamRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.UpdateStreamResponse.SerializeToString,
+            ),
+            'PurgePartition': grpc.unary_unary_rpc_method_handler(
+                    servicer.PurgePartition,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.PurgePartitionRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.PurgePartitionResponse.SerializeToString,
             ),
             'Publish': grpc.unary_unary_rpc_method_handler(
                     servicer.Publish,
@@ -518,6 +555,11 @@ def add_StreamsServicer_to_server(servicer, server):
                     servicer.InProgress,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.InProgressRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.InProgressResponse.SerializeToString,
+            ),
+            'SeekConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.SeekConsumer,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.SeekConsumerRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.SeekConsumerResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
@@ -660,6 +702,33 @@ class Streams:
             '/weir.v1.Streams/UpdateStream',
             weir_dot_v1_dot_streams__pb2.UpdateStreamRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.UpdateStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PurgePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/PurgePartition',
+            weir_dot_v1_dot_streams__pb2.PurgePartitionRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.PurgePartitionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1227,6 +1296,33 @@ class Streams:
             '/weir.v1.Streams/InProgress',
             weir_dot_v1_dot_streams__pb2.InProgressRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.InProgressResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SeekConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/SeekConsumer',
+            weir_dot_v1_dot_streams__pb2.SeekConsumerRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.SeekConsumerResponse.FromString,
             options,
             channel_credentials,
             insecure,
