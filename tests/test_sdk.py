@@ -190,3 +190,28 @@ def test_client_accepts_a_string_or_a_list(routers: str | list[str]) -> None:
             await client.close()
 
     assert asyncio.run(build()) == ([routers] if isinstance(routers, str) else routers)
+
+
+async def test_keys_are_stored_and_returned(weir_client: Client, stream_name: str) -> None:
+    """The publisher's key is stored with the message (kafka-pixy returns it on consume); an
+    empty key is a key, no key is None; the key counts toward max_msg_bytes."""
+    await weir_client.create_stream(
+        stream_config(stream_name, subjects=[f"{stream_name}.>"], partitions=2, replicas=1, max_msg_bytes=64)
+    )
+    keyed = await weir_client.publish(stream_name, f"{stream_name}.a", b"1", key=b"customer-7")
+    empty = await weir_client.publish(stream_name, f"{stream_name}.a", b"2", key=b"")
+    keyless = await weir_client.publish(stream_name, f"{stream_name}.a", b"3", partition=0)
+    node = await weir_client.leader(stream_name, keyed.partition)
+    stored = await node.get_message(stream_name, keyed.partition, keyed.seq)
+    assert stored.HasField("key") and stored.key == b"customer-7"
+    with pytest.raises(weir.OversizeError):
+        await weir_client.publish(stream_name, f"{stream_name}.a", b"x", key=b"k" * 64)
+    keys: dict[bytes, bytes | None] = {}
+    async with weir_client.consume(stream_name, "keys") as messages:
+        async for message in messages:
+            keys[message.payload] = message.key
+            await message.ack()
+            if len(keys) == 3:
+                break
+    assert keys == {b"1": b"customer-7", b"2": b"", b"3": None}
+    assert {keyed.partition, empty.partition, keyless.partition} <= {0, 1}

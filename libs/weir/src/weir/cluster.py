@@ -331,6 +331,8 @@ class Client:
         chosen = partition if partition is not None else await self.partition_for(stream, key)
         entry = streams_pb2.PublishEntry(subject=subject, payload=payload, headers=headers_of(headers))
         entry.partition = chosen  # kept across retries, so a retry meets its original's duplicate window
+        if key is not None:
+            entry.key = key  # stored with the message (the partition is already chosen from it)
         if msg_id is None and self.idempotent:
             entry.msg_id = f"{self._msg_id_prefix}.{next(self._msg_counter)}"
         elif msg_id:

@@ -43,7 +43,8 @@ class Settler(Protocol):
 class Message:
     """One message of a stream.
 
-    `payload` is the bytes as published; `headers` a dict (a repeated header key keeps its last
+    `payload` is the bytes as published; `key` the publisher's partitioning key (None when it gave
+    none); `headers` a dict (a repeated header key keeps its last
     value); `timestamp_ms` milliseconds since the Unix epoch (the publisher's or the node's clock);
     `deliver_count` the delivery attempt (1 on first delivery; 0 on plain reads); `msg_id` the
     publisher's idempotence key ("" when none). `consumer` names the durable consumer that
@@ -55,6 +56,7 @@ class Message:
     seq: int
     subject: str
     payload: bytes
+    key: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     timestamp_ms: int = 0
     deliver_count: int = 0
@@ -74,6 +76,7 @@ class Message:
             seq=proto.seq,
             subject=proto.subject,
             payload=proto.payload,
+            key=proto.key if proto.HasField("key") else None,
             headers={header.key: header.value for header in proto.headers},
             timestamp_ms=proto.ts_ms,
             deliver_count=proto.deliver_count,

@@ -614,7 +614,8 @@ class Node:
                 subject=subject,
             )
         payload = fields.payload
-        size = _utf8_size(subject) + len(payload)
+        key = fields.key if fields.HasField("key") else None
+        size = _utf8_size(subject) + len(payload) + (len(key) if key is not None else 0)
         headers = fields.headers
         for header in headers:
             if not header.key:
@@ -646,14 +647,14 @@ class Node:
                 )
         elif partitions == 1:
             partition = 0
-        elif fields.HasField("key"):
-            partition = partition_for_key(fields.key, partitions)
+        elif key is not None:
+            partition = partition_for_key(key, partitions)
         elif msg_id:  # a retry finds its original in the same partition's duplicate window
             partition = partition_for_key(msg_id.encode("utf-8", "surrogatepass"), partitions)
         else:
             partition = _ROUND_ROBIN  # assigned once the whole request is valid
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
-        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id), size
+        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key), size
 
     async def publish(
         self,

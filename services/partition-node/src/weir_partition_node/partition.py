@@ -64,6 +64,7 @@ class PreparedEntry:
     ts_ms: int  # 0 = the node's clock
     expected_last_seq: int | None
     msg_id: str = ""  # idempotence key; "" = none
+    key: bytes | None = None  # the publisher's partitioning key, stored with the message
 
 
 @dataclass(slots=True)
@@ -753,6 +754,8 @@ class Partition:
                 )
             else:
                 message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
+            if entry.key is not None:
+                message.key = entry.key
             seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
             if msg_id:
                 context.msg_ids.append((seq, msg_id, now_ms))

@@ -92,7 +92,7 @@ class Header(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id")
+    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id", "key")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +101,7 @@ class Message(_message.Message):
     DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     seq: int
     subject: str
     ts_ms: int
@@ -109,7 +110,8 @@ class Message(_message.Message):
     deliver_count: int
     partition: int
     msg_id: str
-    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
+    key: bytes
+    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., key: _Optional[bytes] = ...) -> None: ...
 
 class PartitionStats(_message.Message):
     __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes", "role", "leader_epoch", "high_watermark", "in_sync_node_ids")
