@@ -3,7 +3,8 @@
 Keys (all under a prefix, default ``weir``, so several clusters can share one Redis):
 
 - ``{prefix}:nodes`` — SET of registered node ids.
-- ``{prefix}:node:{id}`` — HASH: client_address, internal_address, metrics_address, zone, capacity,
+- ``{prefix}:node:{id}`` — HASH: client_address, internal_address, metrics_address, client_listeners
+  (JSON {name: "host:port"}, the client port's advertised listeners), zone, capacity,
   registered_at_ms, last_heartbeat_ms, state ("alive" | "dead").
 - ``{prefix}:node:{id}:heartbeat`` — STRING with a TTL (``heartbeat_ttl_ms``) the node refreshes;
   its expiry is how the controller notices a dead node.
@@ -26,7 +27,7 @@ Keys (all under a prefix, default ``weir``, so several clusters can share one Re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_PREFIX = "weir"
 
@@ -116,6 +117,17 @@ class Keys:
         return [f"{self.prefix}:replicator:lease:{stream}:*", f"{self.prefix}:replicator:position:{stream}:*"]
 
 
+def _listeners_of(text: str) -> dict[str, str]:
+    """A stored client_listeners JSON (empty, or written by an older node: no listeners)."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(name): str(address) for name, address in value.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     """One registered node as stored in its hash."""
@@ -124,6 +136,8 @@ class NodeRecord:
     client_address: str
     internal_address: str
     metrics_address: str = ""
+    # Named advertised addresses of the client port (weir_server.listeners): {name: "host:port"}.
+    client_listeners: dict[str, str] = field(default_factory=dict)
     zone: str = ""
     capacity: int = 1
     registered_at_ms: int = 0
@@ -136,6 +150,7 @@ class NodeRecord:
             "client_address": self.client_address,
             "internal_address": self.internal_address,
             "metrics_address": self.metrics_address,
+            "client_listeners": json.dumps(self.client_listeners, sort_keys=True),
             "zone": self.zone,
             "capacity": str(self.capacity),
             "registered_at_ms": str(self.registered_at_ms),
@@ -150,6 +165,7 @@ class NodeRecord:
             client_address=values.get("client_address", ""),
             internal_address=values.get("internal_address", ""),
             metrics_address=values.get("metrics_address", ""),
+            client_listeners=_listeners_of(values.get("client_listeners", "")),
             zone=values.get("zone", ""),
             capacity=int(values.get("capacity") or 1),
             registered_at_ms=int(values.get("registered_at_ms") or 0),

@@ -18,6 +18,7 @@ import time
 import redis.asyncio as redis_asyncio
 from redis.exceptions import RedisError
 from weir.v1 import types_pb2
+from weir_server.listeners import parse_listeners
 from weir_server.metadata import InSyncRecord, Keys, NodeRecord
 
 from weir_partition_node import metrics
@@ -41,6 +42,7 @@ class Membership:
             client_address=client_address,
             internal_address=internal_address,
             metrics_address=metrics_address,
+            client_listeners=parse_listeners(settings.advertised_listeners),
             zone=settings.zone,
             capacity=settings.capacity,
             registered_at_ms=int(time.time() * 1000),

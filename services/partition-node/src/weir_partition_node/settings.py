@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from weir_server.listeners import parse_listeners
 
 
 class NodeSettings(BaseSettings):
@@ -62,6 +63,13 @@ class NodeSettings(BaseSettings):
     advertise_host: str = Field(
         "", description="Host other processes reach this node at (registered in Redis); empty = `host`."
     )
+    advertised_listeners: str = Field(
+        "",
+        description="More addresses clients reach the client port at, per network: 'name=host:port,...' "
+        "(e.g. host=127.0.0.1:17401 for a port published to the Docker host). A client that reached a "
+        "router through the router's listener of the same name is routed to these (Kafka's advertised "
+        "listeners).",
+    )
     zone: str = Field("", description="Failure zone, registered for placement and operators.")
     capacity: int = Field(1, ge=1, le=1000, description="Relative placement weight.")
     heartbeat_interval_ms: int = Field(1000, ge=50, description="How often the node refreshes its registration.")
@@ -91,6 +99,12 @@ class NodeSettings(BaseSettings):
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )
+
+    @field_validator("advertised_listeners")
+    @classmethod
+    def _listeners_parse(cls, value: str) -> str:
+        parse_listeners(value)  # ValueError says which entry is wrong
+        return value
 
     @model_validator(mode="after")
     def _replication_timeout_outlasts_a_dead_secondary(self) -> NodeSettings:

@@ -36,6 +36,7 @@ from weir.v1 import router_pb2, streams_pb2, types_pb2
 from weir_server.analytics import STATS_SUBJECT
 from weir_server.consumer_info import add_partition_totals
 from weir_server.internal_clients import ReplicationClient
+from weir_server.listeners import address_under, listener_for, parse_listeners
 from weir_server.metadata import InSyncRecord, NodeRecord
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
@@ -109,6 +110,8 @@ class RouterCore:
         self.holder = f"{settings.router_id} {address}"
         self.is_controller = False
         self.nodes = NodePool(settings.node_timeout_ms / 1000)
+        # The addresses clients dial this router at per network (advertised listeners).
+        self.listeners = parse_listeners(settings.advertised_listeners)
         self._admin_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._known_dead: set[str] = set()
@@ -297,18 +300,28 @@ class RouterCore:
         return record
 
     @staticmethod
-    def _broker(node_id: str, nodes: dict[str, NodeView]) -> router_pb2.Broker:
+    def _broker(node_id: str, nodes: dict[str, NodeView], listener: str = "") -> router_pb2.Broker:
         view = nodes.get(node_id)
         if view is None:
             return router_pb2.Broker(node_id=node_id, address="", alive=False)
-        return router_pb2.Broker(node_id=node_id, address=view.record.client_address, alive=view.alive)
+        record = view.record
+        address = address_under(listener, record.client_address, record.client_listeners)
+        return router_pb2.Broker(node_id=node_id, address=address, alive=view.alive)
 
-    def _route(self, entry: types_pb2.PartitionPlacement, nodes: dict[str, NodeView]) -> router_pb2.PartitionRoute:
-        primary = self._broker(entry.primary_node_id, nodes)
+    def _listener(self, endpoints: router_pb2.Endpoints) -> str:
+        """The advertised listener the client dialled this router through ("" = the default)."""
+        if not self.listeners:
+            return ""
+        return listener_for((f"{a.host}:{a.port}" for a in endpoints.addresses), self.listeners)
+
+    def _route(
+        self, entry: types_pb2.PartitionPlacement, nodes: dict[str, NodeView], listener: str = ""
+    ) -> router_pb2.PartitionRoute:
+        primary = self._broker(entry.primary_node_id, nodes, listener)
         return router_pb2.PartitionRoute(
             partition=entry.partition,
             primary=primary,
-            secondaries=[self._broker(node_id, nodes) for node_id in entry.secondary_node_ids],
+            secondaries=[self._broker(node_id, nodes, listener) for node_id in entry.secondary_node_ids],
             leader_epoch=entry.leader_epoch,
             permission=router_pb2.PERMISSION_READ_WRITE if primary.alive else router_pb2.PERMISSION_NONE,
         )
@@ -319,8 +332,9 @@ class RouterCore:
         record = await self._record(stream)
         nodes = await self._nodes_by_id()
         response = router_pb2.QueryRouteResponse(config=record.config)
+        listener = self._listener(endpoints)
         for entry in record.placement.partitions:
-            response.partitions.append(self._route(entry, nodes))
+            response.partitions.append(self._route(entry, nodes, listener))
         return response
 
     # -- consumer groups -------------------------------------------------------------------------------
@@ -367,8 +381,9 @@ class RouterCore:
         response = router_pb2.QueryAssignmentResponse(
             generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
         )
+        listener = self._listener(request.endpoints)
         for partition in view.assigned:
-            response.assignments.add(route=self._route(record.placement.partitions[partition], nodes))
+            response.assignments.add(route=self._route(record.placement.partitions[partition], nodes, listener))
         return response
 
     async def _ensure_group_consumer(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
+from weir_server.listeners import parse_listeners
 
 
 class RouterSettings(BaseSettings):
@@ -19,6 +20,12 @@ class RouterSettings(BaseSettings):
     port: int = Field(7501, ge=0, le=65535, description="gRPC port (0 = pick a free one).")
     metrics_port: int = Field(7503, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
     advertise_host: str = Field("", description="Host other routers reach this one at; empty = `host`.")
+    advertised_listeners: str = Field(
+        "",
+        description="More addresses clients reach this router at, per network: 'name=host:port,...' (e.g. "
+        "host=127.0.0.1:17501 for a port published to the Docker host). A client that dialled one of them "
+        "gets node addresses of the same listener name (see WEIR_NODE_ADVERTISED_LISTENERS).",
+    )
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="The cluster metadata Redis.")
     metadata_prefix: str = Field("weir", description="Prefix of the cluster's Redis keys (one cluster per prefix).")
     lease_ms: int = Field(
@@ -54,3 +61,9 @@ class RouterSettings(BaseSettings):
     ready_file: Path | None = Field(
         None, description="When set, the router writes its bound ports here as JSON once it serves."
     )
+
+    @field_validator("advertised_listeners")
+    @classmethod
+    def _listeners_parse(cls, value: str) -> str:
+        parse_listeners(value)  # ValueError says which entry is wrong
+        return value
