@@ -3,6 +3,10 @@ SHELL := /bin/bash
 UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
+# Foreign protocols the gateway serves, generated into its package (import path = proto path).
+GATEWAY_PROTO_OUT := services/gateway/src
+GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
+GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
 .PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
@@ -13,16 +17,18 @@ setup:  ## install the workspace (all services + dev tools) from uv.lock
 proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
 	$(UV) run python -m grpc_tools.protoc -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
 		--grpc_python_out=$(PROTO_OUT) $(PROTOS)
+	$(UV) run python -m grpc_tools.protoc -I proto/gateway --python_out=$(GATEWAY_PROTO_OUT) \
+		--pyi_out=$(GATEWAY_PROTO_OUT) --grpc_python_out=$(GATEWAY_PROTO_OUT) $(GATEWAY_PROTOS)
 
 proto-check: proto  ## fail when the committed stubs differ from what proto/ generates
-	@git diff --exit-code -- $(PROTO_OUT)/weir/v1 || { echo "stubs are stale: run 'make proto' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- $(PROTO_OUT)/weir/v1)" || { echo "untracked generated stubs: commit them"; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || { echo "stubs are stale: run 'make proto' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { echo "untracked generated stubs: commit them"; exit 1; }
 
 lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
-		services/spark-analytics/src tests bench
+		services/spark-analytics/src services/gateway/src tests bench
 
 compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON
 	docker-compose -f deploy/docker-compose.yml config -q

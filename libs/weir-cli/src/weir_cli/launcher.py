@@ -246,6 +246,31 @@ class ReplicatorHandle(ProcessHandle):
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
+class GatewayHandle(ProcessHandle):
+    """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`)."""
+
+    kafka_pixy_port: int = 0
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_gateway"
+    env_prefix: ClassVar[str] = "WEIR_GATEWAY_"
+
+    @property
+    def kafka_pixy_address(self) -> str:
+        return f"127.0.0.1:{self.kafka_pixy_port}"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_GATEWAY_GATEWAY_ID": self.name,
+            "WEIR_GATEWAY_KAFKA_PIXY_PORT": str(self.kafka_pixy_port if reuse_ports else 0),
+            "WEIR_GATEWAY_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.kafka_pixy_port = int(str(ready["kafka_pixy_port"]))
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
 class AnalyticsHandle(ProcessHandle):
     """The spark-analytics job (a JVM and Python workers; starting takes 15-30 s)."""
 
@@ -413,6 +438,7 @@ class LocalCluster:
     nodes: list[NodeHandle]
     replicators: list[ReplicatorHandle] = field(default_factory=list)
     analytics: AnalyticsHandle | None = None
+    gateways: list[GatewayHandle] = field(default_factory=list)
 
     @property
     def router_addresses(self) -> list[str]:
@@ -431,6 +457,8 @@ class LocalCluster:
         replicator_env: Mapping[str, str] | None = None,
         analytics: bool = False,
         analytics_env: Mapping[str, str] | None = None,
+        gateways: int = 0,
+        gateway_env: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
         memory_limit_bytes: int | None = None,
@@ -475,6 +503,11 @@ class LocalCluster:
                 cluster.replicators.append(replicator)
                 replicator.start()
                 say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
+            for index in range(1, gateways + 1):
+                cluster.gateways.append(
+                    cluster.start_gateway(f"gateway-{index}", gateway_env, die_with_parent=die_with_parent)
+                )
+                say(f"gateway-{index} serving kafka-pixy at {cluster.gateways[-1].kafka_pixy_address}")
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -484,6 +517,15 @@ class LocalCluster:
             raise
         cluster.write_state()
         return cluster
+
+    def start_gateway(
+        self, name: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
+    ) -> GatewayHandle:
+        """Start one protocol gateway against this cluster's routers (not added to `gateways`)."""
+        settings = {"WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses), **(env or {})}
+        handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent))
+        handle.start()
+        return handle
 
     def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
@@ -506,6 +548,15 @@ class LocalCluster:
             "analytics": (
                 {"metrics_port": self.analytics.metrics_port, "pid": self.analytics.pid} if self.analytics else None
             ),
+            "gateways": [
+                {
+                    "gateway_id": g.name,
+                    "kafka_pixy_address": g.kafka_pixy_address,
+                    "metrics_port": g.metrics_port,
+                    "pid": g.pid,
+                }
+                for g in self.gateways
+            ],
             "nodes": [
                 {
                     "node_id": n.name,
@@ -528,6 +579,8 @@ class LocalCluster:
         for each."""
         if self.analytics is not None:
             self.analytics.stop(timeout_s=60.0)
+        for gateway in self.gateways:
+            gateway.stop()
         for replicator in self.replicators:
             replicator.stop()
         for router in self.routers:

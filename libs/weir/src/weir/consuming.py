@@ -10,6 +10,7 @@ within the consumer's ack_wait is delivered again (to this or another member).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import uuid
@@ -194,6 +195,12 @@ class Subscription:
         self.member = GroupConsumer(client, stream, group, self._buffer.put, auto_settle=False, **options)
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self._front: collections.deque[Message] = collections.deque()  # handed back by a cancelled wait
+
+    @property
+    def stopped(self) -> bool:
+        """True once `stop()` was called or the membership ended (a non-retryable error)."""
+        return self._stopped or (self._task is not None and self._task.done())
 
     def _start(self) -> asyncio.Task[None]:
         if self._task is None:
@@ -206,6 +213,8 @@ class Subscription:
     async def __anext__(self) -> Message:
         task = self._start()
         while True:
+            if self._front:
+                return self._front.popleft()
             if not self._buffer.empty():
                 return self._buffer.get_nowait()
             if self._stopped or task.done():
@@ -216,6 +225,11 @@ class Subscription:
             getter = asyncio.ensure_future(self._buffer.get())
             try:
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                # Cancelled (a caller's timeout) just as a message arrived: keep it for the next call.
+                if getter.done() and not getter.cancelled():
+                    self._front.append(getter.result())
+                raise
             finally:
                 if not getter.done():
                     getter.cancel()
@@ -245,6 +259,9 @@ class Subscription:
         self.client._forget_subscription(self)
 
     async def _hand_back(self) -> None:
+        while self._front:
+            with contextlib.suppress(WeirError):
+                await self._front.popleft().nak()
         while not self._buffer.empty():
             message = self._buffer.get_nowait()
             with contextlib.suppress(WeirError):

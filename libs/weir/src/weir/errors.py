@@ -55,6 +55,7 @@ class ResultCode(StrEnum):
     NOT_ENOUGH_REPLICAS = "not_enough_replicas"
     REPLICATION_TIMEOUT = "replication_timeout"
     LEADER_LEASE_EXPIRED = "leader_lease_expired"
+    NO_MESSAGE = "no_message"
     INTERNAL = "internal"
 
 
@@ -338,3 +339,12 @@ class LeaderLeaseExpiredError(WeirError):
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
     refresh_routing = True
+
+
+class NoMessageError(WeirError):
+    """A long poll ended with nothing to deliver (kafka-pixy's ConsumeNAck answers NOT_FOUND): call
+    again."""
+
+    result_code = ResultCode.NO_MESSAGE
+    status_code = grpc.StatusCode.NOT_FOUND
+    retryable = True

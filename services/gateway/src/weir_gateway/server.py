@@ -1,0 +1,110 @@
+"""The gateway process: one grpc.aio server per protocol (kafka-pixy's on its own port, with health
+and reflection), a Prometheus /metrics endpoint, one SDK client of the cluster, and clean shutdown
+on SIGTERM/SIGINT (groups are left and buffered messages handed back)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+from weir import Client
+
+from weir_gateway import metrics
+from weir_gateway.kafka_pixy.core import KafkaPixyCore
+from weir_gateway.kafka_pixy.feeds import FeedSettings
+from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
+from weir_gateway.kafka_pixy.servicer import KafkaPixyServicer
+from weir_gateway.settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
+KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
+
+
+class GatewayProcess:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self.settings = settings
+        self.kafka_pixy_port = 0
+        self.metrics_port = 0
+        self._kafka_pixy_server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        self._health = health.aio.HealthServicer()
+        self._metrics_httpd: object | None = None
+        self.client: Client | None = None
+        self.kafka_pixy: KafkaPixyCore | None = None
+
+    async def start(self) -> None:
+        settings = self.settings
+        self.client = Client(settings.routers)
+        feeds = FeedSettings(
+            member_prefix=settings.gateway_id,
+            ack_timeout_ms=settings.kafka_pixy_ack_timeout_ms,
+            max_pending_messages=settings.kafka_pixy_max_pending_messages,
+            max_waiting_requests=settings.kafka_pixy_max_waiting_requests,
+            idle_timeout_s=settings.kafka_pixy_group_idle_timeout_ms / 1000,
+            new_group_start=settings.kafka_pixy_new_group_start,
+        )
+        self.kafka_pixy = KafkaPixyCore(
+            self.client, settings.cluster_name, feeds, settings.kafka_pixy_long_polling_timeout_ms / 1000
+        )
+        metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(
+            lambda: len(self.kafka_pixy.feeds) if self.kafka_pixy else 0
+        )
+        server = self._kafka_pixy_server
+        self.kafka_pixy_port = server.add_insecure_port(f"{settings.host}:{settings.kafka_pixy_port}")
+        kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(self.kafka_pixy), server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection([KAFKA_PIXY_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+        await server.start()
+        for service in ("", KAFKA_PIXY_SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        logger.info(
+            "gateway %s serving kafka-pixy on %s:%d (metrics %d), cluster %r at %s",
+            settings.gateway_id,
+            settings.host,
+            self.kafka_pixy_port,
+            self.metrics_port,
+            settings.cluster_name,
+            settings.routers,
+        )
+        if settings.ready_file is not None:
+            ready = {
+                "gateway_id": settings.gateway_id,
+                "pid": os.getpid(),
+                "kafka_pixy_port": self.kafka_pixy_port,
+                "metrics_port": self.metrics_port,
+            }
+            temporary = settings.ready_file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(ready))
+            temporary.replace(settings.ready_file)
+
+    async def stop(self) -> None:
+        for service in ("", KAFKA_PIXY_SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._kafka_pixy_server.stop(self.settings.shutdown_grace_ms / 1000)
+        if self.kafka_pixy is not None:
+            await self.kafka_pixy.close()
+        if self.client is not None:
+            await self.client.close()
+        if self._metrics_httpd is not None:
+            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
+        logger.info("gateway %s stopped", self.settings.gateway_id)
+
+
+async def serve(settings: GatewaySettings) -> None:
+    process = GatewayProcess(settings)
+    await process.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    await process.stop()

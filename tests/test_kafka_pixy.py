@@ -1,0 +1,282 @@
+"""The gateway's kafka-pixy front door, driven by clients generated from kafka-pixy's own proto (the
+seed, ../shared/seeds/001: no proto package, so the calls are /KafkaPixy/Produce, ...): the quick
+start's produce wrapper and consume-n-ack loop run unchanged as a separate program; keys, offsets,
+SetOffsets on an active group, ack timeout, and every error status the seed's comments name. A real
+cluster, a real gateway process, real gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_tools import protoc  # type: ignore[import-untyped]
+from weir import Client, stream_config
+from weir.partitioning import partition_for_key
+from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as current
+from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as current_grpc
+
+from tests.conftest import needs_own_processes
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = ROOT.parent / "shared" / "seeds" / "001_3f8f7fdea44bf94c.txt"
+CLIENT_PROGRAM = Path(__file__).resolve().parent / "kafka_pixy_client.py"
+LONG_POLL_MS = 500
+GATEWAY_ENV = {
+    "WEIR_GATEWAY_KAFKA_PIXY_LONG_POLLING_TIMEOUT_MS": str(LONG_POLL_MS),
+    "WEIR_GATEWAY_KAFKA_PIXY_ACK_TIMEOUT_MS": "1500",
+    "WEIR_GATEWAY_KAFKA_PIXY_MAX_WAITING_REQUESTS": "3",
+    "WEIR_GATEWAY_KAFKA_PIXY_GROUP_IDLE_TIMEOUT_MS": "5000",
+}
+
+
+@pytest.fixture(scope="module")
+def stubs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Python stubs generated from the seed's proto, as package `kafkapixy` (the quick start's)."""
+    text = SEED.read_text()
+    proto = text[text.index('syntax = "proto3";') :]
+    root = tmp_path_factory.mktemp("kafkapixy-stubs")
+    package = root / "kafkapixy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kafkapixy.proto").write_text(proto)
+    result = protoc.main(
+        ["protoc", f"-I{root}", f"--python_out={root}", f"--grpc_python_out={root}", str(package / "kafkapixy.proto")]
+    )
+    assert result == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def gateway(cluster: LocalCluster) -> Iterator[GatewayHandle]:
+    needs_own_processes()
+    handle = cluster.start_gateway("kafka-pixy-gateway", GATEWAY_ENV)
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+def stub(gateway: GatewayHandle) -> Iterator[Any]:
+    """A client of the gateway's kafka-pixy port from the current kafka-pixy proto (the seed's own
+    stubs run in a separate program: both define the same package-less messages)."""
+    channel = grpc.insecure_channel(gateway.kafka_pixy_address)
+    yield current_grpc.KafkaPixyStub(channel)
+    channel.close()
+
+
+def create_topic(cluster: LocalCluster, name: str, partitions: int = 3) -> None:
+    async def create() -> None:
+        async with Client(cluster.router_addresses) as client:
+            await client.create_stream(stream_config(name, partitions=partitions, replicas=1))
+
+    asyncio.run(create())
+
+
+def current_call(address: str, method: str, request: Any) -> Any:
+    """Call a method the seed's proto lacks (it came later) with the gateway's own messages."""
+    response_type = getattr(current, type(request).__name__.replace("Rq", "Rs"))
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            f"/KafkaPixy/{method}",
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=response_type.FromString,
+        )
+        return call(request, timeout=10)
+
+
+def status_of(call: object) -> tuple[grpc.StatusCode, str]:
+    try:
+        call()  # type: ignore[operator]
+    except grpc.RpcError as error:
+        return error.code(), error.details()
+    raise AssertionError("the call succeeded")
+
+
+def test_the_quick_start_loop_runs_unchanged(
+    cluster: LocalCluster, gateway: GatewayHandle, stubs_dir: Path, stream_name: str
+) -> None:
+    """A separate program with the seed's stubs: produce 200 keyed messages, consume them with two
+    consume-n-ack threads; every message comes back once per delivery, with its key, at the
+    partition and offset Produce answered."""
+    create_topic(cluster, stream_name)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(CLIENT_PROGRAM),
+            str(stubs_dir),
+            gateway.kafka_pixy_address,
+            stream_name,
+            "billing",
+            "200",
+            "2",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    produced = [tuple(entry) for entry in report["produced"]]
+    assert len(set(produced)) == 200
+    seen = {}
+    for number, partition, offset, key in report["consumed"]:
+        seen[number] = (partition, offset, key)
+    assert sorted(seen) == list(range(200))
+    for number, (partition, offset, key) in seen.items():
+        assert (partition, offset) == produced[number]
+        assert key == f"key-{number % 7}"
+        assert partition == partition_for_key(key.encode(), 3)  # sarama's FNV-1a, as kafka-pixy
+
+
+def test_keys_empty_and_undefined(stub: Any, cluster: LocalCluster, stream_name: str) -> None:
+    pb = current
+    create_topic(cluster, stream_name, partitions=4)
+    empty = [stub.Produce(pb.ProdRq(topic=stream_name, message=b"e%d" % n)) for n in range(3)]
+    assert {response.partition for response in empty} == {partition_for_key(b"", 4)}  # empty key: one partition
+    undefined = [stub.Produce(pb.ProdRq(topic=stream_name, key_undefined=True, message=b"u%d" % n)) for n in range(8)]
+    assert len({response.partition for response in undefined}) > 1
+    got: dict[bytes, tuple[bool, bytes]] = {}
+    request = pb.ConsNAckRq(topic=stream_name, group="keys", auto_ack=True)
+    while len(got) < 11:
+        response = stub.ConsumeNAck(request, timeout=10)
+        got[response.message] = (response.key_undefined, response.key_value)
+    assert all(got[b"e%d" % n] == (False, b"") for n in range(3))
+    assert all(got[b"u%d" % n] == (True, b"") for n in range(8))
+
+
+def test_long_poll_timeout_is_not_found_and_acks_anyway(
+    stub: Any, cluster: LocalCluster, gateway: GatewayHandle, stream_name: str
+) -> None:
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    produced = stub.Produce(pb.ProdRq(topic=stream_name, key_value=b"k", message=b"only"))
+    consume = stub.ConsumeNAck
+    first = consume(pb.ConsNAckRq(topic=stream_name, group="g", no_ack=True), timeout=10)
+    assert (first.partition, first.offset, first.message) == (produced.partition, produced.offset, b"only")
+    started = time.monotonic()
+    request = pb.ConsNAckRq(topic=stream_name, group="g", ack_partition=first.partition, ack_offset=first.offset)
+    code, details = status_of(lambda: consume(request, timeout=10))
+    assert code == grpc.StatusCode.NOT_FOUND and "call again" in details
+    assert LONG_POLL_MS / 1000 * 0.8 <= time.monotonic() - started < 5
+    offsets = current_call(gateway.kafka_pixy_address, "GetOffsets", current.GetOffsetsRq(topic=stream_name, group="g"))
+    assert [(o.partition, o.begin, o.end, o.count, o.offset, o.lag) for o in offsets.offsets] == [(0, 0, 1, 1, 1, 0)]
+
+
+def test_an_unacknowledged_message_is_offered_again(stub: Any, cluster: LocalCluster, stream_name: str) -> None:
+    """Ack timeout (1.5 s here): the message comes back, possibly to another client."""
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    stub.Produce(pb.ProdRq(topic=stream_name, message=b"again"))
+    consume = stub.ConsumeNAck
+    first = consume(pb.ConsNAckRq(topic=stream_name, group="g", no_ack=True), timeout=10)
+    started = time.monotonic()
+    while True:
+        try:
+            second = consume(pb.ConsNAckRq(topic=stream_name, group="g", no_ack=True), timeout=10)
+            break
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.NOT_FOUND
+            assert time.monotonic() - started < 15
+    assert (second.partition, second.offset, second.message) == (first.partition, first.offset, b"again")
+    assert time.monotonic() - started >= 1.0
+    stub.Ack(pb.AckRq(topic=stream_name, group="g", partition=second.partition, offset=second.offset))
+
+
+def test_set_offsets_moves_an_active_group(
+    stub: Any, cluster: LocalCluster, gateway: GatewayHandle, stream_name: str
+) -> None:
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    for n in range(5):
+        stub.Produce(pb.ProdRq(topic=stream_name, message=b"%d" % n))
+    consume = stub.ConsumeNAck
+    request = pb.ConsNAckRq(topic=stream_name, group="g", auto_ack=True)
+    assert [consume(request, timeout=10).message for _ in range(5)] == [b"0", b"1", b"2", b"3", b"4"]
+    rewind = current.SetOffsetsRq(
+        topic=stream_name, group="g", offsets=[current.PartitionOffset(partition=0, offset=2)]
+    )
+    current_call(gateway.kafka_pixy_address, "SetOffsets", rewind)
+    again = [consume(request, timeout=10).message for _ in range(3)]
+    assert again == [b"2", b"3", b"4"]  # from offset 2, while the group stayed active
+
+
+def test_metadata(cluster: LocalCluster, gateway: GatewayHandle, stream_name: str) -> None:
+    create_topic(cluster, stream_name, partitions=2)
+    request = current.GetTopicMetadataRq(topic=stream_name, with_partitions=True)
+    metadata = current_call(gateway.kafka_pixy_address, "GetTopicMetadata", request)
+    assert metadata.config["partitions"] == "2"
+    assert [p.partition for p in metadata.partitions] == [0, 1]
+    assert all(p.leader > 0 and p.leader in p.replicas for p in metadata.partitions)
+    topics = current_call(gateway.kafka_pixy_address, "ListTopics", current.ListTopicRq())
+    assert stream_name in topics.topics
+
+
+def test_errors_the_seed_names(stub: Any, cluster: LocalCluster, stream_name: str) -> None:
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    produce, consume, ack = stub.Produce, stub.ConsumeNAck, stub.Ack
+    cases = [
+        (lambda: produce(pb.ProdRq(cluster="other", topic=stream_name, message=b"x")), "cluster 'other' is unknown"),
+        (lambda: produce(pb.ProdRq(topic="bad topic", message=b"x")), "topic"),
+        (lambda: produce(pb.ProdRq(topic="", message=b"x")), "topic: a topic"),
+        (lambda: produce(pb.ProdRq(topic="no-such-topic-kp", message=b"x")), "does not exist"),
+        (
+            lambda: consume(pb.ConsNAckRq(topic="no-such-topic-kp", group="g", no_ack=True), timeout=10),
+            "does not exist",
+        ),
+        (lambda: consume(pb.ConsNAckRq(topic=stream_name, group="", no_ack=True)), "group"),
+        (lambda: ack(pb.AckRq(topic=stream_name, group="g", partition=0, offset=-1)), "offset"),
+        (lambda: ack(pb.AckRq(topic=stream_name, group="g", partition=-1, offset=0)), "partition"),
+    ]
+    for call, message in cases:
+        code, details = status_of(call)
+        assert code == grpc.StatusCode.INVALID_ARGUMENT, (message, code, details)
+        assert message in details, (message, details)
+
+
+def test_too_many_waiting_consumers_get_resource_exhausted(stub: Any, cluster: LocalCluster, stream_name: str) -> None:
+    """At most 3 ConsumeNAck calls wait per group here; a 4th is refused at once."""
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    consume = stub.ConsumeNAck
+    request = pb.ConsNAckRq(topic=stream_name, group="crowd", no_ack=True)
+    codes: list[grpc.StatusCode] = []
+    lock = threading.Lock()
+    together = threading.Barrier(5)
+
+    def wait() -> None:
+        together.wait()
+        code, _ = status_of(lambda: consume(request, timeout=10))
+        with lock:
+            codes.append(code)
+
+    status_of(lambda: consume(request, timeout=10))  # joins the group (ends NOT_FOUND)
+    waiters = [threading.Thread(target=wait) for _ in range(5)]
+    for waiter in waiters:
+        waiter.start()
+    for waiter in waiters:
+        waiter.join()
+    assert sorted(code.name for code in codes).count("RESOURCE_EXHAUSTED") >= 2
+    assert "NOT_FOUND" in {code.name for code in codes}
+
+
+def test_unknown_topic_or_group_offsets_are_not_found(
+    cluster: LocalCluster, gateway: GatewayHandle, stream_name: str
+) -> None:
+    create_topic(cluster, stream_name, partitions=1)
+    for request in (
+        current.GetOffsetsRq(topic="no-such-topic-kp", group="g"),
+        current.GetOffsetsRq(topic=stream_name, group="never"),
+    ):
+        code, _ = status_of(lambda request=request: current_call(gateway.kafka_pixy_address, "GetOffsets", request))
+        assert code == grpc.StatusCode.NOT_FOUND
