@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 from weir_analytics.settings import AnalyticsSettings
+from weir_gateway.settings import GatewaySettings
 from weir_partition_node.settings import NodeSettings
 from weir_replicator.settings import ReplicatorSettings
 from weir_router.settings import RouterSettings
@@ -41,6 +42,7 @@ PROGRAMS = [
     Program("router", RouterSettings, "weir/router", "Configuration (router)"),
     Program("replicator", ReplicatorSettings, "weir/replicator", "Configuration (replicator)"),
     Program("spark-analytics", AnalyticsSettings, "weir/spark-analytics", "Configuration (analytics)"),
+    Program("gateway", GatewaySettings, "weir/gateway", "Configuration (gateway)"),
 ]
 
 # Variables that must NOT be set in compose. They are still documented in the README.
@@ -50,6 +52,7 @@ COMPOSE_EXEMPT = {
     "WEIR_ROUTER_READY_FILE",
     "WEIR_REPLICATOR_READY_FILE",
     "WEIR_ANALYTICS_READY_FILE",
+    "WEIR_GATEWAY_READY_FILE",
     # Tests only: replaces the node's clock with one moved by the TestClock service.
     "WEIR_NODE_TEST_CLOCK",
     # A one-shot mode (process what the feeds hold, then exit), not a long-running service.
