@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 
 import uvloop
+from weir_server.service_settings import load_settings
 
 from weir_gateway.server import serve
 from weir_gateway.settings import GatewaySettings
 
 
 def main() -> None:
-    settings = GatewaySettings()
+    settings = load_settings(GatewaySettings, "weir-gateway")
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s [%(name)s] %(message)s",

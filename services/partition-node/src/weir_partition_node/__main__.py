@@ -8,13 +8,14 @@ from __future__ import annotations
 import logging
 
 import uvloop
+from weir_server.service_settings import load_settings
 
 from weir_partition_node.server import serve
 from weir_partition_node.settings import NodeSettings
 
 
 def main() -> None:
-    settings = NodeSettings()
+    settings = load_settings(NodeSettings, "weir-partition-node")
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s [%(name)s] %(message)s",

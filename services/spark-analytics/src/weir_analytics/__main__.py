@@ -11,6 +11,7 @@ import threading
 from types import FrameType
 
 from prometheus_client import REGISTRY, start_http_server
+from weir_server.service_settings import load_settings
 
 from weir_analytics.job import AnalyticsJob, StatsPublisher, build_session, start_query
 from weir_analytics.metrics import StatsCollector
@@ -20,7 +21,7 @@ logger = logging.getLogger("weir_analytics")
 
 
 def main() -> None:
-    settings = AnalyticsSettings()
+    settings = load_settings(AnalyticsSettings, "weir-analytics")
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
