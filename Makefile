@@ -8,7 +8,7 @@ GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
-.PHONY: setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -42,7 +42,10 @@ up:  ## docker compose up: the whole stack (needs a Docker engine; Grafana on :3
 down:  ## docker compose down (volumes kept; add -v by hand to drop them)
 	docker compose -f deploy/docker-compose.yml down
 
-test: setup  ## every test tier: unit, integration over real gRPC, crash tests
+preflight:  ## say (and install where we can) what the slow tier needs from the system: java, prometheus, docker-compose
+	@bash scripts/preflight.sh
+
+test: setup preflight  ## every test tier: unit, integration over real gRPC, crash tests
 	$(UV) run pytest -q
 
 test-fast: setup  ## everything except the slow (crash/fault) tier

