@@ -10,7 +10,6 @@ leave no process behind) and, as a last resort, kills the processes of this clus
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -32,12 +31,13 @@ pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 120.0
 # Variables that would point the CLI somewhere other than the cluster under test.
-_FOREIGN_ENV = ("WEIR_ROUTER", "WEIR_SERVER", "WEIR_CLUSTER_DIR")
+_FOREIGN_ENV = ("WEIR_ROUTER", "WEIR_ROUTERS", "WEIR_SERVER", "WEIR_CLUSTER_DIR")
 
 
 def weir(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run `weir ARGS` as a subprocess (the interpreter running the tests, so the same install)."""
     env = {key: value for key, value in os.environ.items() if key not in _FOREIGN_ENV}
+    env["XDG_STATE_HOME"] = str(cwd / ".state")  # the last-cluster record stays in the test's directory
     return subprocess.run(
         [sys.executable, "-m", "weir_cli.cli", *args],
         cwd=cwd,
@@ -57,8 +57,9 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def state_pids(state: dict[str, Any]) -> list[int]:
-    """Every pid an up-JSON / cluster.json names: routers, nodes, replicators, redis."""
-    pids = [int(entry["pid"]) for group in ("routers", "nodes", "replicators") for entry in state.get(group, [])]
+    """Every pid an up-JSON / cluster.json names: routers, nodes, replicators, gateways, redis."""
+    groups = ("routers", "nodes", "replicators", "gateways")
+    pids = [int(entry["pid"]) for group in groups for entry in state.get(group, []) or []]
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid > 0]
 
@@ -135,10 +136,11 @@ def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliClu
     assert up["router_address"] == up["routers"][0]["address"]
     assert up["router_address"].startswith("127.0.0.1:")
     assert up["redis"]["url"].startswith("redis://127.0.0.1:")
-    assert len(set(cli_cluster.pids)) == 7
+    assert [gateway["gateway_id"] for gateway in up["gateways"]] == ["gateway-1"]
+    assert len(set(cli_cluster.pids)) == 8
     # The command has returned; its processes keep serving.
     assert all(pid_alive(pid) for pid in cli_cluster.pids), cli_cluster.pids
-    assert "cluster up:" in cli_cluster.up_stderr
+    assert "starting the local cluster under" in cli_cluster.up_stderr
     # cluster.json says the same (the other commands read it).
     state = read_cluster_state(cli_cluster.data_dir)
     assert state is not None
@@ -189,20 +191,22 @@ def _messages(stdout: str) -> list[dict[str, Any]]:
 def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
     flag = cli_cluster.dir_flag
 
-    created = json.loads(ok(cli_cluster.run("stream", "create", "orders", "--partitions", "4", *flag)))
+    created = json.loads(ok(cli_cluster.run("stream", "create", "orders", "--partitions", "4", "--json", *flag)))
     assert created["name"] == "orders"
     assert created["partitions"] == 4
 
-    published = json.loads(ok(cli_cluster.run("pub", "orders", "orders.x", "hello", "--key", "k1", *flag)))
+    published = json.loads(ok(cli_cluster.run("pub", "orders", "orders.x", "hello", "--key", "k1", "--json", *flag)))
     partition = partition_for_key(b"k1", 4)
     assert published == {"partition": partition, "seq": 1, "duplicate": False}
 
-    (message,) = _messages(ok(cli_cluster.run("read", "orders", "--partition", str(partition), *flag)))
-    assert base64.b64decode(message["payload"]) == b"hello"
+    (message,) = _messages(ok(cli_cluster.run("--json", "read", "orders", "--partition", str(partition), *flag)))
+    assert (message["payload"], message["key"]) == ("hello", "k1")
     assert message["subject"] == "orders.x"
     assert (int(message["seq"]), message["partition"]) == (1, partition)
     other = (partition + 1) % 4
-    assert _messages(ok(cli_cluster.run("read", "orders", "--partition", str(other), *flag))) == []
+    assert _messages(ok(cli_cluster.run("--json", "read", "orders", "--partition", str(other), *flag))) == []
+    (everywhere,) = _messages(ok(cli_cluster.run("--json", "read", "orders", *flag)))  # every partition
+    assert everywhere == message
 
     info_out = ok(cli_cluster.run("--json", "stream", "info", "orders", *flag))
     assert "\n" not in info_out.strip()  # --json: one line
@@ -213,15 +217,15 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
     per_partition = {entry["partition"]: int(entry["msg_count"]) for entry in info["stats"]["partitions"]}
     assert per_partition == {index: 1 if index == partition else 0 for index in range(4)}
 
-    consumer = json.loads(ok(cli_cluster.run("consumer", "create", "orders", "c1", *flag)))
+    consumer = json.loads(ok(cli_cluster.run("--json", "consumer", "create", "orders", "c1", *flag)))
     assert consumer["config"]["name"] == "c1"
     assert int(consumer["num_pending"]) == 1
 
-    (fetched,) = _messages(ok(cli_cluster.run("fetch", "orders", "c1", "--partition", str(partition), "--ack", *flag)))
-    assert base64.b64decode(fetched["payload"]) == b"hello"
+    (fetched,) = _messages(ok(cli_cluster.run("--json", "fetch", "orders", "c1", "--ack", *flag)))  # every partition
+    assert (fetched["payload"], fetched["partition"]) == ("hello", partition)
     assert (int(fetched["seq"]), fetched["deliver_count"]) == (1, 1)
     # Acknowledged: nothing left to fetch, nothing pending.
-    assert ok(cli_cluster.run("fetch", "orders", "c1", "--partition", str(partition), *flag)).strip() == ""
+    assert ok(cli_cluster.run("--json", "fetch", "orders", "c1", *flag)).strip() == ""
     state = json.loads(ok(cli_cluster.run("--json", "consumer", "info", "orders", "c1", *flag)))
     assert (int(state["acked_total"]), int(state["num_ack_pending"]), int(state["num_pending"])) == (1, 0, 0)
 
@@ -237,7 +241,9 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
 
     # --msg-id: the second publish with the same id stores nothing and answers the first one's seq.
     for duplicate in (False, True):
-        again = ok(cli_cluster.run("pub", "orders", "orders.x", "hi", "--key", "k1", "--msg-id", "hello-1", *flag))
+        again = ok(
+            cli_cluster.run("pub", "--json", "orders", "orders.x", "hi", "--key", "k1", "--msg-id", "hello-1", *flag)
+        )
         assert json.loads(again) == {"partition": partition, "seq": 2, "duplicate": duplicate}
     # --router instead of --data-dir, from a directory that has no cluster: same answer.
     elsewhere = cli_cluster.root / "elsewhere"
@@ -266,10 +272,9 @@ def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:
     no_consumer = cli_cluster.run("fetch", "orders", "c-nope", *flag)
     assert (no_consumer.returncode, "no_such_consumer" in no_consumer.stderr) == (1, True), no_consumer.stderr
 
-    # --json is a global flag: after the subcommand it is a usage error (exit 2), not silently ignored.
-    misplaced = cli_cluster.run("stream", "info", "orders", *flag, "--json")
-    assert misplaced.returncode == 2
-    assert "unrecognized arguments: --json" in misplaced.stderr
+    # Global options go before or after the verb.
+    after = json.loads(ok(cli_cluster.run("stream", "info", "orders", *flag, "--json")))
+    assert after["config"]["name"] == "orders"
 
 
 def _names(state: dict[str, Any]) -> dict[str, int]:
@@ -294,7 +299,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     result = cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag)
 
     summary = json.loads(ok(result))
-    assert summary["stopped"] == 7
+    assert summary["stopped"] == 8
     killed = summary["killed_after_timeout"]
     assert killed == [], (
         "did not stop within 20 s of SIGTERM (drain, flush, close) and had to be killed:\n"
@@ -306,7 +311,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     )
     assert [pid for pid in pids if pid_alive(pid)] == []
     assert not (cli_cluster.data_dir / "cluster.json").exists()
-    for name in ("redis", "router-1", "router-2", "node-1", "node-2", "node-3"):
+    for name in ("redis", "router-1", "router-2", "node-1", "node-2", "node-3", "gateway-1"):
         assert (cli_cluster.data_dir / name).is_dir(), name
     # Down again: nothing to stop, still a success.
     assert json.loads(ok(cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag))) == {"stopped": 0}

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import random
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -271,8 +272,9 @@ class Client:
         if key is not None:
             return partition_for_key(key, partitions)
         cycle = self._round_robin.get(stream)
-        if cycle is None:
-            cycle = self._round_robin[stream] = itertools.cycle(range(partitions))
+        if cycle is None:  # from a random partition: short-lived clients do not all start at 0
+            start = random.randrange(partitions)
+            cycle = self._round_robin[stream] = itertools.cycle([*range(start, partitions), *range(start)])
         return next(cycle)
 
     # -- publishing --------------------------------------------------------------------------------

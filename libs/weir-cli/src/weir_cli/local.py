@@ -1,0 +1,258 @@
+"""`weir cluster up|down|status`, `weir demo`, `weir stats` and `weir changes`: the local cluster as
+processes, the demo workload, cluster stats and a node's change feed."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from weir.client import stream_config
+from weir.cluster import Client
+from weir.message import Message
+from weir_server.internal_clients import ChangeFeedClient
+
+from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
+from weir_cli.output import emit, progress, proto_dict, table
+from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
+
+_PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
+
+
+async def cluster_up(args: argparse.Namespace) -> int:
+    data_dir = cluster_dir(args)
+    state = read_cluster_state(data_dir)
+    if state and _live_pids(state):
+        raise CliError(f"weir cluster up: a cluster is already running under {data_dir} (weir cluster down first)")
+    progress(f"starting the local cluster under {data_dir} ...")
+    cluster = await asyncio.to_thread(
+        LocalCluster.start,
+        data_dir,
+        nodes=args.nodes,
+        routers=args.routers,
+        replicators=args.replicators,
+        gateways=args.gateways,
+        analytics=args.analytics,
+        die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
+        progress=progress,
+    )
+    remember_cluster(data_dir)
+    summary = cluster.state()
+    summary["router_address"] = cluster.router_addresses[0]
+    routers = ",".join(cluster.router_addresses)
+    human = "\n".join(
+        [
+            f"cluster up under {data_dir}: routers {routers}",
+            *(f"  {node.name}: {node.client_address}" for node in cluster.nodes),
+            *(f"  {gateway.name}: kafka-pixy at {gateway.kafka_pixy_address}" for gateway in cluster.gateways),
+            "commands find it from this directory, or anywhere as the last cluster started; elsewhere:",
+            f"  weir stream list --router {routers}",
+        ]
+    )
+    emit(summary, args.json, human)
+    return 0
+
+
+def _pids(state: dict[str, Any], groups: tuple[str, ...] = _PROCESS_GROUPS) -> list[int]:
+    pids = [int(entry["pid"]) for group in groups for entry in state.get(group, []) or []]
+    analytics = state.get("analytics")
+    return ([int(analytics["pid"])] if analytics else []) + pids
+
+
+def _live_pids(state: dict[str, Any]) -> list[int]:
+    pids = [*_pids(state), int(state.get("redis", {}).get("pid", 0))]
+    return [pid for pid in pids if pid_alive(pid)]
+
+
+async def cluster_down(args: argparse.Namespace) -> int:
+    data_dir = cluster_dir(args, running=True)
+    state = read_cluster_state(data_dir)
+    if state is None:
+        emit({"stopped": 0}, args.json, f"no cluster under {data_dir}")
+        return 0
+    order = _pids(state)  # analytics, gateways, replicators, routers, nodes; Redis last
+    progress(f"stopping {len(order)} cluster process(es) (SIGTERM: drain, flush, close) ...")
+    killed = await asyncio.to_thread(stop_pids, order)
+    redis_pid = int(state.get("redis", {}).get("pid", 0))
+    killed += await asyncio.to_thread(stop_pids, [redis_pid])
+    (data_dir / "cluster.json").unlink(missing_ok=True)
+    result = {"stopped": len(order) + 1, "killed_after_timeout": killed, "data_dir": str(data_dir)}
+    emit(result, args.json, f"cluster under {data_dir} stopped (data kept)")
+    return 0
+
+
+async def cluster_status(args: argparse.Namespace) -> int:
+    data_dir = cluster_dir(args, running=True)
+    state = read_cluster_state(data_dir)
+    summary: dict[str, Any] = {"data_dir": str(data_dir), "local_processes": None}
+    if state is not None:
+        summary["local_processes"] = {
+            "redis": {"url": state["redis"]["url"], "running": pid_alive(int(state["redis"]["pid"]))},
+            "routers": {r["router_id"]: pid_alive(int(r["pid"])) for r in state.get("routers", [])},
+            "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
+            "replicators": {r["replicator_id"]: pid_alive(int(r["pid"])) for r in state.get("replicators", [])},
+            "gateways": {g["gateway_id"]: pid_alive(int(g["pid"])) for g in state.get("gateways", []) or []},
+        }
+        if state.get("analytics"):
+            summary["local_processes"]["analytics"] = pid_alive(int(state["analytics"]["pid"]))
+    summary["router_address"] = find_routers(args).addresses[0]
+    async with cluster_client(args) as client:
+        info = await client.cluster_info()
+        streams = await client.list_streams()
+    summary["controller"] = info.controller_id
+    summary["nodes"] = [
+        {"node_id": node.node_id, "alive": node.alive, "client_address": node.client_address} for node in info.nodes
+    ]
+    summary["streams"] = streams
+    rows = [(node.node_id, "alive" if node.alive else "DEAD", node.client_address) for node in info.nodes]
+    human = "\n".join(
+        [f"controller {info.controller_id}; {len(streams)} stream(s)", table(["node", "state", "address"], rows)]
+    )
+    emit(summary, args.json, human)
+    return 0 if all(node.alive for node in info.nodes) else 1
+
+
+async def stats(args: argparse.Namespace) -> int:
+    async with cluster_client(args) as client:
+        figures = await client.cluster_stats(include_per_stream=not args.nodes_only)
+    if args.analytics:
+        if not figures.HasField("analytics"):
+            raise CliError(
+                "no analytics figures yet: start the job (weir cluster up --analytics, or the spark-analytics "
+                "service) and let it finish a micro-batch"
+            )
+        emit(figures.analytics, args.json)
+        return 0
+    rows = [(node.node_id, node.status, node.total_msg_count) for node in figures.nodes]
+    human = "\n".join(
+        [
+            f"{figures.total_stream_count} stream(s), {figures.total_msg_count} message(s); "
+            f"skew {figures.skew_msg_count}",
+            table(["node", "status", "messages"], rows),
+        ]
+    )
+    emit(figures, args.json, human)
+    return 0
+
+
+async def demo(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="weir-demo-") as temporary:
+        root = Path(args.data_dir) if args.data_dir else Path(temporary)
+        progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
+        # Started from this (long-lived) thread: the processes die with us if we are killed.
+        cluster = LocalCluster.start(root, progress=progress)
+        try:
+            summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
+            summary["cluster"] = {
+                "router_addresses": cluster.router_addresses,
+                "redis": cluster.redis.url,
+                "nodes": {node.name: node.client_address for node in cluster.nodes},
+                "peak_rss_mib": {
+                    handle.name: round(handle.peak_rss_bytes() / 2**20, 1)
+                    for handle in (*cluster.routers, *cluster.nodes)
+                },
+            }
+        finally:
+            progress("stopping the cluster (SIGTERM: drain, flush, close) ...")
+            await asyncio.to_thread(cluster.stop)
+        print(json.dumps(summary, indent=None if args.json else 2))
+        return 0 if summary["verified"] else 1
+
+
+async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) -> dict[str, Any]:
+    """Through the SDK: a 16-partition stream, a 3-member consumer group that balances first, then
+    keyed publishes consumed as they arrive; every message is checked by digest."""
+    partitions = 16
+    async with Client(routers) as client:
+        await client.create_stream(stream_config("demo", subjects=["demo.>"], partitions=partitions))
+        route = await client.route("demo")
+        primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
+        progress(f"created stream 'demo' with {partitions} partitions (primaries per node: {dict(primaries)})")
+        digests: dict[tuple[int, int], str] = {}
+        seen: dict[tuple[int, int], int] = collections.Counter()
+        received: dict[tuple[int, int], str] = {}
+        all_seen = asyncio.Event()
+
+        async def handle(message: Message) -> None:
+            seen[(message.partition, message.seq)] += 1
+            received[(message.partition, message.seq)] = hashlib.sha256(message.payload).hexdigest()
+            if len(seen) >= messages:
+                all_seen.set()
+
+        progress("starting a consumer group of 3 members (QueryAssignment + Fetch + AckBatch) ...")
+        members = [
+            client.group_consumer("demo", "demo-workers", handle, client_id=f"member-{i}").start() for i in range(3)
+        ]
+        balanced_by = time.monotonic() + 30
+        while time.monotonic() < balanced_by and not (  # noqa: ASYNC110 (the members' view of the router)
+            all(member.assigned for member in members) and sum(len(member.assigned) for member in members) == partitions
+        ):
+            await asyncio.sleep(0.1)
+        assignment = {member.client_id: list(member.assigned) for member in members}
+        progress(f"group balanced: {[len(partitions) for partitions in assignment.values()]} partitions per member")
+        progress(f"publishing {messages} messages through the SDK (keyed, batched) while the group consumes ...")
+        started = time.perf_counter()
+        step = 2000
+        for offset in range(0, messages, step):
+            count = min(step, messages - offset)
+            payloads = [index.to_bytes(8, "big") * (payload_bytes // 8) for index in range(offset, offset + count)]
+            futures = [
+                await client.publish_nowait("demo", f"demo.user.{index % 10}", payload, key=f"user-{index}".encode())
+                for index, payload in zip(range(offset, offset + count), payloads, strict=True)
+            ]
+            for payload, ack in zip(payloads, await asyncio.gather(*futures), strict=True):
+                digests[(ack.partition, ack.seq)] = hashlib.sha256(payload).hexdigest()
+            progress(f"  published {offset + count}/{messages}, consumed {len(seen)}")
+        publish_s = time.perf_counter() - started
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(all_seen.wait(), 120)
+        end_to_end_s = time.perf_counter() - started
+        for member in members:
+            await member.stop()
+        mismatches = sum(1 for key, digest in received.items() if digests.get(key) != digest)
+        progress(f"consumed {len(seen)} distinct messages ({sum(seen.values())} deliveries), {mismatches} mismatches")
+        consumer = await client.consumer_info("demo", "demo-workers")
+        stats = await client.cluster_stats(include_per_stream=False)
+        return {
+            "stream": "demo",
+            "partitions": partitions,
+            "published": len(digests),
+            "consumed": len(seen),
+            "redelivered": sum(seen.values()) - len(seen),
+            "verified": len(digests) == messages
+            and len(seen) == messages
+            and mismatches == 0
+            and consumer.num_ack_pending == 0,
+            "publish_msgs_per_s": round(messages / publish_s),
+            "publish_and_consume_msgs_per_s": round(len(seen) / end_to_end_s) if end_to_end_s else None,
+            "group_assignment": assignment,
+            "primaries_per_node": dict(primaries),
+            "messages_per_node": {node.node_id: node.total_msg_count for node in stats.nodes},
+            "skew_msg_count": stats.skew_msg_count,
+        }
+
+
+DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"
+
+
+async def changes(args: argparse.Namespace) -> int:
+    """A node's change feed: --server is its internal port (default $WEIR_SERVER, else 127.0.0.1:7402)."""
+    server = args.server or os.environ.get("WEIR_SERVER") or DEFAULT_INTERNAL_SERVER
+    async with ChangeFeedClient(server) as client:
+        if not args.follow:
+            response = await client.read_changes(args.from_change_seq, args.max)
+            for change in response.changes:
+                print(json.dumps(proto_dict(change)))
+            return 0
+        async for batch in client.tail_changes(args.from_change_seq):
+            for change in batch.changes:
+                print(json.dumps(proto_dict(change)), flush=True)
+    return 0

@@ -1,0 +1,333 @@
+"""The `weir` command tree (argparse). Global options (`--json`, `--router`, `--data-dir`,
+`--server`, `--timeout`, `-v`) are accepted before or after the verb; every flag has help; numbers
+are checked before anything is sent."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Coroutine
+from typing import Any, NoReturn
+
+from weir.client import DELIVER_POLICIES
+
+from weir_cli import consumers, local, streams
+from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
+
+Commands = argparse._SubParsersAction[Any]  # a command group
+GLOBAL_DEFAULTS = {"json": False, "router": None, "data_dir": None, "server": None, "timeout": None, "verbose": False}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with mistakes in one line: `weir fetch: --batch: must be 1 or more, got -1 (see
+    'weir fetch --help')`, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (argparse type)."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (argparse type)."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be in (0, 3600] seconds, got {text}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _global_options() -> argparse.ArgumentParser:
+    """The options every command takes, before or after its verb (SUPPRESS: a later position does
+    not reset an earlier one)."""
+    options = Parser(add_help=False)
+    group = options.add_argument_group("global options")
+    hide = argparse.SUPPRESS
+    group.add_argument("--json", action="store_true", default=hide, help="machine output: one JSON value per line")
+    group.add_argument(
+        "--router", default=hide, help="router host:port[,host:port] (default: $WEIR_ROUTERS, else the local cluster)"
+    )
+    group.add_argument(
+        "--data-dir",
+        default=hide,
+        help=f"the local cluster's data directory (default: $WEIR_CLUSTER_DIR, else ./{DEFAULT_CLUSTER_DIR})",
+    )
+    group.add_argument("--server", default=hide, help="talk to one standalone node at host:port instead of a cluster")
+    group.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=hide,
+        help=f"give up on an unreachable cluster after this many seconds (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    group.add_argument("-v", "--verbose", action="store_true", default=hide, help="say what is being waited for")
+    return options
+
+
+class _Tree:
+    """Adds commands that all take the global options."""
+
+    def __init__(self, options: argparse.ArgumentParser) -> None:
+        self.options = options
+
+    def command(
+        self,
+        parent: Commands,
+        name: str,
+        help_text: str,
+        handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
+    ) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = parent.add_parser(
+            name, help=help_text, description=help_text, parents=[self.options]
+        )
+        parser.set_defaults(handler=handler)
+        return parser
+
+    def group(self, parent: Commands, name: str, help_text: str) -> Commands:
+        parser: argparse.ArgumentParser = parent.add_parser(
+            name, help=help_text, description=help_text, parents=[self.options]
+        )
+        commands: Commands = parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
+        return commands
+
+
+def build_parser(version: str) -> argparse.ArgumentParser:
+    options = _global_options()
+    parser = Parser(prog="weir", description="The Weir command line.", parents=[options])
+    parser.add_argument("--version", action="version", version=f"weir {version}", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    tree = _Tree(options)
+    _local_commands(tree, commands)
+    _stream_commands(tree, commands)
+    _consumer_commands(tree, commands)
+    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
+    completion.add_argument("shell", choices=["bash", "zsh"], help="the shell to complete for")
+    commands.add_parser(
+        "bench",
+        help="benchmarks side by side with NATS JetStream and Redis Streams (from a source checkout; "
+        "'weir bench --help' lists its flags)",
+        add_help=False,
+    )
+    return parser
+
+
+def _local_commands(tree: _Tree, commands: Commands) -> None:
+    demo = tree.command(
+        commands, "demo", "bring up a local cluster, publish and consume a demo workload, stop it", local.demo
+    )
+    demo.add_argument("--messages", type=positive_int, default=20_000, help="messages to publish and consume")
+    demo.add_argument("--payload-bytes", type=positive_int, default=1024, help="bytes per message payload")
+    cluster = tree.group(commands, "cluster", "the local cluster as processes")
+    up = tree.command(
+        cluster,
+        "up",
+        "start redis-server, routers, nodes, a replicator and a gateway; returns once serving",
+        local.cluster_up,
+    )
+    up.add_argument("--nodes", type=positive_int, default=3, help="partition nodes to start")
+    up.add_argument("--routers", type=positive_int, default=2, help="routers to start")
+    up.add_argument("--replicators", type=non_negative_int, default=1, help="replicators to start")
+    up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
+    up.add_argument(
+        "--analytics",
+        action="store_true",
+        help="also start the spark-analytics job (needs Java 17+; takes 15-30 s more); `weir stats` shows its figures",
+    )
+    tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
+    tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
+    stats = tree.command(commands, "stats", "cluster stats: per node, per stream, skew", local.stats)
+    stats.add_argument("--nodes-only", action="store_true", help="leave out the per-stream figures")
+    stats.add_argument(
+        "--analytics", action="store_true", help="only the spark-analytics figures (rates, lags, node skew)"
+    )
+    changes = tree.command(
+        commands, "changes", "print a node's change feed (--server = its internal port)", local.changes
+    )
+    changes.add_argument(
+        "--from-change-seq", type=non_negative_int, default=0, help="first change to print (0 = oldest)"
+    )
+    changes.add_argument("--max", type=positive_int, default=1000, help="most changes to print (without --follow)")
+    changes.add_argument("--follow", action="store_true", help="keep printing new changes until Ctrl-C")
+
+
+def _stream_commands(tree: _Tree, commands: Commands) -> None:
+    stream = tree.group(commands, "stream", "stream admin")
+    create = tree.command(stream, "create", "create a stream (placed by the router)", streams.stream_create)
+    create.add_argument("name", help="the stream's name")
+    create.add_argument("--subjects", nargs="*", help="subject patterns it accepts (default: any subject)")
+    create.add_argument("--partitions", type=positive_int, default=1, help="partitions (default 1)")
+    create.add_argument("--replicas", type=positive_int, default=1, help="copies on distinct nodes (cluster only)")
+    create.add_argument(
+        "--min-insync-replicas",
+        type=non_negative_int,
+        default=0,
+        help="copies ack level all waits for (0 = min(2, replicas))",
+    )
+    create.add_argument(
+        "--deliver-up-to-high-watermark", action="store_true", help="deliver only what every in-sync replica holds"
+    )
+    create.add_argument(
+        "--retention", choices=["limits", "work_queue", "interest"], default="limits", help="retention policy"
+    )
+    create.add_argument("--storage", choices=["file", "memory"], default="file", help="where messages are stored")
+    create.add_argument("--max-msg-bytes", type=non_negative_int, default=0, help="largest message (0 = the node's)")
+    _limit_flags(create)
+    update = tree.command(
+        stream, "update", "change a stream's limits (lowering one prunes at once)", streams.stream_update
+    )
+    update.add_argument("name", help="the stream's name")
+    update.add_argument("--max-msg-bytes", type=non_negative_int, help="largest message")
+    _limit_flags(update)
+    for name, help_text, handler in (
+        ("info", "a stream's config, totals and partitions", streams.stream_info),
+        ("delete", "delete a stream and every message of it", streams.stream_delete),
+    ):
+        tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name")
+    tree.command(stream, "list", "the streams' names", streams.stream_list)
+    purge = tree.command(stream, "purge", "remove a stream's messages (seqs keep counting)", streams.stream_purge)
+    purge.add_argument("name", help="the stream's name")
+    purge.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
+    purge.add_argument("--keep-from-seq", type=positive_int, help="remove only the messages below this seq")
+
+    pub = tree.command(commands, "pub", "publish: DATA (--count times), or one message per line of stdin", streams.pub)
+    pub.add_argument("stream", help="the stream")
+    pub.add_argument("subject", help="the message's subject")
+    pub.add_argument("data", nargs="?", help="the payload ('{n}' becomes 1..count); omitted or '-': read stdin")
+    pub.add_argument("--count", type=positive_int, default=1, help="publish DATA this many times")
+    pub.add_argument("--header", action="append", help="KEY=VALUE (repeatable)")
+    pub.add_argument("--key", help="partitioning key (stored with the message)")
+    pub.add_argument("--partition", type=non_negative_int, help="this partition instead of the key's")
+    pub.add_argument("--ack", choices=["leader", "none", "all"], default="leader", help="acknowledgement level")
+    pub.add_argument(
+        "--msg-id", help="idempotence key: a repeat within the duplicate window stores nothing (default: generated)"
+    )
+    read = tree.command(commands, "read", "print stored messages of every partition (or one)", streams.read)
+    read.add_argument("stream", help="the stream")
+    read.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
+    read.add_argument("--from-seq", type=non_negative_int, default=0, help="first seq per partition (0 = oldest)")
+    read.add_argument("--max", type=positive_int, default=100, help="most messages to print (before --follow)")
+    read.add_argument("--follow", action="store_true", help="then print new messages as they arrive, until Ctrl-C")
+
+
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-age-ms", type=non_negative_int, help="remove messages older than this")
+    parser.add_argument("--max-msgs", type=non_negative_int, help="keep at most this many messages per partition")
+    parser.add_argument("--max-bytes", type=non_negative_int, help="keep at most this many bytes per partition")
+    parser.add_argument("--max-msgs-per-subject", type=non_negative_int, help="keep the newest N per subject")
+    parser.add_argument(
+        "--duplicate-window-ms", type=non_negative_int, help="how long a msg_id is remembered (0 = 2 minutes)"
+    )
+    parser.add_argument(
+        "--duplicate-window-max-msgs", type=non_negative_int, help="most msg_ids a partition remembers (0 = 100,000)"
+    )
+
+
+def _consumer_commands(tree: _Tree, commands: Commands) -> None:
+    consumer = tree.group(commands, "consumer", "durable consumer admin")
+    create = tree.command(consumer, "create", "create a durable consumer", consumers.consumer_create)
+    create.add_argument("stream", help="the stream")
+    create.add_argument("name", help="the consumer's name")
+    create.add_argument("--filter-subject", default="", help="deliver only subjects matching this pattern")
+    create.add_argument("--deliver-policy", choices=sorted(DELIVER_POLICIES), default="all", help="where it starts")
+    create.add_argument("--start-seq", type=non_negative_int, default=0, help="with --deliver-policy by_start_seq")
+    create.add_argument("--start-time-ms", type=non_negative_int, default=0, help="with --deliver-policy by_start_time")
+    create.add_argument("--ack-wait-ms", type=non_negative_int, default=0, help="redeliver after this (0 = 30000)")
+    create.add_argument(
+        "--max-deliver", type=non_negative_int, default=0, help="deliveries before dead-lettering (0 = 5)"
+    )
+    create.add_argument("--dead-letter-subject", default="", help="where messages past max-deliver go")
+    create.add_argument("--max-ack-pending", type=non_negative_int, default=0, help="per partition (0 = 1000)")
+    create.add_argument("--deliver-group", default="", help="push subscribers sharing the consumer")
+    for name, help_text, handler in (
+        ("info", "a consumer's position and counts per partition", consumers.consumer_info),
+        ("delete", "delete a consumer and its state", consumers.consumer_delete),
+    ):
+        command = tree.command(consumer, name, help_text, handler)
+        command.add_argument("stream", help="the stream")
+        command.add_argument("name", help="the consumer's name")
+    tree.command(consumer, "list", "a stream's consumers", consumers.consumer_list).add_argument(
+        "stream", help="the stream"
+    )
+    seek = tree.command(consumer, "seek", "move a consumer: --seq, --time-ms or --end", consumers.consumer_seek)
+    reset = tree.command(consumer, "reset", "move a consumer back to the first message", consumers.consumer_seek)
+    for command in (seek, reset):
+        command.add_argument("stream", help="the stream")
+        command.add_argument("name", help="the consumer's name")
+        command.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
+    seek.add_argument("--seq", type=positive_int, help="deliver from this seq on")
+    seek.add_argument("--time-ms", type=non_negative_int, help="from the first message stored at or after this time")
+    seek.add_argument("--end", action="store_true", help="only messages published from now on")
+    reset.set_defaults(seq=None)
+
+    fetch = tree.command(
+        commands, "fetch", "fetch a batch for a consumer from every partition (or one)", consumers.fetch
+    )
+    fetch.add_argument("stream", help="the stream")
+    fetch.add_argument("consumer", help="the consumer's name")
+    fetch.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
+    fetch.add_argument("--batch", type=positive_int, default=10, help="most messages to fetch")
+    fetch.add_argument("--wait-ms", type=non_negative_int, default=0, help="wait this long for the first message")
+    fetch.add_argument("--ack", action="store_true", help="acknowledge what was fetched")
+    sub = tree.command(
+        commands, "sub", "consume as a member of group CONSUMER; print and ack (Ctrl-C leaves)", consumers.sub
+    )
+    sub.add_argument("stream", help="the stream (it must exist)")
+    sub.add_argument("consumer", help="the consumer group (its durable consumer is created on first use)")
+    sub.add_argument("--stop-when-empty", action="store_true", help="stop after 2 s without a message")
+    sub.add_argument("--deliver-group", default="", help="(--server push subscriptions) the deliver group")
+    sub.add_argument("--no-ack", action="store_true", help="print only; messages come back after ack_wait")
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """A completion script for `shell`, generated from the command tree: commands, subcommands and
+    flags (zsh through bashcompinit)."""
+    words: dict[str, list[str]] = {}
+
+    def walk(node: argparse.ArgumentParser, path: str) -> None:
+        choices: list[str] = []
+        for action in node._actions:
+            choices.extend(option for option in action.option_strings if option.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    choices.append(name)
+                    walk(child, f"{path} {name}".strip())
+        words[path] = sorted(set(choices))
+
+    walk(parser, "")
+    cases = "\n".join(f'    "{path}") words="{" ".join(choices)}" ;;' for path, choices in words.items())
+    script = f"""_weir_complete() {{
+  local path="" word
+  for word in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
+    case "$word" in -*) ;; *) path="${{path:+$path }}$word" ;; esac
+  done
+  local words=""
+  case "$path" in
+{cases}
+  esac
+  COMPREPLY=($(compgen -W "$words" -- "${{COMP_WORDS[COMP_CWORD]}}"))
+}}
+complete -o default -F _weir_complete weir
+"""
+    if shell == "zsh":
+        return "autoload -U +X bashcompinit && bashcompinit\n" + script
+    return script

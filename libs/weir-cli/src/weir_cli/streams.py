@@ -1,0 +1,245 @@
+"""`weir stream ...`, `weir pub` and `weir read`: stream admin and messages, on a cluster (through its
+routers and partition primaries) or on one standalone node (`--server`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from weir.client import NodeClient, stream_config
+from weir.cluster import Client
+from weir.message import Message, PublishAck
+from weir.v1 import streams_pb2
+
+from weir_cli.output import emit, emit_message, stream_summary
+from weir_cli.target import CliError, cluster_client, node_client, with_progress
+
+READ_PAGE = 500  # messages one ReadMessages call asks for
+
+
+class Target:
+    """A cluster (Client) or one standalone node (NodeClient), behind the calls the commands need."""
+
+    def __init__(self, client: Client | NodeClient) -> None:
+        self.client = client
+
+    @property
+    def cluster(self) -> Client | None:
+        return self.client if isinstance(self.client, Client) else None
+
+    async def partitions(self, stream: str) -> int:
+        if isinstance(self.client, Client):
+            return len((await self.client.route(stream)).partitions)
+        return (await self.client.stream_info(stream)).config.partitions
+
+    async def node_for(self, stream: str, partition: int) -> NodeClient:
+        if isinstance(self.client, Client):
+            return await self.client.leader(stream, partition)
+        return self.client
+
+    async def read(self, stream: str, partition: int, from_seq: int, limit: int) -> streams_pb2.ReadMessagesResponse:
+        if isinstance(self.client, Client):
+            return await self.client.on_leader(
+                stream, partition, lambda node: node.read_messages(stream, partition, from_seq, max_messages=limit)
+            )
+        return await self.client.read_messages(stream, partition, from_seq, max_messages=limit)
+
+
+@contextlib.asynccontextmanager
+async def target(args: argparse.Namespace) -> AsyncIterator[Target]:
+    """The target of a command: --server (one standalone node) or the cluster's routers."""
+    if getattr(args, "server", None):
+        async with node_client(args) as node:
+            yield Target(node)
+    else:
+        async with cluster_client(args) as client:
+            yield Target(client)
+
+
+def partitions_of(args: argparse.Namespace, count: int) -> list[int]:
+    """--partition P (checked against `count`), else every partition."""
+    if args.partition is None:
+        return list(range(count))
+    if args.partition >= count:
+        raise CliError(f"stream {args.stream!r} has {count} partition(s): --partition {args.partition} does not exist")
+    return [args.partition]
+
+
+# -- stream admin -------------------------------------------------------------------------------------
+
+
+def _config_of(args: argparse.Namespace) -> Any:
+    return stream_config(
+        args.name,
+        subjects=args.subjects or (),
+        partitions=args.partitions,
+        retention=args.retention,
+        max_age_ms=args.max_age_ms,
+        max_msgs=args.max_msgs,
+        max_bytes=args.max_bytes,
+        max_msgs_per_subject=args.max_msgs_per_subject,
+        max_msg_bytes=args.max_msg_bytes,
+        storage=args.storage,
+        replicas=args.replicas,
+        min_insync_replicas=args.min_insync_replicas,
+        deliver_up_to_high_watermark=args.deliver_up_to_high_watermark,
+        duplicate_window_ms=args.duplicate_window_ms,
+        duplicate_window_max_msgs=args.duplicate_window_max_msgs,
+    )
+
+
+async def stream_create(args: argparse.Namespace) -> int:
+    async with target(args) as to:
+        created = await with_progress(to.client.create_stream(_config_of(args)), "the cluster", args.verbose)
+    emit(created, args.json, f"created stream {created.name} ({created.partitions} partition(s))")
+    return 0
+
+
+_UPDATABLE = (
+    "max_age_ms",
+    "max_msgs",
+    "max_bytes",
+    "max_msg_bytes",
+    "max_msgs_per_subject",
+    "duplicate_window_ms",
+    "duplicate_window_max_msgs",
+)
+
+
+async def stream_update(args: argparse.Namespace) -> int:
+    request = streams_pb2.UpdateStreamRequest(name=args.name)
+    changed = [field for field in _UPDATABLE if getattr(args, field) is not None]
+    if not changed:
+        flags = ", ".join("--" + field.replace("_", "-") for field in _UPDATABLE)
+        raise CliError(f"weir stream update: nothing to change; give one of {flags}", status=2)
+    for field in changed:
+        setattr(request, field, getattr(args, field))
+    async with target(args) as to:
+        response = await to.client.update_stream(request)
+    summary = ", ".join(f"{field} {getattr(args, field)}" for field in changed)
+    emit(response, args.json, f"updated stream {args.name}: {summary}; {response.pruned} message(s) pruned")
+    return 0
+
+
+async def stream_info(args: argparse.Namespace) -> int:
+    async with target(args) as to:
+        info = await with_progress(to.client.stream_info(args.name), "the cluster", args.verbose)
+    emit(info, args.json, stream_summary(info))
+    return 0
+
+
+async def stream_list(args: argparse.Namespace) -> int:
+    async with target(args) as to:
+        names = await with_progress(to.client.list_streams(), "the cluster", args.verbose)
+    emit(names, args.json, "\n".join(names) if names else "(no streams)")
+    return 0
+
+
+async def stream_delete(args: argparse.Namespace) -> int:
+    async with target(args) as to:
+        await to.client.delete_stream(args.name)
+    emit({"deleted": args.name}, args.json, f"deleted stream {args.name}")
+    return 0
+
+
+async def stream_purge(args: argparse.Namespace) -> int:
+    async with target(args) as to:
+        count = await to.partitions(args.name)
+        args.stream = args.name
+        purged = 0
+        for partition in partitions_of(args, count):
+            node = await to.node_for(args.name, partition)
+            response = await node.purge_partition(args.name, partition, keep_from_seq=args.keep_from_seq)
+            purged += response.purged
+    emit({"purged": purged}, args.json, f"purged {purged} message(s) from stream {args.name}")
+    return 0
+
+
+# -- pub ------------------------------------------------------------------------------------------------
+
+
+def _payloads(args: argparse.Namespace) -> Iterator[bytes]:
+    """DATA --count times ({n} becomes 1..count), or one message per line of stdin."""
+    if args.data is not None and args.data != "-":
+        for number in range(1, args.count + 1):
+            yield args.data.replace("{n}", str(number)).encode()
+        return
+    if sys.stdin.isatty():
+        print("weir pub: reading messages from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
+    for line in sys.stdin.buffer:
+        yield line.rstrip(b"\n")
+
+
+async def pub(args: argparse.Namespace) -> int:
+    headers = []
+    for item in args.header or ():
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise CliError(f"weir pub: --header takes KEY=VALUE, got {item!r}", status=2)
+        headers.append((name, value))
+    key = args.key.encode() if args.key is not None else None
+    async with target(args) as to:
+        acks: list[PublishAck] = []
+        for payload in _payloads(args):
+            ack = await to.client.publish(
+                args.stream,
+                args.subject,
+                payload,
+                headers=headers,
+                key=key,
+                partition=args.partition,
+                ack_level=args.ack,
+                msg_id=args.msg_id if to.cluster is not None else args.msg_id or "",
+            )
+            acks.append(ack)
+            if args.json:
+                print(json.dumps({"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}))
+            elif len(acks) <= 10:
+                duplicate = " (duplicate: stored before)" if ack.duplicate else ""
+                print(f"published to {args.stream}[{ack.partition}] seq {ack.seq}{duplicate}")
+    if not args.json and len(acks) > 10:
+        print(f"... published {len(acks)} messages to {args.stream}")
+    if not acks:
+        raise CliError("weir pub: nothing to publish (stdin was empty)")
+    return 0
+
+
+# -- read -----------------------------------------------------------------------------------------------
+
+
+async def read(args: argparse.Namespace) -> int:
+    """Stored messages of every partition (or --partition), oldest first per partition; with
+    --follow, then every new one as it arrives until Ctrl-C."""
+    async with target(args) as to:
+        count = await to.partitions(args.stream)
+        positions = dict.fromkeys(partitions_of(args, count), args.from_seq)
+        shown = 0
+        for partition in positions:
+            while shown < args.max:
+                response = await to.read(args.stream, partition, positions[partition], min(READ_PAGE, args.max - shown))
+                for message in response.messages:
+                    emit_message(Message.from_proto(args.stream, message), args.json)
+                shown += len(response.messages)
+                positions[partition] = response.next_seq
+                if not response.messages or response.next_seq > response.last_seq:
+                    break
+        if not args.follow:
+            if shown == 0 and not args.json:
+                print(f"(no messages in {args.stream}{_which(args)})", file=sys.stderr)
+            return 0
+        while True:
+            for partition, from_seq in positions.items():
+                response = await to.read(args.stream, partition, from_seq, READ_PAGE)
+                for message in response.messages:
+                    emit_message(Message.from_proto(args.stream, message), args.json)
+                positions[partition] = max(from_seq, response.next_seq)
+            await asyncio.sleep(0.2)
+
+
+def _which(args: argparse.Namespace) -> str:
+    return f" partition {args.partition}" if args.partition is not None else ""
