@@ -148,9 +148,13 @@ async def demo(args: argparse.Namespace) -> int:
         root = Path(args.data_dir) if args.data_dir else Path(temporary)
         progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
         # Started from this (long-lived) thread: the processes die with us if we are killed.
-        cluster = LocalCluster.start(root, progress=progress)
+        cluster = LocalCluster.start(root, gateways=1, progress=progress)
         try:
             summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
+            async with Client(cluster.router_addresses) as client:
+                await client.create_stream(stream_config("demo-pixy", partitions=4))
+            summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
+            summary["verified"] = summary["verified"] and summary["kafka_pixy"]["verified"]
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
                 "redis": cluster.redis.url,
@@ -238,6 +242,38 @@ async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) 
             "messages_per_node": {node.node_id: node.total_msg_count for node in stats.nodes},
             "skew_msg_count": stats.skew_msg_count,
         }
+
+
+async def _kafka_pixy_round_trip(address: str, messages: int = 100) -> dict[str, Any]:
+    """Through the gateway's kafka-pixy API, as a kafka-pixy client would: Produce keyed messages to
+    topic demo-pixy, then a consume-n-ack loop until each came back."""
+    import grpc
+    from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as pb
+    from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as pb_grpc
+
+    progress(f"kafka-pixy through the gateway at {address}: {messages} Produce calls, then ConsumeNAck ...")
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = pb_grpc.KafkaPixyStub(channel)
+        sent = set()
+        for number in range(messages):
+            produced = await stub.Produce(
+                pb.ProdRq(topic="demo-pixy", key_value=b"pixy-%d" % (number % 8), message=b"pixy %d" % number),
+                timeout=30,
+            )
+            sent.add((produced.partition, produced.offset))
+        got: set[tuple[int, int]] = set()
+        request = pb.ConsNAckRq(topic="demo-pixy", group="demo-pixy", auto_ack=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not sent <= got:
+            try:
+                response = await stub.ConsumeNAck(request, timeout=30)
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+                continue
+            got.add((response.partition, response.offset))
+    progress(f"kafka-pixy: produced {len(sent)}, consumed {len(got & sent)} of them")
+    return {"produced": len(sent), "consumed": len(got & sent), "verified": sent <= got}
 
 
 DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"

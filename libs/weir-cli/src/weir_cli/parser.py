@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Coroutine
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from weir.client import DELIVER_POLICIES
 
 from weir_cli import consumers, local, streams
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
-Commands = argparse._SubParsersAction[Any]  # a command group
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[Any]  # a command group
+else:
+    Commands = argparse._SubParsersAction
 GLOBAL_DEFAULTS = {"json": False, "router": None, "data_dir": None, "server": None, "timeout": None, "verbose": False}
 
 
