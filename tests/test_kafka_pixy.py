@@ -28,7 +28,8 @@ from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as current_grpc
 from tests.conftest import needs_own_processes
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = ROOT.parent / "shared" / "seeds" / "001_3f8f7fdea44bf94c.txt"
+SEED_PROTO = Path(__file__).resolve().parent / "protocols" / "kafka_pixy_seed.proto"
+SHARED_SEED = ROOT.parent / "shared" / "seeds" / "001_3f8f7fdea44bf94c.txt"
 CLIENT_PROGRAM = Path(__file__).resolve().parent / "kafka_pixy_client.py"
 LONG_POLL_MS = 500
 GATEWAY_ENV = {
@@ -42,7 +43,7 @@ GATEWAY_ENV = {
 @pytest.fixture(scope="module")
 def stubs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Python stubs generated from the seed's proto, as package `kafkapixy` (the quick start's)."""
-    text = SEED.read_text()
+    text = SEED_PROTO.read_text()
     proto = text[text.index('syntax = "proto3";') :]
     root = tmp_path_factory.mktemp("kafkapixy-stubs")
     package = root / "kafkapixy"
@@ -79,6 +80,14 @@ def create_topic(cluster: LocalCluster, name: str, partitions: int = 3) -> None:
             await client.create_stream(stream_config(name, partitions=partitions, replicas=1))
 
     asyncio.run(create())
+
+
+def test_the_kept_seed_proto_is_the_seed() -> None:
+    if not SHARED_SEED.exists():
+        pytest.skip("the shared seeds directory is not next to this checkout")
+    seed = SHARED_SEED.read_text()
+    kept = SEED_PROTO.read_text()
+    assert kept[kept.index('syntax = "proto3";') :] == seed[seed.index('syntax = "proto3";') :]
 
 
 def current_call(address: str, method: str, request: Any) -> Any:

@@ -195,6 +195,16 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     "Streams/AckBatchStream": [
         (streams_pb2.AckBatchRequest(stream=STREAM, consumer="c1", seqs=list(range(1, 200_001))), {INVALID}),
     ],
+    "Streams/PurgePartition": [
+        (streams_pb2.PurgePartitionRequest(stream=STREAM, partition=U32), {INVALID}),
+        (streams_pb2.PurgePartitionRequest(stream=STREAM, keep_from_seq=U64), {OUT_OF_RANGE}),
+    ],
+    "Streams/SeekConsumer": [
+        (streams_pb2.SeekConsumerRequest(stream=STREAM, consumer="c1", seq=U64), {OUT_OF_RANGE}),
+        (streams_pb2.SeekConsumerRequest(stream=STREAM, consumer="c1", partition=U32, seq=1), {INVALID}),
+        (streams_pb2.SeekConsumerRequest(stream=STREAM, consumer="c1", time_ms=-(2**63)), {INVALID}),
+        (streams_pb2.SeekConsumerRequest(stream=STREAM, consumer="c1", time_ms=2**63 - 1), {OK}),
+    ],
     "Streams/Nak": [(streams_pb2.NakRequest(stream=STREAM, consumer="c1", seq=1, delay_ms=U64), {INVALID})],
     "Streams/Term": [(streams_pb2.TermRequest(stream=STREAM, consumer="c1", seq=U64), {PRECONDITION})],
     "Streams/InProgress": [(streams_pb2.InProgressRequest(stream=STREAM, consumer="c1", seq=U64), {PRECONDITION})],

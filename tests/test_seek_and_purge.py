@@ -135,6 +135,8 @@ async def test_purge_below_a_seq_then_all(client: NodeClient, stream_name: str) 
     stats = (await client.stream_info(stream_name)).stats.partitions[0]
     assert (stats.first_seq, stats.last_seq, stats.msg_count) == (11, 11, 1)
     assert (await client.purge_partition(stream_name, 0, keep_from_seq=1)).purged == 0
+    with pytest.raises(PositionOutOfRangeError, match="next seq is 12"):
+        await client.purge_partition(stream_name, 0, keep_from_seq=13)  # as Kafka's DeleteRecords
 
 
 async def test_seek_and_purge_survive_a_restart(fresh_node: NodeHandle, stream_name: str) -> None:

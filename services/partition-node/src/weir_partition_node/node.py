@@ -995,10 +995,18 @@ class Node:
 
     async def purge_partition(self, stream_name: str, index: int, keep_from_seq: int | None) -> tuple[int, int]:
         """Remove the partition's messages below `keep_from_seq` (None: all stored now). Returns
-        (purged, first_seq afterwards). Errors: NoSuchStreamError, NoSuchPartitionError,
-        NotLeaderError, ShuttingDownError."""
+        (purged, first_seq afterwards). Errors: PositionOutOfRangeError (keep_from_seq beyond the next
+        seq, as Kafka's DeleteRecords), NoSuchStreamError, NoSuchPartitionError, NotLeaderError,
+        ShuttingDownError."""
         self._check_open()
         partition = self._partition(stream_name, index)
+        if keep_from_seq is not None and keep_from_seq > partition.last_seq + 1:
+            raise PositionOutOfRangeError(
+                f"keep_from_seq {keep_from_seq} is beyond partition {index} of {stream_name!r}: its next seq is "
+                f"{partition.last_seq + 1} (omit it to purge everything)",
+                stream=stream_name,
+                partition=index,
+            )
         purged = await partition.purge(keep_from_seq)
         return purged, partition.first_seq
 

@@ -224,7 +224,8 @@ class StreamsServicer:
         """Remove the messages of one partition below a seq, or all of them (JetStream's stream purge):
         seqs keep counting from where they were; consumers skip what is gone; the removal reaches the
         secondaries as a truncation. Answered by the partition's primary. Errors: no_such_stream,
-        no_such_partition (INVALID_ARGUMENT), not_leader.
+        no_such_partition (INVALID_ARGUMENT), position_out_of_range (OUT_OF_RANGE) for a keep_from_seq
+        beyond the next seq (as Kafka's DeleteRecords), not_leader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
