@@ -150,3 +150,16 @@ def test_commit_latency_smoke(checkpoint_bytes: int) -> None:
         assert report["background_checkpoints"] > 0
     else:
         assert report["background_checkpoints"] is None
+
+
+@pytest.mark.slow
+def test_gateway_bench_smoke() -> None:
+    """`python -m bench.gateway_bench --smoke`: the bare call, sync Produce and ConsumeNAck through a
+    real gateway, each with calls, a rate and the answering process's CPU per call, and the ratio."""
+    needs_own_processes()
+    report = run_json(["bench.gateway_bench", "--smoke"], timeout_s=300)
+    for phase in ("bare_unary", "produce_sync", "consume_n_ack"):
+        assert report[phase]["calls"] > 0 and report[phase]["msgs_per_s"] > 0, phase
+        assert report[phase]["server_cpu_us_per_call"] >= 0, phase
+    assert report["consume_n_ack"]["distinct_messages"] == report["consume_n_ack"]["calls"]
+    assert report["gateway_to_bare_cpu"] is None or report["gateway_to_bare_cpu"] > 0
