@@ -163,3 +163,25 @@ def test_gateway_bench_smoke() -> None:
         assert report[phase]["server_cpu_us_per_call"] >= 0, phase
     assert report["consume_n_ack"]["distinct_messages"] == report["consume_n_ack"]["calls"]
     assert report["gateway_to_bare_cpu"] is None or report["gateway_to_bare_cpu"] > 0
+
+
+@pytest.mark.slow
+def test_weir_bench_targets_an_existing_cluster(router_addresses: list[str]) -> None:
+    """`weir bench --router ...`: Weir only, against the cluster it is given (nothing started)."""
+    needs_own_processes()
+    arguments = [
+        "weir_cli.cli",
+        "bench",
+        "--smoke",
+        "--workloads",
+        "p1-r1-leader",
+        "--router",
+        ",".join(router_addresses),
+    ]
+    report = run_json(arguments, timeout_s=300)
+    assert report["failures"] == {}
+    (workload,) = report["workloads"].values()
+    assert set(workload["systems"]) == {"weir"}
+    figures = workload["systems"]["weir"]
+    assert figures["publish"]["msgs_per_s"] > 0 and figures["consume"]["msgs_per_s"] > 0
+    assert "an existing cluster at" in figures["variant"]

@@ -112,12 +112,13 @@ def log(message: str) -> None:
     print(f"[bench.compare] {message}", file=sys.stderr, flush=True)
 
 
-def make_driver(system: str, replicas: int) -> Driver:
-    """A driver for one of SYSTEMS (anchors imported lazily: they need the dev tools' clients)."""
+def make_driver(system: str, replicas: int, routers: list[str] | None = None) -> Driver:
+    """A driver for one of SYSTEMS (anchors imported lazily: they need the dev tools' clients);
+    `routers`: Weir runs against that existing cluster instead of one it starts."""
     if system in ("weir", "weir-idempotent"):
         from bench.compare.weir_driver import WeirDriver
 
-        return WeirDriver(replicas, idempotent=system == "weir-idempotent")
+        return WeirDriver(replicas, idempotent=system == "weir-idempotent", routers=routers)
     if system in ("nats-jetstream", "nats-jetstream-sync"):
         from bench.compare.nats_driver import NatsDriver
 
@@ -459,6 +460,7 @@ async def run_all(
     repeat: int,
     workdir: Path,
     server_cpus: set[int],
+    routers: list[str] | None = None,
 ) -> dict[str, Any]:
     replicas_needed = sorted({workload.replicas for workload in workloads})
     drivers: dict[tuple[str, int], Driver] = {}
@@ -468,7 +470,7 @@ async def run_all(
     try:
         for system in systems:
             for replicas in replicas_needed:
-                driver = make_driver(system, replicas)
+                driver = make_driver(system, replicas, routers)
                 drivers[(system, replicas)] = driver
                 log(f"starting {system} with {replicas} replica(s)")
                 await driver.start(workdir / f"{system}-r{replicas}", server_cpus)
@@ -637,6 +639,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     parser.add_argument("--report", type=Path, help="write the Markdown report here")
     parser.add_argument("--keep", action="store_true", help="keep the servers' data and logs")
+    parser.add_argument(
+        "--router",
+        help="run Weir against this existing cluster (host:port[,host:port]; only --systems weir by default; "
+        "its server CPU is not metered; it needs as many nodes as the workloads' replicas)",
+    )
     args = parser.parse_args(argv)
     for flag in ("repeat", "messages", "producers", "consumers", "batch", "in_flight", "rate", "rate_batch"):
         if getattr(args, flag) < 1:
@@ -653,7 +660,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; known: {list(known)}")
     args.workload_list = [known[name] for name in names]
-    args.system_list = [name for name in args.systems.split(",") if name] or list(SYSTEMS)
+    args.system_list = [name for name in args.systems.split(",") if name] or (
+        ["weir"] if args.router else list(SYSTEMS)
+    )
     unknown = [name for name in args.system_list if name not in SYSTEMS]
     if unknown:
         parser.error(f"unknown system(s) {unknown}; known: {list(SYSTEMS)}")
@@ -690,7 +699,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         import uvloop
 
         body = run_all(
-            args.workload_list, args.system_list, settings, repeat=args.repeat, workdir=workdir, server_cpus=server_cpus
+            args.workload_list,
+            args.system_list,
+            settings,
+            repeat=args.repeat,
+            workdir=workdir,
+            server_cpus=server_cpus,
+            routers=[address.strip() for address in args.router.split(",") if address.strip()] if args.router else None,
         )
         results = uvloop.run(body)
     finally:

@@ -48,8 +48,13 @@ class WeirDriver(Driver):
         "the primary before their answer (pipelined and checked, as for ack leader), then replicated.",
     }
 
-    def __init__(self, replicas: int, fsync: str = "always", *, idempotent: bool = False) -> None:
+    def __init__(
+        self, replicas: int, fsync: str = "always", *, idempotent: bool = False, routers: list[str] | None = None
+    ) -> None:
         super().__init__(replicas)
+        # An existing cluster (`weir bench --router ...`): nothing is started, its processes are not
+        # ours to pin or meter (server CPU and RSS read 0).
+        self.existing_routers = routers
         self.fsync = fsync
         self.idempotent = idempotent
         if idempotent:
@@ -61,7 +66,18 @@ class WeirDriver(Driver):
         self._clients: dict[str, NodeClient] = {}
         self._primaries: dict[str, list[str]] = {}
 
+    @property
+    def router_addresses(self) -> list[str]:
+        if self.existing_routers:
+            return self.existing_routers
+        if self.cluster is None:
+            raise BenchError("the weir driver is not started")
+        return self.cluster.router_addresses
+
     async def start(self, workdir: Path, server_cpus: set[int]) -> None:
+        if self.existing_routers:
+            self.variant += f"; an existing cluster at {','.join(self.existing_routers)} (server CPU not metered)"
+            return
         node_env = {"WEIR_NODE_FSYNC": self.fsync}
         try:
             self.cluster = await asyncio.to_thread(
@@ -117,8 +133,6 @@ class WeirDriver(Driver):
     async def create_topic(self, spec: TopicSpec) -> None:
         from weir.cluster import WeirClient
 
-        if self.cluster is None:
-            raise BenchError("the weir driver is not started")
         config = stream_config(
             spec.name,
             partitions=spec.partitions,
@@ -126,7 +140,7 @@ class WeirDriver(Driver):
             min_insync_replicas=spec.replicas if spec.replicas > 1 else 0,
             storage="file",
         )
-        async with WeirClient(self.cluster.router_addresses) as admin:
+        async with WeirClient(self.router_addresses) as admin:
             await admin.create_stream(config)
             await admin.create_consumer(spec.name, consumer_config(CONSUMER))
             route = await admin.route(spec.name, refresh=True)
@@ -155,9 +169,9 @@ class WeirDriver(Driver):
     async def delete_topic(self, spec: TopicSpec) -> None:
         from weir.cluster import WeirClient
 
-        if self.cluster is None:
+        if self.cluster is None and not self.existing_routers:
             return
-        async with WeirClient(self.cluster.router_addresses) as admin:
+        async with WeirClient(self.router_addresses) as admin:
             await admin.delete_stream(spec.name)
         self._primaries.pop(spec.name, None)
 
