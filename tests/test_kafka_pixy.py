@@ -279,6 +279,25 @@ def test_too_many_waiting_consumers_get_resource_exhausted(stub: Any, cluster: L
     assert "NOT_FOUND" in {code.name for code in codes}
 
 
+def test_list_consumers_shows_the_group_members_and_their_partitions(
+    stub: Any, cluster: LocalCluster, gateway: GatewayHandle, stream_name: str
+) -> None:
+    create_topic(cluster, stream_name, partitions=3)
+    stub.Produce(current.ProdRq(topic=stream_name, message=b"x"))
+    stub.ConsumeNAck(current.ConsNAckRq(topic=stream_name, group="listed", auto_ack=True), timeout=10)
+    listing = current_call(gateway.kafka_pixy_address, "ListConsumers", current.ListConsumersRq(topic=stream_name))
+    (member,) = listing.groups["listed"].consumers.values()  # this gateway is the one member
+    assert sorted(member.partitions) == [0, 1, 2]
+    only = current_call(
+        gateway.kafka_pixy_address, "ListConsumers", current.ListConsumersRq(topic=stream_name, group="other")
+    )
+    assert dict(only.groups) == {}
+    code, _ = status_of(
+        lambda: current_call(gateway.kafka_pixy_address, "ListConsumers", current.ListConsumersRq(topic="no-such-kp"))
+    )
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
 def test_unknown_topic_or_group_offsets_are_not_found(
     cluster: LocalCluster, gateway: GatewayHandle, stream_name: str
 ) -> None:

@@ -90,6 +90,9 @@ def test_two_gateways_split_a_group_and_survive_a_client_and_a_gateway_dying(tmp
         _wait(lambda: len(seen) >= MESSAGES // 3, 60, "the first third consumed")
         with lock:  # both instances are members: each serves only its own partitions
             assert first.partitions and second.partitions and not first.partitions & second.partitions
+        listing = producer.ListConsumers(pb.ListConsumersRq(topic=topic, group="workers"), timeout=10)
+        members = listing.groups["workers"].consumers
+        assert len(members) == 2 and sorted(p for m in members.values() for p in m.partitions) == [0, 1, 2, 3]
 
         # A client stops mid-loop without acknowledging its last message: it is offered again.
         second.ack_last = False

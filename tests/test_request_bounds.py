@@ -303,6 +303,11 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
         (router_pb2.LeaveGroupRequest(stream=STREAM, group=LONG, client_id="m"), {INVALID}),
         (router_pb2.LeaveGroupRequest(stream=STREAM, group="g", client_id=LONG), {INVALID}),
     ],
+    "Router/GetGroupInfo": [
+        (router_pb2.GetGroupInfoRequest(stream=STREAM, group=LONG), {INVALID}),
+        (router_pb2.GetGroupInfoRequest(stream=LONG, group="g"), {INVALID}),
+        (router_pb2.GetGroupInfoRequest(stream=STREAM, group="never-joined"), {OK}),
+    ],
     "Router/CreateStream": [
         (streams_pb2.CreateStreamRequest(config=_config(partitions=U32)), {INVALID}),
         (streams_pb2.CreateStreamRequest(config=_config(partitions=1024, replicas=U32)), {INVALID}),

@@ -448,6 +448,12 @@ class Client:
         request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
         return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
 
+    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
+        """A consumer group's live members and the partitions each holds. Errors:
+        NoSuchStreamError, InvalidNameError."""
+        request = router_pb2.GetGroupInfoRequest(stream=stream, group=group)
+        return await self._router_call("GetGroupInfo", request)  # type: ignore[no-any-return]
+
     async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
         return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
 

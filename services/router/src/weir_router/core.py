@@ -399,6 +399,23 @@ class RouterCore:
         wanted.name = group
         await self.create_consumer(record.config.name, wanted)
 
+    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
+        """The group's live members (heartbeat within the session timeout) and their partitions.
+        Errors: InvalidArgumentError / InvalidNameError, NoSuchStreamError."""
+        if not group:
+            raise InvalidArgumentError("group: a consumer group name is required")
+        validate_name(group, "group")
+        await self._record(stream)
+        state = assignment.GroupState.from_json(await self.store.redis.get(self.store.keys.group(stream, group)))
+        live_after = await self.store.now_ms() - self.settings.group_session_timeout_ms
+        response = router_pb2.GetGroupInfoResponse(generation=state.generation)
+        for client_id, heartbeat_ms in sorted(state.members.items()):
+            if heartbeat_ms < live_after:
+                continue
+            held = sorted(partition for partition, owner in state.owners.items() if owner == client_id)
+            response.members.add(client_id=client_id, last_heartbeat_ms=heartbeat_ms, partitions=held)
+        return response
+
     async def leave_group(self, stream: str, group: str, client_id: str) -> None:
         """Remove `client_id` from the group at once (its partitions are reassigned). Errors:
         InvalidArgumentError / InvalidNameError (names as QueryAssignment checks them),

@@ -104,6 +104,10 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
         return router_pb2.LeaveGroupResponse()
 
     @unary
+    async def GetGroupInfo(self, request: router_pb2.GetGroupInfoRequest, context: Any) -> Any:
+        return await self.core.group_info(request.stream, request.group)
+
+    @unary
     async def CreateStream(self, request: streams_pb2.CreateStreamRequest, context: Any) -> Any:
         if request.HasField("placement"):
             raise InvalidArgumentError("placement: chosen by the router's controller; leave it unset")

@@ -124,6 +124,32 @@ class LeaveGroupResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GetGroupInfoRequest(_message.Message):
+    __slots__ = ("stream", "group")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    group: str
+    def __init__(self, stream: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+
+class GroupMember(_message.Message):
+    __slots__ = ("client_id", "last_heartbeat_ms", "partitions")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    last_heartbeat_ms: int
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, client_id: _Optional[str] = ..., last_heartbeat_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class GetGroupInfoResponse(_message.Message):
+    __slots__ = ("generation", "members")
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    generation: int
+    members: _containers.RepeatedCompositeFieldContainer[GroupMember]
+    def __init__(self, generation: _Optional[int] = ..., members: _Optional[_Iterable[_Union[GroupMember, _Mapping]]] = ...) -> None: ...
+
 class GetClusterStreamStatsRequest(_message.Message):
     __slots__ = ("include_per_stream",)
     INCLUDE_PER_STREAM_FIELD_NUMBER: _ClassVar[int]

@@ -50,6 +50,11 @@ class RouterStub:
                 request_serializer=weir_dot_v1_dot_router__pb2.LeaveGroupRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_router__pb2.LeaveGroupResponse.FromString,
                 _registered_method=True)
+        self.GetGroupInfo = channel.unary_unary(
+                '/weir.v1.Router/GetGroupInfo',
+                request_serializer=weir_dot_v1_dot_router__pb2.GetGroupInfoRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_router__pb2.GetGroupInfoResponse.FromString,
+                _registered_method=True)
         self.CreateStream = channel.unary_unary(
                 '/weir.v1.Router/CreateStream',
                 request_serializer=weir_dot_v1_dot_streams__pb2.CreateStreamRequest.SerializeToString,
@@ -134,6 +139,15 @@ class RouterServicer:
 
     def LeaveGroup(self, request, context):
         """Leave a consumer group at once (the member's partitions are re-offered to the others).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetGroupInfo(self, request, context):
+        """A consumer group's live members and the partitions each holds (kafka-pixy's ListConsumers).
+        A group nobody joined yet has generation 0 and no members. Errors: no_such_stream,
+        invalid_argument / invalid_name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -229,6 +243,11 @@ def add_RouterServicer_to_server(servicer, server):
                     servicer.LeaveGroup,
                     request_deserializer=weir_dot_v1_dot_router__pb2.LeaveGroupRequest.FromString,
                     response_serializer=weir_dot_v1_dot_router__pb2.LeaveGroupResponse.SerializeToString,
+            ),
+            'GetGroupInfo': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetGroupInfo,
+                    request_deserializer=weir_dot_v1_dot_router__pb2.GetGroupInfoRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_router__pb2.GetGroupInfoResponse.SerializeToString,
             ),
             'CreateStream': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateStream,
@@ -367,6 +386,33 @@ class Router:
             '/weir.v1.Router/LeaveGroup',
             weir_dot_v1_dot_router__pb2.LeaveGroupRequest.SerializeToString,
             weir_dot_v1_dot_router__pb2.LeaveGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetGroupInfo(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Router/GetGroupInfo',
+            weir_dot_v1_dot_router__pb2.GetGroupInfoRequest.SerializeToString,
+            weir_dot_v1_dot_router__pb2.GetGroupInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,

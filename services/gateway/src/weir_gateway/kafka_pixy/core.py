@@ -222,6 +222,22 @@ class KafkaPixyCore:
         for partition, seq in seqs:
             await self.client.seek_consumer(topic, group, seq=seq, partition=partition)
 
+    async def list_consumers(self, cluster: str, topic: str, group: str) -> dict[str, dict[str, list[int]]]:
+        """{group: {member client id: partitions}} for the topic's consumer groups (every durable
+        consumer of the stream; `group` keeps only that one). Errors: NoSuchStreamError."""
+        self.check_cluster(cluster)
+        self.check_topic(topic)
+        if group:
+            self.check_group(group)
+        names = [info.config.name for info in await self.client.list_consumers(topic)]
+        answer: dict[str, dict[str, list[int]]] = {}
+        for name in names:
+            if group and name != group:
+                continue
+            info = await self.client.group_info(topic, name)
+            answer[name] = {member.client_id: list(member.partitions) for member in info.members}
+        return answer
+
     # -- metadata ----------------------------------------------------------------------------------
 
     async def topic_metadata(

@@ -138,9 +138,12 @@ class KafkaPixyServicer(kafkapixy_pb2_grpc.KafkaPixyServicer):
             response.topics[name].CopyFrom(_metadata(config, partitions))
         return response
 
+    @kafka_pixy_rpc(missing_is_not_found=True)
     async def ListConsumers(self, request: kafkapixy_pb2.ListConsumersRq, context: Any) -> Any:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED,
-            "ListConsumers is not served yet: the members of a Weir consumer group and their partitions are "
-            "kept by the router, which has no call that lists them",
-        )
+        groups = await self.core.list_consumers(request.cluster, request.topic, request.group)
+        response = kafkapixy_pb2.ListConsumersRs()
+        for name, members in groups.items():
+            entry = response.groups[name]
+            for client_id, partitions in members.items():
+                entry.consumers[client_id].partitions.extend(partitions)
+        return response
