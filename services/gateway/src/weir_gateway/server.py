@@ -4,17 +4,14 @@ on SIGTERM/SIGINT (groups are left and buffered messages handed back)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import os
-import signal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
+from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_gateway import metrics
 from weir_gateway.kafka_pixy.core import KafkaPixyCore
@@ -75,16 +72,8 @@ class GatewayProcess:
             settings.cluster_name,
             settings.routers,
         )
-        if settings.ready_file is not None:
-            ready = {
-                "gateway_id": settings.gateway_id,
-                "pid": os.getpid(),
-                "kafka_pixy_port": self.kafka_pixy_port,
-                "metrics_port": self.metrics_port,
-            }
-            temporary = settings.ready_file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(ready))
-            temporary.replace(settings.ready_file)
+        ready = {"gateway_id": settings.gateway_id, "kafka_pixy_port": self.kafka_pixy_port}
+        write_ready_file(settings.ready_file, {**ready, "metrics_port": self.metrics_port})
 
     async def stop(self) -> None:
         for service in ("", KAFKA_PIXY_SERVICE):
@@ -102,9 +91,5 @@ class GatewayProcess:
 async def serve(settings: GatewaySettings) -> None:
     process = GatewayProcess(settings)
     await process.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+    await wait_for_stop_signal()
     await process.stop()

@@ -5,22 +5,14 @@ Settings come from `WEIR_NODE_*` environment variables (see settings.py and the 
 
 from __future__ import annotations
 
-import logging
-
-import uvloop
-from weir_server.service_settings import load_settings
+from weir_server.service import run_service
 
 from weir_partition_node.server import serve
 from weir_partition_node.settings import NodeSettings
 
 
 def main() -> None:
-    settings = load_settings(NodeSettings, "weir-partition-node")
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
-    )
-    uvloop.run(serve(settings))
+    run_service(NodeSettings, "weir-partition-node", serve)
 
 
 if __name__ == "__main__":

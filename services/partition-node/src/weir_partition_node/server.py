@@ -10,10 +10,8 @@ deadline (`STOP_STEP_TIMEOUTS_S`); one that overruns is logged by name and the p
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import signal
 import time
 from collections.abc import Awaitable
 
@@ -24,6 +22,7 @@ from prometheus_client import REGISTRY, start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
+from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
@@ -148,17 +147,12 @@ class NodeProcess:
             settings.data_dir,
             settings.fsync,
         )
-        if settings.ready_file is not None:
-            ready = {
-                "node_id": settings.node_id,
-                "pid": os.getpid(),
-                "client_port": self.client_port,
-                "internal_port": self.internal_port,
-                "metrics_port": self.metrics_port,
-            }
-            temporary = settings.ready_file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(ready))
-            temporary.replace(settings.ready_file)
+        ports = {
+            "client_port": self.client_port,
+            "internal_port": self.internal_port,
+            "metrics_port": self.metrics_port,
+        }
+        write_ready_file(settings.ready_file, {"node_id": settings.node_id, **ports})
 
     async def stop(self) -> bool:
         """Drain and close, each step within its own deadline (`STOP_STEP_TIMEOUTS_S`, the servers
@@ -222,12 +216,8 @@ async def serve(settings: NodeSettings) -> None:
     """Run a node until SIGTERM or SIGINT."""
     process = NodeProcess(settings)
     await process.start()
-    stop = asyncio.Event()
     tune_garbage_collector()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+    await wait_for_stop_signal()
     logger.info("node %s: signal received, draining", settings.node_id)
     if not await process.stop():
         # A stuck step may leave a thread that would keep the interpreter from exiting; the data is

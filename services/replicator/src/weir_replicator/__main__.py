@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-
-import uvloop
-from weir_server.service_settings import load_settings
+from weir_server.service import run_service
 
 from weir_replicator.server import serve
 from weir_replicator.settings import ReplicatorSettings
 
 
 def main() -> None:
-    settings = load_settings(ReplicatorSettings, "weir-replicator")
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
-    )
-    uvloop.run(serve(settings))
+    run_service(ReplicatorSettings, "weir-replicator", serve)
 
 
 if __name__ == "__main__":

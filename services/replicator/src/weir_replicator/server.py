@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
-import signal
 
 import redis.asyncio as redis_asyncio
 from prometheus_client import start_http_server
@@ -23,6 +20,7 @@ from redis.exceptions import RedisError
 from weir.v1 import types_pb2
 from weir_server.metadata import Keys
 from weir_server.runtime import tune_garbage_collector
+from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership, owner_of
@@ -166,17 +164,9 @@ async def serve(settings: ReplicatorSettings) -> None:
         settings.host,
         httpd.server_port,
     )
-    if settings.ready_file is not None:
-        temporary = settings.ready_file.with_suffix(".tmp")
-        temporary.write_text(
-            json.dumps({"replicator_id": settings.replicator_id, "pid": os.getpid(), "metrics_port": httpd.server_port})
-        )
-        temporary.replace(settings.ready_file)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+    ready = {"replicator_id": settings.replicator_id, "metrics_port": httpd.server_port}
+    write_ready_file(settings.ready_file, ready)
+    await wait_for_stop_signal()
     logger.info("replicator %s: signal received, stopping", settings.replicator_id)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-
-import uvloop
-from weir_server.service_settings import load_settings
+from weir_server.service import run_service
 
 from weir_router.server import serve
 from weir_router.settings import RouterSettings
 
 
 def main() -> None:
-    settings = load_settings(RouterSettings, "weir-router")
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
-    )
-    uvloop.run(serve(settings))
+    run_service(RouterSettings, "weir-router", serve)
 
 
 if __name__ == "__main__":

@@ -4,11 +4,7 @@ released, so another router takes over at once)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import os
-import signal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -16,6 +12,7 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir.v1 import router_pb2, router_pb2_grpc
 from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_router.core import RouterCore
 from weir_router.servicer import RouterServicer
@@ -66,16 +63,8 @@ class RouterProcess:
             settings.redis_url,
             self.core.is_controller,
         )
-        if settings.ready_file is not None:
-            ready = {
-                "router_id": settings.router_id,
-                "pid": os.getpid(),
-                "port": self.port,
-                "metrics_port": self.metrics_port,
-            }
-            temporary = settings.ready_file.with_suffix(".tmp")
-            temporary.write_text(json.dumps(ready))
-            temporary.replace(settings.ready_file)
+        ready = {"router_id": settings.router_id, "port": self.port, "metrics_port": self.metrics_port}
+        write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
         for service in ("", SERVICE):
@@ -93,9 +82,5 @@ class RouterProcess:
 async def serve(settings: RouterSettings) -> None:
     process = RouterProcess(settings)
     await process.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
+    await wait_for_stop_signal()
     await process.stop()

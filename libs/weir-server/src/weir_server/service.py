@@ -1,0 +1,54 @@
+"""What every long-running Weir service does the same way: read its settings (flags over the
+environment, `weir_server.service_settings`), log, run its asyncio `serve` on uvloop, report its
+bound ports through a ready file (how the launcher learns them), and stop on SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import uvloop
+from pydantic_settings import BaseSettings
+
+from weir_server.service_settings import load_settings
+
+LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
+
+
+Settings = TypeVar("Settings", bound=BaseSettings)
+
+
+def run_service(
+    settings_cls: type[Settings], prog: str, serve: Callable[[Settings], Coroutine[Any, Any, None]]
+) -> None:
+    """A service's `main`: settings from argv and the environment (bad ones exit 2 with one line),
+    logging at the settings' `log_level`, then `serve(settings)` on uvloop until it returns."""
+    settings = load_settings(settings_cls, prog)
+    level: str = getattr(settings, "log_level", "INFO")
+    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    uvloop.run(serve(settings))
+
+
+def write_ready_file(path: Path | None, ready: Mapping[str, object]) -> None:
+    """Write `ready` (the process's id and bound ports) as JSON to `path`, atomically (a reader
+    never sees half a file); nothing when `path` is None. The process's pid is added."""
+    if path is None:
+        return
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps({**ready, "pid": os.getpid()}))
+    temporary.replace(path)
+
+
+async def wait_for_stop_signal() -> None:
+    """Return once SIGTERM or SIGINT arrives."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
