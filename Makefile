@@ -42,13 +42,14 @@ up:  ## docker compose up: the whole stack (needs a Docker engine; Grafana on :3
 down:  ## docker compose down (volumes kept; add -v by hand to drop them)
 	docker compose -f deploy/docker-compose.yml down
 
-preflight:  ## say (and install where we can) what the slow tier needs from the system: java, prometheus, docker-compose
+preflight:  ## say (and install where we can: root with apt-get) what the slow tier needs from the system: java 17+, prometheus, promtool, docker-compose
 	@bash scripts/preflight.sh
 
-test: setup preflight  ## every test tier: unit, integration over real gRPC, crash tests
+test: setup preflight  ## every test tier: unit, integration over real gRPC, crash tests (a test whose system tool is missing is skipped, saying how to install it)
 	$(UV) run pytest -q
 
-test-fast: setup  ## everything except the slow (crash/fault) tier
+test-fast: setup  ## everything except the slow (crash/fault) tier; says what the slow tier would need, installs nothing
+	@WEIR_PREFLIGHT_INSTALL=0 bash scripts/preflight.sh
 	$(UV) run pytest -q -m "not slow"
 
 reliability: setup  ## the fault matrix (SIGKILL/SIGSTOP under ack-all load): prints it and writes docs/reliability.md

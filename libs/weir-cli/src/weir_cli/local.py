@@ -20,11 +20,20 @@ from weir.cluster import Client
 from weir.message import Message
 from weir_server.internal_clients import ChangeFeedClient
 
-from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
+from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
 
 _PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
+
+
+def _start_cluster(data_dir: Path, **options: Any) -> LocalCluster:
+    """`LocalCluster.start(data_dir, **options)`; a process that does not come up (no redis-server,
+    a node that exits) is the CLI's error (`weir: ...`, status 1), not a traceback."""
+    try:
+        return LocalCluster.start(data_dir, **options)
+    except LaunchError as error:
+        raise CliError(f"could not start the local cluster: {error}") from error
 
 
 async def cluster_up(args: argparse.Namespace) -> int:
@@ -34,7 +43,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         raise CliError(f"weir cluster up: a cluster is already running under {data_dir} (weir cluster down first)")
     progress(f"starting the local cluster under {data_dir} ...")
     cluster = await asyncio.to_thread(
-        LocalCluster.start,
+        _start_cluster,
         data_dir,
         nodes=args.nodes,
         routers=args.routers,
@@ -148,7 +157,7 @@ async def demo(args: argparse.Namespace) -> int:
         root = Path(args.data_dir) if args.data_dir else Path(temporary)
         progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
         # Started from this (long-lived) thread: the processes die with us if we are killed.
-        cluster = LocalCluster.start(root, gateways=1, progress=progress)
+        cluster = _start_cluster(root, gateways=1, progress=progress)
         try:
             summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
             async with Client(cluster.router_addresses) as client:
