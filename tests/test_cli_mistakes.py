@@ -4,14 +4,20 @@ exit, or now does what they meant. Each command is a real subprocess against the
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
+from weir_cli.cli import bench_arguments
 from weir_cli.parser import build_parser
 
 from tests.conftest import needs_own_processes
@@ -49,8 +55,10 @@ def routers(router_addresses: list[str]) -> str:
 def test_sub_on_a_mistyped_stream_fails_at_once(routers: str, tmp_path: Path) -> None:
     started = time.monotonic()
     result = weir("sub", "no-such-orders", "billing", "--router", routers, cwd=tmp_path)
-    one_line_error(result, 1, "no_such_stream")
+    one_line_error(result, 1, "no_such_stream: stream 'no-such-orders' does not exist ('weir stream list' shows")
     assert time.monotonic() - started < 20
+    for args in (("read", "no-such-orders"), ("fetch", "no-such-orders", "c"), ("stream", "info", "no-such-orders")):
+        one_line_error(weir(*args, "--router", routers, cwd=tmp_path), 1, "'weir stream list' shows the streams")
 
 
 def test_read_and_fetch_cover_every_partition(routers: str, tmp_path: Path, stream_name: str) -> None:
@@ -78,8 +86,44 @@ def test_human_output_shows_text_payloads_keys_and_a_short_stream_info(
     assert line.endswith("  héllo") and "key=k9" in line and f"{stream_name}[0] #1" in line
     info = weir("stream", "info", stream_name, "--router", routers, cwd=tmp_path).stdout.splitlines()
     assert len(info) < 12 and info[0].startswith(f"stream {stream_name}: 1 partition(s)")
+    assert info[-2].split() == ["partition", "leader", "seqs", "messages", "bytes", "in-sync", "replicas"]
+    partition, leader, seqs, messages, *_ = info[-1].split()
+    assert (partition, leader.startswith("node-"), seqs, messages) == ("0", True, "1..1", "1"), info
     as_json = json.loads(weir("stream", "info", stream_name, "--json", "--router", routers, cwd=tmp_path).stdout)
     assert as_json["stats"]["msg_count"] == 1  # a number, not a string
+    assert as_json["stats"]["partitions"][0]["leader"] == leader
+
+
+def test_payloads_that_are_not_text(routers: str, tmp_path: Path, stream_name: str) -> None:
+    """Bytes on the command line that are not UTF-8 are published as given (no traceback); people see
+    them as hex, --json as base64."""
+    weir("stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    published = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "weir_cli.cli",
+            "pub",
+            stream_name,
+            "x",
+            b"a\xffb",
+            "--key",
+            b"\xfe",
+            "--router",
+            routers,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert published.returncode == 0 and published.stderr == b"", published.stderr
+    (line,) = weir("read", stream_name, "--router", routers, cwd=tmp_path).stdout.splitlines()
+    assert line.endswith("key=<1 bytes: fe>  <3 bytes: 61ff62>"), line
+    (message,) = weir("read", stream_name, "--json", "--router", routers, cwd=tmp_path).stdout.splitlines()
+    decoded = json.loads(message)
+    assert (decoded["payload_base64"], decoded["key_base64"]) == ("Yf9i", "/g==")
+    assert "payload" not in decoded
 
 
 def test_global_options_after_the_verb_and_the_printed_hint(routers: str, tmp_path: Path) -> None:
@@ -147,7 +191,161 @@ def test_every_flag_has_help_and_there_is_a_version_and_completion(tmp_path: Pat
     walk(build_parser("test"), "weir")
     assert missing == []
     version = weir("--version", cwd=tmp_path)
-    assert version.returncode == 0 and version.stdout.startswith("weir ")
-    completion = weir("completion", "bash", cwd=tmp_path)
-    assert completion.returncode == 0 and "complete -o default -F _weir_complete weir" in completion.stdout
-    assert '"stream") words="' in completion.stdout and "purge" in completion.stdout
+    assert version.returncode == 0 and version.stdout == f"weir {importlib.metadata.version('weir-cli')}\n"
+    for shell in ("bash", "zsh", "fish"):
+        script = weir("completion", shell, cwd=tmp_path)
+        assert script.returncode == 0 and "weir" in script.stdout, script.stderr
+
+
+_COMPLETE = """source <(weir completion bash)
+for line in "$@"; do
+  COMP_LINE="$line"; COMP_POINT=${#line}; COMP_TYPE=9; read -ra COMP_WORDS <<< "$line"
+  [[ "$line" == *" " ]] && COMP_WORDS+=("")
+  COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+  COMPREPLY=(); _python_argcomplete weir
+  echo "${COMPREPLY[*]}"
+done
+"""
+
+
+def test_bash_completion_completes_commands_flags_choices_and_stream_names(
+    routers: str, tmp_path: Path, stream_name: str
+) -> None:
+    """The script `weir completion bash` prints, sourced in a real bash and asked as TAB asks it."""
+    weir("stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    weir("consumer", "create", stream_name, "billing-c", "--router", routers, cwd=tmp_path)
+    lines = [
+        "weir st",
+        "weir stream i",
+        "weir stream create orders --ret",
+        "weir stream create orders --retention ",
+        f"weir --router {routers} read {stream_name[:-2]}",
+        f"weir fetch {stream_name} --router {routers} bil",
+    ]
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    bin_dir = str(Path(sys.executable).parent)  # where the `weir` script of this install is
+    env = {**clean, "PATH": f"{bin_dir}:{clean.get('PATH', '')}", "XDG_STATE_HOME": str(tmp_path / ".state")}
+    completed = subprocess.run(
+        ["bash", "-c", _COMPLETE, "complete", *lines],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=True,
+    )
+    answers = [set(line.split()) for line in completed.stdout.splitlines()]
+    assert answers == [
+        {"stats", "stream"},
+        {"info"},
+        {"--retention"},
+        {"limits", "work_queue", "interest"},
+        {stream_name},
+        {"billing-c"},
+    ], completed.stderr
+
+
+def test_global_options_before_bench_are_passed_to_it() -> None:
+    assert bench_arguments(["--router", "h:1", "bench", "--smoke"]) == ["--smoke", "--router", "h:1"]
+    assert bench_arguments(["--router=h:1", "-v", "bench"]) == ["--router", "h:1"]
+    assert bench_arguments(["bench", "--router", "h:2"]) == ["--router", "h:2"]
+    assert bench_arguments(["--router", "h:1", "bench", "--router", "h:2"]) == ["--router", "h:2"]
+    assert bench_arguments(["--router", "bench", "stream", "list"]) is None
+    assert bench_arguments(["stream", "list"]) is None
+
+
+def test_read_says_when_max_left_messages_out(routers: str, tmp_path: Path, stream_name: str) -> None:
+    weir("stream", "create", stream_name, "--partitions", "2", "--router", routers, cwd=tmp_path)
+    weir("pub", stream_name, "x", "m{n}", "--count", "5", "--router", routers, cwd=tmp_path)
+    shown = weir("read", stream_name, "--max", "3", "--router", routers, cwd=tmp_path)
+    assert len(shown.stdout.splitlines()) == 3
+    assert shown.stderr == "weir: showed the first 3 message(s); more with --max N or --from-seq SEQ\n"
+    every = weir("read", stream_name, "--max", "5", "--router", routers, cwd=tmp_path)
+    assert (len(every.stdout.splitlines()), every.stderr) == (5, "")
+
+
+class Running:
+    """A `weir` command left running (read --follow, sub), its output read line by line as it comes
+    (a thread per pipe)."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "weir_cli.cli", *args],
+            cwd=cwd,
+            env={**env, "XDG_STATE_HOME": str(cwd / ".state")},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.output: dict[str, queue.Queue[str | None]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
+        for name, pipe in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
+            threading.Thread(target=self._pump, args=(pipe, self.output[name]), daemon=True).start()
+
+    @staticmethod
+    def _pump(pipe: IO[str] | None, lines: queue.Queue[str | None]) -> None:
+        assert pipe is not None
+        for line in pipe:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    def lines(self, count: int, stream: str = "stdout") -> list[str]:
+        got: list[str] = []
+        while len(got) < count:
+            try:
+                line = self.output[stream].get(timeout=TIMEOUT_S)
+            except queue.Empty:
+                raise AssertionError(f"waited {TIMEOUT_S} s for line {len(got) + 1} of {stream}; got {got}") from None
+            assert line is not None, f"{stream} closed after {got}; exit {self.process.poll()}"
+            got.append(line)
+        return got
+
+    def interrupt(self) -> tuple[int, str, str]:
+        """Ctrl-C: the exit status and what was left on stdout and stderr."""
+        self.process.send_signal(signal.SIGINT)
+        status = self.process.wait(timeout=TIMEOUT_S)
+        left: dict[str, list[str]] = {name: [] for name in self.output}
+        for name, lines in self.output.items():
+            while (line := lines.get(timeout=TIMEOUT_S)) is not None:
+                left[name].append(line)
+        return status, "\n".join(left["stdout"]), "\n".join(left["stderr"])
+
+
+def test_read_follow_prints_new_messages_of_every_partition_until_ctrl_c(
+    routers: str, tmp_path: Path, stream_name: str
+) -> None:
+    weir("stream", "create", stream_name, "--partitions", "3", "--router", routers, cwd=tmp_path)
+    weir("pub", stream_name, "x", "old", "--partition", "2", "--router", routers, cwd=tmp_path)
+    follow = Running("read", stream_name, "--follow", "--router", routers, cwd=tmp_path)
+    try:
+        assert follow.lines(1)[0].endswith("  old")
+        for partition in (0, 1, 2):
+            weir(
+                "pub",
+                stream_name,
+                "x",
+                f"new {partition}",
+                "--partition",
+                str(partition),
+                "--router",
+                routers,
+                cwd=tmp_path,
+            )
+        new = follow.lines(3)
+        assert sorted(line.rsplit("  ", 1)[1] for line in new) == ["new 0", "new 1", "new 2"]
+        assert {line.split()[0] for line in new} == {f"{stream_name}[{partition}]" for partition in (0, 1, 2)}
+    finally:
+        status, out, err = follow.interrupt()
+    assert (status, out, err) == (0, "", "")  # Ctrl-C: what the user asked for, no traceback
+
+
+def test_sub_prints_and_leaves_on_ctrl_c(routers: str, tmp_path: Path, stream_name: str) -> None:
+    weir("stream", "create", stream_name, "--partitions", "2", "--router", routers, cwd=tmp_path)
+    sub = Running("sub", stream_name, "group-a", "--router", routers, cwd=tmp_path)
+    try:
+        assert sub.lines(1, "stderr") == [f"joined group 'group-a' of {stream_name} (Ctrl-C leaves)"]
+        weir("pub", stream_name, "x", "hello {n}", "--count", "2", "--router", routers, cwd=tmp_path)
+        assert sorted(line.rsplit("  ", 1)[1] for line in sub.lines(2)) == ["hello 1", "hello 2"]
+    finally:
+        status, out, err = sub.interrupt()
+    assert (status, out, err) == (0, "", "")

@@ -8,7 +8,7 @@
     weir consumer create|info|list|delete|seek|reset
     weir fetch STREAM CONSUMER     a batch from every partition (--ack acknowledges it)
     weir sub STREAM GROUP          consume as a group member; print and acknowledge (Ctrl-C leaves)
-    weir stats | changes | completion bash|zsh | bench
+    weir stats | changes | completion bash|zsh|fish | bench [--router HOST:PORT]
 
 Output is for people unless `--json` (one JSON value per line). Global options go before or after
 the verb. The cluster is found from anywhere (weir_cli.target). Errors print one line `weir: ...`
@@ -26,9 +26,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from weir.errors import WeirError
+import argcomplete
+from argcomplete.shell_integration import shellcode
+from weir.errors import NoSuchConsumerError, NoSuchStreamError, WeirError
 
-from weir_cli.parser import GLOBAL_DEFAULTS, build_parser, completion_script
+from weir_cli.parser import GLOBAL_DEFAULTS, GLOBAL_WITH_VALUE, build_parser
 from weir_cli.target import CliError
 
 
@@ -41,7 +43,8 @@ def version() -> str:
 
 def _bench(argv: list[str]) -> int:
     """`weir bench ...`: the comparison harness (bench/compare in a Weir source checkout), found from
-    the current directory upwards; its flags are `python -m bench.compare`'s."""
+    the current directory upwards; its flags are `python -m bench.compare`'s (`--router` targets an
+    existing cluster instead of the ones it starts)."""
     for directory in (Path.cwd(), *Path.cwd().parents):
         if (directory / "bench" / "compare" / "harness.py").is_file():
             sys.path.insert(0, str(directory))
@@ -57,6 +60,40 @@ def _bench(argv: list[str]) -> int:
     return 2
 
 
+def bench_arguments(arguments: list[str]) -> list[str] | None:
+    """The harness's arguments when the verb is `bench` (after any global options: `weir --router A
+    bench` passes `--router A` on), else None."""
+    index, router = 0, None
+    while index < len(arguments):
+        word = arguments[index]
+        if word in GLOBAL_WITH_VALUE:
+            if word == "--router" and index + 1 < len(arguments):
+                router = arguments[index + 1]
+            index += 2
+        elif word.startswith("-"):
+            if word.startswith("--router="):
+                router = word.split("=", 1)[1]
+            index += 1
+        else:
+            break
+    if arguments[index : index + 1] != ["bench"]:
+        return None
+    rest = arguments[index + 1 :]
+    if router and not any(word == "--router" or word.startswith("--router=") for word in rest):
+        rest += ["--router", router]
+    return rest
+
+
+def _describe(error: WeirError, args: argparse.Namespace) -> str:
+    """One line for a server's error: its result code, its message, and a hint for a mistyped name."""
+    hint = ""
+    if isinstance(error, NoSuchStreamError):
+        hint = " ('weir stream list' shows the streams)"
+    elif isinstance(error, NoSuchConsumerError):
+        hint = f" ('weir consumer list {getattr(args, 'stream', None) or 'STREAM'}' shows its consumers)"
+    return f"{error.result_code}: {error.message}{hint}"
+
+
 def _run(args: argparse.Namespace) -> int:
     handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]] = args.handler
     try:
@@ -65,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"weir: {error}", file=sys.stderr)
         return error.status
     except WeirError as error:
-        print(f"weir: {error.result_code}: {error.message}", file=sys.stderr)
+        print(f"weir: {_describe(error, args)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0  # Ctrl-C ends `sub`, `read --follow`, `changes --follow`: what the user asked for
@@ -73,15 +110,18 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
-    if arguments[:1] == ["bench"]:
-        return _bench(arguments[1:])
     parser = build_parser(version())
+    # Only when the shell asks for completions (TAB): answers and exits. Flags show once '-' is typed.
+    argcomplete.autocomplete(parser, always_complete_options=False)
+    bench = bench_arguments(arguments)
+    if bench is not None:
+        return _bench(bench)
     args = parser.parse_args(arguments)
     for name, default in GLOBAL_DEFAULTS.items():
         if not hasattr(args, name):
             setattr(args, name, default)
     if args.command == "completion":
-        print(completion_script(parser, args.shell), end="")
+        print(shellcode(["weir"], shell=args.shell), end="")
         return 0
     try:
         status = _run(args)

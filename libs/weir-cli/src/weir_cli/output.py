@@ -8,7 +8,7 @@ import base64
 import datetime
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from google.protobuf import json_format
@@ -152,8 +152,9 @@ _RETENTION = {
 }
 
 
-def stream_summary(info: streams_pb2.GetStreamInfoResponse) -> str:
-    """A stream's info in a dozen lines: config essentials, totals, one row per partition."""
+def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int, str] | None = None) -> str:
+    """A stream's info in a dozen lines: config essentials, totals, one row per partition (its
+    leader, seq range, messages, bytes, in-sync replicas)."""
     config, stats = info.config, info.stats
     limits = config.limits
     bounds = [
@@ -173,15 +174,15 @@ def stream_summary(info: streams_pb2.GetStreamInfoResponse) -> str:
     rows = [
         (
             entry.partition,
-            entry.first_seq,
-            entry.last_seq,
+            (leaders or {}).get(entry.partition, "-"),
+            f"{entry.first_seq}..{entry.last_seq}" if entry.msg_count else f"- (next {entry.last_seq + 1})",
             entry.msg_count,
             size(entry.bytes),
             ",".join(entry.in_sync_node_ids) or "-",
         )
         for entry in sorted(stats.partitions, key=lambda entry: entry.partition)
     ]
-    lines.append(table(["partition", "first seq", "last seq", "messages", "bytes", "in-sync replicas"], rows))
+    lines.append(table(["partition", "leader", "seqs", "messages", "bytes", "in-sync replicas"], rows))
     return "\n".join(lines)
 
 

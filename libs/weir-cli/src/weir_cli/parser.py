@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from weir.client import DELIVER_POLICIES
 
 from weir_cli import consumers, local, streams
+from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 else:
     Commands = argparse._SubParsersAction
 GLOBAL_DEFAULTS = {"json": False, "router": None, "data_dir": None, "server": None, "timeout": None, "verbose": False}
+GLOBAL_WITH_VALUE = {"--router", "--data-dir", "--server", "--timeout"}  # the global options that take a value
 
 
 class Parser(argparse.ArgumentParser):
@@ -123,8 +125,11 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     _local_commands(tree, commands)
     _stream_commands(tree, commands)
     _consumer_commands(tree, commands)
-    completion = commands.add_parser("completion", help="print a shell completion script (bash or zsh)")
-    completion.add_argument("shell", choices=["bash", "zsh"], help="the shell to complete for")
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script: source <(weir completion bash) (stream names complete too)",
+    )
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete for")
     commands.add_parser(
         "bench",
         help="benchmarks side by side with NATS JetStream and Redis Streams (from a source checkout; "
@@ -198,22 +203,24 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     update = tree.command(
         stream, "update", "change a stream's limits (lowering one prunes at once)", streams.stream_update
     )
-    update.add_argument("name", help="the stream's name")
+    attach(update.add_argument("name", help="the stream's name"), stream_names)
     update.add_argument("--max-msg-bytes", type=non_negative_int, help="largest message")
     _limit_flags(update)
     for name, help_text, handler in (
         ("info", "a stream's config, totals and partitions", streams.stream_info),
         ("delete", "delete a stream and every message of it", streams.stream_delete),
     ):
-        tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name")
+        attach(
+            tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name"), stream_names
+        )
     tree.command(stream, "list", "the streams' names", streams.stream_list)
     purge = tree.command(stream, "purge", "remove a stream's messages (seqs keep counting)", streams.stream_purge)
-    purge.add_argument("name", help="the stream's name")
+    attach(purge.add_argument("name", help="the stream's name"), stream_names)
     purge.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     purge.add_argument("--keep-from-seq", type=positive_int, help="remove only the messages below this seq")
 
     pub = tree.command(commands, "pub", "publish: DATA (--count times), or one message per line of stdin", streams.pub)
-    pub.add_argument("stream", help="the stream")
+    attach(pub.add_argument("stream", help="the stream"), stream_names)
     pub.add_argument("subject", help="the message's subject")
     pub.add_argument("data", nargs="?", help="the payload ('{n}' becomes 1..count); omitted or '-': read stdin")
     pub.add_argument("--count", type=positive_int, default=1, help="publish DATA this many times")
@@ -225,7 +232,7 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
         "--msg-id", help="idempotence key: a repeat within the duplicate window stores nothing (default: generated)"
     )
     read = tree.command(commands, "read", "print stored messages of every partition (or one)", streams.read)
-    read.add_argument("stream", help="the stream")
+    attach(read.add_argument("stream", help="the stream"), stream_names)
     read.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     read.add_argument("--from-seq", type=non_negative_int, default=0, help="first seq per partition (0 = oldest)")
     read.add_argument("--max", type=positive_int, default=100, help="most messages to print (before --follow)")
@@ -248,7 +255,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     consumer = tree.group(commands, "consumer", "durable consumer admin")
     create = tree.command(consumer, "create", "create a durable consumer", consumers.consumer_create)
-    create.add_argument("stream", help="the stream")
+    attach(create.add_argument("stream", help="the stream"), stream_names)
     create.add_argument("name", help="the consumer's name")
     create.add_argument("--filter-subject", default="", help="deliver only subjects matching this pattern")
     create.add_argument("--deliver-policy", choices=sorted(DELIVER_POLICIES), default="all", help="where it starts")
@@ -266,16 +273,15 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
         ("delete", "delete a consumer and its state", consumers.consumer_delete),
     ):
         command = tree.command(consumer, name, help_text, handler)
-        command.add_argument("stream", help="the stream")
-        command.add_argument("name", help="the consumer's name")
-    tree.command(consumer, "list", "a stream's consumers", consumers.consumer_list).add_argument(
-        "stream", help="the stream"
-    )
+        attach(command.add_argument("stream", help="the stream"), stream_names)
+        attach(command.add_argument("name", help="the consumer's name"), consumer_names)
+    listing = tree.command(consumer, "list", "a stream's consumers", consumers.consumer_list)
+    attach(listing.add_argument("stream", help="the stream"), stream_names)
     seek = tree.command(consumer, "seek", "move a consumer: --seq, --time-ms or --end", consumers.consumer_seek)
     reset = tree.command(consumer, "reset", "move a consumer back to the first message", consumers.consumer_seek)
     for command in (seek, reset):
-        command.add_argument("stream", help="the stream")
-        command.add_argument("name", help="the consumer's name")
+        attach(command.add_argument("stream", help="the stream"), stream_names)
+        attach(command.add_argument("name", help="the consumer's name"), consumer_names)
         command.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     seek.add_argument("--seq", type=positive_int, help="deliver from this seq on")
     seek.add_argument("--time-ms", type=non_negative_int, help="from the first message stored at or after this time")
@@ -285,8 +291,8 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     fetch = tree.command(
         commands, "fetch", "fetch a batch for a consumer from every partition (or one)", consumers.fetch
     )
-    fetch.add_argument("stream", help="the stream")
-    fetch.add_argument("consumer", help="the consumer's name")
+    attach(fetch.add_argument("stream", help="the stream"), stream_names)
+    attach(fetch.add_argument("consumer", help="the consumer's name"), consumer_names)
     fetch.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     fetch.add_argument("--batch", type=positive_int, default=10, help="most messages to fetch")
     fetch.add_argument("--wait-ms", type=non_negative_int, default=0, help="wait this long for the first message")
@@ -294,43 +300,11 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     sub = tree.command(
         commands, "sub", "consume as a member of group CONSUMER; print and ack (Ctrl-C leaves)", consumers.sub
     )
-    sub.add_argument("stream", help="the stream (it must exist)")
-    sub.add_argument("consumer", help="the consumer group (its durable consumer is created on first use)")
+    attach(sub.add_argument("stream", help="the stream (it must exist)"), stream_names)
+    attach(
+        sub.add_argument("consumer", help="the consumer group (its durable consumer is created on first use)"),
+        consumer_names,
+    )
     sub.add_argument("--stop-when-empty", action="store_true", help="stop after 2 s without a message")
     sub.add_argument("--deliver-group", default="", help="(--server push subscriptions) the deliver group")
     sub.add_argument("--no-ack", action="store_true", help="print only; messages come back after ack_wait")
-
-
-def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
-    """A completion script for `shell`, generated from the command tree: commands, subcommands and
-    flags (zsh through bashcompinit)."""
-    words: dict[str, list[str]] = {}
-
-    def walk(node: argparse.ArgumentParser, path: str) -> None:
-        choices: list[str] = []
-        for action in node._actions:
-            choices.extend(option for option in action.option_strings if option.startswith("--"))
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    choices.append(name)
-                    walk(child, f"{path} {name}".strip())
-        words[path] = sorted(set(choices))
-
-    walk(parser, "")
-    cases = "\n".join(f'    "{path}") words="{" ".join(choices)}" ;;' for path, choices in words.items())
-    script = f"""_weir_complete() {{
-  local path="" word
-  for word in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
-    case "$word" in -*) ;; *) path="${{path:+$path }}$word" ;; esac
-  done
-  local words=""
-  case "$path" in
-{cases}
-  esac
-  COMPREPLY=($(compgen -W "$words" -- "${{COMP_WORDS[COMP_CWORD]}}"))
-}}
-complete -o default -F _weir_complete weir
-"""
-    if shell == "zsh":
-        return "autoload -U +X bashcompinit && bashcompinit\n" + script
-    return script

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,7 +17,7 @@ from weir.cluster import Client
 from weir.message import Message, PublishAck
 from weir.v1 import streams_pb2
 
-from weir_cli.output import emit, emit_message, stream_summary
+from weir_cli.output import emit, emit_message, progress, proto_dict, stream_summary
 from weir_cli.target import CliError, cluster_client, node_client, with_progress
 
 READ_PAGE = 500  # messages one ReadMessages call asks for
@@ -127,10 +128,30 @@ async def stream_update(args: argparse.Namespace) -> int:
 
 
 async def stream_info(args: argparse.Namespace) -> int:
+    """The stream's config essentials, totals and one row per partition with its leader (--json:
+    GetStreamInfoResponse, each stats.partitions entry with its `leader` added)."""
     async with target(args) as to:
         info = await with_progress(to.client.stream_info(args.name), "the cluster", args.verbose)
-    emit(info, args.json, stream_summary(info))
+        leaders = await _leaders(to, args.name)
+    value = proto_dict(info)
+    for entry in value.get("stats", {}).get("partitions", []):
+        entry["leader"] = leaders.get(int(entry.get("partition", 0)), "")
+    emit(value, args.json, stream_summary(info, leaders))
     return 0
+
+
+async def _leaders(to: Target, stream: str) -> dict[int, str]:
+    """partition -> the node leading it ("node-2", "node-2 (dead)"), from a fresh route; on one
+    standalone node, that node."""
+    cluster = to.cluster
+    if cluster is None:
+        node = await to.node_for(stream, 0)
+        return {partition: node.address for partition in range(await to.partitions(stream))}
+    route = await cluster.route(stream, refresh=True)
+    return {
+        entry.partition: entry.primary.node_id + ("" if entry.primary.alive else " (dead)")
+        for entry in route.partitions
+    }
 
 
 async def stream_list(args: argparse.Namespace) -> int:
@@ -164,10 +185,11 @@ async def stream_purge(args: argparse.Namespace) -> int:
 
 
 def _payloads(args: argparse.Namespace) -> Iterator[bytes]:
-    """DATA --count times ({n} becomes 1..count), or one message per line of stdin."""
+    """DATA --count times ({n} becomes 1..count), or one message per line of stdin. DATA's bytes are
+    the command line's, also when they are not UTF-8 (os.fsencode undoes Python's decoding)."""
     if args.data is not None and args.data != "-":
         for number in range(1, args.count + 1):
-            yield args.data.replace("{n}", str(number)).encode()
+            yield os.fsencode(args.data.replace("{n}", str(number)))
         return
     if sys.stdin.isatty():
         print("weir pub: reading messages from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
@@ -182,7 +204,7 @@ async def pub(args: argparse.Namespace) -> int:
         if not equals or not name:
             raise CliError(f"weir pub: --header takes KEY=VALUE, got {item!r}", status=2)
         headers.append((name, value))
-    key = args.key.encode() if args.key is not None else None
+    key = os.fsencode(args.key) if args.key is not None else None
     async with target(args) as to:
         acks: list[PublishAck] = []
         for payload in _payloads(args):
@@ -213,25 +235,24 @@ async def pub(args: argparse.Namespace) -> int:
 
 
 async def read(args: argparse.Namespace) -> int:
-    """Stored messages of every partition (or --partition), oldest first per partition; with
-    --follow, then every new one as it arrives until Ctrl-C."""
+    """Stored messages of every partition (or --partition), oldest first per partition, at most
+    --max; with --follow, then every new one as it arrives (all partitions) until Ctrl-C. Stored
+    messages past --max are not printed (a note on stderr says so), with --follow either."""
     async with target(args) as to:
         count = await to.partitions(args.stream)
         positions = dict.fromkeys(partitions_of(args, count), args.from_seq)
-        shown = 0
-        for partition in positions:
-            while shown < args.max:
-                response = await to.read(args.stream, partition, positions[partition], min(READ_PAGE, args.max - shown))
-                for message in response.messages:
-                    emit_message(Message.from_proto(args.stream, message), args.json)
-                shown += len(response.messages)
-                positions[partition] = response.next_seq
-                if not response.messages or response.next_seq > response.last_seq:
-                    break
+        shown, left = await _read_stored(to, args, positions)
+        if left and not args.follow:
+            progress(f"weir: showed the first {shown} message(s); more with --max N or --from-seq SEQ")
+        elif left:
+            progress(f"weir: showed the first {shown} stored message(s) and skipped the rest; following new ones")
+            positions.update({partition: last_seq + 1 for partition, last_seq in left.items()})
+        elif shown == 0 and not args.json and not args.follow:
+            progress(f"(no messages in {args.stream}{_which(args)})")
         if not args.follow:
-            if shown == 0 and not args.json:
-                print(f"(no messages in {args.stream}{_which(args)})", file=sys.stderr)
             return 0
+        if args.verbose or sys.stderr.isatty():
+            progress(f"weir: following {args.stream}{_which(args)} (Ctrl-C stops) ...")
         while True:
             for partition, from_seq in positions.items():
                 response = await to.read(args.stream, partition, from_seq, READ_PAGE)
@@ -239,6 +260,31 @@ async def read(args: argparse.Namespace) -> int:
                     emit_message(Message.from_proto(args.stream, message), args.json)
                 positions[partition] = max(from_seq, response.next_seq)
             await asyncio.sleep(0.2)
+
+
+async def _read_stored(to: Target, args: argparse.Namespace, positions: dict[int, int]) -> tuple[int, dict[int, int]]:
+    """Print up to --max stored messages, partition by partition, advancing `positions`. Returns
+    how many were printed and, past --max, the partitions with messages left unprinted (-> their
+    last seq)."""
+    shown = 0
+    for partition, from_seq in positions.items():
+        position = from_seq
+        while shown < args.max:
+            response = await to.read(args.stream, partition, position, min(READ_PAGE, args.max - shown))
+            for message in response.messages:
+                emit_message(Message.from_proto(args.stream, message), args.json)
+            shown += len(response.messages)
+            position = max(position, response.next_seq)
+            if not response.messages or response.next_seq > response.last_seq:
+                break
+        positions[partition] = position
+    left: dict[int, int] = {}
+    if shown >= args.max:
+        for partition, from_seq in positions.items():
+            tail = await to.read(args.stream, partition, from_seq, 1)
+            if tail.messages:
+                left[partition] = tail.last_seq
+    return shown, left
 
 
 def _which(args: argparse.Namespace) -> str:

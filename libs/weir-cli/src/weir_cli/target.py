@@ -100,6 +100,13 @@ def find_routers(args: Any) -> Routers:
     raise CliError(f"no Weir cluster found (no --router, no $WEIR_ROUTERS, no running cluster under {local}): {HINT}")
 
 
+def _reason(message: str) -> str:
+    """The last clause of gRPC's error text ("UNAVAILABLE: failed to connect to all addresses; last
+    error: UNKNOWN: ipv4:127.0.0.1:1: Failed to connect to remote host: Connection refused" -> "Connection
+    refused"): what a person needs on the one line."""
+    return message.rsplit(": ", 1)[-1].strip() or message
+
+
 def _split(text: str) -> list[str]:
     return [address.strip() for address in text.split(",") if address.strip()]
 
@@ -120,7 +127,7 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
     except UnavailableError as error:
         raise CliError(
             f"the cluster at {','.join(routers.addresses)} (from {routers.found_from}) did not answer within "
-            f"{limit:g} s ({error.message}): {HINT}"
+            f"{limit:g} s ({_reason(error.message)}): {HINT}"
         ) from None
     finally:
         await client.close()
