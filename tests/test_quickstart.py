@@ -37,6 +37,27 @@ def test_the_quickstart_block_is_a_plain_sequence() -> None:
     assert all("uv run weir " in command for command in commands)
 
 
+def run_the_printed_hint(printed: str, weir: str, env: dict[str, str], tmp_path: Path) -> None:
+    """`cluster up` prints how to reach the cluster from elsewhere: run that line as printed, from a
+    directory with no cluster and a user with no last cluster (only its --router can find it)."""
+    (hint,) = [line.strip() for line in printed.splitlines() if line.strip().startswith("weir ")]
+    assert " --router 127.0.0.1:" in hint, hint
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    completed = subprocess.run(
+        weir + hint.removeprefix("weir"),
+        shell=True,
+        cwd=elsewhere,
+        env={**env, "XDG_STATE_HOME": str(elsewhere / "state")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (completed.returncode, completed.stderr) == (0, ""), hint
+    assert completed.stdout == "(no streams)\n"
+
+
 def test_the_readme_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
     needs_own_processes()
     weir = f"{shlex.quote(sys.executable)} -m weir_cli.cli"
@@ -58,6 +79,8 @@ def test_the_readme_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
             assert completed.returncode == 0, f"{command}\n{completed.stderr}"
             assert "Traceback" not in completed.stderr, completed.stderr
             outputs[command] = completed.stdout
+            if command.endswith("weir cluster up"):
+                run_the_printed_hint(completed.stdout, weir, env, tmp_path)
     finally:
         subprocess.run([sys.executable, "-m", "weir_cli.cli", "cluster", "down"], cwd=tmp_path, env=env, check=False)
     lines = {command: output.splitlines() for command, output in outputs.items()}
