@@ -28,7 +28,7 @@ from typing import Any
 
 import argcomplete
 from argcomplete.shell_integration import shellcode
-from weir.errors import NoSuchConsumerError, NoSuchStreamError, WeirError
+from weir.errors import NoSuchConsumerError, NoSuchStreamError, UnavailableError, WeirError
 
 from weir_cli.parser import GLOBAL_DEFAULTS, GLOBAL_WITH_VALUE, build_parser
 from weir_cli.target import CliError
@@ -91,6 +91,8 @@ def _describe(error: WeirError, args: argparse.Namespace) -> str:
         hint = " ('weir stream list' shows the streams)"
     elif isinstance(error, NoSuchConsumerError):
         hint = f" ('weir consumer list {getattr(args, 'stream', None) or 'STREAM'}' shows its consumers)"
+    elif isinstance(error, UnavailableError) and "failed to connect" in error.message:
+        return f"{error.result_code}: could not connect ({error.message.rsplit(': ', 1)[-1]})"
     return f"{error.result_code}: {error.message}{hint}"
 
 

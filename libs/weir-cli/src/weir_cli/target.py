@@ -3,8 +3,10 @@
 Routers, first found wins: `--router host:port[,host:port]`; `$WEIR_ROUTERS` (or `$WEIR_ROUTER`);
 the local cluster whose data directory is `--data-dir`, `$WEIR_CLUSTER_DIR` or `./weir-cluster`;
 the local cluster `weir cluster up` started last (recorded per user under `$XDG_STATE_HOME/weir`,
-default `~/.local/state/weir`). None found is a one-line error with a hint, as is a cluster that
-does not answer within `--timeout`.
+default `~/.local/state/weir`). None found is a one-line error with a hint. Before the command runs,
+one connection to any of the routers (or the --server node) is made: refused everywhere fails at
+once, nothing answering fails after `--timeout`, both in one line with the hint; a connection that
+takes longer than a second says what it is waiting for (on a terminal, or with -v).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import grpc
 from weir.client import NodeClient
 from weir.cluster import Client
 from weir.errors import UnavailableError
@@ -115,12 +119,60 @@ def timeout_s(args: Any) -> float:
     return float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT_S)
 
 
+async def _settled_state(address: str) -> grpc.ChannelConnectivity:
+    """Connect to `address`: READY, or TRANSIENT_FAILURE (refused, no route, unknown host). gRPC's
+    default options: the SDK's short reconnect backoff is also its connect timeout (100 ms), which
+    would take a slow link for a refusal."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        state = channel.get_state(try_to_connect=True)
+        while state in (grpc.ChannelConnectivity.IDLE, grpc.ChannelConnectivity.CONNECTING):
+            await channel.wait_for_state_change(state)
+            state = channel.get_state(try_to_connect=True)
+        return state
+
+
+async def reach(routers: Routers, limit: float, verbose: bool) -> None:
+    """Return once one of `routers` accepts a connection. Errors (CliError, with the hint): every
+    address refused it; none answered within `limit` seconds."""
+    deadline = time.monotonic() + limit
+    attempts = {asyncio.ensure_future(_settled_state(address)) for address in routers.addresses}
+    said = False
+    try:
+        while attempts:
+            wait = min(1.0, deadline - time.monotonic()) if not said else deadline - time.monotonic()
+            done, attempts = await asyncio.wait(attempts, timeout=max(0.0, wait), return_when=asyncio.FIRST_COMPLETED)
+            if any(task.result() == grpc.ChannelConnectivity.READY for task in done):
+                return
+            if not done and time.monotonic() >= deadline:
+                raise CliError(f"{_where(routers)} did not answer within {limit:g} s: {_hint(routers)}")
+            if not done and not said:
+                said = True
+                if verbose or sys.stderr.isatty():
+                    print(f"weir: waiting for {_where(routers)} ...", file=sys.stderr, flush=True)
+        raise CliError(f"{_where(routers)} refused the connection (nothing listening there?): {_hint(routers)}")
+    finally:
+        for task in attempts:
+            task.cancel()
+
+
+def _hint(routers: Routers) -> str:
+    return "check the address and that the node is running" if routers.found_from == "--server" else HINT
+
+
+def _where(routers: Routers) -> str:
+    if routers.found_from == "--server":
+        return f"the node at {routers.addresses[0]} (--server)"
+    plural = "s" if len(routers.addresses) > 1 else ""
+    return f"the router{plural} at {','.join(routers.addresses)} (from {routers.found_from})"
+
+
 @contextlib.asynccontextmanager
 async def cluster_client(args: Any) -> AsyncIterator[Client]:
     """A Client on the routers, retrying for at most --timeout; an unreachable cluster is a CliError
     that says which addresses were tried and where they came from."""
     routers = find_routers(args)
     limit = timeout_s(args)
+    await reach(routers, limit, bool(getattr(args, "verbose", False)))
     client = Client(routers.addresses, timeout_s=limit, retry_timeout_s=limit)
     try:
         yield client
@@ -136,6 +188,7 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def node_client(args: Any) -> AsyncIterator[NodeClient]:
     """A NodeClient on --server (one standalone node)."""
+    await reach(Routers([args.server], "--server"), timeout_s(args), bool(getattr(args, "verbose", False)))
     client = NodeClient(args.server, timeout_s=timeout_s(args))
     try:
         yield client
