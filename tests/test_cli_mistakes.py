@@ -19,6 +19,7 @@ from typing import IO
 
 import pytest
 from weir_cli.cli import bench_arguments
+from weir_cli.launcher import NodeHandle
 from weir_cli.parser import build_parser
 
 from tests.conftest import needs_own_processes
@@ -360,3 +361,21 @@ def test_sub_prints_and_leaves_on_ctrl_c(routers: str, tmp_path: Path, stream_na
     finally:
         status, out, err = sub.interrupt()
     assert (status, out, err) == (0, "", "")
+
+
+def test_one_standalone_node_with_server(node: NodeHandle, tmp_path: Path, stream_name: str) -> None:
+    """--server: the same commands on one node without a cluster (every partition; sub creates its
+    consumer on first use, as a cluster's group does)."""
+    at = ("--server", node.client_address)
+    assert weir("stream", "create", stream_name, "--partitions", "2", *at, cwd=tmp_path).returncode == 0
+    assert weir("pub", stream_name, "x", "m{n}", "--count", "4", "--partition", "1", *at, cwd=tmp_path).returncode == 0
+    assert weir("pub", stream_name, "x", "zero", "--partition", "0", *at, cwd=tmp_path).returncode == 0
+    read = weir("read", stream_name, *at, cwd=tmp_path).stdout.splitlines()
+    assert [line.rsplit("  ", 1)[1] for line in read] == ["zero", "m1", "m2", "m3", "m4"]
+    info = weir("stream", "info", stream_name, *at, cwd=tmp_path).stdout.splitlines()
+    assert [row.split()[:2] for row in info[-2:]] == [["0", node.client_address], ["1", node.client_address]]
+    sub = weir("sub", stream_name, "workers", "--stop-when-empty", *at, cwd=tmp_path)
+    assert sub.returncode == 0 and len(sub.stdout.splitlines()) == 5, sub.stderr
+    assert sub.stderr.splitlines()[0] == f"subscribed as 'workers' to {stream_name} (Ctrl-C leaves)"
+    consumers = weir("consumer", "list", stream_name, "--json", *at, cwd=tmp_path)
+    assert json.loads(consumers.stdout) == ["workers"]

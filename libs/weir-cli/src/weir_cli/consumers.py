@@ -132,9 +132,17 @@ async def sub(args: argparse.Namespace) -> int:
 
 
 async def _push(args: argparse.Namespace, node: object) -> int:
+    """Push-subscribe on one standalone node; the durable consumer is created on first use, as a
+    cluster's consumer group is."""
     from weir.client import NodeClient
+    from weir.errors import NoSuchConsumerError
 
     assert isinstance(node, NodeClient)
+    try:
+        await node.consumer_info(args.stream, args.consumer)
+    except NoSuchConsumerError:
+        await node.create_consumer(args.stream, consumer_config(args.consumer, deliver_group=args.deliver_group))
+    progress(f"subscribed as {args.consumer!r} to {args.stream} (Ctrl-C leaves)")
     async for event in node.subscribe(
         args.stream, args.consumer, stop_when_empty=args.stop_when_empty, deliver_group=args.deliver_group
     ):
