@@ -39,23 +39,36 @@ def test_the_quickstart_block_is_a_plain_sequence() -> None:
 
 def run_the_printed_hint(printed: str, weir: str, env: dict[str, str], tmp_path: Path) -> None:
     """`cluster up` prints how to reach the cluster from elsewhere: run that line as printed, from a
-    directory with no cluster and a user with no last cluster (only its --router can find it)."""
+    directory with no cluster and a user with no last cluster (only its --router can find it); and
+    from that directory without it, the cluster is found through $WEIR_ROUTERS, then through the
+    user's last cluster started."""
     (hint,) = [line.strip() for line in printed.splitlines() if line.strip().startswith("weir ")]
     assert " --router 127.0.0.1:" in hint, hint
+    routers = hint.split(" --router ", 1)[1].split()[0]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    completed = subprocess.run(
-        weir + hint.removeprefix("weir"),
+    nobody = {**env, "XDG_STATE_HOME": str(elsewhere / "state")}
+    for command, variables in (
+        (weir + hint.removeprefix("weir"), nobody),
+        (f"{weir} stream list", {**nobody, "WEIR_ROUTERS": routers}),
+        (f"{weir} stream list", env),
+    ):
+        completed = subprocess.run(
+            command, shell=True, cwd=elsewhere, env=variables, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (completed.returncode, completed.stderr) == (0, ""), command
+        assert completed.stdout == "(no streams)\n"
+    lost = subprocess.run(
+        f"{weir} stream list",
         shell=True,
         cwd=elsewhere,
-        env={**env, "XDG_STATE_HOME": str(elsewhere / "state")},
+        env=nobody,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert (completed.returncode, completed.stderr) == (0, ""), hint
-    assert completed.stdout == "(no streams)\n"
+    assert lost.returncode == 1 and "start one with 'weir cluster up'" in lost.stderr
 
 
 def test_the_readme_quickstart_runs_top_to_bottom(tmp_path: Path) -> None:
