@@ -71,18 +71,25 @@ def _global_options() -> argparse.ArgumentParser:
     hide = argparse.SUPPRESS
     group.add_argument("--json", action="store_true", default=hide, help="machine output: one JSON value per line")
     group.add_argument(
-        "--router", default=hide, help="router host:port[,host:port] (default: $WEIR_ROUTERS, else the local cluster)"
+        "--router",
+        default=hide,
+        metavar="HOST:PORT[,...]",
+        help="the cluster's routers (default: $WEIR_ROUTERS, else the local cluster)",
     )
     group.add_argument(
         "--data-dir",
         default=hide,
+        metavar="DIR",
         help=f"the local cluster's data directory (default: $WEIR_CLUSTER_DIR, else ./{DEFAULT_CLUSTER_DIR})",
     )
-    group.add_argument("--server", default=hide, help="talk to one standalone node at host:port instead of a cluster")
+    group.add_argument(
+        "--server", default=hide, metavar="HOST:PORT", help="talk to one standalone node instead of a cluster"
+    )
     group.add_argument(
         "--timeout",
         type=positive_seconds,
         default=hide,
+        metavar="SECONDS",
         help=f"give up on an unreachable cluster after this many seconds (default {DEFAULT_TIMEOUT_S:g})",
     )
     group.add_argument("-v", "--verbose", action="store_true", default=hide, help="say what is being waited for")
@@ -125,6 +132,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     _local_commands(tree, commands)
     _stream_commands(tree, commands)
     _consumer_commands(tree, commands)
+    _name_numbers(parser)
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script: source <(weir completion bash) (stream names complete too)",
@@ -137,6 +145,16 @@ def build_parser(version: str) -> argparse.ArgumentParser:
         add_help=False,
     )
     return parser
+
+
+def _name_numbers(parser: argparse.ArgumentParser) -> None:
+    """`--batch N` rather than `--batch BATCH` in usage and help, for every numeric flag."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_numbers(child)
+        elif action.type in (positive_int, non_negative_int) and action.metavar is None:
+            action.metavar = "N"
 
 
 def _local_commands(tree: _Tree, commands: Commands) -> None:
@@ -235,7 +253,9 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     attach(read.add_argument("stream", help="the stream"), stream_names)
     read.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     read.add_argument("--from-seq", type=non_negative_int, default=0, help="first seq per partition (0 = oldest)")
-    read.add_argument("--max", type=positive_int, default=100, help="most messages to print (before --follow)")
+    read.add_argument(
+        "--max", type=positive_int, default=100, help="most stored messages to print (default 100; then --follow)"
+    )
     read.add_argument("--follow", action="store_true", help="then print new messages as they arrive, until Ctrl-C")
 
 
