@@ -379,3 +379,32 @@ def test_one_standalone_node_with_server(node: NodeHandle, tmp_path: Path, strea
     assert sub.stderr.splitlines()[0] == f"subscribed as 'workers' to {stream_name} (Ctrl-C leaves)"
     consumers = weir("consumer", "list", stream_name, "--json", *at, cwd=tmp_path)
     assert json.loads(consumers.stdout) == ["workers"]
+
+
+def test_a_local_cluster_that_stopped_says_which_processes_are_down(tmp_path: Path) -> None:
+    """./weir-cluster names a cluster whose processes have exited (a reboot, a kill): status lists
+    them, and every command says so in one line with how to start it again, at once."""
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    dead = exited.pid
+    state = {
+        "data_dir": str(tmp_path / "weir-cluster"),
+        "redis": {"url": "redis://127.0.0.1:1/0", "pid": dead},
+        "routers": [{"router_id": "router-1", "address": "127.0.0.1:1", "metrics_port": 0, "pid": dead}],
+        "replicators": [],
+        "analytics": None,
+        "gateways": [],
+        "nodes": [
+            {"node_id": "node-1", "client_address": "127.0.0.1:2", "internal_address": "127.0.0.1:3", "pid": dead}
+        ],
+    }
+    (tmp_path / "weir-cluster").mkdir()
+    (tmp_path / "weir-cluster" / "cluster.json").write_text(json.dumps(state))
+    status = weir("cluster", "status", cwd=tmp_path)
+    assert status.stdout == "local processes: redis DOWN, router-1 DOWN, node-1 DOWN\n"
+    one_line_error(status, 1, "refused the connection")
+    started = time.monotonic()
+    listing = weir("stream", "list", cwd=tmp_path)
+    one_line_error(listing, 1, f"(from the local cluster under {tmp_path / 'weir-cluster'}) refused the connection")
+    assert "'weir cluster down' then 'weir cluster up' starts it again" in listing.stderr
+    assert time.monotonic() - started < 5

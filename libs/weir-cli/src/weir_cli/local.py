@@ -113,9 +113,15 @@ async def cluster_status(args: argparse.Namespace) -> int:
         if state.get("analytics"):
             summary["local_processes"]["analytics"] = pid_alive(int(state["analytics"]["pid"]))
     summary["router_address"] = find_routers(args).addresses[0]
-    async with cluster_client(args) as client:
-        info = await client.cluster_info()
-        streams = await client.list_streams()
+    try:
+        async with cluster_client(args) as client:
+            info = await client.cluster_info()
+            streams = await client.list_streams()
+    except CliError as error:  # the cluster does not answer: still say which local processes run
+        if summary["local_processes"] is None:
+            raise
+        emit({**summary, "error": str(error)}, args.json, _local_processes(summary["local_processes"]))
+        raise
     summary["controller"] = info.controller_id
     summary["nodes"] = [
         {"node_id": node.node_id, "alive": node.alive, "client_address": node.client_address} for node in info.nodes
@@ -127,6 +133,14 @@ async def cluster_status(args: argparse.Namespace) -> int:
     )
     emit(summary, args.json, human)
     return 0 if all(node.alive for node in info.nodes) else 1
+
+
+def _local_processes(processes: dict[str, Any]) -> str:
+    """`local processes: redis up, router-1 DOWN, ...`."""
+    states = [("redis", processes["redis"]["running"])]
+    for group in ("routers", "nodes", "replicators", "gateways"):
+        states += list(processes.get(group, {}).items())
+    return "local processes: " + ", ".join(f"{name} {'up' if up else 'DOWN'}" for name, up in states)
 
 
 async def stats(args: argparse.Namespace) -> int:

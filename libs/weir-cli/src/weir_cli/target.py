@@ -75,6 +75,7 @@ def cluster_dir(args: Any, *, running: bool = False) -> Path:
 class Routers:
     addresses: list[str]
     found_from: str  # for messages: "--router", "$WEIR_ROUTERS", "the local cluster under X", ...
+    data_dir: Path | None = None  # the local cluster they were found in
 
 
 def _state_routers(data_dir: Path) -> list[str]:
@@ -95,12 +96,12 @@ def find_routers(args: Any) -> Routers:
     local = cluster_dir(args)
     addresses = _state_routers(local)
     if addresses:
-        return Routers(addresses, f"the local cluster under {local}")
+        return Routers(addresses, f"the local cluster under {local}", local)
     with contextlib.suppress(OSError):
         last = Path((state_home() / "last-cluster").read_text().strip())
         addresses = _state_routers(last)
         if addresses:
-            return Routers(addresses, f"the last local cluster started (under {last})")
+            return Routers(addresses, f"the last local cluster started (under {last})", last)
     raise CliError(f"no Weir cluster found (no --router, no $WEIR_ROUTERS, no running cluster under {local}): {HINT}")
 
 
@@ -156,7 +157,14 @@ async def reach(routers: Routers, limit: float, verbose: bool) -> None:
 
 
 def _hint(routers: Routers) -> str:
-    return "check the address and that the node is running" if routers.found_from == "--server" else HINT
+    if routers.found_from == "--server":
+        return "check the address and that the node is running"
+    if routers.data_dir is not None:
+        return (
+            f"has it stopped? 'weir cluster status' lists its processes (logs: {routers.data_dir}/*.log); "
+            "'weir cluster down' then 'weir cluster up' starts it again"
+        )
+    return HINT
 
 
 def _where(routers: Routers) -> str:
@@ -179,7 +187,7 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
     except UnavailableError as error:
         raise CliError(
             f"the cluster at {','.join(routers.addresses)} (from {routers.found_from}) did not answer within "
-            f"{limit:g} s ({_reason(error.message)}): {HINT}"
+            f"{limit:g} s ({_reason(error.message)}): {_hint(routers)}"
         ) from None
     finally:
         await client.close()
