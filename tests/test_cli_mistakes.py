@@ -408,3 +408,13 @@ def test_a_local_cluster_that_stopped_says_which_processes_are_down(tmp_path: Pa
     one_line_error(listing, 1, f"(from the local cluster under {tmp_path / 'weir-cluster'}) refused the connection")
     assert "'weir cluster down' then 'weir cluster up' starts it again" in listing.stderr
     assert time.monotonic() - started < 5
+
+
+def test_changes_prints_a_nodes_change_feed(node: NodeHandle, tmp_path: Path, stream_name: str) -> None:
+    weir("stream", "create", stream_name, "--server", node.client_address, cwd=tmp_path)
+    printed = weir("changes", "--server", node.internal_address, "--max", "100000", cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    changes = [json.loads(line) for line in printed.stdout.splitlines()]
+    assert any(change.get("stream") == stream_name and "stream_created" in change for change in changes)
+    assert all(isinstance(change["change_seq"], int) for change in changes)  # numbers, not strings
+    one_line_error(weir("changes", "--server", "127.0.0.1:1", cwd=tmp_path), 1, "could not connect")

@@ -302,14 +302,23 @@ async def _kafka_pixy_round_trip(address: str, messages: int = 100) -> dict[str,
 DEFAULT_INTERNAL_SERVER = "127.0.0.1:7402"
 
 
+CHANGES_PAGE = 10_000  # the most changes one ReadChanges call may ask for
+
+
 async def changes(args: argparse.Namespace) -> int:
     """A node's change feed: --server is its internal port (default $WEIR_SERVER, else 127.0.0.1:7402)."""
     server = args.server or os.environ.get("WEIR_SERVER") or DEFAULT_INTERNAL_SERVER
     async with ChangeFeedClient(server) as client:
         if not args.follow:
-            response = await client.read_changes(args.from_change_seq, args.max)
-            for change in response.changes:
-                print(json.dumps(proto_dict(change)))
+            position, left = args.from_change_seq, args.max
+            while left > 0:  # pages of at most CHANGES_PAGE (the node's bound per read)
+                response = await client.read_changes(position, min(left, CHANGES_PAGE))
+                for change in response.changes:
+                    print(json.dumps(proto_dict(change)))
+                left -= len(response.changes)
+                if not response.changes or response.next_change_seq > response.last_change_seq:
+                    break
+                position = response.next_change_seq
             return 0
         async for batch in client.tail_changes(args.from_change_seq):
             for change in batch.changes:
