@@ -286,6 +286,7 @@ class Running:
             [sys.executable, "-m", "weir_cli.cli", *args],
             cwd=cwd,
             env={**env, "XDG_STATE_HOME": str(cwd / ".state")},
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -418,3 +419,28 @@ def test_changes_prints_a_nodes_change_feed(node: NodeHandle, tmp_path: Path, st
     assert any(change.get("stream") == stream_name and "stream_created" in change for change in changes)
     assert all(isinstance(change["change_seq"], int) for change in changes)  # numbers, not strings
     one_line_error(weir("changes", "--server", "127.0.0.1:1", cwd=tmp_path), 1, "could not connect")
+
+
+def test_pub_from_stdin_sends_each_line_as_it_comes_and_keeps_their_order(
+    routers: str, tmp_path: Path, stream_name: str
+) -> None:
+    weir("stream", "create", stream_name, "--partitions", "3", "--router", routers, cwd=tmp_path)
+    pub = Running("pub", stream_name, "x", "--json", "--router", routers, cwd=tmp_path)
+    stdin = pub.process.stdin
+    assert stdin is not None
+    stdin.write("line 0\n")
+    stdin.flush()
+    (first,) = pub.lines(1)  # acknowledged while the writer is still writing
+    assert json.loads(first)["seq"] == 1
+    started = time.monotonic()
+    stdin.write("".join(f"line {number}\n" for number in range(1, 3000)))
+    stdin.close()
+    assert len(pub.lines(2999)) == 2999
+    assert pub.process.wait(timeout=TIMEOUT_S) == 0
+    assert time.monotonic() - started < 30  # in flight together, not one round trip each
+    read = weir("read", stream_name, "--max", "5000", "--json", "--router", routers, cwd=tmp_path)
+    stored = [json.loads(line) for line in read.stdout.splitlines()]
+    assert len(stored) == 3000
+    for partition in range(3):
+        numbers = [int(m["payload"].split()[1]) for m in stored if m["partition"] == partition]
+        assert numbers == sorted(numbers) and numbers, partition  # in seq order = in the order written

@@ -9,7 +9,8 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator
 from typing import Any
 
 from weir.client import NodeClient, stream_config
@@ -184,49 +185,96 @@ async def stream_purge(args: argparse.Namespace) -> int:
 # -- pub ------------------------------------------------------------------------------------------------
 
 
-def _payloads(args: argparse.Namespace) -> Iterator[bytes]:
-    """DATA --count times ({n} becomes 1..count), or one message per line of stdin. DATA's bytes are
-    the command line's, also when they are not UTF-8 (os.fsencode undoes Python's decoding)."""
+PUB_WINDOW_MESSAGES = 500  # publishes in flight at once (one SDK batch per partition at most)
+PUB_WINDOW_BYTES = 256 * 1024
+
+
+async def _windows(args: argparse.Namespace) -> AsyncIterator[list[bytes]]:
+    """The payloads in windows: DATA --count times ({n} becomes 1..count), or one message per line
+    of stdin, as many lines as have arrived (a slow writer's line goes out at once). A window stays
+    under the SDK's batch bounds, so a partition's messages keep their order. DATA's bytes are the
+    command line's, also when they are not UTF-8 (os.fsencode undoes Python's decoding)."""
     if args.data is not None and args.data != "-":
-        for number in range(1, args.count + 1):
-            yield os.fsencode(args.data.replace("{n}", str(number)))
+        payloads = [os.fsencode(args.data.replace("{n}", str(number))) for number in range(1, args.count + 1)]
+        window: list[bytes] = []
+        for payload in payloads:
+            if _full(window):
+                yield window
+                window = []
+            window.append(payload)
+        yield window
         return
     if sys.stdin.isatty():
         print("weir pub: reading messages from stdin, one per line (Ctrl-D ends)", file=sys.stderr)
-    for line in sys.stdin.buffer:
-        yield line.rstrip(b"\n")
+    lines = _stdin_lines()
+    while (first := await lines.get()) is not None:
+        window = [first]
+        while not _full(window) and not lines.empty():
+            line = lines.get_nowait()
+            if line is None:
+                yield window
+                return
+            window.append(line)
+        yield window
+
+
+def _full(window: list[bytes]) -> bool:
+    return len(window) >= PUB_WINDOW_MESSAGES or sum(map(len, window)) >= PUB_WINDOW_BYTES
+
+
+def _stdin_lines() -> asyncio.Queue[bytes | None]:
+    """stdin's lines (without their line end) as a reader thread gets them; None at the end."""
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+
+    def read() -> None:
+        for line in sys.stdin.buffer:
+            loop.call_soon_threadsafe(lines.put_nowait, line.removesuffix(b"\n").removesuffix(b"\r"))
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=read, name="weir-pub-stdin", daemon=True).start()
+    return lines
+
+
+async def _publish_window(
+    to: Target, args: argparse.Namespace, window: list[bytes], **options: Any
+) -> list[PublishAck]:
+    """Publish a window: on a cluster all in flight at once (batched by the SDK), on one node one
+    by one. Acks in order; the first failure is raised (later messages of the window may be stored)."""
+    cluster = to.cluster
+    if cluster is None:
+        return [await to.client.publish(args.stream, args.subject, payload, **options) for payload in window]
+    futures = [await cluster.publish_nowait(args.stream, args.subject, payload, **options) for payload in window]
+    await cluster.flush()
+    return [await future for future in futures]
 
 
 async def pub(args: argparse.Namespace) -> int:
+    """Publish DATA (--count times) or stdin's lines; print where each one went (the first 10, then
+    a count; --json: every ack)."""
     headers = []
     for item in args.header or ():
         name, equals, value = item.partition("=")
         if not equals or not name:
             raise CliError(f"weir pub: --header takes KEY=VALUE, got {item!r}", status=2)
         headers.append((name, value))
-    key = os.fsencode(args.key) if args.key is not None else None
+    options: dict[str, Any] = {"headers": headers, "partition": args.partition, "ack_level": args.ack}
+    options["key"] = os.fsencode(args.key) if args.key is not None else None
+    published = 0
     async with target(args) as to:
-        acks: list[PublishAck] = []
-        for payload in _payloads(args):
-            ack = await to.client.publish(
-                args.stream,
-                args.subject,
-                payload,
-                headers=headers,
-                key=key,
-                partition=args.partition,
-                ack_level=args.ack,
-                msg_id=args.msg_id if to.cluster is not None else args.msg_id or "",
-            )
-            acks.append(ack)
-            if args.json:
-                print(json.dumps({"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}))
-            elif len(acks) <= 10:
-                duplicate = " (duplicate: stored before)" if ack.duplicate else ""
-                print(f"published to {args.stream}[{ack.partition}] seq {ack.seq}{duplicate}")
-    if not args.json and len(acks) > 10:
-        print(f"... published {len(acks)} messages to {args.stream}")
-    if not acks:
+        options["msg_id"] = args.msg_id if to.cluster is not None else args.msg_id or ""
+        async for window in _windows(args):
+            for ack in await _publish_window(to, args, window, **options):
+                published += 1
+                if args.json:
+                    print(json.dumps({"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}))
+                elif published <= 10:
+                    duplicate = " (duplicate: stored before)" if ack.duplicate else ""
+                    print(f"published to {args.stream}[{ack.partition}] seq {ack.seq}{duplicate}")
+            sys.stdout.flush()  # a window's acks as soon as they are known (`tail -f log | weir pub`)
+    if not args.json and published > 10:
+        print(f"... published {published} messages to {args.stream}")
+    if not published:
         raise CliError("weir pub: nothing to publish (stdin was empty)")
     return 0
 
