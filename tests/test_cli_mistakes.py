@@ -444,3 +444,16 @@ def test_pub_from_stdin_sends_each_line_as_it_comes_and_keeps_their_order(
     for partition in range(3):
         numbers = [int(m["payload"].split()[1]) for m in stored if m["partition"] == partition]
         assert numbers == sorted(numbers) and numbers, partition  # in seq order = in the order written
+
+
+def test_a_mistyped_command_or_choice_names_the_closest(tmp_path: Path) -> None:
+    for args, fragment in (
+        (("strem", "list"), "weir: unknown command 'strem'; did you mean 'stream'?"),
+        (("stream", "lst"), "weir stream: unknown command 'lst'; did you mean 'list'?"),
+        (
+            ("stream", "create", "s", "--retention", "wq"),
+            "--retention: 'wq' is not a choice; one of limits, work_queue",
+        ),
+        (("read", "s", "--folow"), "unrecognized arguments: --folow"),
+    ):
+        one_line_error(weir(*args, cwd=tmp_path), 2, fragment)

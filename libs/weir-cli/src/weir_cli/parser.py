@@ -5,6 +5,8 @@ are checked before anything is sent."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -27,6 +29,13 @@ class Parser(argparse.ArgumentParser):
     'weir fetch --help')`, exit status 2."""
 
     def error(self, message: str) -> NoReturn:
+        mistyped = re.fullmatch(r"argument ([^:]+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if mistyped:
+            argument, given, listed = mistyped.groups()
+            choices = re.findall(r"'([^']*)'", listed)
+            close = difflib.get_close_matches(given, choices, n=1)
+            what = f"unknown command {given!r}" if argument == "COMMAND" else f"{argument}: {given!r} is not a choice"
+            message = f"{what}; " + (f"did you mean {close[0]!r}?" if close else f"one of {', '.join(choices)}")
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
 
 
