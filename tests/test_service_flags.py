@@ -4,12 +4,17 @@ points in subprocesses."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from weir_cli.launcher import free_port
 from weir_router.settings import RouterSettings
 from weir_server.service_settings import load_settings
 
@@ -23,15 +28,20 @@ SERVICES = [
 IDS = [service[1] for service in SERVICES]
 
 
-def run(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without any `WEIR_*` variable, plus `extra`."""
     clean = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    return {**clean, **(extra or {})}
+
+
+def run(module: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         check=False,
         capture_output=True,
         text=True,
         timeout=60,
-        env={**clean, **(env or {})},
+        env=environment(env),
     )
 
 
@@ -44,6 +54,7 @@ def test_help_lists_the_settings_and_starts_nothing(
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.startswith(f"usage: {prog}")
     assert known_flag in completed.stdout and "(default:" in completed.stdout
+    assert f"[env: {variable}]" in " ".join(completed.stdout.split())  # each flag names its variable
     assert time.monotonic() - started < 30  # it returned: nothing was started on the default ports
 
 
@@ -68,7 +79,21 @@ def test_a_rule_over_several_settings_is_one_line() -> None:
     completed = run("weir_partition_node", "--replication-timeout-ms", "1000", "--replica-lag-max-ms", "1000")
     assert completed.returncode == 2
     lines = completed.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("weir-partition-node: invalid settings: "), lines
+    assert len(lines) == 1 and "Traceback" not in completed.stderr, lines
+    assert lines[0].startswith(
+        "weir-partition-node: invalid settings (WEIR_NODE_REPLICATION_TIMEOUT_MS / --replication-timeout-ms, "
+        "WEIR_NODE_REPLICA_LAG_MAX_MS / --replica-lag-max-ms): replication_timeout_ms (1000) must be at least"
+    ), lines
+
+
+def test_an_unknown_log_level_is_one_line_not_a_logging_traceback() -> None:
+    completed = run("weir_router", "--log-level", "loud")
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr, completed.stderr
+    assert completed.stderr.strip().splitlines() == [
+        "weir-router: invalid setting log_level (WEIR_ROUTER_LOG_LEVEL / --log-level): not a logging level: "
+        "expected DEBUG, INFO, WARNING, ERROR or CRITICAL (any case) (got 'loud')"
+    ]
+    assert load_settings(RouterSettings, "weir-router", ["--log-level", "debug"]).log_level == "DEBUG"
 
 
 def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,3 +101,27 @@ def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("WEIR_ROUTER_LEASE_MS", "4000")
     settings = load_settings(RouterSettings, "weir-router", ["--port", "7800", "--advertise-host", "router-9"])
     assert (settings.port, settings.lease_ms, settings.advertise_host) == (7800, 4000, "router-9")
+
+
+def test_a_node_started_with_flags_serves_where_they_say(tmp_path: Path) -> None:
+    """The real entry point reads its own argv: the flags' data directory and client port, over
+    environment variables that would otherwise fail (a bad port) or point elsewhere."""
+    port, ready = free_port(), tmp_path / "ready.json"
+    flags = ["--data-dir", str(tmp_path / "from-flag"), "--client-port", str(port), "--ready-file", str(ready)]
+    flags += ["--internal-port", "0", "--metrics-port", "0"]
+    env = environment({"WEIR_NODE_CLIENT_PORT": "abc", "WEIR_NODE_DATA_DIR": str(tmp_path / "from-env")})
+    process = subprocess.Popen([sys.executable, "-m", "weir_partition_node", *flags], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert process.poll() is None, f"the node exited with {process.returncode}"
+            assert time.monotonic() < deadline, "the node did not get ready in 30 s"
+            time.sleep(0.05)
+        assert json.loads(ready.read_text())["client_port"] == port
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+        assert (tmp_path / "from-flag").is_dir() and not (tmp_path / "from-env").exists()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

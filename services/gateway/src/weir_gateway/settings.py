@@ -1,4 +1,4 @@
-"""Gateway settings, read from `WEIR_GATEWAY_*` environment variables (pydantic-settings)."""
+"""Gateway settings, read from flags and `WEIR_GATEWAY_*` environment variables (pydantic-settings)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from weir.cluster import router_addresses
 from weir.errors import WeirError
+from weir_server.service_settings import LogLevel
 
 
 class GatewaySettings(BaseSettings):
-    """Every field is the environment variable ``WEIR_GATEWAY_<FIELD>`` (case-insensitive)."""
+    """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_GATEWAY_<SETTING>
+    (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_GATEWAY_", extra="ignore")
 
@@ -73,7 +75,7 @@ class GatewaySettings(BaseSettings):
         "that surprised its users, issue #182).",
     )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
-    log_level: str = Field("INFO", description="Python logging level.")
+    log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
         None, description="When set, the gateway writes its bound ports here as JSON once it serves."
     )

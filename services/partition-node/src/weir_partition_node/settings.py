@@ -1,4 +1,4 @@
-"""Partition node settings, read from `WEIR_NODE_*` environment variables (pydantic-settings)."""
+"""Partition node settings, read from flags and `WEIR_NODE_*` environment variables (pydantic-settings)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from weir_server.listeners import parse_listeners
+from weir_server.service_settings import LogLevel
 
 
 class NodeSettings(BaseSettings):
-    """Every field is the environment variable ``WEIR_NODE_<FIELD>`` (case-insensitive)."""
+    """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_NODE_<SETTING>
+    (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_NODE_", extra="ignore")
 
@@ -47,7 +49,7 @@ class NodeSettings(BaseSettings):
     change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")
     shutdown_grace_ms: int = Field(5000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     max_concurrent_rpcs: int = Field(20_000, ge=1, description="RPCs handled at once per server.")
-    log_level: str = Field("INFO", description="Python logging level.")
+    log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     test_clock: bool = Field(
         False,
         description="Tests only: read time from a manual clock moved by the internal TestClock service "

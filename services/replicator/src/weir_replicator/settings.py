@@ -1,4 +1,4 @@
-"""Replicator settings, read from `WEIR_REPLICATOR_*` environment variables (pydantic-settings)."""
+"""Replicator settings, read from flags and `WEIR_REPLICATOR_*` environment variables (pydantic-settings)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from weir_server.service_settings import LogLevel
 
 
 class ReplicatorSettings(BaseSettings):
-    """Every field is the environment variable ``WEIR_REPLICATOR_<FIELD>`` (case-insensitive)."""
+    """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_REPLICATOR_<SETTING>
+    (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_REPLICATOR_", extra="ignore")
 
@@ -40,7 +42,7 @@ class ReplicatorSettings(BaseSettings):
     )
     node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call to a node (fetches add their wait).")
     retry_backoff_ms: int = Field(200, ge=10, description="Pause after a failed call before a follower loop retries.")
-    log_level: str = Field("INFO", description="Python logging level.")
+    log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
         None, description="When set, the replicator writes its pid and metrics port here as JSON once it runs."
     )

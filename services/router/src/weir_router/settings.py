@@ -1,4 +1,4 @@
-"""Router settings, read from `WEIR_ROUTER_*` environment variables (pydantic-settings)."""
+"""Router settings, read from flags and `WEIR_ROUTER_*` environment variables (pydantic-settings)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.listeners import parse_listeners
+from weir_server.service_settings import LogLevel
 
 
 class RouterSettings(BaseSettings):
-    """Every field is the environment variable ``WEIR_ROUTER_<FIELD>`` (case-insensitive)."""
+    """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_ROUTER_<SETTING>
+    (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_ROUTER_", extra="ignore")
 
@@ -57,7 +59,7 @@ class RouterSettings(BaseSettings):
         "message (subject `stats`) as `analytics`. Keep it equal to WEIR_ANALYTICS_STATS_STREAM.",
     )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
-    log_level: str = Field("INFO", description="Python logging level.")
+    log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
         None, description="When set, the router writes its bound ports here as JSON once it serves."
     )

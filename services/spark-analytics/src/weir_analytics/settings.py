@@ -1,4 +1,4 @@
-"""Analytics settings, read from `WEIR_ANALYTICS_*` environment variables (pydantic-settings)."""
+"""Analytics settings, read from flags and `WEIR_ANALYTICS_*` environment variables (pydantic-settings)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
+from weir_server.service_settings import LogLevel
 
 
 class AnalyticsSettings(BaseSettings):
-    """Every field is the environment variable ``WEIR_ANALYTICS_<FIELD>`` (case-insensitive)."""
+    """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_ANALYTICS_<SETTING>
+    (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_ANALYTICS_", extra="ignore")
 
@@ -57,7 +59,10 @@ class AnalyticsSettings(BaseSettings):
         "weir source installed).",
     )
     once: bool = Field(False, description="Process what the feeds hold now (Trigger.AvailableNow), then exit.")
-    log_level: str = Field("INFO", description="Python logging level (Spark's own log is set to WARN).")
+    log_level: LogLevel = Field(
+        "INFO",
+        description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL (Spark's own log is set to WARN).",
+    )
     ready_file: Path | None = Field(
         None, description="When set, the job writes its pid and metrics port here as JSON once its query runs."
     )
