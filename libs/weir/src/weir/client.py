@@ -83,6 +83,7 @@ def stream_config(
     deliver_up_to_high_watermark: bool = False,
     duplicate_window_ms: int = 0,
     duplicate_window_max_msgs: int = 0,
+    allow_scheduled_messages: bool = False,
 ) -> types_pb2.StreamConfig:
     """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default)."""
     limits = types_pb2.Limits()
@@ -107,6 +108,7 @@ def stream_config(
         deliver_up_to_high_watermark=deliver_up_to_high_watermark,
         duplicate_window_ms=duplicate_window_ms,
         duplicate_window_max_msgs=duplicate_window_max_msgs,
+        allow_scheduled_messages=allow_scheduled_messages,
     )
 
 
@@ -295,10 +297,13 @@ class NodeClient(GrpcClient):
         ts_ms: int = 0,
         ack_level: str = "leader",
         msg_id: str = "",
+        delay_ms: int = 0,
+        deliver_at_ms: int = 0,
     ) -> PublishAck:
-        """Publish one message; returns (partition, seq, duplicate) once acknowledged per
+        """Publish one message; returns (partition, seq, duplicate, scheduled) once acknowledged per
         `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
-        and answers the original seq with `duplicate` set."""
+        and answers the original seq with `duplicate` set. `delay_ms` / `deliver_at_ms` (ms since
+        the Unix epoch): delayed delivery, on a stream with allow_scheduled_messages."""
         request = streams_pb2.PublishRequest(
             stream=stream,
             subject=subject,
@@ -307,6 +312,8 @@ class NodeClient(GrpcClient):
             ts_ms=ts_ms,
             ack_level=ACK_LEVELS[ack_level],
             msg_id=msg_id,
+            delay_ms=delay_ms,
+            deliver_at_ms=deliver_at_ms,
         )
         if key is not None:
             request.key = key
@@ -315,7 +322,7 @@ class NodeClient(GrpcClient):
         if expected_last_seq is not None:
             request.expected_last_seq = expected_last_seq
         response = await self._call(self.stub.Publish, request)
-        return PublishAck(response.partition, response.seq, response.duplicate)
+        return PublishAck(response.partition, response.seq, response.duplicate, response.scheduled)
 
     async def publish_batch(
         self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"

@@ -291,11 +291,16 @@ class Client:
         expected_last_seq: int | None = None,
         ack_level: str = "leader",
         msg_id: str | None = None,
+        delay_ms: int = 0,
+        deliver_at_ms: int = 0,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
         `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
-        per message when the client is idempotent; "" sends none). Errors: the node's typed errors
-        (subject_rejected, oversize, wrong_revision, ...), after retries for retryable ones."""
+        per message when the client is idempotent; "" sends none). `delay_ms`, or `deliver_at_ms`
+        (ms since the Unix epoch): delayed delivery (the stream needs allow_scheduled_messages); the
+        ack then has `scheduled` set and the message is delivered at its time under a new seq.
+        Errors: the node's typed errors (subject_rejected, oversize, wrong_revision,
+        scheduling_disabled, ...), after retries for retryable ones."""
         future = self.publish_nowait(
             stream,
             subject,
@@ -306,6 +311,8 @@ class Client:
             expected_last_seq=expected_last_seq,
             ack_level=ack_level,
             msg_id=msg_id,
+            delay_ms=delay_ms,
+            deliver_at_ms=deliver_at_ms,
         )
         return await (await future)
 
@@ -321,6 +328,8 @@ class Client:
         expected_last_seq: int | None = None,
         ack_level: str = "leader",
         msg_id: str | None = None,
+        delay_ms: int = 0,
+        deliver_at_ms: int = 0,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
         waits only while the pending buffer is full). Use this to keep many publishes in flight.
@@ -341,6 +350,9 @@ class Client:
             entry.msg_id = msg_id
         if expected_last_seq is not None:
             entry.expected_last_seq = expected_last_seq
+        if delay_ms or deliver_at_ms:
+            entry.delay_ms = delay_ms
+            entry.deliver_at_ms = deliver_at_ms
         await self._pending.acquire()
         future: asyncio.Future[PublishAck] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._pending.release())
@@ -390,7 +402,7 @@ class Client:
             if item.future.done():
                 continue
             if result.result_code == "ok":
-                item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate))
+                item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate, result.scheduled))
             elif result.result_code == "wrong_revision":
                 item.future.set_exception(
                     WrongRevisionError(result.message, stream=batch.stream, partition=result.partition,

@@ -56,6 +56,7 @@ class ResultCode(StrEnum):
     REPLICATION_TIMEOUT = "replication_timeout"
     LEADER_LEASE_EXPIRED = "leader_lease_expired"
     NO_MESSAGE = "no_message"
+    SCHEDULING_DISABLED = "scheduling_disabled"
     INTERNAL = "internal"
 
 
@@ -339,6 +340,14 @@ class LeaderLeaseExpiredError(WeirError):
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
     refresh_routing = True
+
+
+class SchedulingDisabledError(WeirError):
+    """A publish asked for delayed delivery (delay_ms / deliver_at_ms) on a stream created without
+    allow_scheduled_messages: nothing was stored. Create the stream with it (the setting is immutable)."""
+
+    result_code = ResultCode.SCHEDULING_DISABLED
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class NoMessageError(WeirError):

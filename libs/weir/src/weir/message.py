@@ -19,12 +19,14 @@ from weir.v1 import types_pb2
 class PublishAck:
     """Where a published message was stored: its `partition` and per-partition `seq` (0 with ack
     level "none"). `duplicate`: its msg_id was already stored within the stream's duplicate window
-    (an earlier attempt landed); `seq` is where. The node client and the cluster client both
-    return this."""
+    (an earlier attempt landed); `seq` is where. `scheduled`: stored as a schedule record at `seq`
+    (a publish with delay_ms / deliver_at_ms), delivered at its time under a new seq. The node
+    client and the cluster client both return this."""
 
     partition: int
     seq: int
     duplicate: bool = False
+    scheduled: bool = False
 
 
 class Settler(Protocol):

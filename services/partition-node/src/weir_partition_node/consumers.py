@@ -30,6 +30,8 @@ from weir.subjects import (
 )
 from weir.v1 import types_pb2
 
+from weir_partition_node.scheduled import visible_to_consumers
+
 DEFAULT_ACK_WAIT_MS = 30_000
 DEFAULT_MAX_DELIVER = 5
 DEFAULT_MAX_ACK_PENDING = 1_000
@@ -105,8 +107,11 @@ class ConsumerSpec:
     max_ack_pending: int
 
     @classmethod
-    def of(cls, config: types_pb2.ConsumerConfig, incarnation: int) -> ConsumerSpec:
-        accepts = SubjectFilter([config.filter_subject]).accepts if config.filter_subject else None
+    def of(cls, config: types_pb2.ConsumerConfig, incarnation: int, *, hide_scheduled: bool = False) -> ConsumerSpec:
+        """The spec of `config`. `hide_scheduled` (a stream with scheduled messages): the consumer
+        also passes over schedule records (scheduled.py), whatever its filter."""
+        own = SubjectFilter([config.filter_subject]).accepts if config.filter_subject else None
+        accepts: Callable[[str], bool] | None = _hiding_scheduled(own) if hide_scheduled else own
         return cls(
             config.name,
             incarnation,
@@ -116,6 +121,13 @@ class ConsumerSpec:
             config.dead_letter_subject,
             config.max_ack_pending,
         )
+
+
+def _hiding_scheduled(accepts: Callable[[str], bool] | None) -> Callable[[str], bool]:
+    if accepts is None:
+        return visible_to_consumers
+    own = accepts
+    return lambda subject: visible_to_consumers(subject) and own(subject)
 
 
 @dataclass(slots=True)

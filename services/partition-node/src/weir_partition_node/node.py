@@ -29,15 +29,18 @@ from weir.errors import (
     CorruptRecordError,
     InvalidArgumentError,
     InvalidConfigError,
+    InvalidSubjectError,
     LeaderLeaseExpiredError,
     NoSuchConsumerError,
     NoSuchMessageError,
     NoSuchPartitionError,
     NoSuchStreamError,
     NotLeaderError,
+    OverloadedError,
     OversizeError,
     PositionOutOfRangeError,
     ReplicationTimeoutError,
+    SchedulingDisabledError,
     ShuttingDownError,
     SubjectRejectedError,
     WeirError,
@@ -49,7 +52,7 @@ from weir_server.consumer_info import add_partition_totals
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 
-from weir_partition_node import consumers, metrics
+from weir_partition_node import consumers, metrics, scheduled
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
@@ -114,6 +117,10 @@ class PublishFields(Protocol):
     def partition(self) -> int: ...
     @property
     def msg_id(self) -> str: ...
+    @property
+    def delay_ms(self) -> int: ...
+    @property
+    def deliver_at_ms(self) -> int: ...
     def HasField(self, field_name: str, /) -> bool: ...
 
 
@@ -124,6 +131,7 @@ class PublishOutcome:
     result_code: str = "ok"
     message: str = ""
     duplicate: bool = False
+    scheduled: bool = False
 
 
 @dataclass(slots=True)
@@ -265,6 +273,7 @@ class Node:
         for stream in self._streams.values():
             for partition in stream.partitions.values():
                 partition.wake_waiters()
+                partition.clock_moved()  # the manual clock moved: schedule records may be due
 
     @property
     def clock(self) -> Clock:
@@ -607,6 +616,11 @@ class Node:
 
     def _prepare_entry(self, stream: Stream, fields: PublishFields) -> tuple[int, PreparedEntry, int]:
         subject = fields.subject
+        if subject[:1] == "$" and scheduled.is_reserved(subject):
+            raise InvalidSubjectError(
+                f"subject {subject!r}: subjects beginning with {scheduled.RESERVED_SUBJECT_PREFIX!r} are Weir's own",
+                subject=subject,
+            )
         if not stream.subject_filter.accepts_valid(subject):  # validates the subject on a cache miss
             raise SubjectRejectedError(
                 f"subject {subject!r} matches none of stream {stream.name!r}'s subjects {list(stream.config.subjects)}",
@@ -654,7 +668,49 @@ class Node:
         else:
             partition = _ROUND_ROBIN  # assigned once the whole request is valid
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
-        return partition, PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key), size
+        entry = PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key)
+        if fields.delay_ms or fields.deliver_at_ms:
+            entry.deliver_at_ms = self._deliver_at_ms(stream, fields, expected)
+        return partition, entry, size
+
+    def _deliver_at_ms(self, stream: Stream, fields: PublishFields, expected_last_seq: int | None) -> int:
+        """When a publish with delay_ms / deliver_at_ms is due (0: at once, a time already past).
+        Errors: SchedulingDisabledError, InvalidArgumentError."""
+        if not stream.config.allow_scheduled_messages:
+            raise SchedulingDisabledError(
+                f"stream {stream.name!r} does not accept scheduled messages (delay_ms / deliver_at_ms): "
+                "create it with allow_scheduled_messages",
+                stream=stream.name,
+            )
+        if fields.delay_ms and fields.deliver_at_ms:
+            raise InvalidArgumentError("delay_ms and deliver_at_ms: set at most one", stream=stream.name)
+        if expected_last_seq is not None:
+            raise InvalidArgumentError(
+                "expected_last_seq cannot go with delay_ms / deliver_at_ms: the subject's last seq is "
+                "checked when a message is stored, and a scheduled one is delivered later",
+                stream=stream.name,
+            )
+        now_ms = self._clock.now_ms()
+        if fields.deliver_at_ms < 0:
+            raise InvalidArgumentError(f"deliver_at_ms must not be negative, got {fields.deliver_at_ms}")
+        delay_ms = fields.delay_ms or max(0, fields.deliver_at_ms - now_ms)
+        if delay_ms == 0:
+            return 0
+        limit_ms = scheduled.MAX_SCHEDULE_DELAY_MS
+        max_age_ms = stream.config.limits.max_age_ms if stream.config.limits.HasField("max_age_ms") else 0
+        if max_age_ms and max_age_ms <= limit_ms:
+            if delay_ms >= max_age_ms:
+                raise InvalidArgumentError(
+                    f"a delay of {delay_ms} ms reaches past stream {stream.name!r}'s max_age_ms ({max_age_ms}): "
+                    "retention would remove the message before its time",
+                    stream=stream.name,
+                )
+        elif delay_ms > limit_ms:
+            raise InvalidArgumentError(
+                f"a delay of {delay_ms} ms is more than the {limit_ms} ms (366 days) a message can be scheduled ahead",
+                stream=stream.name,
+            )
+        return now_ms + delay_ms
 
     async def publish(
         self,
@@ -705,6 +761,11 @@ class Node:
             group.indexes.append(index)
             group.entries.append(entry)
             group.size += size
+            if entry.deliver_at_ms:
+                group.scheduled += 1
+        for chosen, group in groups.items():
+            if group.scheduled:
+                _check_schedule_room(stream, stream.partitions[chosen], group.scheduled)
         outcomes: list[PublishOutcome] = [PublishOutcome(0, 0)] * len(entries)
         if ack_level == streams_pb2.ACK_LEVEL_NONE:
             for partition, group in groups.items():
@@ -762,7 +823,7 @@ class Node:
         for stream in self._streams.values():
             for row in by_stream.get(stream.name, []):
                 config = types_pb2.ConsumerConfig.FromString(row.config)
-                spec = ConsumerSpec.of(config, row.incarnation)
+                spec = ConsumerSpec.of(config, row.incarnation, hide_scheduled=stream.config.allow_scheduled_messages)
                 stream.consumers[row.name] = Consumer(config, row.created_at_ms, spec, row.start_seqs)
             await self._attach_consumers(stream)
 
@@ -839,7 +900,7 @@ class Node:
                             stream=stream_name,
                             consumer=effective.name,
                         )
-            spec = ConsumerSpec.of(effective, 0)
+            spec = ConsumerSpec.of(effective, 0, hide_scheduled=stream.config.allow_scheduled_messages)
             starts = self._start_positions(stream, effective, spec.accepts)
             change_seq, now_ms, record = await self._lifecycle_change(
                 stream_name, consumer_created=types_pb2.ConsumerCreatedChange(config=effective)
@@ -1391,6 +1452,7 @@ class _PartitionGroup:
     indexes: list[int] = field(default_factory=list)
     entries: list[PreparedEntry] = field(default_factory=list)
     size: int = 0
+    scheduled: int = 0  # entries with a deliver_at_ms
 
 
 def check_max_bytes(max_bytes: int) -> None:
@@ -1406,7 +1468,21 @@ def _configure_view(view: StreamView, config: types_pb2.StreamConfig) -> StreamV
     view.deliver_up_to_high_watermark = config.deliver_up_to_high_watermark
     view.duplicate_window_ms = config.duplicate_window_ms
     view.duplicate_window_max_msgs = config.duplicate_window_max_msgs
+    view.allow_scheduled_messages = config.allow_scheduled_messages
     return view
+
+
+def _check_schedule_room(stream: Stream, partition: Partition, count: int) -> None:
+    """Refuse (retryable OverloadedError) `count` more schedule records on a partition that holds
+    the most it indexes; checked before anything is queued, so the bound may be passed by what is
+    in flight at most."""
+    if partition.scheduled_count + count > scheduled.MAX_SCHEDULED_PER_PARTITION:
+        raise OverloadedError(
+            f"stream {stream.name!r} partition {partition.index} holds {partition.scheduled_count} scheduled "
+            f"messages, the most it keeps is {scheduled.MAX_SCHEDULED_PER_PARTITION}; retry once some are delivered",
+            stream=stream.name,
+            partition=partition.index,
+        )
 
 
 def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
@@ -1424,4 +1500,6 @@ def _utf8_size(text: str) -> int:
 
 
 def _outcome(partition: int, outcome: AppendOutcome) -> PublishOutcome:
-    return PublishOutcome(partition, outcome.seq, outcome.result_code, outcome.message, outcome.duplicate)
+    return PublishOutcome(
+        partition, outcome.seq, outcome.result_code, outcome.message, outcome.duplicate, outcome.scheduled
+    )

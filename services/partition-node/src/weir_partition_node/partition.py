@@ -43,12 +43,13 @@ from weir.v1 import types_pb2
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
-from weir_partition_node import consumers, metrics
+from weir_partition_node import consumers, metrics, scheduled
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
+from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class PreparedEntry:
     expected_last_seq: int | None
     msg_id: str = ""  # idempotence key; "" = none
     key: bytes | None = None  # the publisher's partitioning key, stored with the message
+    deliver_at_ms: int = 0  # > 0: store as a schedule record due then (scheduled.py)
 
 
 @dataclass(slots=True)
@@ -73,6 +75,7 @@ class AppendOutcome:
     result_code: str = "ok"
     message: str = ""
     duplicate: bool = False  # the msg_id was stored within the duplicate window: `seq` is the original's
+    scheduled: bool = False  # stored as a schedule record at `seq` (delivered later under a new seq)
 
 
 @dataclass(slots=True)
@@ -88,6 +91,14 @@ class _Sweep:
     size: int = 0
     # PurgePartition: remove every seq below this (PURGE_ALL: every message stored when decided).
     purge_before_seq: int = 0
+
+
+@dataclass(slots=True)
+class _Deliver:
+    """Deliver the schedule records due now (primary only); the future gets how many."""
+
+    future: asyncio.Future[int]
+    size: int = 0
 
 
 @dataclass(slots=True)
@@ -113,8 +124,8 @@ class _ConsumerOp:
 
 
 # One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
-# msg_id ("" = none)).
-ReplicatedRecord = tuple[int, int, str, bytes, str]
+# msg_id ("" = none), scheduled_seq (0 = none: else the schedule record it delivers, removed with it)).
+ReplicatedRecord = tuple[int, int, str, bytes, str, int]
 
 
 @dataclass(slots=True)
@@ -145,7 +156,7 @@ class _ReplicaEdit:
     size: int = 0
 
 
-_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit
+_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver
 PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
@@ -182,6 +193,8 @@ class _CommitContext:
     msg_ids_after: int | None = None
     # PurgePartition (primary only): every seq below this goes, reason "purge".
     purge_before_seq: int = 0
+    # Schedule records this commit delivers (primary) or whose delivery it mirrors (secondary).
+    scheduled_delivered: list[int] = field(default_factory=list)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -216,6 +229,7 @@ class StreamView:
     deliver_up_to_high_watermark: bool = False
     duplicate_window_ms: int = DEFAULT_DUPLICATE_WINDOW_MS
     duplicate_window_max_msgs: int = DEFAULT_DUPLICATE_WINDOW_MAX_MSGS
+    allow_scheduled_messages: bool = False
 
 
 class Partition:
@@ -277,7 +291,15 @@ class Partition:
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
         self._high_watermark_gauge = metrics.HIGH_WATERMARK.labels(*self._labels)
         self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
+        # Delayed delivery (scheduled.py): the primary's index of schedule records not delivered yet
+        # (None on a secondary, or when the stream does not allow them) and the timer that queues
+        # a _Deliver when the earliest is due.
+        self._schedule: ScheduleIndex | None = None
+        self._deliver_timer: asyncio.TimerHandle | None = None
+        self._deliver_due_ms: int | None = None
+        self._deliver_task: asyncio.Task[None] | None = None
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
+        self._load_schedule()
         self._publish_gauges()
 
     # -- public API (event loop) -----------------------------------------------------------------
@@ -335,6 +357,7 @@ class Partition:
         self.log.keep_tail(leading)
         if leading != was_leading:
             self._duplicates = None  # a new primary rebuilds it from what its log holds
+            self._load_schedule()
         self.leader_epoch = leader_epoch
         self.tracker = tracker
         self.min_insync = min_insync
@@ -349,6 +372,87 @@ class Partition:
             )
         if leading:
             self.update_high_watermark()
+
+    # -- delayed delivery (event loop; decisions in scheduled.py) --------------------------------
+
+    @property
+    def scheduled_count(self) -> int:
+        """Schedule records this primary still has to deliver (0 on a secondary)."""
+        return len(self._schedule) if self._schedule is not None else 0
+
+    def _load_schedule(self) -> None:
+        """A primary of a stream with scheduled messages indexes the schedule records its log holds
+        (from the subject index only: no record is read); a secondary drops its index. Records a
+        commit in flight stores join the index when it completes (`_index_scheduled`)."""
+        self._schedule = None
+        if self.leading and self.stream.allow_scheduled_messages:
+            index = ScheduleIndex()
+            subjects = self.log.subjects_with_prefix(
+                scheduled.SCHEDULED_SUBJECT_PREFIX, scheduled.MAX_SCHEDULED_PER_PARTITION + 1
+            )
+            index.load(subjects)
+            self._schedule = index
+        self.clock_moved()
+
+    def clock_moved(self) -> None:
+        """(Re)arm the delivery timer for the earliest schedule record: after a commit changed the
+        index, a role change, or a move of the node's clock (tests' manual clock)."""
+        if self._deliver_timer is not None:
+            self._deliver_timer.cancel()
+            self._deliver_timer = None
+        schedule = self._schedule
+        due_ms = schedule.next_due_ms() if schedule is not None and self.leading and not self._closing else None
+        self._deliver_due_ms = due_ms
+        if due_ms is None or self._deliver_task is not None:
+            return  # nothing to deliver, or a delivery is queued (it re-arms when done)
+        delay_s = max(0, due_ms - self._clock.now_ms()) / 1000
+        self._deliver_timer = asyncio.get_running_loop().call_later(delay_s, self._queue_delivery)
+
+    def _queue_delivery(self) -> None:
+        self._deliver_timer = None
+        if self._deliver_task is None and not self._closing and self._failure is None:
+            self._deliver_task = asyncio.get_running_loop().create_task(
+                self._deliver_due(), name=f"deliver-scheduled:{self.stream.name}/{self.index}"
+            )
+
+    async def _deliver_due(self) -> None:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        try:
+            await self._put(_Deliver(future))
+            await future
+        except WeirError as error:  # not leading any more, closing, or a failed commit: nothing lost
+            logger.debug("delivering scheduled messages of %s/%s stopped: %s", *self._labels, error)
+        finally:
+            self._deliver_task = None
+            self.clock_moved()
+
+    def _index_scheduled(self, records: list[Record], removed: Iterable[int], first_seq: int) -> None:
+        """After a commit: index the schedule records it stored and forget the ones it removed."""
+        schedule = self._schedule
+        if schedule is None:
+            return
+        prefix = scheduled.SCHEDULED_SUBJECT_PREFIX
+        schedule.add_subjects((record[0], record[2]) for record in records if record[2].startswith(prefix))
+        schedule.discard(removed)
+        schedule.discard_below(first_seq)
+        if schedule.next_due_ms() != self._deliver_due_ms:
+            self.clock_moved()
+
+    def _decide_deliver(self, context: _CommitContext) -> int:
+        """Append the message of every schedule record due now (at most FIRE_BATCH_MESSAGES) on its
+        own subject; `_plan_retention` removes the records in the same commit. A record retention
+        took meanwhile delivers nothing."""
+        if not self.leading or self._schedule is None:
+            return 0
+        due = self._schedule.take_due(context.now_ms, scheduled.FIRE_BATCH_MESSAGES)
+        for seq in due:
+            record = self.log.get(seq)
+            if record is None:
+                continue
+            message = scheduled.delivered_message(record, seq, self.index)
+            context.append(message.subject, context.now_ms, message)
+            context.scheduled_delivered.append(seq)
+        return len(context.scheduled_delivered)  # more still due: `_deliver_due` re-arms at once
 
     def in_sync_count(self) -> int:
         return len(self.tracker.in_sync) if self.tracker is not None else 1
@@ -472,6 +576,7 @@ class Partition:
     async def close(self) -> None:
         """Stop accepting writes, commit what is queued, stop the loop (does not close the log)."""
         self._closing = True
+        self.clock_moved()  # closing: cancels the delivery timer
         self.wake_waiters()
         await self._queue.join()
         self._task.cancel()
@@ -547,6 +652,8 @@ class Partition:
                 results.append(self._decide_replicate(item, context))
             elif isinstance(item, _ReplicaEdit):
                 results.append(self._decide_replica_edit(item, context))
+            elif isinstance(item, _Deliver):
+                results.append(self._decide_deliver(context))
             elif isinstance(item, _Sweep) and item.purge_before_seq:
                 if not self.leading:
                     results.append(self._not_leading())
@@ -677,6 +784,8 @@ class Partition:
             self._msg_ids_pruned_ms = now_ms
         if self._duplicates is not None and context.msg_ids:
             self._duplicates.expire(now_ms)  # ids past the window leave memory as new ones come in
+        if self._schedule is not None:
+            self._index_scheduled(records, batch.remove_seqs, self.first_seq)
 
         for item, result in zip(items, results, strict=True):
             if item.future.done():  # the caller went away (cancelled); the data is committed anyway
@@ -743,6 +852,12 @@ class Partition:
                         )
                     )
                     continue
+            if entry.deliver_at_ms:
+                seq = self._append_schedule_record(entry, context)
+                if msg_id:
+                    context.msg_ids.append((seq, msg_id, now_ms))
+                outcomes.append(AppendOutcome(seq, scheduled=True))
+                continue
             if entry.headers:
                 message = types_pb2.Message(
                     subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
@@ -763,6 +878,22 @@ class Partition:
         if window is not None:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
         return outcomes
+
+    def _append_schedule_record(self, entry: PreparedEntry, context: _CommitContext) -> int:
+        """Store `entry` as a schedule record due at its deliver_at_ms (scheduled.py); returns its seq."""
+        subject = scheduled.scheduled_subject(entry.deliver_at_ms, context.seq + 1)
+        message = types_pb2.Message(
+            subject=subject,
+            headers=entry.headers,
+            payload=entry.payload,
+            partition=self.index,
+            msg_id=entry.msg_id,
+            deliver_at_ms=entry.deliver_at_ms,
+            scheduled_subject=entry.subject,
+        )
+        if entry.key is not None:
+            message.key = entry.key
+        return context.append(subject, entry.ts_ms or context.now_ms, message)
 
     def _duplicate_window(self, now_ms: int) -> DuplicateWindow:
         """The primary's duplicate window, loaded from the log's newest rows on first use."""
@@ -832,16 +963,18 @@ class Partition:
             return "out_of_order", "another write to this partition is in the same commit; resend"
         if item.after_seq > end:
             return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
-        for seq, _, _, record, _ in item.records:  # a replay must match what this replica holds
+        for seq, _, _, record, _, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
             stored = self.log.get(seq)
             if stored is not None and stored != record:
                 return "divergence", f"seq {seq} holds another record than the primary's"
-        for seq, ts_ms, subject, record, msg_id in item.records:
+        for seq, ts_ms, subject, record, msg_id, scheduled_seq in item.records:
             if seq > end:
                 context.append_record(seq, ts_ms, subject, record)
-                if msg_id:
+                if scheduled_seq:  # a delivered schedule record: it goes in this commit, as on the primary
+                    context.replica_removals.setdefault("scheduled", []).append(scheduled_seq)
+                elif msg_id:  # (a delivered message's msg_id is its schedule record's, already indexed)
                     context.msg_ids.append((seq, msg_id, context.now_ms))
         return "ok", ""
 
@@ -1029,9 +1162,15 @@ class Partition:
             removals["work_queue_ack"] = self.log.rows(context.work_queue_acked)
         if context.dead_lettered:
             removals["dead_letter"] = self.log.rows(context.dead_lettered)
+        if context.scheduled_delivered:
+            removals["scheduled"] = self.log.rows(context.scheduled_delivered)
         keep_from = 0
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
+            # Consumers never see schedule records, so their acks say nothing of them: keep them.
+            oldest_scheduled = self._schedule.oldest_seq() if self._schedule is not None else None
+            if oldest_scheduled is not None:
+                keep_from = min(keep_from, oldest_scheduled)
         needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
         if not needed and keep_from <= self.first_seq and context.purge_before_seq <= self.first_seq:
             return RetentionPlan()

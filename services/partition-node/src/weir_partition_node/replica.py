@@ -593,5 +593,5 @@ def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[Replicated
                 "(seqs must increase, above after_seq)"
             )
         previous = message.seq
-        decoded.append((message.seq, message.ts_ms, message.subject, record, message.msg_id))
+        decoded.append((message.seq, message.ts_ms, message.subject, record, message.msg_id, message.scheduled_seq))
     return decoded

@@ -245,7 +245,9 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             )
         if outcome.result_code != "ok":
             raise WeirError.for_code(outcome.result_code, outcome.message)
-        return streams_pb2.PublishResponse(partition=outcome.partition, seq=outcome.seq, duplicate=outcome.duplicate)
+        return streams_pb2.PublishResponse(
+            partition=outcome.partition, seq=outcome.seq, duplicate=outcome.duplicate, scheduled=outcome.scheduled
+        )
 
     @unary
     async def PublishBatch(self, request: streams_pb2.PublishBatchRequest, context: Any) -> Any:
@@ -268,13 +270,14 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         response = streams_pb2.PublishBatchResponse()
         add = response.results.add
         for outcome in outcomes:
-            if outcome.message or outcome.duplicate:
+            if outcome.message or outcome.duplicate or outcome.scheduled:
                 add(
                     partition=outcome.partition,
                     seq=outcome.seq,
                     result_code=outcome.result_code,
                     message=outcome.message,
                     duplicate=outcome.duplicate,
+                    scheduled=outcome.scheduled,
                 )
             else:  # the common case; unset fields cost nothing to encode (~0.4 us a result saved)
                 add(partition=outcome.partition, seq=outcome.seq, result_code=outcome.result_code)

@@ -131,7 +131,7 @@ class UpdateStreamResponse(_message.Message):
     def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., pruned: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
-    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms")
+    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms", "delay_ms", "deliver_at_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +143,8 @@ class PublishRequest(_message.Message):
     ACK_LEVEL_FIELD_NUMBER: _ClassVar[int]
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     subject: str
     payload: bytes
@@ -154,20 +156,24 @@ class PublishRequest(_message.Message):
     ack_level: AckLevel
     msg_id: str
     timeout_ms: int
-    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
+    delay_ms: int
+    deliver_at_ms: int
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResponse(_message.Message):
-    __slots__ = ("partition", "seq", "duplicate")
+    __slots__ = ("partition", "seq", "duplicate", "scheduled")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     partition: int
     seq: int
     duplicate: bool
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    scheduled: bool
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
 
 class PublishEntry(_message.Message):
-    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id")
+    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms")
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +182,8 @@ class PublishEntry(_message.Message):
     KEY_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     subject: str
     payload: bytes
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
@@ -184,7 +192,9 @@ class PublishEntry(_message.Message):
     key: bytes
     partition: int
     msg_id: str
-    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ...) -> None: ...
+    delay_ms: int
+    deliver_at_ms: int
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class PublishBatchRequest(_message.Message):
     __slots__ = ("stream", "entries", "ack_level", "timeout_ms")
@@ -199,18 +209,20 @@ class PublishBatchRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[PublishEntry, _Mapping]]] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., timeout_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResult(_message.Message):
-    __slots__ = ("partition", "seq", "result_code", "message", "duplicate")
+    __slots__ = ("partition", "seq", "result_code", "message", "duplicate", "scheduled")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FIELD_NUMBER: _ClassVar[int]
     partition: int
     seq: int
     result_code: str
     message: str
     duplicate: bool
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    scheduled: bool
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
 
 class PublishBatchResponse(_message.Message):
     __slots__ = ("results",)

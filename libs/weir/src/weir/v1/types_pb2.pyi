@@ -56,7 +56,7 @@ class Limits(_message.Message):
     def __init__(self, max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
 
 class StreamConfig(_message.Message):
-    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark", "duplicate_window_ms", "duplicate_window_max_msgs")
+    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark", "duplicate_window_ms", "duplicate_window_max_msgs", "allow_scheduled_messages")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUBJECTS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
@@ -69,6 +69,7 @@ class StreamConfig(_message.Message):
     DELIVER_UP_TO_HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_WINDOW_MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_SCHEDULED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     name: str
     subjects: _containers.RepeatedScalarFieldContainer[str]
     retention: RetentionPolicy
@@ -81,7 +82,8 @@ class StreamConfig(_message.Message):
     deliver_up_to_high_watermark: bool
     duplicate_window_ms: int
     duplicate_window_max_msgs: int
-    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ...) -> None: ...
+    allow_scheduled_messages: bool
+    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ..., allow_scheduled_messages: _Optional[bool] = ...) -> None: ...
 
 class Header(_message.Message):
     __slots__ = ("key", "value")
@@ -92,7 +94,7 @@ class Header(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id", "key")
+    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id", "key", "deliver_at_ms", "scheduled_subject", "scheduled_seq")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +104,9 @@ class Message(_message.Message):
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_SEQ_FIELD_NUMBER: _ClassVar[int]
     seq: int
     subject: str
     ts_ms: int
@@ -111,7 +116,10 @@ class Message(_message.Message):
     partition: int
     msg_id: str
     key: bytes
-    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., key: _Optional[bytes] = ...) -> None: ...
+    deliver_at_ms: int
+    scheduled_subject: str
+    scheduled_seq: int
+    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., key: _Optional[bytes] = ..., deliver_at_ms: _Optional[int] = ..., scheduled_subject: _Optional[str] = ..., scheduled_seq: _Optional[int] = ...) -> None: ...
 
 class PartitionStats(_message.Message):
     __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes", "role", "leader_epoch", "high_watermark", "in_sync_node_ids")

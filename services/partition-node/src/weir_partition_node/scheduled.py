@@ -1,0 +1,170 @@
+"""Delayed delivery: schedule records and the primary's index of those not yet delivered.
+
+A publish with `delay_ms` / `deliver_at_ms` to a stream with `allow_scheduled_messages` is stored at
+once, as a *schedule record*: an ordinary log record (so it is fsynced, replicated, acknowledged per
+ack level and fails over like any message) under the reserved subject
+`$weir.scheduled.<deliver_at_ms>.<seq>`, carrying the publisher's message with its own subject in
+`scheduled_subject`. Consumers never see reserved subjects. When it is due, the partition's primary
+appends the message on its own subject (a new seq, `scheduled_seq` = the schedule record's seq) and
+removes the schedule record in the same commit; a secondary applying that appended record removes the
+schedule record in the same commit too. So every copy holds either the schedule record or the
+delivered message, never both, and a new primary after a failover delivers exactly the schedule
+records its log still holds. Source: JetStream's message schedules (ADR-51: the schedule is a stored
+message, the server publishes to the target at its time and removes the schedule) and RocketMQ 5's
+timer messages (stored at once, visible at their time).
+
+Everything here is pure (no I/O, no clock): the partition feeds it what it commits and asks it what
+is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+from weir.v1 import types_pb2
+
+RESERVED_SUBJECT_PREFIX = "$weir."
+SCHEDULED_SUBJECT_PREFIX = "$weir.scheduled."
+MAX_SCHEDULE_DELAY_MS = 366 * 24 * 3600 * 1000  # a schedule at most this far ahead of the node's clock
+MAX_SCHEDULED_PER_PARTITION = 1_000_000  # schedule records a partition holds at most (bounds the index)
+FIRE_BATCH_MESSAGES = 1000  # schedule records delivered per commit at most (bounds one commit's work)
+_COMPACT_SLACK = 1024
+
+
+def scheduled_subject(deliver_at_ms: int, seq: int) -> str:
+    """The reserved subject of the schedule record at `seq`: unique per record (so per-subject limits
+    never drop one) and readable without decoding the record (the index loads from subjects only)."""
+    return f"{SCHEDULED_SUBJECT_PREFIX}{deliver_at_ms}.{seq}"
+
+
+def parse_scheduled_subject(subject: str) -> tuple[int, int] | None:
+    """(deliver_at_ms, seq) of a schedule record's subject; None when `subject` is not one."""
+    if not subject.startswith(SCHEDULED_SUBJECT_PREFIX):
+        return None
+    parts = subject[len(SCHEDULED_SUBJECT_PREFIX) :].split(".")
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def is_reserved(subject: str) -> bool:
+    """Whether `subject` is Weir's own (`$weir.` prefix): publishers may not use it."""
+    return subject.startswith(RESERVED_SUBJECT_PREFIX)
+
+
+def visible_to_consumers(subject: str) -> bool:
+    """The subject filter every consumer of a stream with scheduled messages applies on top of its
+    own: schedule records are never delivered."""
+    return not subject.startswith(SCHEDULED_SUBJECT_PREFIX)
+
+
+def delivered_message(record: bytes, scheduled_seq: int, partition: int) -> types_pb2.Message:
+    """The message a schedule record delivers: the publisher's subject, headers, payload, key and
+    msg_id, with `scheduled_seq` naming the record (seq and ts_ms are set when it is appended)."""
+    schedule = types_pb2.Message.FromString(record)
+    message = types_pb2.Message(
+        subject=schedule.scheduled_subject,
+        headers=schedule.headers,
+        payload=schedule.payload,
+        partition=partition,
+        msg_id=schedule.msg_id,
+        scheduled_seq=scheduled_seq,
+    )
+    if schedule.HasField("key"):
+        message.key = schedule.key
+    return message
+
+
+class ScheduleIndex:
+    """The schedule records a primary still has to deliver: seq -> deliver_at_ms, ordered by time
+    (a heap) and by seq (for the oldest one, which consumer-driven retention must keep).
+
+    Removals (delivered, or taken by retention or a purge) are lazy in the heaps and exact in the
+    map: `len()` and every answer count only live records; a heap holding more than twice the live
+    records (plus a slack) is rebuilt, so memory stays proportional to them: about 200 bytes a record.
+    """
+
+    def __init__(self) -> None:
+        self._deliver_at_ms: dict[int, int] = {}
+        self._by_time: list[tuple[int, int]] = []
+        self._by_seq: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._deliver_at_ms)
+
+    def __contains__(self, seq: int) -> bool:
+        return seq in self._deliver_at_ms
+
+    def add(self, seq: int, deliver_at_ms: int) -> None:
+        if seq in self._deliver_at_ms:
+            return
+        self._deliver_at_ms[seq] = deliver_at_ms
+        heapq.heappush(self._by_time, (deliver_at_ms, seq))
+        heapq.heappush(self._by_seq, seq)
+        self._compact()
+
+    def _compact(self) -> None:
+        live = len(self._deliver_at_ms)
+        if len(self._by_time) > 2 * live + _COMPACT_SLACK:
+            self._by_time = [(deliver_at_ms, seq) for seq, deliver_at_ms in self._deliver_at_ms.items()]
+            heapq.heapify(self._by_time)
+        if len(self._by_seq) > 2 * live + _COMPACT_SLACK:
+            self._by_seq = list(self._deliver_at_ms)
+            heapq.heapify(self._by_seq)
+
+    def add_subjects(self, subjects: Iterable[tuple[int, str]]) -> None:
+        """Add every (seq, subject) whose subject is a schedule record's."""
+        for seq, subject in subjects:
+            parsed = parse_scheduled_subject(subject)
+            if parsed is not None and parsed[1] == seq:
+                self.add(seq, parsed[0])
+
+    def load(self, subjects: Iterable[str]) -> None:
+        """Add the schedule record behind each subject (`$weir.scheduled.<deliver_at_ms>.<seq>`);
+        other subjects are passed over."""
+        for subject in subjects:
+            parsed = parse_scheduled_subject(subject)
+            if parsed is not None:
+                self.add(parsed[1], parsed[0])
+
+    def discard(self, seqs: Iterable[int]) -> None:
+        for seq in seqs:
+            self._deliver_at_ms.pop(seq, None)
+        self._compact()
+
+    def discard_below(self, first_seq: int) -> None:
+        """Forget every record below `first_seq` (a truncation took them)."""
+        while self._by_seq and self._by_seq[0] < first_seq:
+            self._deliver_at_ms.pop(heapq.heappop(self._by_seq), None)
+
+    def next_due_ms(self) -> int | None:
+        """The earliest deliver_at_ms of a live record, None when there is none."""
+        heap = self._by_time
+        while heap and heap[0][1] not in self._deliver_at_ms:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def oldest_seq(self) -> int | None:
+        heap = self._by_seq
+        while heap and heap[0] not in self._deliver_at_ms:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    def take_due(self, now_ms: int, limit: int) -> list[int]:
+        """Remove and return up to `limit` seqs due at `now_ms`, earliest first (seq order within a
+        millisecond)."""
+        due: list[int] = []
+        heap = self._by_time
+        while heap and len(due) < limit:
+            deliver_at_ms, seq = heap[0]
+            if seq not in self._deliver_at_ms:
+                heapq.heappop(heap)
+                continue
+            if deliver_at_ms > now_ms:
+                break
+            heapq.heappop(heap)
+            del self._deliver_at_ms[seq]
+            due.append(seq)
+        self._compact()
+        return due
