@@ -347,3 +347,67 @@ async def test_a_secondary_removes_the_schedule_record_with_the_delivered_messag
     messages = await wait_delivered(core, "copy", 2)
     assert [(m.seq, m.payload, m.scheduled_seq) for m in messages] == [(3, b"p1", 1), (4, b"p2", 2)]
     assert stored(core, "copy") == [(3, "s.due"), (4, "s.due")]
+
+
+# -- held messages (half messages) and ReleaseScheduled -----------------------------------------------
+
+
+async def test_held_messages_wait_for_a_release_that_delivers_or_discards_them(core: Node, clock: ManualClock) -> None:
+    await create(core, "tx")
+    commit_seq, held = await publish_one(core, "tx", entry("tx.order", b"commit me", hold=True, msg_id="tx-1"))
+    rollback_seq, _ = await publish_one(core, "tx", entry("tx.order", b"roll me back", hold=True))
+    delayed_seq, _ = await publish_one(core, "tx", entry("tx.order", b"recalled", delay_ms=5_000))
+    assert held and stored(core, "tx") == [
+        (1, "$weir.held.1"),
+        (2, "$weir.held.2"),
+        (3, scheduled_subject(T0 + 5_000, 3)),
+    ]
+    clock.advance(10**9)  # held messages are never due by themselves; the delayed one is
+    delivered = await wait_delivered(core, "tx", 1)
+    assert [m.payload for m in delivered] == [b"recalled"]
+
+    records, next_seq = core.list_scheduled("tx", 0, 0, 0, held_only=True)
+    assert [types_pb2.Message.FromString(r).payload for r in records] == [b"commit me", b"roll me back"]
+    assert next_seq == 0
+    first_page, next_seq = core.list_scheduled("tx", 0, 0, 1, held_only=False)
+    assert len(first_page) == 1 and next_seq == rollback_seq
+
+    new_seq = await core.release_scheduled("tx", 0, commit_seq, discard=False)
+    assert await core.release_scheduled("tx", 0, rollback_seq, discard=True) == 0
+    (committed,) = await wait_delivered(core, "tx", 1)
+    assert (committed.seq, committed.payload, committed.msg_id, committed.scheduled_seq) == (
+        new_seq,
+        b"commit me",
+        "tx-1",
+        commit_seq,
+    )
+    for seq in (commit_seq, rollback_seq, delayed_seq, new_seq, 999):
+        with pytest.raises(NoSuchMessageError, match="no scheduled or held message"):
+            await core.release_scheduled("tx", 0, seq, discard=True)
+    assert [subject for _, subject in stored(core, "tx")] == ["tx.order", "tx.order"]
+    records, _, _ = await core.read_changes(0, 10_000)
+    reasons = [c.remove.reason for c in map(types_pb2.Change.FromString, records) if c.HasField("remove")]
+    assert sorted(reasons) == ["discarded", "scheduled", "scheduled"]
+
+
+async def test_held_messages_survive_a_restart_and_bad_holds_are_refused(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    core = await Node.open(settings(tmp_path), clock=clock)
+    try:
+        await create(core, "tx")
+        seq, _ = await publish_one(core, "tx", entry(payload=b"half", hold=True))
+        with pytest.raises(InvalidArgumentError, match="at most one"):
+            await publish_one(core, "tx", entry(hold=True, delay_ms=5))
+        await core.create_stream(stream_config("plain"))
+        with pytest.raises(SchedulingDisabledError):
+            await publish_one(core, "plain", entry(hold=True))
+        with pytest.raises(SchedulingDisabledError):
+            await core.release_scheduled("plain", 0, 1, discard=False)
+        await core.close()
+        core = await Node.open(settings(tmp_path), clock=clock)
+        records, _ = core.list_scheduled("tx", 0, 0, 0, held_only=True)
+        assert [types_pb2.Message.FromString(r).payload for r in records] == [b"half"]
+        await core.release_scheduled("tx", 0, seq, discard=False)
+        assert [m.payload for m in await wait_delivered(core, "tx", 1)] == [b"half"]
+    finally:
+        await core.close()

@@ -299,6 +299,7 @@ class NodeClient(GrpcClient):
         msg_id: str = "",
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
+        hold: bool = False,
     ) -> PublishAck:
         """Publish one message; returns (partition, seq, duplicate, scheduled) once acknowledged per
         `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
@@ -314,6 +315,7 @@ class NodeClient(GrpcClient):
             msg_id=msg_id,
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
+            hold=hold,
         )
         if key is not None:
             request.key = key
@@ -423,9 +425,11 @@ class NodeClient(GrpcClient):
         batch_size: int = 0,
         max_wait_ms: int = 0,
         max_bytes: int = 0,
+        ack_wait_ms: int = 0,
     ) -> list[types_pb2.Message]:
         """Up to `batch_size` (0 = 100) messages of one partition; waits up to `max_wait_ms` when
-        none is ready. Each message carries partition, seq and deliver_count."""
+        none is ready. Each message carries partition, seq and deliver_count; it stays invisible
+        for `ack_wait_ms` (0 = the consumer's ack_wait_ms)."""
         request = streams_pb2.FetchRequest(
             stream=stream,
             consumer=consumer,
@@ -433,33 +437,67 @@ class NodeClient(GrpcClient):
             batch_size=batch_size,
             max_wait_ms=max_wait_ms,
             max_bytes=max_bytes,
+            ack_wait_ms=ack_wait_ms,
         )
         response = await self._fetches.exchange(request, self.timeout_s + max_wait_ms / 1000)
         return list(response.messages)
 
-    async def ack(self, stream: str, consumer: str, partition: int, seq: int) -> None:
-        """Acknowledge one message. Raises NotPendingError when it is not pending."""
-        request = streams_pb2.AckRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
+    async def ack(self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0) -> None:
+        """Acknowledge one message (only its delivery `deliver_count` when > 0). Raises
+        NotPendingError when it is not pending, or was delivered again since that delivery."""
+        request = streams_pb2.AckRequest(
+            stream=stream, consumer=consumer, partition=partition, seq=seq, deliver_count=deliver_count
+        )
         await self._call(self.stub.Ack, request)
 
     async def ack_batch(
-        self, stream: str, consumer: str, partition: int, seqs: Iterable[int]
+        self, stream: str, consumer: str, partition: int, seqs: Iterable[int], deliver_counts: Iterable[int] = ()
     ) -> list[streams_pb2.AckResult]:
         """Acknowledge many messages of one partition (AckBatch semantics, on AckBatchStream); one
-        AckResult ("ok" | "not_pending") per seq."""
-        request = streams_pb2.AckBatchRequest(stream=stream, consumer=consumer, partition=partition, seqs=seqs)
+        AckResult ("ok" | "not_pending") per seq. `deliver_counts`: none, or one per seq, as in `ack`."""
+        request = streams_pb2.AckBatchRequest(
+            stream=stream, consumer=consumer, partition=partition, seqs=seqs, deliver_counts=deliver_counts
+        )
         response = await self._ack_batches.exchange(request, self.timeout_s)
         return list(response.results)
 
-    async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:
+    async def nak(
+        self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0, *, deliver_count: int = 0
+    ) -> None:
+        """Redeliver one pending message after `delay_ms` (`deliver_count` as in `ack`)."""
         request = streams_pb2.NakRequest(
-            stream=stream, consumer=consumer, partition=partition, seq=seq, delay_ms=delay_ms
+            stream=stream,
+            consumer=consumer,
+            partition=partition,
+            seq=seq,
+            delay_ms=delay_ms,
+            deliver_count=deliver_count,
         )
         await self._call(self.stub.Nak, request)
 
-    async def term(self, stream: str, consumer: str, partition: int, seq: int) -> None:
-        request = streams_pb2.TermRequest(stream=stream, consumer=consumer, partition=partition, seq=seq)
+    async def term(self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0) -> None:
+        """Never redeliver one pending message (`deliver_count` as in `ack`)."""
+        request = streams_pb2.TermRequest(
+            stream=stream, consumer=consumer, partition=partition, seq=seq, deliver_count=deliver_count
+        )
         await self._call(self.stub.Term, request)
+
+    async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
+        """Deliver now (or discard) the scheduled or held message at `seq` (a PublishAck with
+        `scheduled`); returns the delivered message's seq, 0 when discarded. Errors:
+        SchedulingDisabledError, NoSuchMessageError (delivered, discarded, or never one), NotLeaderError."""
+        request = streams_pb2.ReleaseScheduledRequest(stream=stream, partition=partition, seq=seq, discard=discard)
+        response = await self._call(self.stub.ReleaseScheduled, request)
+        return int(response.delivered_seq)
+
+    async def list_scheduled(
+        self, stream: str, partition: int, *, held_only: bool = False, from_seq: int = 0, max_messages: int = 0
+    ) -> streams_pb2.ListScheduledResponse:
+        """The scheduled (or only held) messages a partition still holds, as stored, in seq order."""
+        request = streams_pb2.ListScheduledRequest(
+            stream=stream, partition=partition, held_only=held_only, from_seq=from_seq, max_messages=max_messages
+        )
+        return await self._call(self.stub.ListScheduled, request)  # type: ignore[no-any-return]
 
     async def seek_consumer(
         self,

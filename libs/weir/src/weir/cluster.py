@@ -293,12 +293,15 @@ class Client:
         msg_id: str | None = None,
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
+        hold: bool = False,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
         `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
         per message when the client is idempotent; "" sends none). `delay_ms`, or `deliver_at_ms`
         (ms since the Unix epoch): delayed delivery (the stream needs allow_scheduled_messages); the
         ack then has `scheduled` set and the message is delivered at its time under a new seq.
+        `hold`: stored as a held message (a transaction's half message), delivered or discarded by
+        `release_scheduled`.
         Errors: the node's typed errors (subject_rejected, oversize, wrong_revision,
         scheduling_disabled, ...), after retries for retryable ones."""
         future = self.publish_nowait(
@@ -313,6 +316,7 @@ class Client:
             msg_id=msg_id,
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
+            hold=hold,
         )
         return await (await future)
 
@@ -330,6 +334,7 @@ class Client:
         msg_id: str | None = None,
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
+        hold: bool = False,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
         waits only while the pending buffer is full). Use this to keep many publishes in flight.
@@ -350,9 +355,10 @@ class Client:
             entry.msg_id = msg_id
         if expected_last_seq is not None:
             entry.expected_last_seq = expected_last_seq
-        if delay_ms or deliver_at_ms:
+        if delay_ms or deliver_at_ms or hold:
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms
+            entry.hold = hold
         await self._pending.acquire()
         future: asyncio.Future[PublishAck] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda _: self._pending.release())
@@ -472,29 +478,70 @@ class Client:
     # -- consuming -----------------------------------------------------------------------------------
 
     async def fetch(
-        self, stream: str, consumer: str, partition: int, *, batch_size: int = 0, max_wait_ms: int = 0
+        self,
+        stream: str,
+        consumer: str,
+        partition: int,
+        *,
+        batch_size: int = 0,
+        max_wait_ms: int = 0,
+        ack_wait_ms: int = 0,
     ) -> list[types_pb2.Message]:
-        """Fetch from one partition's primary (with retries and route refreshes)."""
+        """Fetch from one partition's primary (with retries and route refreshes); the messages stay
+        invisible for `ack_wait_ms` (0 = the consumer's ack_wait_ms)."""
         return await self.on_leader(
             stream,
             partition,
-            lambda client: client.fetch(stream, consumer, partition, batch_size=batch_size, max_wait_ms=max_wait_ms),
+            lambda client: client.fetch(
+                stream, consumer, partition, batch_size=batch_size, max_wait_ms=max_wait_ms, ack_wait_ms=ack_wait_ms
+            ),
         )
 
-    async def ack_batch(self, stream: str, consumer: str, partition: int, seqs: Sequence[int]) -> list[str]:
-        """Acknowledge seqs of one partition; one result code per seq ("ok" | "not_pending")."""
+    async def ack_batch(
+        self, stream: str, consumer: str, partition: int, seqs: Sequence[int], deliver_counts: Sequence[int] = ()
+    ) -> list[str]:
+        """Acknowledge seqs of one partition; one result code per seq ("ok" | "not_pending").
+        `deliver_counts`: none, or one per seq: settle only that delivery (a receipt handle's)."""
         results = await self.on_leader(
-            stream, partition, lambda client: client.ack_batch(stream, consumer, partition, seqs)
+            stream, partition, lambda client: client.ack_batch(stream, consumer, partition, seqs, deliver_counts)
         )
         return [result.result_code for result in results]
 
-    async def nak(self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0) -> None:
-        """Redeliver one pending message after `delay_ms`. Errors: NotPendingError."""
-        await self.on_leader(stream, partition, lambda client: client.nak(stream, consumer, partition, seq, delay_ms))
+    async def nak(
+        self, stream: str, consumer: str, partition: int, seq: int, delay_ms: int = 0, *, deliver_count: int = 0
+    ) -> None:
+        """Redeliver one pending message after `delay_ms` (only its delivery `deliver_count` when
+        > 0). Errors: NotPendingError."""
+        await self.on_leader(
+            stream,
+            partition,
+            lambda client: client.nak(stream, consumer, partition, seq, delay_ms, deliver_count=deliver_count),
+        )
 
-    async def term(self, stream: str, consumer: str, partition: int, seq: int) -> None:
-        """Never deliver one pending message again. Errors: NotPendingError."""
-        await self.on_leader(stream, partition, lambda client: client.term(stream, consumer, partition, seq))
+    async def term(self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0) -> None:
+        """Never deliver one pending message again (`deliver_count` as in `nak`). Errors: NotPendingError."""
+        await self.on_leader(
+            stream, partition, lambda client: client.term(stream, consumer, partition, seq, deliver_count)
+        )
+
+    async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
+        """Deliver now (or discard) a scheduled or held message on its partition's primary; returns
+        the delivered seq (0 when discarded). Errors: as NodeClient.release_scheduled."""
+        return await self.on_leader(
+            stream, partition, lambda client: client.release_scheduled(stream, partition, seq, discard=discard)
+        )
+
+    async def list_scheduled(
+        self, stream: str, partition: int, *, held_only: bool = False, from_seq: int = 0, max_messages: int = 0
+    ) -> streams_pb2.ListScheduledResponse:
+        """The scheduled (or only held) messages a partition's primary still holds, in seq order."""
+        return await self.on_leader(
+            stream,
+            partition,
+            lambda client: client.list_scheduled(
+                stream, partition, held_only=held_only, from_seq=from_seq, max_messages=max_messages
+            ),
+        )
 
     async def in_progress(self, stream: str, consumer: str, partition: int, seq: int) -> int:
         """Restart one pending message's ack_wait; returns its new redelivery time (ms since the

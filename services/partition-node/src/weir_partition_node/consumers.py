@@ -241,20 +241,23 @@ def has_exhausted_due(cursor: ConsumerCursor, now_ms: int) -> bool:
     )
 
 
-def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int) -> None:
-    cursor.pending[seq] = Pending(now_ms, 1, now_ms + cursor.spec.ack_wait_ms)
+def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 0) -> None:
+    """Record the first delivery of `seq`, invisible for `ack_wait_ms` (0 = the consumer's)."""
+    redeliver_at_ms = now_ms + (ack_wait_ms or cursor.spec.ack_wait_ms)
+    cursor.pending[seq] = Pending(now_ms, 1, redeliver_at_ms)
     cursor.touched.add(seq)
     cursor.totals.delivered += 1
     cursor.commit_counts().delivered += 1
-    _lower_earliest(cursor, now_ms + cursor.spec.ack_wait_ms)
+    _lower_earliest(cursor, redeliver_at_ms)
 
 
-def redeliver(cursor: ConsumerCursor, seq: int, now_ms: int) -> int:
-    """Record another delivery of a pending seq; returns its new deliver_count."""
+def redeliver(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 0) -> int:
+    """Record another delivery of a pending seq, invisible for `ack_wait_ms` (0 = the consumer's);
+    returns its new deliver_count."""
     pending = cursor.pending[seq]
     pending.deliver_count += 1
     pending.delivered_at_ms = now_ms
-    pending.redeliver_at_ms = now_ms + cursor.spec.ack_wait_ms
+    pending.redeliver_at_ms = now_ms + (ack_wait_ms or cursor.spec.ack_wait_ms)
     cursor.touched.add(seq)
     cursor.totals.redelivered += 1
     counts = cursor.commit_counts()
@@ -283,6 +286,23 @@ def not_pending_reason(cursor: ConsumerCursor, seq: int) -> str:
         f"seq {seq} is not pending for consumer {cursor.spec.name!r}: it was already acknowledged, "
         "terminated or dead-lettered, or the consumer's filter skipped it"
     )
+
+
+def stale_delivery_reason(cursor: ConsumerCursor, seq: int, deliver_count: int) -> str | None:
+    """Why a settle of delivery `deliver_count` of `seq` no longer applies (None: it does, or
+    `deliver_count` is 0 = any delivery): the message was delivered again since (a stale receipt
+    handle), or is not pending at all."""
+    if not deliver_count:
+        return None
+    pending = cursor.pending.get(seq)
+    if pending is None:
+        return not_pending_reason(cursor, seq)
+    if pending.deliver_count != deliver_count:
+        return (
+            f"seq {seq}: this settles delivery {deliver_count}, but the message was delivered again since "
+            f"(delivery {pending.deliver_count} is pending): a stale receipt handle"
+        )
+    return None
 
 
 def ack(cursor: ConsumerCursor, seqs: Iterable[int]) -> list[int | None]:

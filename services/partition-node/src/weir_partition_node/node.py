@@ -121,6 +121,8 @@ class PublishFields(Protocol):
     def delay_ms(self) -> int: ...
     @property
     def deliver_at_ms(self) -> int: ...
+    @property
+    def hold(self) -> bool: ...
     def HasField(self, field_name: str, /) -> bool: ...
 
 
@@ -669,27 +671,29 @@ class Node:
             partition = _ROUND_ROBIN  # assigned once the whole request is valid
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
         entry = PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key)
-        if fields.delay_ms or fields.deliver_at_ms:
+        if fields.delay_ms or fields.deliver_at_ms or fields.hold:
             entry.deliver_at_ms = self._deliver_at_ms(stream, fields, expected)
         return partition, entry, size
 
     def _deliver_at_ms(self, stream: Stream, fields: PublishFields, expected_last_seq: int | None) -> int:
-        """When a publish with delay_ms / deliver_at_ms is due (0: at once, a time already past).
-        Errors: SchedulingDisabledError, InvalidArgumentError."""
+        """When a publish with delay_ms / deliver_at_ms is due (0: at once, a time already past;
+        scheduled.HELD for `hold`). Errors: SchedulingDisabledError, InvalidArgumentError."""
         if not stream.config.allow_scheduled_messages:
             raise SchedulingDisabledError(
-                f"stream {stream.name!r} does not accept scheduled messages (delay_ms / deliver_at_ms): "
-                "create it with allow_scheduled_messages",
+                f"stream {stream.name!r} does not accept scheduled or held messages (delay_ms / deliver_at_ms "
+                "/ hold): create it with allow_scheduled_messages",
                 stream=stream.name,
             )
-        if fields.delay_ms and fields.deliver_at_ms:
-            raise InvalidArgumentError("delay_ms and deliver_at_ms: set at most one", stream=stream.name)
+        if (fields.delay_ms and fields.deliver_at_ms) or (fields.hold and (fields.delay_ms or fields.deliver_at_ms)):
+            raise InvalidArgumentError("delay_ms, deliver_at_ms and hold: set at most one", stream=stream.name)
         if expected_last_seq is not None:
             raise InvalidArgumentError(
-                "expected_last_seq cannot go with delay_ms / deliver_at_ms: the subject's last seq is "
-                "checked when a message is stored, and a scheduled one is delivered later",
+                "expected_last_seq cannot go with delay_ms / deliver_at_ms / hold: the subject's last seq is "
+                "checked when a message is stored, and a scheduled or held one is delivered later",
                 stream=stream.name,
             )
+        if fields.hold:
+            return scheduled.HELD
         now_ms = self._clock.now_ms()
         if fields.deliver_at_ms < 0:
             raise InvalidArgumentError(f"deliver_at_ms must not be negative, got {fields.deliver_at_ms}")
@@ -975,23 +979,34 @@ class Node:
         return stream, consumer, self._partition(stream_name, index)
 
     async def fetch(
-        self, stream_name: str, name: str, index: int, *, batch_size: int, max_wait_ms: int = 0, max_bytes: int = 0
+        self,
+        stream_name: str,
+        name: str,
+        index: int,
+        *,
+        batch_size: int,
+        max_wait_ms: int = 0,
+        max_bytes: int = 0,
+        ack_wait_ms: int = 0,
     ) -> list[Delivery]:
         """Deliver up to `batch_size` messages of one partition (redeliveries first), waiting up to
-        `max_wait_ms` when none is ready. Errors: NoSuchStreamError, NoSuchConsumerError,
-        NoSuchPartitionError, InvalidArgumentError, ShuttingDownError, StorageFailedError."""
+        `max_wait_ms` when none is ready; they stay invisible for `ack_wait_ms` (0 = the consumer's).
+        Errors: NoSuchStreamError, NoSuchConsumerError, NoSuchPartitionError, InvalidArgumentError,
+        ShuttingDownError, StorageFailedError."""
         stream, consumer, partition = self._consumer_partition(stream_name, name, index)
         if batch_size > MAX_FETCH_BATCH:
             raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
         if max_wait_ms > MAX_FETCH_WAIT_MS:
             raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
+        if ack_wait_ms > MAX_ACK_WAIT_MS:
+            raise InvalidArgumentError(f"ack_wait_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {ack_wait_ms}")
         check_max_bytes(max_bytes)
         batch_size = batch_size or DEFAULT_FETCH_BATCH
         max_bytes = max_bytes or DEFAULT_READ_BYTES
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
-            deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, max_bytes)
+            deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, max_bytes, ack_wait_ms)
             if deliveries:
                 return deliveries
             remaining = deadline - loop.time()
@@ -1008,36 +1023,64 @@ class Node:
         due_in_s = (cursor.earliest_redeliver_ms - self._clock.now_ms()) / 1000
         return max(0.001, min(limit_s, due_in_s))
 
-    async def ack(self, stream_name: str, name: str, index: int, seq: int) -> None:
-        """Acknowledge one pending seq. Errors: NotPendingError and those of `fetch`."""
+    async def ack(self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0) -> None:
+        """Acknowledge one pending seq (only its delivery `deliver_count` when > 0: a receipt
+        handle's). Errors: NotPendingError (also for a stale delivery) and those of `fetch`."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        await partition.consumer_op(partition.new_op("ack", name, seqs=[seq]))
+        await partition.consumer_op(partition.new_op("ack", name, seqs=[seq], deliver_counts=_bound(deliver_count)))
 
     async def ack_batch(
-        self, stream_name: str, name: str, index: int, seqs: Sequence[int]
+        self, stream_name: str, name: str, index: int, seqs: Sequence[int], deliver_counts: Sequence[int] = ()
     ) -> list[tuple[int, str, str]]:
-        """Acknowledge many seqs of one partition: (seq, "ok" | "not_pending", message) per seq."""
+        """Acknowledge many seqs of one partition: (seq, "ok" | "not_pending", message) per seq.
+        `deliver_counts`: empty, or one per seq (0 = any delivery) as in `ack`."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
         if not seqs:
             raise InvalidArgumentError("seqs: at least one seq is needed")
         if len(seqs) > MAX_ACK_BATCH:
             raise InvalidArgumentError(f"seqs: at most {MAX_ACK_BATCH}, got {len(seqs)}")
+        if deliver_counts and len(deliver_counts) != len(seqs):
+            raise InvalidArgumentError(f"deliver_counts: none, or one per seq ({len(seqs)}); got {len(deliver_counts)}")
+        counts = list(deliver_counts) if any(deliver_counts) else []
         result: list[tuple[int, str, str]] = await partition.consumer_op(
-            partition.new_op("ack", name, seqs=list(seqs), strict=False)
+            partition.new_op("ack", name, seqs=list(seqs), strict=False, deliver_counts=counts)
         )
         return result
 
-    async def nak(self, stream_name: str, name: str, index: int, seq: int, delay_ms: int) -> None:
-        """Redeliver a pending seq after `delay_ms`. Errors: NotPendingError, InvalidArgumentError."""
+    async def nak(
+        self, stream_name: str, name: str, index: int, seq: int, delay_ms: int, *, deliver_count: int = 0
+    ) -> None:
+        """Redeliver a pending seq after `delay_ms` (`deliver_count` as in `ack`). Errors:
+        NotPendingError, InvalidArgumentError."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
         if delay_ms > MAX_ACK_WAIT_MS:
             raise InvalidArgumentError(f"delay_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {delay_ms}")
-        await partition.consumer_op(partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms))
+        op = partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms, deliver_counts=_bound(deliver_count))
+        await partition.consumer_op(op)
 
-    async def term(self, stream_name: str, name: str, index: int, seq: int) -> None:
-        """Never redeliver a pending seq. Errors: NotPendingError."""
+    async def term(self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0) -> None:
+        """Never redeliver a pending seq (`deliver_count` as in `ack`). Errors: NotPendingError."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        await partition.consumer_op(partition.new_op("term", name, seqs=[seq]))
+        await partition.consumer_op(partition.new_op("term", name, seqs=[seq], deliver_counts=_bound(deliver_count)))
+
+    async def release_scheduled(self, stream_name: str, index: int, seq: int, *, discard: bool) -> int:
+        """Deliver now, or discard, the scheduled or held message at `seq` of a partition this node
+        leads; returns the delivered seq (0 when discarded). Errors: NoSuchStreamError,
+        NoSuchPartitionError, NotLeaderError, SchedulingDisabledError, NoSuchMessageError."""
+        self._check_open()
+        partition = self._partition(stream_name, index)
+        return await partition.release_scheduled(seq, discard=discard)
+
+    def list_scheduled(
+        self, stream_name: str, index: int, from_seq: int, max_messages: int, *, held_only: bool
+    ) -> tuple[list[bytes], int]:
+        """The scheduled (or held) records a partition this node leads still holds, from `from_seq`:
+        (records, next_seq). Errors: as `release_scheduled`, InvalidArgumentError."""
+        self._check_open()
+        if max_messages > MAX_READ_MESSAGES:
+            raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
+        partition = self._partition(stream_name, index)
+        return partition.list_scheduled(from_seq, max_messages or DEFAULT_READ_MESSAGES, held_only=held_only)
 
     async def seek_consumer(
         self, stream_name: str, name: str, index: int, *, seq: int = 0, time_ms: int | None = None
@@ -1489,6 +1532,11 @@ def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
     copied = types_pb2.StreamConfig()
     copied.CopyFrom(config)
     return copied
+
+
+def _bound(deliver_count: int) -> list[int]:
+    """A single settle's deliver_counts: bound to that delivery, or (0) to any."""
+    return [deliver_count] if deliver_count else []
 
 
 def _start_of(consumer: Consumer, index: int) -> int:

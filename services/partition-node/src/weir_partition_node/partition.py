@@ -31,10 +31,12 @@ from typing import Any
 
 from weir.errors import (
     NoSuchConsumerError,
+    NoSuchMessageError,
     NotEnoughReplicasError,
     NotLeaderError,
     NotPendingError,
     PositionOutOfRangeError,
+    SchedulingDisabledError,
     ShuttingDownError,
     StorageFailedError,
     WeirError,
@@ -102,6 +104,16 @@ class _Deliver:
 
 
 @dataclass(slots=True)
+class _Release:
+    """ReleaseScheduled: deliver now (or discard) the scheduled or held record at `seq` (primary only)."""
+
+    seq: int
+    discard: bool
+    future: asyncio.Future[int]
+    size: int = 0
+
+
+@dataclass(slots=True)
 class _DropChanges:
     before_change_seq: int
     future: asyncio.Future[None]
@@ -120,6 +132,8 @@ class _ConsumerOp:
     max_bytes: int = 0
     delay_ms: int = 0
     strict: bool = True  # ack: fail the item when a seq is not pending (single Ack) or report per seq
+    ack_wait_ms: int = 0  # fetch: this delivery's invisible duration (0 = the consumer's ack_wait_ms)
+    deliver_counts: list[int] = field(default_factory=list)  # settles: one per seq, or empty (any delivery)
     size: int = 0
 
 
@@ -156,7 +170,7 @@ class _ReplicaEdit:
     size: int = 0
 
 
-_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver
+_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver | _Release
 PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
@@ -193,8 +207,10 @@ class _CommitContext:
     msg_ids_after: int | None = None
     # PurgePartition (primary only): every seq below this goes, reason "purge".
     purge_before_seq: int = 0
-    # Schedule records this commit delivers (primary) or whose delivery it mirrors (secondary).
+    # Schedule records this commit delivers (primary) or whose delivery it mirrors (secondary), and
+    # the ones ReleaseScheduled discards.
     scheduled_delivered: list[int] = field(default_factory=list)
+    scheduled_discarded: list[int] = field(default_factory=list)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -387,10 +403,8 @@ class Partition:
         self._schedule = None
         if self.leading and self.stream.allow_scheduled_messages:
             index = ScheduleIndex()
-            subjects = self.log.subjects_with_prefix(
-                scheduled.SCHEDULED_SUBJECT_PREFIX, scheduled.MAX_SCHEDULED_PER_PARTITION + 1
-            )
-            index.load(subjects)
+            for prefix in (scheduled.SCHEDULED_SUBJECT_PREFIX, scheduled.HELD_SUBJECT_PREFIX):
+                index.load(self.log.subjects_with_prefix(prefix, scheduled.MAX_SCHEDULED_PER_PARTITION + 1))
             self._schedule = index
         self.clock_moved()
 
@@ -431,7 +445,7 @@ class Partition:
         schedule = self._schedule
         if schedule is None:
             return
-        prefix = scheduled.SCHEDULED_SUBJECT_PREFIX
+        prefix = scheduled.RESERVED_SUBJECT_PREFIX  # schedule and held records
         schedule.add_subjects((record[0], record[2]) for record in records if record[2].startswith(prefix))
         schedule.discard(removed)
         schedule.discard_below(first_seq)
@@ -453,6 +467,53 @@ class Partition:
             context.append(message.subject, context.now_ms, message)
             context.scheduled_delivered.append(seq)
         return len(context.scheduled_delivered)  # more still due: `_deliver_due` re-arms at once
+
+    async def release_scheduled(self, seq: int, *, discard: bool) -> int:
+        """Deliver now (or discard) the scheduled or held record at `seq`; returns the delivered
+        message's seq (0 when discarded) once durable. Errors: SchedulingDisabledError,
+        NoSuchMessageError, NotLeaderError."""
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        await self._put(_Release(seq, discard, future))
+        return await future
+
+    def list_scheduled(self, from_seq: int, limit: int, *, held_only: bool) -> tuple[list[bytes], int]:
+        """The scheduled (or only held) records still to deliver, from `from_seq` in seq order, at
+        most `limit`: (records, next_seq; 0 when none follow). Errors: SchedulingDisabledError,
+        NotLeaderError."""
+        schedule = self._require_schedule()
+        seqs = schedule.pending_seqs(from_seq, limit + 1, held_only=held_only)
+        records = [record for record in map(self.log.get, seqs[:limit]) if record is not None]
+        return records, seqs[limit] if len(seqs) > limit else 0
+
+    def _require_schedule(self) -> ScheduleIndex:
+        if not self.leading:
+            raise self._not_leading()
+        if self._schedule is None:
+            raise SchedulingDisabledError(
+                f"stream {self.stream.name!r} does not accept scheduled messages: "
+                "create it with allow_scheduled_messages",
+                stream=self.stream.name,
+            )
+        return self._schedule
+
+    def _decide_release(self, item: _Release, context: _CommitContext) -> int:
+        schedule = self._require_schedule()
+        record = self.log.get(item.seq) if item.seq in schedule else None
+        if record is None:
+            raise NoSuchMessageError(
+                f"stream {self.stream.name!r} partition {self.index}: seq {item.seq} holds no scheduled or held "
+                "message (delivered, discarded, or never one)",
+                stream=self.stream.name,
+                partition=self.index,
+                seq=item.seq,
+            )
+        schedule.discard([item.seq])
+        if item.discard:
+            context.scheduled_discarded.append(item.seq)
+            return 0
+        message = scheduled.delivered_message(record, item.seq, self.index)
+        context.scheduled_delivered.append(item.seq)
+        return context.append(message.subject, context.now_ms, message)
 
     def in_sync_count(self) -> int:
         return len(self.tracker.in_sync) if self.tracker is not None else 1
@@ -539,13 +600,15 @@ class Partition:
             return True
         return cursor.last_delivered < self.visible_last_seq() and len(cursor.pending) < cursor.spec.max_ack_pending
 
-    async def fetch_ready(self, name: str, now_ms: int, batch_size: int, max_bytes: int) -> list[Delivery]:
+    async def fetch_ready(
+        self, name: str, now_ms: int, batch_size: int, max_bytes: int, ack_wait_ms: int = 0
+    ) -> list[Delivery]:
         """A fetch through the commit loop, skipped (no queue round trip) when `ready_for` says
-        nothing can be delivered."""
+        nothing can be delivered. `ack_wait_ms`: the deliveries' invisible duration (0 = the consumer's)."""
         if not self.ready_for(name, now_ms):
             return []
         deliveries: list[Delivery] = await self.consumer_op(
-            self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes)
+            self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms)
         )
         return deliveries
 
@@ -654,6 +717,11 @@ class Partition:
                 results.append(self._decide_replica_edit(item, context))
             elif isinstance(item, _Deliver):
                 results.append(self._decide_deliver(context))
+            elif isinstance(item, _Release):
+                try:
+                    results.append(self._decide_release(item, context))
+                except WeirError as error:
+                    results.append(error)
             elif isinstance(item, _Sweep) and item.purge_before_seq:
                 if not self.leading:
                     results.append(self._not_leading())
@@ -880,15 +948,18 @@ class Partition:
         return outcomes
 
     def _append_schedule_record(self, entry: PreparedEntry, context: _CommitContext) -> int:
-        """Store `entry` as a schedule record due at its deliver_at_ms (scheduled.py); returns its seq."""
-        subject = scheduled.scheduled_subject(entry.deliver_at_ms, context.seq + 1)
+        """Store `entry` as a schedule record due at its deliver_at_ms, or a held record (deliver_at_ms
+        HELD) (scheduled.py); returns its seq."""
+        held = entry.deliver_at_ms >= scheduled.HELD
+        seq = context.seq + 1
+        subject = scheduled.held_subject(seq) if held else scheduled.scheduled_subject(entry.deliver_at_ms, seq)
         message = types_pb2.Message(
             subject=subject,
             headers=entry.headers,
             payload=entry.payload,
             partition=self.index,
             msg_id=entry.msg_id,
-            deliver_at_ms=entry.deliver_at_ms,
+            deliver_at_ms=0 if held else entry.deliver_at_ms,
             scheduled_subject=entry.subject,
         )
         if entry.key is not None:
@@ -923,23 +994,25 @@ class Partition:
                 consumer=op.consumer,
             )
         if op.kind == "fetch":
-            return self._fetch(cursor, op.batch_size, op.max_bytes, context)
+            return self._fetch(cursor, op, context)
         if op.kind == "seek":
             return self._seek(cursor, op.seqs[0], context)
+        stale = self._stale_deliveries(cursor, op)
         if op.kind == "ack":
-            results = consumers.ack(cursor, op.seqs)
-            if op.strict and results[0] is None:  # single Ack (one seq): nothing changed, the call fails
+            results = consumers.ack(cursor, [seq for seq in op.seqs if seq not in stale])
+            if op.strict and (not results or results[0] is None):  # single Ack: nothing changed, the call fails
                 raise self._not_pending(cursor, op.seqs[0])
             acked = [seq for seq in results if seq is not None]
             if acked:
                 context.touched_cursors[cursor.spec.name] = cursor
                 if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
                     context.work_queue_acked.extend(acked)
+            by_seq = dict(zip((seq for seq in op.seqs if seq not in stale), results, strict=True))
             return [
                 (seq, "ok", "")
-                if result is not None
-                else (seq, "not_pending", consumers.not_pending_reason(cursor, seq))
-                for seq, result in zip(op.seqs, results, strict=True)
+                if by_seq.get(seq) is not None
+                else (seq, "not_pending", stale.get(seq) or consumers.not_pending_reason(cursor, seq))
+                for seq in op.seqs
             ]
         (seq,) = op.seqs
         if seq not in cursor.pending:
@@ -954,6 +1027,23 @@ class Partition:
         if op.kind == "in_progress":
             return consumers.in_progress(cursor, seq, context.now_ms)
         raise AssertionError(f"unknown consumer op {op.kind}")
+
+    def _stale_deliveries(self, cursor: ConsumerCursor, op: _ConsumerOp) -> dict[int, str]:
+        """The seqs of a settle bound to deliveries (`deliver_counts`) whose delivery is no longer
+        the pending one, with why. A single-seq settle (Ack, Nak, Term) then fails as not_pending."""
+        if not op.deliver_counts:
+            return {}
+        stale: dict[int, str] = {}
+        for seq, deliver_count in zip(op.seqs, op.deliver_counts, strict=True):
+            reason = consumers.stale_delivery_reason(cursor, seq, deliver_count)
+            if reason is not None:
+                stale[seq] = reason
+        if stale and (op.strict or op.kind != "ack"):
+            seq = op.seqs[0]
+            raise NotPendingError(
+                stale[seq], stream=self.stream.name, partition=self.index, consumer=cursor.spec.name, seq=seq
+            )
+        return stale
 
     def _decide_replicate(self, item: _Replicate, context: _CommitContext) -> tuple[str, str]:
         if self.leading:
@@ -1064,9 +1154,8 @@ class Partition:
             seq=seq,
         )
 
-    def _fetch(
-        self, cursor: ConsumerCursor, batch_size: int, max_bytes: int, context: _CommitContext
-    ) -> list[Delivery]:
+    def _fetch(self, cursor: ConsumerCursor, op: _ConsumerOp, context: _CommitContext) -> list[Delivery]:
+        batch_size, max_bytes, ack_wait_ms = op.batch_size, op.max_bytes, op.ack_wait_ms
         now_ms = context.now_ms
         spec = cursor.spec
         deliveries: list[Delivery] = []
@@ -1085,7 +1174,7 @@ class Partition:
                 cursor.earliest_redeliver_ms = now_ms  # the rest is still due: next fetch
                 break
             used_bytes += len(record)
-            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms), self.index))
+            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms, ack_wait_ms), self.index))
         if due.exhausted or due.redeliver:
             context.touched_cursors[spec.name] = cursor
         want = min(batch_size - len(deliveries), spec.max_ack_pending - len(cursor.pending))
@@ -1097,7 +1186,7 @@ class Partition:
             for seq, record in rows:
                 if seq > visible:
                     break
-                consumers.deliver_new(cursor, seq, now_ms)
+                consumers.deliver_new(cursor, seq, now_ms, ack_wait_ms)
                 deliveries.append(Delivery(seq, record, 1, self.index))
             last = visible if at_end else min(scanned, visible)
             if last > cursor.last_delivered:
@@ -1164,6 +1253,8 @@ class Partition:
             removals["dead_letter"] = self.log.rows(context.dead_lettered)
         if context.scheduled_delivered:
             removals["scheduled"] = self.log.rows(context.scheduled_delivered)
+        if context.scheduled_discarded:
+            removals["discarded"] = self.log.rows(context.scheduled_discarded)
         keep_from = 0
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)

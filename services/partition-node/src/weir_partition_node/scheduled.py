@@ -13,6 +13,10 @@ records its log still holds. Source: JetStream's message schedules (ADR-51: the 
 message, the server publishes to the target at its time and removes the schedule) and RocketMQ 5's
 timer messages (stored at once, visible at their time).
 
+A *held* record (`hold`, a transaction's half message, subject `$weir.held.<seq>`) is the same
+without a time: it waits for ReleaseScheduled to deliver or discard it, which also recalls a delayed
+record.
+
 Everything here is pure (no I/O, no clock): the partition feeds it what it commits and asks it what
 is due.
 """
@@ -26,6 +30,8 @@ from weir.v1 import types_pb2
 
 RESERVED_SUBJECT_PREFIX = "$weir."
 SCHEDULED_SUBJECT_PREFIX = "$weir.scheduled."
+HELD_SUBJECT_PREFIX = "$weir.held."
+HELD = 2**62  # PreparedEntry.deliver_at_ms of a held message: never due by itself
 MAX_SCHEDULE_DELAY_MS = 366 * 24 * 3600 * 1000  # a schedule at most this far ahead of the node's clock
 MAX_SCHEDULED_PER_PARTITION = 1_000_000  # schedule records a partition holds at most (bounds the index)
 FIRE_BATCH_MESSAGES = 1000  # schedule records delivered per commit at most (bounds one commit's work)
@@ -38,8 +44,17 @@ def scheduled_subject(deliver_at_ms: int, seq: int) -> str:
     return f"{SCHEDULED_SUBJECT_PREFIX}{deliver_at_ms}.{seq}"
 
 
+def held_subject(seq: int) -> str:
+    """The reserved subject of the held record at `seq`."""
+    return f"{HELD_SUBJECT_PREFIX}{seq}"
+
+
 def parse_scheduled_subject(subject: str) -> tuple[int, int] | None:
-    """(deliver_at_ms, seq) of a schedule record's subject; None when `subject` is not one."""
+    """(deliver_at_ms, seq) of a schedule record's subject ((HELD, seq) for a held record's); None
+    when `subject` is neither."""
+    if subject.startswith(HELD_SUBJECT_PREFIX):
+        seq = subject[len(HELD_SUBJECT_PREFIX) :]
+        return (HELD, int(seq)) if seq.isdigit() else None
     if not subject.startswith(SCHEDULED_SUBJECT_PREFIX):
         return None
     parts = subject[len(SCHEDULED_SUBJECT_PREFIX) :].split(".")
@@ -55,8 +70,8 @@ def is_reserved(subject: str) -> bool:
 
 def visible_to_consumers(subject: str) -> bool:
     """The subject filter every consumer of a stream with scheduled messages applies on top of its
-    own: schedule records are never delivered."""
-    return not subject.startswith(SCHEDULED_SUBJECT_PREFIX)
+    own: schedule and held records (every reserved subject) are never delivered."""
+    return not subject.startswith(RESERVED_SUBJECT_PREFIX)
 
 
 def delivered_message(record: bytes, scheduled_seq: int, partition: int) -> types_pb2.Message:
@@ -89,6 +104,7 @@ class ScheduleIndex:
         self._deliver_at_ms: dict[int, int] = {}
         self._by_time: list[tuple[int, int]] = []
         self._by_seq: list[int] = []
+        self._held: set[int] = set()  # the held records among them (never due by themselves)
 
     def __len__(self) -> int:
         return len(self._deliver_at_ms)
@@ -100,6 +116,10 @@ class ScheduleIndex:
         if seq in self._deliver_at_ms:
             return
         self._deliver_at_ms[seq] = deliver_at_ms
+        if deliver_at_ms >= HELD:
+            self._held.add(seq)
+            heapq.heappush(self._by_seq, seq)
+            return
         heapq.heappush(self._by_time, (deliver_at_ms, seq))
         heapq.heappush(self._by_seq, seq)
         self._compact()
@@ -107,7 +127,7 @@ class ScheduleIndex:
     def _compact(self) -> None:
         live = len(self._deliver_at_ms)
         if len(self._by_time) > 2 * live + _COMPACT_SLACK:
-            self._by_time = [(deliver_at_ms, seq) for seq, deliver_at_ms in self._deliver_at_ms.items()]
+            self._by_time = [(at_ms, seq) for seq, at_ms in self._deliver_at_ms.items() if at_ms < HELD]
             heapq.heapify(self._by_time)
         if len(self._by_seq) > 2 * live + _COMPACT_SLACK:
             self._by_seq = list(self._deliver_at_ms)
@@ -131,12 +151,15 @@ class ScheduleIndex:
     def discard(self, seqs: Iterable[int]) -> None:
         for seq in seqs:
             self._deliver_at_ms.pop(seq, None)
+            self._held.discard(seq)
         self._compact()
 
     def discard_below(self, first_seq: int) -> None:
         """Forget every record below `first_seq` (a truncation took them)."""
         while self._by_seq and self._by_seq[0] < first_seq:
-            self._deliver_at_ms.pop(heapq.heappop(self._by_seq), None)
+            seq = heapq.heappop(self._by_seq)
+            self._deliver_at_ms.pop(seq, None)
+            self._held.discard(seq)
 
     def next_due_ms(self) -> int | None:
         """The earliest deliver_at_ms of a live record, None when there is none."""
@@ -150,6 +173,11 @@ class ScheduleIndex:
         while heap and heap[0] not in self._deliver_at_ms:
             heapq.heappop(heap)
         return heap[0] if heap else None
+
+    def pending_seqs(self, from_seq: int, limit: int, *, held_only: bool) -> list[int]:
+        """Up to `limit` live seqs >= `from_seq` in seq order (held ones only with `held_only`)."""
+        source = self._held if held_only else self._deliver_at_ms
+        return heapq.nsmallest(limit, (seq for seq in source if seq >= from_seq))
 
     def take_due(self, now_ms: int, limit: int) -> list[int]:
         """Remove and return up to `limit` seqs due at `now_ms`, earliest first (seq order within a

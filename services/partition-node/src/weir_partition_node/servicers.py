@@ -388,6 +388,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             batch_size=request.batch_size,
             max_wait_ms=request.max_wait_ms,
             max_bytes=request.max_bytes,
+            ack_wait_ms=request.ack_wait_ms,
         )
         response = streams_pb2.FetchResponse()
         add = response.messages.add
@@ -397,7 +398,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Ack(self, request: streams_pb2.AckRequest, context: Any) -> Any:
-        await self.node.ack(request.stream, request.consumer, request.partition, request.seq)
+        await self.node.ack(request.stream, request.consumer, request.partition, request.seq, request.deliver_count)
         return streams_pb2.AckResponse()
 
     @unary
@@ -409,7 +410,9 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         return await self._ack_batch(request)
 
     async def _ack_batch(self, request: streams_pb2.AckBatchRequest) -> streams_pb2.AckBatchResponse:
-        results = await self.node.ack_batch(request.stream, request.consumer, request.partition, request.seqs)
+        results = await self.node.ack_batch(
+            request.stream, request.consumer, request.partition, request.seqs, request.deliver_counts
+        )
         response = streams_pb2.AckBatchResponse()
         add = response.results.add
         for seq, code, message in results:
@@ -418,13 +421,37 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Nak(self, request: streams_pb2.NakRequest, context: Any) -> Any:
-        await self.node.nak(request.stream, request.consumer, request.partition, request.seq, request.delay_ms)
+        await self.node.nak(
+            request.stream,
+            request.consumer,
+            request.partition,
+            request.seq,
+            request.delay_ms,
+            deliver_count=request.deliver_count,
+        )
         return streams_pb2.NakResponse()
 
     @unary
     async def Term(self, request: streams_pb2.TermRequest, context: Any) -> Any:
-        await self.node.term(request.stream, request.consumer, request.partition, request.seq)
+        await self.node.term(request.stream, request.consumer, request.partition, request.seq, request.deliver_count)
         return streams_pb2.TermResponse()
+
+    @unary
+    async def ReleaseScheduled(self, request: streams_pb2.ReleaseScheduledRequest, context: Any) -> Any:
+        delivered_seq = await self.node.release_scheduled(
+            request.stream, request.partition, request.seq, discard=request.discard
+        )
+        return streams_pb2.ReleaseScheduledResponse(delivered_seq=delivered_seq)
+
+    @unary
+    async def ListScheduled(self, request: streams_pb2.ListScheduledRequest, context: Any) -> Any:
+        records, next_seq = self.node.list_scheduled(
+            request.stream, request.partition, request.from_seq, request.max_messages, held_only=request.held_only
+        )
+        response = streams_pb2.ListScheduledResponse(next_seq=next_seq)
+        for record in records:
+            response.messages.add().MergeFromString(record)
+        return response
 
     @unary
     async def SeekConsumer(self, request: streams_pb2.SeekConsumerRequest, context: Any) -> Any:

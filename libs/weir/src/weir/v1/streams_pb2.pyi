@@ -131,7 +131,7 @@ class UpdateStreamResponse(_message.Message):
     def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., pruned: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
-    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms", "delay_ms", "deliver_at_ms")
+    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms", "delay_ms", "deliver_at_ms", "hold")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class PublishRequest(_message.Message):
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     stream: str
     subject: str
     payload: bytes
@@ -158,7 +159,8 @@ class PublishRequest(_message.Message):
     timeout_ms: int
     delay_ms: int
     deliver_at_ms: int
-    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
+    hold: bool
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class PublishResponse(_message.Message):
     __slots__ = ("partition", "seq", "duplicate", "scheduled")
@@ -173,7 +175,7 @@ class PublishResponse(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
 
 class PublishEntry(_message.Message):
-    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms")
+    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms", "hold")
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +186,7 @@ class PublishEntry(_message.Message):
     MSG_ID_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     subject: str
     payload: bytes
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
@@ -194,7 +197,8 @@ class PublishEntry(_message.Message):
     msg_id: str
     delay_ms: int
     deliver_at_ms: int
-    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ...) -> None: ...
+    hold: bool
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ...) -> None: ...
 
 class PublishBatchRequest(_message.Message):
     __slots__ = ("stream", "entries", "ack_level", "timeout_ms")
@@ -401,20 +405,22 @@ class GetConsumerInfoResponse(_message.Message):
     def __init__(self, info: _Optional[_Union[_types_pb2.ConsumerInfo, _Mapping]] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "batch_size", "partition", "max_wait_ms", "max_bytes")
+    __slots__ = ("stream", "consumer", "batch_size", "partition", "max_wait_ms", "max_bytes", "ack_wait_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ACK_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     batch_size: int
     partition: int
     max_wait_ms: int
     max_bytes: int
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., partition: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    ack_wait_ms: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., partition: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ..., ack_wait_ms: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
     __slots__ = ("messages",)
@@ -423,32 +429,36 @@ class FetchResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class AckRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "partition", "seq")
+    __slots__ = ("stream", "consumer", "partition", "seq", "deliver_count")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     partition: int
     seq: int
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    deliver_count: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ...) -> None: ...
 
 class AckResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class AckBatchRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "partition", "seqs")
+    __slots__ = ("stream", "consumer", "partition", "seqs", "deliver_counts")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_COUNTS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     partition: int
     seqs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+    deliver_counts: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ..., deliver_counts: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AckResult(_message.Message):
     __slots__ = ("seq", "result_code", "message")
@@ -467,18 +477,20 @@ class AckBatchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[AckResult, _Mapping]]] = ...) -> None: ...
 
 class NakRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "partition", "seq", "delay_ms")
+    __slots__ = ("stream", "consumer", "partition", "seq", "delay_ms", "deliver_count")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     partition: int
     seq: int
     delay_ms: int
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., delay_ms: _Optional[int] = ...) -> None: ...
+    deliver_count: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_count: _Optional[int] = ...) -> None: ...
 
 class NakResponse(_message.Message):
     __slots__ = ()
@@ -509,16 +521,18 @@ class SeekConsumerResponse(_message.Message):
     def __init__(self, next_seq: _Optional[int] = ..., dropped_pending: _Optional[int] = ...) -> None: ...
 
 class TermRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "partition", "seq")
+    __slots__ = ("stream", "consumer", "partition", "seq", "deliver_count")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     partition: int
     seq: int
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    deliver_count: int
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ...) -> None: ...
 
 class TermResponse(_message.Message):
     __slots__ = ()
@@ -581,3 +595,43 @@ class SubscribeStopped(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class ReleaseScheduledRequest(_message.Message):
+    __slots__ = ("stream", "partition", "seq", "discard")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    DISCARD_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    seq: int
+    discard: bool
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., discard: _Optional[bool] = ...) -> None: ...
+
+class ReleaseScheduledResponse(_message.Message):
+    __slots__ = ("delivered_seq",)
+    DELIVERED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    delivered_seq: int
+    def __init__(self, delivered_seq: _Optional[int] = ...) -> None: ...
+
+class ListScheduledRequest(_message.Message):
+    __slots__ = ("stream", "partition", "held_only", "from_seq", "max_messages")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    HELD_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    held_only: bool
+    from_seq: int
+    max_messages: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., held_only: _Optional[bool] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ...) -> None: ...
+
+class ListScheduledResponse(_message.Message):
+    __slots__ = ("messages", "next_seq")
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    next_seq: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_seq: _Optional[int] = ...) -> None: ...

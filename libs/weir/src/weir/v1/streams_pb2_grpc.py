@@ -179,6 +179,16 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.SubscribeRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.SubscribeEvent.FromString,
                 _registered_method=True)
+        self.ReleaseScheduled = channel.unary_unary(
+                '/weir.v1.Streams/ReleaseScheduled',
+                request_serializer=weir_dot_v1_dot_streams__pb2.ReleaseScheduledRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.ReleaseScheduledResponse.FromString,
+                _registered_method=True)
+        self.ListScheduled = channel.unary_unary(
+                '/weir.v1.Streams/ListScheduled',
+                request_serializer=weir_dot_v1_dot_streams__pb2.ListScheduledRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.ListScheduledResponse.FromString,
+                _registered_method=True)
 
 
 class StreamsServicer:
@@ -419,6 +429,26 @@ class StreamsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReleaseScheduled(self, request, context):
+        """--- Scheduled and held messages (StreamConfig.allow_scheduled_messages) ---
+        Deliver a scheduled or held message now (on its own subject, under a new seq, its record
+        removed in the same commit), or discard it (RocketMQ's EndTransaction commit / rollback of a
+        half message; recalling a delayed one). Errors: scheduling_disabled, no_such_message (NOT_FOUND:
+        `seq` holds no scheduled or held message: delivered, discarded, or never one), not_leader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListScheduled(self, request, context):
+        """The scheduled and held messages a partition's primary still holds, in seq order, as stored
+        (subject `$weir.scheduled.*` / `$weir.held.*`, deliver_at_ms, scheduled_subject): for orphaned
+        transaction checks and operators. Errors: scheduling_disabled, not_leader.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StreamsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -566,6 +596,16 @@ def add_StreamsServicer_to_server(servicer, server):
                     servicer.Subscribe,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.SubscribeRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.SubscribeEvent.SerializeToString,
+            ),
+            'ReleaseScheduled': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseScheduled,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.ReleaseScheduledRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.ReleaseScheduledResponse.SerializeToString,
+            ),
+            'ListScheduled': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListScheduled,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.ListScheduledRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.ListScheduledResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1351,6 +1391,60 @@ class Streams:
             '/weir.v1.Streams/Subscribe',
             weir_dot_v1_dot_streams__pb2.SubscribeRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.SubscribeEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReleaseScheduled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/ReleaseScheduled',
+            weir_dot_v1_dot_streams__pb2.ReleaseScheduledRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.ReleaseScheduledResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListScheduled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/ListScheduled',
+            weir_dot_v1_dot_streams__pb2.ListScheduledRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.ListScheduledResponse.FromString,
             options,
             channel_credentials,
             insecure,

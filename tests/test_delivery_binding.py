@@ -1,0 +1,93 @@
+"""What RocketMQ's receive needs from the core: an invisible duration chosen per fetch (not per
+consumer), and settles bound to one delivery, so that a receipt handle from an earlier delivery of a
+redelivered message is stale (not_pending) instead of settling the newer one. In-process on a manual
+clock, then over real gRPC."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from weir.client import NodeClient, consumer_config, stream_config
+from weir.errors import InvalidArgumentError, NotPendingError
+from weir.v1 import streams_pb2
+from weir_partition_node.clock import ManualClock
+from weir_partition_node.node import Node
+from weir_partition_node.settings import NodeSettings
+
+T0 = 1_700_000_000_000
+ACK_WAIT_MS = 30_000
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+@pytest.fixture
+async def core(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Node]:
+    node = await Node.open(
+        NodeSettings(node_id="binding", data_dir=tmp_path / "data", retention_sweep_interval_ms=3_600_000), clock=clock
+    )
+    await node.create_stream(stream_config("s"))
+    await node.create_consumer("s", consumer_config("c", ack_wait_ms=ACK_WAIT_MS))
+    entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(3)]
+    await node.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    yield node
+    await node.close()
+
+
+async def fetch(core: Node, batch: int = 10, ack_wait_ms: int = 0) -> list[tuple[int, int]]:
+    deliveries = await core.fetch("s", "c", 0, batch_size=batch, ack_wait_ms=ack_wait_ms)
+    return [(delivery.seq, delivery.deliver_count) for delivery in deliveries]
+
+
+async def test_each_fetch_chooses_how_long_its_messages_stay_invisible(core: Node, clock: ManualClock) -> None:
+    assert await fetch(core, batch=1, ack_wait_ms=1_000) == [(1, 1)]
+    assert await fetch(core, batch=1) == [(2, 1)]  # the consumer's 30 s
+    clock.advance(1_000)
+    assert await fetch(core, batch=1, ack_wait_ms=60_000) == [(1, 2)]  # redelivered, now for 60 s
+    clock.advance(ACK_WAIT_MS)
+    assert await fetch(core) == [(2, 2), (3, 1)]
+    clock.advance(60_000 - ACK_WAIT_MS)
+    assert (1, 3) in await fetch(core)
+    with pytest.raises(InvalidArgumentError, match="ack_wait_ms"):
+        await core.fetch("s", "c", 0, batch_size=1, ack_wait_ms=8 * 24 * 3_600_000)
+
+
+async def test_a_settle_bound_to_an_earlier_delivery_is_stale(core: Node, clock: ManualClock) -> None:
+    assert await fetch(core, batch=3, ack_wait_ms=1_000) == [(1, 1), (2, 1), (3, 1)]
+    clock.advance(1_000)
+    assert await fetch(core, batch=3) == [(1, 2), (2, 2), (3, 2)]  # every handle of delivery 1 is now stale
+    for settle in (
+        core.ack("s", "c", 0, 1, deliver_count=1),
+        core.nak("s", "c", 0, 1, 0, deliver_count=1),
+        core.term("s", "c", 0, 1, deliver_count=1),
+    ):
+        with pytest.raises(NotPendingError, match="stale receipt handle"):
+            await settle
+    results = await core.ack_batch("s", "c", 0, [1, 2, 3], [1, 2, 0])  # stale, this delivery, any delivery
+    assert [(seq, code) for seq, code, _ in results] == [(1, "not_pending"), (2, "ok"), (3, "ok")]
+    assert "delivered again since" in results[0][2]
+    await core.nak("s", "c", 0, 1, 0, deliver_count=2)  # the current delivery settles
+    assert await fetch(core) == [(1, 3)]
+    await core.ack("s", "c", 0, 1, deliver_count=3)
+    with pytest.raises(NotPendingError, match="already acknowledged"):
+        await core.ack("s", "c", 0, 1, deliver_count=3)
+    with pytest.raises(InvalidArgumentError, match="one per seq"):
+        await core.ack_batch("s", "c", 0, [1, 2], [1])
+
+
+async def test_receipt_bindings_over_grpc(client: NodeClient, stream_name: str) -> None:
+    await client.create_stream(stream_config(stream_name))
+    await client.create_consumer(stream_name, consumer_config("c", ack_wait_ms=60_000))
+    await client.publish(stream_name, "s.x", b"one")
+    (first,) = await client.fetch(stream_name, "c", 0, batch_size=1, ack_wait_ms=200)
+    (second,) = await client.fetch(stream_name, "c", 0, batch_size=1, max_wait_ms=5_000, ack_wait_ms=60_000)
+    assert (first.deliver_count, second.deliver_count) == (1, 2)  # redelivered after 200 ms, not 60 s
+    with pytest.raises(NotPendingError):
+        await client.ack(stream_name, "c", 0, first.seq, deliver_count=first.deliver_count)
+    (result,) = await client.ack_batch(stream_name, "c", 0, [first.seq], [first.deliver_count])
+    assert result.result_code == "not_pending"
+    await client.ack(stream_name, "c", 0, second.seq, deliver_count=second.deliver_count)
