@@ -197,7 +197,7 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
 
     published = json.loads(ok(cli_cluster.run("pub", "orders", "orders.x", "hello", "--key", "k1", "--json", *flag)))
     partition = partition_for_key(b"k1", 4)
-    assert published == {"partition": partition, "seq": 1, "duplicate": False}
+    assert published == {"partition": partition, "seq": 1, "duplicate": False, "scheduled": False}
 
     (message,) = _messages(ok(cli_cluster.run("--json", "read", "orders", "--partition", str(partition), *flag)))
     assert (message["payload"], message["key"]) == ("hello", "k1")
@@ -244,13 +244,39 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
         again = ok(
             cli_cluster.run("pub", "--json", "orders", "orders.x", "hi", "--key", "k1", "--msg-id", "hello-1", *flag)
         )
-        assert json.loads(again) == {"partition": partition, "seq": 2, "duplicate": duplicate}
+        assert json.loads(again) == {"partition": partition, "seq": 2, "duplicate": duplicate, "scheduled": False}
     # --router instead of --data-dir, from a directory that has no cluster: same answer.
     elsewhere = cli_cluster.root / "elsewhere"
     elsewhere.mkdir()
     routers = ",".join(router["address"] for router in cli_cluster.up["routers"])
     listing = weir("--json", "stream", "list", "--router", routers, cwd=elsewhere)
     assert json.loads(ok(listing)) == ["orders"]
+
+
+def test_delayed_and_held_messages_from_the_command_line(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+    ok(cli_cluster.run("stream", "create", "later", "--allow-scheduled-messages", *flag))
+    delayed = ok(cli_cluster.run("pub", "later", "later.x", "in a minute", "--delay-ms", "60000", *flag))
+    assert delayed.strip() == "published to later[0] seq 1 (scheduled: delivered in 60000 ms under a new seq)"
+    held = json.loads(ok(cli_cluster.run("--json", "pub", "later", "later.x", "half", "--hold", *flag)))
+    assert held == {"partition": 0, "seq": 2, "duplicate": False, "scheduled": True}
+    listing = json.loads(ok(cli_cluster.run("--json", "scheduled", "list", "later", *flag)))
+    assert [(entry["seq"], entry["subject"]) for entry in listing] == [(1, "later.x"), (2, "later.x")]
+    assert listing[1]["due"] == "held" and listing[0]["due"].endswith("+00:00")
+    held_only = json.loads(ok(cli_cluster.run("--json", "scheduled", "list", "later", "--held", *flag)))
+    assert [entry["seq"] for entry in held_only] == [2]
+    assert _messages(ok(cli_cluster.run("--json", "read", "later", *flag))) == []  # nothing deliverable yet
+
+    released = ok(cli_cluster.run("scheduled", "release", "later", "0", "2", *flag))
+    assert released.strip() == "delivered later[0] seq 2 as seq 3"
+    recalled = ok(cli_cluster.run("scheduled", "release", "later", "0", "1", "--discard", *flag))
+    assert recalled.strip() == "discarded later[0] seq 1"
+    assert [m["payload"] for m in _messages(ok(cli_cluster.run("--json", "read", "later", *flag)))] == ["half"]
+    assert ok(cli_cluster.run("scheduled", "list", "later", *flag)).strip() == "(none)"
+    gone = cli_cluster.run("scheduled", "release", "later", "0", "2", "--discard", *flag)
+    assert gone.returncode == 1 and "no_such_message" in gone.stderr and "Traceback" not in gone.stderr
+    refused = cli_cluster.run("pub", "orders", "orders.x", "x", "--delay-ms", "10", *flag)
+    assert refused.returncode == 1 and "scheduling_disabled" in refused.stderr
 
 
 def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from weir.client import DELIVER_POLICIES
 
-from weir_cli import consumers, local, streams
+from weir_cli import consumers, local, scheduled, streams
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
@@ -222,6 +222,11 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
         "--deliver-up-to-high-watermark", action="store_true", help="deliver only what every in-sync replica holds"
     )
     create.add_argument(
+        "--allow-scheduled-messages",
+        action="store_true",
+        help="accept delayed (pub --delay-ms) and held (pub --hold) messages",
+    )
+    create.add_argument(
         "--retention", choices=["limits", "work_queue", "interest"], default="limits", help="retention policy"
     )
     create.add_argument("--storage", choices=["file", "memory"], default="file", help="where messages are stored")
@@ -258,6 +263,13 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     pub.add_argument(
         "--msg-id", help="idempotence key: a repeat within the duplicate window stores nothing (default: generated)"
     )
+    pub.add_argument(
+        "--delay-ms",
+        type=positive_int,
+        default=0,
+        help="deliver this many milliseconds later (the stream needs --allow-scheduled-messages)",
+    )
+    pub.add_argument("--hold", action="store_true", help="store held until 'weir scheduled release' (a half message)")
     read = tree.command(commands, "read", "print stored messages of every partition (or one)", streams.read)
     attach(read.add_argument("stream", help="the stream"), stream_names)
     read.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
@@ -279,6 +291,20 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--duplicate-window-max-msgs", type=non_negative_int, help="most msg_ids a partition remembers (0 = 100,000)"
     )
+
+
+def _scheduled_commands(tree: _Tree, commands: Commands) -> None:
+    group = tree.group(commands, "scheduled", "delayed and held messages (streams with --allow-scheduled-messages)")
+    listing = tree.command(group, "list", "the messages still to deliver, in seq order", scheduled.scheduled_list)
+    attach(listing.add_argument("stream", help="the stream"), stream_names)
+    listing.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
+    listing.add_argument("--held", action="store_true", help="only held messages (not delayed ones)")
+    listing.add_argument("--max", type=positive_int, default=100, help="most to print (default 100)")
+    release = tree.command(group, "release", "deliver one now (or --discard it)", scheduled.scheduled_release)
+    attach(release.add_argument("stream", help="the stream"), stream_names)
+    release.add_argument("partition", type=non_negative_int, help="its partition")
+    release.add_argument("seq", type=positive_int, help="its seq (as 'weir pub' or 'scheduled list' showed)")
+    release.add_argument("--discard", action="store_true", help="remove it undelivered (a rollback)")
 
 
 def _consumer_commands(tree: _Tree, commands: Commands) -> None:
@@ -317,6 +343,7 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     seek.add_argument("--end", action="store_true", help="only messages published from now on")
     reset.set_defaults(seq=None)
 
+    _scheduled_commands(tree, commands)
     fetch = tree.command(
         commands, "fetch", "fetch a batch for a consumer from every partition (or one)", consumers.fetch
     )

@@ -10,13 +10,14 @@ import json
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 from weir.client import NodeClient, stream_config
 from weir.cluster import Client
 from weir.message import Message, PublishAck
-from weir.v1 import streams_pb2
+from weir.subjects import RESERVED_SUBJECT_PREFIX
+from weir.v1 import streams_pb2, types_pb2
 
 from weir_cli.output import emit, emit_message, progress, proto_dict, stream_summary
 from weir_cli.target import CliError, cluster_client, node_client, with_progress
@@ -90,6 +91,7 @@ def _config_of(args: argparse.Namespace) -> Any:
         replicas=args.replicas,
         min_insync_replicas=args.min_insync_replicas,
         deliver_up_to_high_watermark=args.deliver_up_to_high_watermark,
+        allow_scheduled_messages=args.allow_scheduled_messages,
         duplicate_window_ms=args.duplicate_window_ms,
         duplicate_window_max_msgs=args.duplicate_window_max_msgs,
     )
@@ -260,6 +262,9 @@ async def pub(args: argparse.Namespace) -> int:
         headers.append((name, value))
     options: dict[str, Any] = {"headers": headers, "partition": args.partition, "ack_level": args.ack}
     options["key"] = os.fsencode(args.key) if args.key is not None else None
+    if args.delay_ms and args.hold:
+        raise CliError("weir pub: --delay-ms and --hold: use one", status=2)
+    options.update(delay_ms=args.delay_ms, hold=args.hold)
     published = 0
     async with target(args) as to:
         options["msg_id"] = args.msg_id if to.cluster is not None else args.msg_id or ""
@@ -267,16 +272,26 @@ async def pub(args: argparse.Namespace) -> int:
             for ack in await _publish_window(to, args, window, **options):
                 published += 1
                 if args.json:
-                    print(json.dumps({"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}))
+                    fields = {"partition": ack.partition, "seq": ack.seq, "duplicate": ack.duplicate}
+                    print(json.dumps({**fields, "scheduled": ack.scheduled}))
                 elif published <= 10:
-                    duplicate = " (duplicate: stored before)" if ack.duplicate else ""
-                    print(f"published to {args.stream}[{ack.partition}] seq {ack.seq}{duplicate}")
+                    print(f"published to {args.stream}[{ack.partition}] seq {ack.seq}{_ack_note(args, ack)}")
             sys.stdout.flush()  # a window's acks as soon as they are known (`tail -f log | weir pub`)
     if not args.json and published > 10:
         print(f"... published {published} messages to {args.stream}")
     if not published:
         raise CliError("weir pub: nothing to publish (stdin was empty)")
     return 0
+
+
+def _ack_note(args: argparse.Namespace, ack: PublishAck) -> str:
+    if ack.duplicate:
+        return " (duplicate: stored before)"
+    if ack.scheduled and args.hold:
+        return " (held: 'weir scheduled release' delivers or discards it)"
+    if ack.scheduled:
+        return f" (scheduled: delivered in {args.delay_ms} ms under a new seq)"
+    return ""
 
 
 # -- read -----------------------------------------------------------------------------------------------
@@ -304,7 +319,7 @@ async def read(args: argparse.Namespace) -> int:
         while True:
             for partition, from_seq in positions.items():
                 response = await to.read(args.stream, partition, from_seq, READ_PAGE)
-                for message in response.messages:
+                for message in _deliverable(response.messages):
                     emit_message(Message.from_proto(args.stream, message), args.json)
                 positions[partition] = max(from_seq, response.next_seq)
             await asyncio.sleep(0.2)
@@ -319,9 +334,9 @@ async def _read_stored(to: Target, args: argparse.Namespace, positions: dict[int
         position = from_seq
         while shown < args.max:
             response = await to.read(args.stream, partition, position, min(READ_PAGE, args.max - shown))
-            for message in response.messages:
+            for message in _deliverable(response.messages):
                 emit_message(Message.from_proto(args.stream, message), args.json)
-            shown += len(response.messages)
+                shown += 1
             position = max(position, response.next_seq)
             if not response.messages or response.next_seq > response.last_seq:
                 break
@@ -333,6 +348,12 @@ async def _read_stored(to: Target, args: argparse.Namespace, positions: dict[int
             if tail.messages:
                 left[partition] = tail.last_seq
     return shown, left
+
+
+def _deliverable(messages: Iterable[types_pb2.Message]) -> Iterator[types_pb2.Message]:
+    """The stored messages a consumer could be delivered: not the records of delayed and held
+    messages (reserved `$weir.` subjects; `weir scheduled list` shows those)."""
+    return (message for message in messages if not message.subject.startswith(RESERVED_SUBJECT_PREFIX))
 
 
 def _which(args: argparse.Namespace) -> str:

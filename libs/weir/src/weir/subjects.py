@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from weir.errors import InvalidNameError, InvalidSubjectError
 
 MAX_SUBJECT_BYTES = 1024
+# Weir's own subjects (the records of delayed and held messages): publishers may not use them and
+# consumers are never delivered them.
+RESERVED_SUBJECT_PREFIX = "$weir."
 MAX_NAME_CHARS = 128
 
 _NAME = re.compile(r"[A-Za-z0-9_\-:]{1,128}")

@@ -46,7 +46,7 @@ from weir.errors import (
     WeirError,
 )
 from weir.partitioning import partition_for_key
-from weir.subjects import SubjectFilter, patterns_overlap, validate_name, validate_subject
+from weir.subjects import RESERVED_SUBJECT_PREFIX, SubjectFilter, patterns_overlap, validate_name, validate_subject
 from weir.v1 import streams_pb2, types_pb2
 from weir_server.consumer_info import add_partition_totals
 from weir_server.replication import InSyncTracker
@@ -620,7 +620,7 @@ class Node:
         subject = fields.subject
         if subject[:1] == "$" and scheduled.is_reserved(subject):
             raise InvalidSubjectError(
-                f"subject {subject!r}: subjects beginning with {scheduled.RESERVED_SUBJECT_PREFIX!r} are Weir's own",
+                f"subject {subject!r}: subjects beginning with {RESERVED_SUBJECT_PREFIX!r} are Weir's own",
                 subject=subject,
             )
         if not stream.subject_filter.accepts_valid(subject):  # validates the subject on a cache miss

@@ -41,6 +41,7 @@ from weir.errors import (
     StorageFailedError,
     WeirError,
 )
+from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import types_pb2
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
@@ -445,7 +446,7 @@ class Partition:
         schedule = self._schedule
         if schedule is None:
             return
-        prefix = scheduled.RESERVED_SUBJECT_PREFIX  # schedule and held records
+        prefix = RESERVED_SUBJECT_PREFIX  # schedule and held records
         schedule.add_subjects((record[0], record[2]) for record in records if record[2].startswith(prefix))
         schedule.discard(removed)
         schedule.discard_below(first_seq)

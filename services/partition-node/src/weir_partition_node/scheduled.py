@@ -26,9 +26,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
+from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import types_pb2
 
-RESERVED_SUBJECT_PREFIX = "$weir."
 SCHEDULED_SUBJECT_PREFIX = "$weir.scheduled."
 HELD_SUBJECT_PREFIX = "$weir.held."
 HELD = 2**62  # PreparedEntry.deliver_at_ms of a held message: never due by itself
