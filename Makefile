@@ -8,7 +8,7 @@ GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -74,9 +74,13 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	@mkdir -p bench-results
 	$(UV) run python -m bench.compare --out bench-results/compare.json --report bench-results/compare.md
 	$(UV) run python -m bench.gateway_bench --out bench-results/gateway.json
+	$(UV) run python -m bench.scheduled_bench --out bench-results/scheduled.json
 
 bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary call, same run: JSON on stdout
 	$(UV) run python -m bench.gateway_bench
+
+bench-scheduled: setup  ## delayed delivery: lateness with 100k timers pending, memory per pending timer: JSON on stdout
+	$(UV) run python -m bench.scheduled_bench
 
 bench-node: setup  ## single-node micro-benchmarks of one partition node (publish, read, consume); prints JSON
 	$(UV) run python -m bench.node_bench

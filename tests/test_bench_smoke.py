@@ -166,6 +166,18 @@ def test_gateway_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_scheduled_bench_smoke() -> None:
+    """`python -m bench.scheduled_bench --smoke`: every scheduled message delivered once, with
+    lateness percentiles and the memory figures."""
+    needs_own_processes()
+    report = run_json(["bench.scheduled_bench", "--smoke"], timeout_s=300)
+    assert (report["delivered"], report["duplicates"]) == (report["messages"], 0)
+    lateness = report["lateness_ms"]
+    assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"]
+    assert report["index_bytes_per_pending"] > 0
+
+
+@pytest.mark.slow
 def test_weir_bench_targets_an_existing_cluster(router_addresses: list[str]) -> None:
     """`weir bench --router ...`: Weir only, against the cluster it is given (nothing started)."""
     needs_own_processes()

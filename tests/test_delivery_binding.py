@@ -91,3 +91,22 @@ async def test_receipt_bindings_over_grpc(client: NodeClient, stream_name: str) 
     (result,) = await client.ack_batch(stream_name, "c", 0, [first.seq], [first.deliver_count])
     assert result.result_code == "not_pending"
     await client.ack(stream_name, "c", 0, second.seq, deliver_count=second.deliver_count)
+
+
+async def test_seq_at_time_finds_the_first_message_stored_at_or_after_a_time(
+    client: NodeClient, stream_name: str
+) -> None:
+    """RocketMQ's QueryOffset(TIME_POINT): over real gRPC, on publisher-set times."""
+    await client.create_stream(stream_config(stream_name))
+    for ts_ms in (1_000, 2_000, 2_000, 3_000):
+        await client.publish(stream_name, "s.x", b"x", ts_ms=ts_ms)
+    assert [await client.seq_at_time(stream_name, 0, t) for t in (0, 1_000, 1_001, 2_000, 3_000, 3_001)] == [
+        1,
+        1,
+        2,
+        2,
+        4,
+        5,
+    ]
+    with pytest.raises(InvalidArgumentError, match="time_ms"):
+        await client.seq_at_time(stream_name, 0, -1)

@@ -347,6 +347,13 @@ class NodeClient(GrpcClient):
         response = await self._call(self.stub.GetMessage, request)
         return response.message  # type: ignore[no-any-return]
 
+    async def seq_at_time(self, stream: str, partition: int, time_ms: int) -> int:
+        """The first seq of `partition` stored at or after `time_ms` (ms since the Unix epoch), or its
+        next seq when none is (RocketMQ's QueryOffset by time point)."""
+        request = streams_pb2.SeqAtTimeRequest(stream=stream, partition=partition, time_ms=time_ms)
+        response = await self._call(self.stub.SeqAtTime, request)
+        return int(response.seq)
+
     async def read_messages(
         self, stream: str, partition: int = 0, from_seq: int = 0, *, max_messages: int = 0, max_bytes: int = 0
     ) -> streams_pb2.ReadMessagesResponse:

@@ -524,6 +524,11 @@ class Client:
             stream, partition, lambda client: client.term(stream, consumer, partition, seq, deliver_count)
         )
 
+    async def seq_at_time(self, stream: str, partition: int, time_ms: int) -> int:
+        """The first seq of `partition` stored at or after `time_ms`, or its next seq when none is
+        (asked of the partition's primary)."""
+        return await self.on_leader(stream, partition, lambda client: client.seq_at_time(stream, partition, time_ms))
+
     async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
         """Deliver now (or discard) a scheduled or held message on its partition's primary; returns
         the delivered seq (0 when discarded). Errors: as NodeClient.release_scheduled."""

@@ -1274,6 +1274,16 @@ class Node:
             )
         return record
 
+    def seq_at_time(self, stream: str, partition_index: int, time_ms: int) -> tuple[int, int]:
+        """(the first seq stored at or after `time_ms`, or last_seq + 1 when none is; last_seq).
+        Errors: NoSuchStreamError, NoSuchPartitionError, InvalidArgumentError (negative time)."""
+        if time_ms < 0:
+            raise InvalidArgumentError(f"time_ms: milliseconds since the Unix epoch, >= 0; got {time_ms}")
+        partition = self._partition(stream, partition_index)
+        last_seq = partition.last_seq
+        seq = self._read(partition, lambda: partition.log.first_seq_at_time(time_ms))
+        return seq or last_seq + 1, last_seq
+
     def read_messages(
         self,
         stream: str,

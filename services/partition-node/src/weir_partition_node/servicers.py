@@ -291,6 +291,11 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         return response
 
     @unary
+    async def SeqAtTime(self, request: streams_pb2.SeqAtTimeRequest, context: Any) -> Any:
+        seq, last_seq = self.node.seq_at_time(request.stream, request.partition, request.time_ms)
+        return streams_pb2.SeqAtTimeResponse(seq=seq, last_seq=last_seq)
+
+    @unary
     async def ReadMessages(self, request: streams_pb2.ReadMessagesRequest, context: Any) -> Any:
         records, next_seq, last_seq = self.node.read_messages(
             request.stream,

@@ -635,3 +635,21 @@ class ListScheduledResponse(_message.Message):
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     next_seq: int
     def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_seq: _Optional[int] = ...) -> None: ...
+
+class SeqAtTimeRequest(_message.Message):
+    __slots__ = ("stream", "partition", "time_ms")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    time_ms: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., time_ms: _Optional[int] = ...) -> None: ...
+
+class SeqAtTimeResponse(_message.Message):
+    __slots__ = ("seq", "last_seq")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    last_seq: int
+    def __init__(self, seq: _Optional[int] = ..., last_seq: _Optional[int] = ...) -> None: ...

@@ -89,6 +89,11 @@ class StreamsStub:
                 request_serializer=weir_dot_v1_dot_streams__pb2.ReadMessagesRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_streams__pb2.ReadMessagesResponse.FromString,
                 _registered_method=True)
+        self.SeqAtTime = channel.unary_unary(
+                '/weir.v1.Streams/SeqAtTime',
+                request_serializer=weir_dot_v1_dot_streams__pb2.SeqAtTimeRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_streams__pb2.SeqAtTimeResponse.FromString,
+                _registered_method=True)
         self.ReadLatestAtSubject = channel.unary_unary(
                 '/weir.v1.Streams/ReadLatestAtSubject',
                 request_serializer=weir_dot_v1_dot_streams__pb2.ReadLatestAtSubjectRequest.SerializeToString,
@@ -281,6 +286,15 @@ class StreamsServicer:
     def ReadMessages(self, request, context):
         """Messages of one partition with seq >= from_seq, in seq order, bounded by max_messages and
         max_bytes. Continue from `next_seq`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SeqAtTime(self, request, context):
+        """The first seq of a partition stored at or after `time_ms` (the message's ts_ms), or the
+        partition's next seq when none is (RocketMQ's QueryOffset TIME_POINT, Kafka's
+        ListOffsets by timestamp). Errors: no_such_stream, no_such_partition, invalid_argument.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -506,6 +520,11 @@ def add_StreamsServicer_to_server(servicer, server):
                     servicer.ReadMessages,
                     request_deserializer=weir_dot_v1_dot_streams__pb2.ReadMessagesRequest.FromString,
                     response_serializer=weir_dot_v1_dot_streams__pb2.ReadMessagesResponse.SerializeToString,
+            ),
+            'SeqAtTime': grpc.unary_unary_rpc_method_handler(
+                    servicer.SeqAtTime,
+                    request_deserializer=weir_dot_v1_dot_streams__pb2.SeqAtTimeRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_streams__pb2.SeqAtTimeResponse.SerializeToString,
             ),
             'ReadLatestAtSubject': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadLatestAtSubject,
@@ -905,6 +924,33 @@ class Streams:
             '/weir.v1.Streams/ReadMessages',
             weir_dot_v1_dot_streams__pb2.ReadMessagesRequest.SerializeToString,
             weir_dot_v1_dot_streams__pb2.ReadMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SeqAtTime(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Streams/SeqAtTime',
+            weir_dot_v1_dot_streams__pb2.SeqAtTimeRequest.SerializeToString,
+            weir_dot_v1_dot_streams__pb2.SeqAtTimeResponse.FromString,
             options,
             channel_credentials,
             insecure,
