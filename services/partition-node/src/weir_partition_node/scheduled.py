@@ -34,6 +34,7 @@ HELD_SUBJECT_PREFIX = "$weir.held."
 HELD = 2**62  # PreparedEntry.deliver_at_ms of a held message: never due by itself
 MAX_SCHEDULE_DELAY_MS = 366 * 24 * 3600 * 1000  # a schedule at most this far ahead of the node's clock
 MAX_SCHEDULED_PER_PARTITION = 1_000_000  # schedule records a partition holds at most (bounds the index)
+DELIVERY_TICK_MS = 10  # records due within one tick (aligned to the clock) are delivered together
 FIRE_BATCH_MESSAGES = 1000  # schedule records delivered per commit at most (bounds one commit's work)
 _COMPACT_SLACK = 1024
 
