@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from weir.client import stream_config
+from weir.client import consumer_config, stream_config
 from weir.cluster import Client
 from weir.message import Message
 from weir_server.internal_clients import ChangeFeedClient
@@ -177,7 +177,10 @@ async def demo(args: argparse.Namespace) -> int:
             async with Client(cluster.router_addresses) as client:
                 await client.create_stream(stream_config("demo-pixy", partitions=4))
             summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
-            summary["verified"] = summary["verified"] and summary["kafka_pixy"]["verified"]
+            summary["delayed"] = await _delayed_round_trip(cluster.router_addresses)
+            summary["verified"] = all(
+                (summary["verified"], summary["kafka_pixy"]["verified"], summary["delayed"]["verified"])
+            )
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
                 "redis": cluster.redis.url,
@@ -192,6 +195,36 @@ async def demo(args: argparse.Namespace) -> int:
             await asyncio.to_thread(cluster.stop)
         print(json.dumps(summary, indent=None if args.json else 2))
         return 0 if summary["verified"] else 1
+
+
+async def _delayed_round_trip(routers: list[str]) -> dict[str, Any]:
+    """Delayed and held messages on a replicas-3 stream (ack all): three delays and a held message
+    released after them; each must arrive once, no earlier than its time, in due order."""
+    delays_ms = [900, 300, 600]
+    async with Client(routers) as client:
+        await client.create_stream(stream_config("demo-delayed", replicas=3, allow_scheduled_messages=True))
+        await client.create_consumer("demo-delayed", consumer_config("demo"))
+        progress(f"publishing messages delayed by {delays_ms} ms and one held message (replicas 3, ack all) ...")
+        sent_ms = time.time_ns() // 1_000_000
+        for delay_ms in delays_ms:  # due at one reference time + delay (delay_ms would count from each store)
+            payload = b"%d" % delay_ms
+            await client.publish("demo-delayed", "reminder", payload, deliver_at_ms=sent_ms + delay_ms, ack_level="all")
+        held = await client.publish("demo-delayed", "reminder", b"held", hold=True, ack_level="all")
+        arrivals: list[tuple[bytes, int]] = []
+        deadline = time.monotonic() + 30
+        while len(arrivals) < len(delays_ms) + 1 and time.monotonic() < deadline:
+            if len(arrivals) == len(delays_ms):
+                await client.release_scheduled("demo-delayed", held.partition, held.seq)
+            for message in await client.fetch("demo-delayed", "demo", 0, batch_size=10, max_wait_ms=200):
+                arrivals.append((message.payload, time.time_ns() // 1_000_000 - sent_ms))
+                await client.ack_batch("demo-delayed", "demo", 0, [message.seq])
+    expected = [b"%d" % delay for delay in sorted(delays_ms)] + [b"held"]
+    on_time = all(elapsed >= int(payload) for payload, elapsed in arrivals if payload != b"held")
+    verified = [payload for payload, _ in arrivals] == expected and on_time
+    progress(
+        f"delayed messages arrived after {[elapsed for _, elapsed in arrivals]} ms (due {sorted(delays_ms)}, then held)"
+    )
+    return {"arrived_after_ms": {payload.decode(): elapsed for payload, elapsed in arrivals}, "verified": verified}
 
 
 async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) -> dict[str, Any]:
