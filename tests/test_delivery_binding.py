@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from weir.client import NodeClient, consumer_config, stream_config
-from weir.errors import InvalidArgumentError, NotPendingError
+from weir.errors import InvalidArgumentError, InvalidConfigError, NotPendingError
 from weir.v1 import streams_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
@@ -110,3 +110,24 @@ async def test_seq_at_time_finds_the_first_message_stored_at_or_after_a_time(
     ]
     with pytest.raises(InvalidArgumentError, match="time_ms"):
         await client.seq_at_time(stream_name, 0, -1)
+
+
+async def test_a_consumer_dead_letters_a_message_now_in_one_step(client: NodeClient, stream_name: str) -> None:
+    """RocketMQ's ForwardMessageToDeadLetterQueue: Term with dead_letter moves the delivery under the
+    consumer's dead_letter_subject in one commit (no copy-then-ack window), bound to its delivery."""
+    await client.create_stream(stream_config(stream_name))
+    await client.create_consumer(stream_name, consumer_config("c", filter_subject="s.>", dead_letter_subject="dlq.c"))
+    await client.create_consumer(stream_name, consumer_config("no-dlq"))
+    await client.publish(stream_name, "s.x", b"poison")
+    (delivered,) = await client.fetch(stream_name, "c", 0, batch_size=1)
+    with pytest.raises(NotPendingError):
+        await client.term(stream_name, "c", 0, delivered.seq, deliver_count=7, dead_letter=True)
+    await client.term(stream_name, "c", 0, delivered.seq, deliver_count=delivered.deliver_count, dead_letter=True)
+    read = await client.read_messages(stream_name, 0)
+    dead = [message for message in read.messages if message.subject == "dlq.c"]
+    assert len(dead) == 1 and dead[0].payload == b"poison"
+    info = await client.consumer_info(stream_name, "c")
+    assert (info.dead_lettered_total, info.num_ack_pending) == (1, 0)
+    (other,) = await client.fetch(stream_name, "no-dlq", 0, batch_size=1)
+    with pytest.raises(InvalidConfigError, match="no dead_letter_subject"):
+        await client.term(stream_name, "no-dlq", 0, other.seq, dead_letter=True)

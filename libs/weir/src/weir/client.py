@@ -482,10 +482,18 @@ class NodeClient(GrpcClient):
         )
         await self._call(self.stub.Nak, request)
 
-    async def term(self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0) -> None:
-        """Never redeliver one pending message (`deliver_count` as in `ack`)."""
+    async def term(
+        self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0, *, dead_letter: bool = False
+    ) -> None:
+        """Never redeliver one pending message (`deliver_count` as in `ack`); `dead_letter`: move it
+        under the consumer's dead_letter_subject now (InvalidConfigError when it has none)."""
         request = streams_pb2.TermRequest(
-            stream=stream, consumer=consumer, partition=partition, seq=seq, deliver_count=deliver_count
+            stream=stream,
+            consumer=consumer,
+            partition=partition,
+            seq=seq,
+            deliver_count=deliver_count,
+            dead_letter=dead_letter,
         )
         await self._call(self.stub.Term, request)
 

@@ -518,10 +518,15 @@ class Client:
             lambda client: client.nak(stream, consumer, partition, seq, delay_ms, deliver_count=deliver_count),
         )
 
-    async def term(self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0) -> None:
-        """Never deliver one pending message again (`deliver_count` as in `nak`). Errors: NotPendingError."""
+    async def term(
+        self, stream: str, consumer: str, partition: int, seq: int, deliver_count: int = 0, *, dead_letter: bool = False
+    ) -> None:
+        """Never deliver one pending message again (`deliver_count` as in `nak`); `dead_letter`: move
+        it under the consumer's dead_letter_subject now. Errors: NotPendingError, InvalidConfigError."""
         await self.on_leader(
-            stream, partition, lambda client: client.term(stream, consumer, partition, seq, deliver_count)
+            stream,
+            partition,
+            lambda client: client.term(stream, consumer, partition, seq, deliver_count, dead_letter=dead_letter),
         )
 
     async def seq_at_time(self, stream: str, partition: int, time_ms: int) -> int:

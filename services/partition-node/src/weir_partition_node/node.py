@@ -1058,10 +1058,22 @@ class Node:
         op = partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms, deliver_counts=_bound(deliver_count))
         await partition.consumer_op(op)
 
-    async def term(self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0) -> None:
-        """Never redeliver a pending seq (`deliver_count` as in `ack`). Errors: NotPendingError."""
-        _, _, partition = self._consumer_partition(stream_name, name, index)
-        await partition.consumer_op(partition.new_op("term", name, seqs=[seq], deliver_counts=_bound(deliver_count)))
+    async def term(
+        self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0, *, dead_letter: bool = False
+    ) -> None:
+        """Never redeliver a pending seq (`deliver_count` as in `ack`); with `dead_letter`, move it
+        under the consumer's dead_letter_subject now. Errors: NotPendingError, InvalidConfigError
+        (dead_letter without a dead_letter_subject)."""
+        _, consumer, partition = self._consumer_partition(stream_name, name, index)
+        if dead_letter and not consumer.config.dead_letter_subject:
+            raise InvalidConfigError(
+                f"consumer {name!r} of stream {stream_name!r} has no dead_letter_subject: nowhere to dead-letter "
+                "to (create it with one)",
+                stream=stream_name,
+                consumer=name,
+            )
+        kind = "dead_letter" if dead_letter else "term"
+        await partition.consumer_op(partition.new_op(kind, name, seqs=[seq], deliver_counts=_bound(deliver_count)))
 
     async def release_scheduled(self, stream_name: str, index: int, seq: int, *, discard: bool) -> int:
         """Deliver now, or discard, the scheduled or held message at `seq` of a partition this node

@@ -123,7 +123,7 @@ class _DropChanges:
 
 @dataclass(slots=True)
 class _ConsumerOp:
-    """fetch | ack | nak | term | in_progress | seek | remove, for one consumer of this partition."""
+    """fetch | ack | nak | term | dead_letter | in_progress | seek | remove, for one consumer of this partition."""
 
     kind: str
     consumer: str
@@ -1028,6 +1028,9 @@ class Partition:
         if op.kind == "term":
             consumers.term(cursor, seq)
             return None
+        if op.kind == "dead_letter":
+            self._dead_letter(cursor, seq, context)
+            return None
         if op.kind == "in_progress":
             return consumers.in_progress(cursor, seq, context.now_ms)
         raise AssertionError(f"unknown consumer op {op.kind}")
@@ -1215,7 +1218,8 @@ class Partition:
         return next_seq, dropped
 
     def _dead_letter(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> None:
-        """`seq` reached max_deliver: append it under the dead letter subject, or drop it."""
+        """`seq` reached max_deliver (or its consumer said so: Term with dead_letter): append it under
+        the dead letter subject, or drop it."""
         pending = consumers.forget(cursor, seq)
         spec = cursor.spec
         counts = cursor.commit_counts()

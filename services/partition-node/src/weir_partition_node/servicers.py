@@ -438,7 +438,14 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Term(self, request: streams_pb2.TermRequest, context: Any) -> Any:
-        await self.node.term(request.stream, request.consumer, request.partition, request.seq, request.deliver_count)
+        await self.node.term(
+            request.stream,
+            request.consumer,
+            request.partition,
+            request.seq,
+            request.deliver_count,
+            dead_letter=request.dead_letter,
+        )
         return streams_pb2.TermResponse()
 
     @unary

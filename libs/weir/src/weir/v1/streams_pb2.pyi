@@ -521,18 +521,20 @@ class SeekConsumerResponse(_message.Message):
     def __init__(self, next_seq: _Optional[int] = ..., dropped_pending: _Optional[int] = ...) -> None: ...
 
 class TermRequest(_message.Message):
-    __slots__ = ("stream", "consumer", "partition", "seq", "deliver_count")
+    __slots__ = ("stream", "consumer", "partition", "seq", "deliver_count", "dead_letter")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     DELIVER_COUNT_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     stream: str
     consumer: str
     partition: int
     seq: int
     deliver_count: int
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ...) -> None: ...
+    dead_letter: bool
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ..., dead_letter: _Optional[bool] = ...) -> None: ...
 
 class TermResponse(_message.Message):
     __slots__ = ()
