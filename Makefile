@@ -6,6 +6,8 @@ PROTOS := $(wildcard proto/weir/v1/*.proto)
 # Foreign protocols the gateway serves, generated into its package (import path = proto path).
 GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
+# RocketMQ v1 imports google/rpc/*.proto: googleapis-common-protos (installed with grpcio-status) ships them.
+GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
 .PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
@@ -17,7 +19,7 @@ setup:  ## install the workspace (all services + dev tools) from uv.lock
 proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
 	$(UV) run python -m grpc_tools.protoc -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
 		--grpc_python_out=$(PROTO_OUT) $(PROTOS)
-	$(UV) run python -m grpc_tools.protoc -I proto/gateway --python_out=$(GATEWAY_PROTO_OUT) \
+	$(UV) run python -m grpc_tools.protoc -I proto/gateway -I $(GOOGLE_RPC_PROTOS) --python_out=$(GATEWAY_PROTO_OUT) \
 		--pyi_out=$(GATEWAY_PROTO_OUT) --grpc_python_out=$(GATEWAY_PROTO_OUT) $(GATEWAY_PROTOS)
 
 proto-check: proto  ## fail when the committed stubs differ from what proto/ generates

@@ -125,3 +125,27 @@ def test_a_node_started_with_flags_serves_where_they_say(tmp_path: Path) -> None
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_gateway_serves_rocketmq_where_its_flag_says(tmp_path: Path) -> None:
+    """--rocketmq-port wins over a broken WEIR_GATEWAY_ROCKETMQ_PORT; the port answers gRPC health for
+    apache.rocketmq.v1.MessagingService (no cluster is needed to start)."""
+    port, ready = free_port(), tmp_path / "ready.json"
+    flags = ["--rocketmq-port", str(port), "--kafka-pixy-port", "0", "--metrics-port", "0", "--ready-file", str(ready)]
+    env = environment({"WEIR_GATEWAY_ROCKETMQ_PORT": "abc", "WEIR_GATEWAY_ROUTERS": f"127.0.0.1:{free_port()}"})
+    assert "[env: WEIR_GATEWAY_ROCKETMQ_PORT]" in " ".join(run("weir_gateway", "--help").stdout.split())
+    process = subprocess.Popen([sys.executable, "-m", "weir_gateway", *flags], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert process.poll() is None, f"the gateway exited with {process.returncode}"
+            assert time.monotonic() < deadline, "the gateway did not get ready in 30 s"
+            time.sleep(0.05)
+        assert json.loads(ready.read_text())["rocketmq_port"] == port
+        request = health_pb2.HealthCheckRequest(service="apache.rocketmq.v1.MessagingService")
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            response = health_pb2_grpc.HealthStub(channel).Check(request, timeout=5)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

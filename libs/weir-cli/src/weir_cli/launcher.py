@@ -249,9 +249,11 @@ class ReplicatorHandle(ProcessHandle):
 
 
 class GatewayHandle(ProcessHandle):
-    """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`)."""
+    """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`, RocketMQ v1's
+    MessagingService on `rocketmq_address`)."""
 
     kafka_pixy_port: int = 0
+    rocketmq_port: int = 0
     metrics_port: int = 0
 
     module: ClassVar[str] = "weir_gateway"
@@ -261,15 +263,21 @@ class GatewayHandle(ProcessHandle):
     def kafka_pixy_address(self) -> str:
         return f"127.0.0.1:{self.kafka_pixy_port}"
 
+    @property
+    def rocketmq_address(self) -> str:
+        return f"127.0.0.1:{self.rocketmq_port}"
+
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
             "WEIR_GATEWAY_GATEWAY_ID": self.name,
             "WEIR_GATEWAY_KAFKA_PIXY_PORT": str(self.kafka_pixy_port if reuse_ports else 0),
+            "WEIR_GATEWAY_ROCKETMQ_PORT": str(self.rocketmq_port if reuse_ports else 0),
             "WEIR_GATEWAY_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
         }
 
     def _take_ports(self, ready: dict[str, object]) -> None:
         self.kafka_pixy_port = int(str(ready["kafka_pixy_port"]))
+        self.rocketmq_port = int(str(ready["rocketmq_port"]))
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
@@ -547,7 +555,11 @@ class LocalCluster:
                 cluster.gateways.append(
                     cluster.start_gateway(f"gateway-{index}", gateway_env, die_with_parent=die_with_parent)
                 )
-                say(f"gateway-{index} serving kafka-pixy at {cluster.gateways[-1].kafka_pixy_address}")
+                gateway = cluster.gateways[-1]
+                say(
+                    f"gateway-{index} serving kafka-pixy at {gateway.kafka_pixy_address}, "
+                    f"RocketMQ v1 at {gateway.rocketmq_address}"
+                )
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -592,6 +604,7 @@ class LocalCluster:
                 {
                     "gateway_id": g.name,
                     "kafka_pixy_address": g.kafka_pixy_address,
+                    "rocketmq_address": g.rocketmq_address,
                     "metrics_port": g.metrics_port,
                     "pid": g.pid,
                 }

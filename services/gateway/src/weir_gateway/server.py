@@ -1,9 +1,11 @@
-"""The gateway process: one grpc.aio server per protocol (kafka-pixy's on its own port, with health
-and reflection), a Prometheus /metrics endpoint, one SDK client of the cluster, and clean shutdown
-on SIGTERM/SIGINT (groups are left and buffered messages handed back)."""
+"""The gateway process: one grpc.aio server per protocol, each on its own port with health and
+reflection (kafka-pixy's `KafkaPixy`, RocketMQ v1's `apache.rocketmq.v1.MessagingService`), a
+Prometheus /metrics endpoint, one SDK client of the cluster, and clean shutdown on SIGTERM/SIGINT
+(groups are left and buffered messages handed back)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
@@ -18,22 +20,37 @@ from weir_gateway.kafka_pixy.core import KafkaPixyCore
 from weir_gateway.kafka_pixy.feeds import FeedSettings
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
 from weir_gateway.kafka_pixy.servicer import KafkaPixyServicer
+from weir_gateway.rocketmq_v1.core import RocketMQCore
+from weir_gateway.rocketmq_v1.pb import service_pb2, service_pb2_grpc
+from weir_gateway.rocketmq_v1.servicer import RocketMQServicer
 from weir_gateway.settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
+ROCKETMQ_SERVICE = service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
+
+
+def _protocol_server(service: str, health_servicer: health.aio.HealthServicer) -> grpc.aio.Server:
+    """A server for one protocol's port, with grpc.health.v1 and server reflection beside it."""
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection([service, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    return server
 
 
 class GatewayProcess:
     def __init__(self, settings: GatewaySettings) -> None:
         self.settings = settings
         self.kafka_pixy_port = 0
+        self.rocketmq_port = 0
         self.metrics_port = 0
-        self._kafka_pixy_server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         self._health = health.aio.HealthServicer()
+        self._kafka_pixy_server = _protocol_server(KAFKA_PIXY_SERVICE, self._health)
+        self._rocketmq_server = _protocol_server(ROCKETMQ_SERVICE, self._health)
         self._metrics_httpd: object | None = None
         self.client: Client | None = None
         self.kafka_pixy: KafkaPixyCore | None = None
+        self.rocketmq: RocketMQCore | None = None
 
     async def start(self) -> None:
         settings = self.settings
@@ -49,36 +66,45 @@ class GatewayProcess:
         self.kafka_pixy = KafkaPixyCore(
             self.client, settings.cluster_name, feeds, settings.kafka_pixy_long_polling_timeout_ms / 1000
         )
+        self.rocketmq = RocketMQCore(self.client)
         metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(
             lambda: len(self.kafka_pixy.feeds) if self.kafka_pixy else 0
         )
-        server = self._kafka_pixy_server
-        self.kafka_pixy_port = server.add_insecure_port(f"{settings.host}:{settings.kafka_pixy_port}")
-        kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(self.kafka_pixy), server)
-        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection([KAFKA_PIXY_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+        self.kafka_pixy_port = self._kafka_pixy_server.add_insecure_port(f"{settings.host}:{settings.kafka_pixy_port}")
+        kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(self.kafka_pixy), self._kafka_pixy_server)
+        self.rocketmq_port = self._rocketmq_server.add_insecure_port(f"{settings.host}:{settings.rocketmq_port}")
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(self.rocketmq), self._rocketmq_server)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
-        await server.start()
-        for service in ("", KAFKA_PIXY_SERVICE):
+        await self._kafka_pixy_server.start()
+        await self._rocketmq_server.start()
+        for service in ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         logger.info(
-            "gateway %s serving kafka-pixy on %s:%d (metrics %d), cluster %r at %s",
+            "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 on %s:%d (metrics %d), cluster %r at %s",
             settings.gateway_id,
             settings.host,
             self.kafka_pixy_port,
+            settings.host,
+            self.rocketmq_port,
             self.metrics_port,
             settings.cluster_name,
             settings.routers,
         )
-        ready = {"gateway_id": settings.gateway_id, "kafka_pixy_port": self.kafka_pixy_port}
-        write_ready_file(settings.ready_file, {**ready, "metrics_port": self.metrics_port})
+        ready = {
+            "gateway_id": settings.gateway_id,
+            "kafka_pixy_port": self.kafka_pixy_port,
+            "rocketmq_port": self.rocketmq_port,
+            "metrics_port": self.metrics_port,
+        }
+        write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
-        for service in ("", KAFKA_PIXY_SERVICE):
+        for service in ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self._kafka_pixy_server.stop(self.settings.shutdown_grace_ms / 1000)
+        grace_s = self.settings.shutdown_grace_ms / 1000
+        await asyncio.gather(self._rocketmq_server.stop(grace_s), self._kafka_pixy_server.stop(grace_s))
         if self.kafka_pixy is not None:
             await self.kafka_pixy.close()
         if self.client is not None:

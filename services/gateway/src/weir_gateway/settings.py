@@ -74,6 +74,12 @@ class GatewaySettings(BaseSettings):
         "quick-start loop expects) or 'latest' (only messages produced from then on, kafka-pixy's choice "
         "that surprised its users, issue #182).",
     )
+    rocketmq_port: int = Field(
+        8081,
+        ge=0,
+        le=65535,
+        description="RocketMQ v1 MessagingService gRPC port (RocketMQ 5's proxy serves gRPC on 8081; 0 = pick one).",
+    )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(

@@ -1,0 +1,293 @@
+"""The /apache.rocketmq.v1.MessagingService/* gRPC methods: decode, call `RocketMQCore`, encode.
+
+Errors: every response of this service except MultiplexingResponse carries a `ResponseCommon`, and
+RocketMQ's v1 Java client reads the outcome from `common.status` (a google.rpc.Status with a
+google.rpc.Code), not from the gRPC status. So every RPC answers gRPC OK with the outcome in
+`common.status` (the code service.proto's comments name: NOT_FOUND for an unknown topic,
+INVALID_ARGUMENT for empty endpoints, INTERNAL for an unexpected failure, ...) and, on failure,
+`common.error_info` (reason = Weir's result code, domain "weir.io", metadata = the error's context).
+MultiplexingCall answers with a GenericPollingResponse, whose `common` carries its status the same way.
+
+Metadata: `x-mq-namespace` (the namespace of a Resource that has none; older v1 Java clients sent it
+as `x-mq-arn`, honoured as well), `x-mq-client-id` (when a request has no client_id field) and
+`x-mq-language` (Heartbeat refuses a language RocketMQ does not know) are read; `x-mq-protocol`,
+`x-mq-client-version`, `x-mq-request-id`, `x-mq-date-time`, `x-mq-tenant-id`, `x-mq-session-token` and
+`authorization` (the MQv2-HMAC-SHA1 signature) are accepted and ignored: this gateway does not
+authenticate RocketMQ clients yet.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import grpc
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from weir.errors import InvalidArgumentError, WeirError
+
+from weir_gateway import metrics
+from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1.core import NotServedYetError, OutgoingMessage, RocketMQCore, RoutePartition
+from weir_gateway.rocketmq_v1.pb import definition_pb2, service_pb2, service_pb2_grpc
+
+logger = logging.getLogger(__name__)
+PROTOCOL = "rocketmq_v1"
+ERROR_DOMAIN = "weir.io"
+BROKER_NAME = "weir-gateway"  # every partition's broker: the gateway tier (any instance serves any partition)
+NAMESPACE_KEYS = ("x-mq-namespace", "x-mq-arn")
+CLIENT_ID_KEY = "x-mq-client-id"
+LANGUAGE_KEY = "x-mq-language"
+Request = TypeVar("Request")
+Handler = Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Any]]
+
+NOT_YET = {
+    "ReceiveMessage": "receipt handles and per-receive invisible duration are being built in the core",
+    "AckMessage": "it settles receipt handles, which ReceiveMessage does not hand out yet",
+    "NackMessage": "it settles receipt handles, which ReceiveMessage does not hand out yet",
+    "ForwardMessageToDeadLetterQueue": "it settles receipt handles, which ReceiveMessage does not hand out yet",
+    "EndTransaction": "TRANSACTION (half) messages are being built in the core",
+    "QueryOffset": "offsets by time need a core call that does not exist yet",
+    "PullMessage": "broadcast pull comes with QueryOffset",
+    "MultiplexingCall": "orphaned-transaction recovery comes with TRANSACTION messages",
+}
+
+
+def ok_common() -> service_pb2.ResponseCommon:
+    return service_pb2.ResponseCommon(status=status_pb2.Status(code=code_pb2.OK))
+
+
+def error_common(code: int, message: str, reason: str, context: Mapping[str, str]) -> service_pb2.ResponseCommon:
+    """A failed outcome: google.rpc `code` and `message` in status, `reason` in error_info."""
+    return service_pb2.ResponseCommon(
+        status=status_pb2.Status(code=code, message=message),
+        error_info=error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=dict(context)),
+    )
+
+
+def unimplemented_common(method: str) -> service_pb2.ResponseCommon:
+    return error_common(
+        code_pb2.UNIMPLEMENTED,
+        f"{method} is not served by this gateway yet: {NOT_YET[method]} (issue 27)",
+        "unimplemented",
+        {"method": method},
+    )
+
+
+def rocketmq_rpc(response_type: type[Any]) -> Callable[[Handler[Request]], Handler[Request]]:
+    """Times the method and turns a failure into `response_type(common=...)`: a Weir error keeps
+    its gRPC status as the google.rpc code (NoSuchStreamError -> NOT_FOUND, InvalidArgumentError ->
+    INVALID_ARGUMENT, ...), NotServedYetError is UNIMPLEMENTED, anything else INTERNAL (service.proto's
+    header comment)."""
+
+    def decorate(handler: Handler[Request]) -> Handler[Request]:
+        method = handler.__name__
+        histogram = metrics.RPC_SECONDS.labels(PROTOCOL, method)
+
+        @functools.wraps(handler)
+        async def wrapper(self: Any, request: Request, context: grpc.aio.ServicerContext) -> Any:
+            started = time.perf_counter()
+            try:
+                return await handler(self, request, context)
+            except NotServedYetError as error:
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, "unimplemented").inc()
+                return response_type(common=error_common(code_pb2.UNIMPLEMENTED, str(error), "unimplemented", {}))
+            except WeirError as error:
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, error.result_code.value).inc()
+                code = error.status_code.value[0]
+                return response_type(common=error_common(code, error.message, error.result_code.value, error.metadata))
+            except Exception as error:
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, "internal").inc()
+                logger.exception("rocketmq %s failed", method)
+                message = f"{type(error).__name__}: {error}"
+                return response_type(common=error_common(code_pb2.INTERNAL, message, "internal", {}))
+            finally:
+                histogram.observe(time.perf_counter() - started)
+
+        return wrapper
+
+    return decorate
+
+
+def metadata_of(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    """The call's text metadata, keys lower-cased (binary `-bin` entries left out)."""
+    return {str(key).lower(): value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
+
+
+def namespace_of(resource: definition_pb2.Resource, metadata: Mapping[str, str]) -> str:
+    """The resource's namespace: `resource_namespace` when set, else the x-mq-namespace (x-mq-arn)
+    metadata, else the empty namespace."""
+    if resource.resource_namespace:
+        return resource.resource_namespace
+    return next((metadata[key] for key in NAMESPACE_KEYS if metadata.get(key)), "")
+
+
+def client_id_of(client_id: str, metadata: Mapping[str, str]) -> str:
+    return client_id or metadata.get(CLIENT_ID_KEY, "")
+
+
+def check_endpoints(endpoints: definition_pb2.Endpoints) -> None:
+    """service.proto: "If the specific endpoints is emtpy, returns INVALID_ARGUMENT"."""
+    if not endpoints.addresses or not any(address.host for address in endpoints.addresses):
+        raise InvalidArgumentError("endpoints: the access point the client used is required (at least one address)")
+
+
+def partition_of(
+    namespace: str, topic: str, entry: RoutePartition, endpoints: definition_pb2.Endpoints
+) -> definition_pb2.Partition:
+    """A route entry: id = the Weir partition index, broker id 0 (the leader) whose endpoints are the
+    ones the client reached this gateway at, as RocketMQ 5's proxy answers in cluster mode."""
+    return definition_pb2.Partition(
+        topic=definition_pb2.Resource(resource_namespace=namespace, name=topic),
+        id=entry.index,
+        permission=definition_pb2.READ_WRITE if entry.writable else definition_pb2.NONE,
+        broker=definition_pb2.Broker(name=BROKER_NAME, id=0, endpoints=endpoints),
+    )
+
+
+def enum_name(enum: Any, value: int, field: str) -> str:
+    try:
+        return str(enum.Name(value))
+    except ValueError:
+        raise InvalidArgumentError(f"{field}: unknown value {value}") from None
+
+
+def outgoing_of(request: service_pb2.SendMessageRequest, metadata: Mapping[str, str]) -> OutgoingMessage:
+    """The SendMessageRequest's message, decoded (no checks beyond enum values: the core checks)."""
+    message = request.message
+    system = message.system_attribute
+    producer_group = None
+    if system.HasField("producer_group") and system.producer_group.name:
+        producer_group = (namespace_of(system.producer_group, metadata), system.producer_group.name)
+    timed = system.WhichOneof("timed_delivery")
+    return OutgoingMessage(
+        namespace=namespace_of(message.topic, metadata),
+        topic=message.topic.name,
+        message_id=system.message_id,
+        message_type=enum_name(definition_pb2.MessageType, system.message_type, "message_type"),
+        body=message.body,
+        body_encoding=enum_name(definition_pb2.Encoding, system.body_encoding, "body_encoding"),
+        digest_type=enum_name(definition_pb2.DigestType, system.body_digest.type, "body_digest.type"),
+        checksum=system.body_digest.checksum,
+        tag=system.tag,
+        keys=list(system.keys),
+        user_attributes=dict(message.user_attribute),
+        partition=request.partition.id if request.HasField("partition") else None,
+        delivery_timestamp_ms=system.delivery_timestamp.ToMilliseconds() if timed == "delivery_timestamp" else None,
+        delay_level=system.delay_level if timed == "delay_level" else None,
+        born_timestamp_ms=system.born_timestamp.ToMilliseconds() if system.HasField("born_timestamp") else 0,
+        born_host=system.born_host,
+        producer_group=producer_group,
+        trace_context=system.trace_context,
+    )
+
+
+class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
+    def __init__(self, core: RocketMQCore) -> None:
+        self.core = core
+
+    @rocketmq_rpc(service_pb2.QueryRouteResponse)
+    async def QueryRoute(self, request: service_pb2.QueryRouteRequest, context: Any) -> Any:
+        check_endpoints(request.endpoints)
+        namespace = namespace_of(request.topic, metadata_of(context))
+        _, partitions = await self.core.query_route(namespace, request.topic.name)
+        return service_pb2.QueryRouteResponse(
+            common=ok_common(),
+            partitions=[partition_of(namespace, request.topic.name, entry, request.endpoints) for entry in partitions],
+        )
+
+    @rocketmq_rpc(service_pb2.QueryAssignmentResponse)
+    async def QueryAssignment(self, request: service_pb2.QueryAssignmentRequest, context: Any) -> Any:
+        check_endpoints(request.endpoints)
+        metadata = metadata_of(context)
+        namespace = namespace_of(request.topic, metadata)
+        group_namespace = namespace_of(request.group, metadata)
+        if group_namespace != namespace:
+            raise InvalidArgumentError(
+                f"group namespace {group_namespace!r} differs from topic namespace {namespace!r}"
+            )
+        partitions = await self.core.query_assignment(
+            namespace, request.topic.name, request.group.name, client_id_of(request.client_id, metadata)
+        )
+        response = service_pb2.QueryAssignmentResponse(common=ok_common())
+        for entry in partitions:
+            response.assignments.add(Partition=partition_of(namespace, request.topic.name, entry, request.endpoints))
+        return response
+
+    @rocketmq_rpc(service_pb2.HeartbeatResponse)
+    async def Heartbeat(self, request: service_pb2.HeartbeatRequest, context: Any) -> Any:
+        metadata = metadata_of(context)
+        language = metadata.get(LANGUAGE_KEY, "")
+        if language and language.upper() not in mapping.KNOWN_LANGUAGES:
+            raise InvalidArgumentError(f"{LANGUAGE_KEY} {language!r} is not a language RocketMQ knows")
+        if request.WhichOneof("client_data") == "consumer_data":
+            await self._keep_membership(request.consumer_data, client_id_of(request.client_id, metadata), metadata)
+        return service_pb2.HeartbeatResponse(common=ok_common())
+
+    async def _keep_membership(
+        self, consumer: definition_pb2.ConsumerData, client_id: str, metadata: Mapping[str, str]
+    ) -> None:
+        """A clustering consumer's heartbeat is its group membership's heartbeat on every subscribed
+        topic (a broadcasting consumer belongs to no group). Errors: those of QueryAssignment."""
+        if consumer.consume_model != definition_pb2.CLUSTERING:
+            return
+        group_namespace = namespace_of(consumer.group, metadata)
+        for entry in consumer.subscriptions:
+            namespace = namespace_of(entry.topic, metadata)
+            if namespace != group_namespace:
+                raise InvalidArgumentError(
+                    f"subscription to {entry.topic.name!r}: namespace {namespace!r} differs from the group's "
+                    f"{group_namespace!r}"
+                )
+            await self.core.query_assignment(namespace, entry.topic.name, consumer.group.name, client_id)
+
+    @rocketmq_rpc(service_pb2.HealthCheckResponse)
+    async def HealthCheck(self, request: service_pb2.HealthCheckRequest, context: Any) -> Any:
+        await self.core.health_check()
+        return service_pb2.HealthCheckResponse(common=ok_common())
+
+    @rocketmq_rpc(service_pb2.NotifyClientTerminationResponse)
+    async def NotifyClientTermination(self, request: service_pb2.NotifyClientTerminationRequest, context: Any) -> Any:
+        metadata = metadata_of(context)
+        if request.WhichOneof("group") == "consumer_group" and request.consumer_group.name:
+            group = request.consumer_group
+            await self.core.leave(namespace_of(group, metadata), group.name, client_id_of(request.client_id, metadata))
+        return service_pb2.NotifyClientTerminationResponse(common=ok_common())
+
+    @rocketmq_rpc(service_pb2.SendMessageResponse)
+    async def SendMessage(self, request: service_pb2.SendMessageRequest, context: Any) -> Any:
+        message = outgoing_of(request, metadata_of(context))
+        await self.core.send(message)
+        return service_pb2.SendMessageResponse(common=ok_common(), message_id=message.message_id)
+
+    # -- not served yet (issue 27's later steps) ----------------------------------------------------
+
+    async def ReceiveMessage(self, request: Any, context: Any) -> Any:
+        return service_pb2.ReceiveMessageResponse(common=unimplemented_common("ReceiveMessage"))
+
+    async def AckMessage(self, request: Any, context: Any) -> Any:
+        return service_pb2.AckMessageResponse(common=unimplemented_common("AckMessage"))
+
+    async def NackMessage(self, request: Any, context: Any) -> Any:
+        return service_pb2.NackMessageResponse(common=unimplemented_common("NackMessage"))
+
+    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        common = unimplemented_common("ForwardMessageToDeadLetterQueue")
+        return service_pb2.ForwardMessageToDeadLetterQueueResponse(common=common)
+
+    async def EndTransaction(self, request: Any, context: Any) -> Any:
+        return service_pb2.EndTransactionResponse(common=unimplemented_common("EndTransaction"))
+
+    async def QueryOffset(self, request: Any, context: Any) -> Any:
+        return service_pb2.QueryOffsetResponse(common=unimplemented_common("QueryOffset"))
+
+    async def PullMessage(self, request: Any, context: Any) -> Any:
+        return service_pb2.PullMessageResponse(common=unimplemented_common("PullMessage"))
+
+    async def MultiplexingCall(self, request: Any, context: Any) -> Any:
+        """MultiplexingResponse has no ResponseCommon: the status goes in a GenericPollingResponse
+        (the answer to the client's GenericPollingRequest, the only request it starts with)."""
+        polling = service_pb2.GenericPollingResponse(common=unimplemented_common("MultiplexingCall"))
+        return service_pb2.MultiplexingResponse(polling_response=polling)

@@ -1,0 +1,593 @@
+"""The gateway's RocketMQ v1 front door (`apache.rocketmq.v1.MessagingService`), driven by a client
+built at test time from the reference protos themselves (../shared/reference, compiled by protoc into a
+private descriptor pool, so the client shares no code, and no generated module, with the gateway) and
+sending the metadata RocketMQ's v1 Java client sent. A real cluster, a real gateway process, real gRPC;
+messages are read back through the Weir SDK. Also the pure name, digest and delay mappings."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import hmac
+import time
+import uuid
+import zlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_tools import protoc  # type: ignore[import-untyped]
+from weir import Client, Message, consumer_config, stream_config
+from weir.errors import InvalidArgumentError
+from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.rocketmq_v1 import mapping
+
+from tests.conftest import eventually, needs_own_processes
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT.parent / "shared" / "reference"
+KEPT = ROOT / "proto" / "gateway" / "weir_gateway" / "rocketmq_v1" / "pb"
+SERVICE = "apache.rocketmq.v1.MessagingService"
+CODE_OK, CODE_INVALID_ARGUMENT, CODE_NOT_FOUND, CODE_UNIMPLEMENTED = 0, 3, 5, 12
+
+
+# -- the client, from the reference protos ---------------------------------------------------------
+
+
+class RocketMQClient:
+    """Calls /apache.rocketmq.v1.MessagingService/<Rpc> with messages of the reference protos, adding
+    the metadata RocketMQ's v1 Java client sent (Signature.sign: language, protocol, client version,
+    date-time, request id, namespace, client id, the MQv2-HMAC-SHA1 authorization)."""
+
+    def __init__(self, pool: Any, address: str, client_id: str, namespace: str = "") -> None:
+        self.classes = {
+            descriptor.name: message_factory.GetMessageClass(descriptor)
+            for descriptor in pool.FindFileByName("apache/rocketmq/v1/service.proto").message_types_by_name.values()
+        }
+        self.definition = pool.FindFileByName("apache/rocketmq/v1/definition.proto")
+        for descriptor in self.definition.message_types_by_name.values():
+            self.classes[descriptor.name] = message_factory.GetMessageClass(descriptor)
+        self.service = pool.FindServiceByName(SERVICE)
+        self.channel = grpc.aio.insecure_channel(address)
+        self.address = address
+        self.client_id = client_id
+        self.namespace = namespace
+
+    def enum(self, enum_name: str, value_name: str) -> int:
+        return int(self.definition.enum_types_by_name[enum_name].values_by_name[value_name].number)
+
+    def new(self, message_name: str, /, **fields: Any) -> Any:
+        return self.classes[message_name](**fields)
+
+    def metadata(self) -> list[tuple[str, str]]:
+        date_time = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        signature = hmac.new(b"secret-key", date_time.encode(), hashlib.sha1).hexdigest().upper()
+        metadata = [
+            ("x-mq-client-id", self.client_id),
+            ("x-mq-language", "JAVA"),
+            ("x-mq-protocol", "v1"),
+            ("x-mq-client-version", "5.0.0"),
+            ("x-mq-date-time", date_time),
+            ("x-mq-request-id", str(uuid.uuid4())),
+            (
+                "authorization",
+                f"MQv2-HMAC-SHA1 Credential=access-key/region/service, SignedHeaders=x-mq-date-time, "
+                f"Signature={signature}",
+            ),
+        ]
+        if self.namespace:
+            metadata.append(("x-mq-namespace", self.namespace))
+        return metadata
+
+    async def call(self, rpc: str, request: Any, metadata: list[tuple[str, str]] | None = None) -> Any:
+        method = self.service.methods_by_name[rpc]
+        response_type = self.classes[method.output_type.name]
+        call = self.channel.unary_unary(
+            f"/{SERVICE}/{rpc}",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=response_type.FromString,
+        )
+        return await call(request, metadata=self.metadata() if metadata is None else metadata, timeout=15)
+
+    def endpoints(self) -> Any:
+        host, _, port = self.address.rpartition(":")
+        return self.new(
+            "Endpoints", scheme=self.enum("AddressScheme", "IPv4"), addresses=[{"host": host, "port": int(port)}]
+        )
+
+    def resource(self, name: str, namespace: str = "") -> Any:
+        return self.new("Resource", name=name, resource_namespace=namespace)
+
+    def message(self, topic: Any, body: bytes, message_id: str | None = None, **system: Any) -> Any:
+        """A Message as the v1 Java producer built it: message id, CRC32 digest (upper-case hex),
+        IDENTITY encoding, NORMAL type, born time and host unless `system` says otherwise."""
+        attributes: dict[str, Any] = {
+            "message_id": uuid.uuid4().hex.upper() if message_id is None else message_id,
+            "body_digest": {"type": self.enum("DigestType", "CRC32"), "checksum": format(zlib.crc32(body), "X")},
+            "born_timestamp": {"seconds": int(time.time())},
+            "born_host": "10.0.0.7",
+        }
+        user_attribute = system.pop("user_attribute", {})
+        attributes.update(system)
+        return self.new("Message", topic=topic, body=body, user_attribute=user_attribute, system_attribute=attributes)
+
+    async def send(self, message: Any, partition: int | None = None) -> Any:
+        request = self.new("SendMessageRequest", message=message)
+        if partition is not None:
+            request.partition.id = partition
+        return await self.call("SendMessage", request)
+
+
+@pytest.fixture(scope="module")
+def reference_pool(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A descriptor pool holding the reference protos (at their original import paths) and the
+    google/rpc protos they import, built by protoc at test time."""
+    if not REFERENCE.exists():
+        pytest.skip("the shared reference protos are not next to this checkout")
+    root = tmp_path_factory.mktemp("rocketmq-v1-protos")
+    package = root / "apache" / "rocketmq" / "v1"
+    package.mkdir(parents=True)
+    for name in ("definition", "service"):
+        (package / f"{name}.proto").write_text((REFERENCE / f"rocketmq-v1-{name}.proto").read_text())
+    import google.rpc.status_pb2
+
+    google_root = Path(google.rpc.status_pb2.__file__).parents[2]
+    well_known = Path(protoc.__file__).parent / "_proto"
+    descriptor_set = root / "set.pb"
+    arguments = ["protoc", f"-I{root}", f"-I{google_root}", f"-I{well_known}", "--include_imports"]
+    arguments += [f"--descriptor_set_out={descriptor_set}", str(package / "service.proto")]
+    assert protoc.main(arguments) == 0
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes())
+    pool = descriptor_pool.DescriptorPool()
+    for file in files.file:
+        pool.Add(file)
+    return pool
+
+
+@pytest.fixture(scope="module")
+def gateway(cluster: LocalCluster) -> Iterator[GatewayHandle]:
+    needs_own_processes()
+    handle = cluster.start_gateway("rocketmq-gateway")
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+async def rocketmq(reference_pool: Any, gateway: GatewayHandle) -> AsyncIterator[RocketMQClient]:
+    client = RocketMQClient(reference_pool, gateway.rocketmq_address, f"10.0.0.7@{uuid.uuid4().hex[:6]}#1")
+    yield client
+    await client.channel.close()
+
+
+@pytest.fixture
+async def sdk(cluster: LocalCluster) -> AsyncIterator[Client]:
+    async with Client(cluster.router_addresses) as client:
+        yield client
+
+
+def topic_name() -> str:
+    return f"rmq-{uuid.uuid4().hex[:10]}"
+
+
+def status_of(response: Any) -> tuple[int, str]:
+    return response.common.status.code, response.common.status.message
+
+
+async def read_all(sdk: Client, stream: str, expected: int, settle_s: float = 1.0) -> list[Message]:
+    """The stream's messages through a new consumer group of the SDK: `expected` of them, then
+    whatever else arrives within `settle_s` (so a duplicate would show)."""
+    received: list[Message] = []
+    async with sdk.consume(stream, f"reader-{uuid.uuid4().hex[:6]}", batch_size=16, max_wait_ms=100) as messages:
+        while True:
+            try:
+                message = await asyncio.wait_for(anext(messages), 15.0 if len(received) < expected else settle_s)
+            except TimeoutError:
+                break
+            received.append(message)
+            await message.ack()
+    return received
+
+
+# -- the kept protos and the pure mappings ---------------------------------------------------------
+
+
+def test_the_kept_protos_are_the_reference_protos_but_for_one_import_path() -> None:
+    if not REFERENCE.exists():
+        pytest.skip("the shared reference protos are not next to this checkout")
+    for name in ("definition", "service"):
+        kept = (KEPT / f"{name}.proto").read_text()
+        body = kept[kept.index("// ----") :]  # after the WEIR header comment
+        original = (REFERENCE / f"rocketmq-v1-{name}.proto").read_text()
+        original = original.replace(
+            'import "apache/rocketmq/v1/definition.proto";', 'import "weir_gateway/rocketmq_v1/pb/definition.proto";'
+        )
+        assert body == original, name
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "weir_name"),
+    [
+        ("", "orders", "orders"),
+        ("tenant-a", "orders", "tenant-a::orders"),
+        ("", "%DLQ%billing", ":pDLQ:pbilling"),
+        ("a%", "|b", "a:p:::vb"),
+        ("x|y", "%RETRY%g", "x:vy:::pRETRY:pg"),
+    ],
+)
+def test_resource_names_map_to_weir_names_and_back(namespace: str, name: str, weir_name: str) -> None:
+    assert mapping.weir_name_of(namespace, name) == weir_name
+    assert mapping.resource_of(weir_name) == (namespace, name)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name"), [("", ""), ("", "a.b"), ("bad ns", "t"), ("", "t:x"), ("", "x" * 128), ("n" * 60, "t" * 67)]
+)
+def test_bad_resource_names_are_invalid_arguments(namespace: str, name: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        mapping.weir_name_of(namespace, name)
+
+
+def test_digests_delay_levels_and_reserved_attributes() -> None:
+    body = b"hello rocketmq"
+    assert mapping.checksum_matches("CRC32", format(zlib.crc32(body), "X"), body)
+    assert mapping.checksum_matches("CRC32", format(zlib.crc32(body), "08x"), body)
+    assert mapping.checksum_matches("MD5", hashlib.md5(body).hexdigest().upper(), body)
+    assert mapping.checksum_matches("SHA1", hashlib.sha1(body).hexdigest().upper(), body)
+    assert not mapping.checksum_matches("MD5", hashlib.md5(b"other").hexdigest(), body)
+    assert [mapping.delay_level_ms(level) for level in (1, 4, 18, 40)] == [1_000, 30_000, 7_200_000, 7_200_000]
+    with pytest.raises(InvalidArgumentError):
+        mapping.delay_level_ms(0)
+    for name in ("KEYS", "UNIQ_KEY", "__RMQ.TRANSIENT.X", "x-rocketmq-tag", "X-Weir-Dlq-Stream"):
+        with pytest.raises(InvalidArgumentError):
+            mapping.check_user_attributes({name: "v"})
+    mapping.check_user_attributes({"order-id": "7", "keys": "lower case is not RocketMQ's KEYS"})
+
+
+# -- routes and namespaces -------------------------------------------------------------------------
+
+
+async def test_query_route_answers_one_partition_per_weir_partition_at_the_gateway(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    """Partition id = the Weir partition index, READ_WRITE, broker id 0 (the leader) whose endpoints
+    are the access point the client used (RocketMQ 5's proxy in cluster mode)."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=3, replicas=1))
+    request = rocketmq.new("QueryRouteRequest", topic=rocketmq.resource(topic), endpoints=rocketmq.endpoints())
+    response = await rocketmq.call("QueryRoute", request)
+    assert status_of(response) == (CODE_OK, "")
+    assert [partition.id for partition in response.partitions] == [0, 1, 2]
+    for partition in response.partitions:
+        assert partition.topic.name == topic and partition.topic.resource_namespace == ""
+        assert partition.permission == rocketmq.enum("Permission", "READ_WRITE")
+        assert partition.broker.id == 0
+        assert [(a.host, a.port) for a in partition.broker.endpoints.addresses] == [
+            ("127.0.0.1", int(rocketmq.address.rpartition(":")[2]))
+        ]
+
+
+async def test_the_namespace_separates_two_tenants_topics(
+    rocketmq: RocketMQClient, sdk: Client, reference_pool: Any
+) -> None:
+    """The same topic name in two namespaces is two Weir streams (`<namespace>::<topic>`): one tenant
+    names its namespace in the Resource, the other in the x-mq-namespace metadata."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(f"tenant-a::{topic}", partitions=2, replicas=1))
+    await sdk.create_stream(stream_config(f"tenant-b::{topic}", partitions=3, replicas=1))
+    by_resource = rocketmq.new(
+        "QueryRouteRequest", topic=rocketmq.resource(topic, "tenant-a"), endpoints=rocketmq.endpoints()
+    )
+    tenant_b = RocketMQClient(reference_pool, rocketmq.address, "tenant-b-client", namespace="tenant-b")
+    by_metadata = tenant_b.new("QueryRouteRequest", topic=tenant_b.resource(topic), endpoints=tenant_b.endpoints())
+    route_a = await rocketmq.call("QueryRoute", by_resource)
+    route_b = await tenant_b.call("QueryRoute", by_metadata)
+    assert len(route_a.partitions) == 2 and route_a.partitions[0].topic.resource_namespace == "tenant-a"
+    assert len(route_b.partitions) == 3 and route_b.partitions[0].topic.resource_namespace == "tenant-b"
+    no_namespace = rocketmq.new("QueryRouteRequest", topic=rocketmq.resource(topic), endpoints=rocketmq.endpoints())
+    assert status_of(await rocketmq.call("QueryRoute", no_namespace))[0] == CODE_NOT_FOUND
+
+    sent_a = await rocketmq.send(rocketmq.message(rocketmq.resource(topic, "tenant-a"), b"for a"))
+    sent_b = await tenant_b.send(tenant_b.message(tenant_b.resource(topic), b"for b"))
+    assert status_of(sent_a)[0] == status_of(sent_b)[0] == CODE_OK
+    assert [m.payload for m in await read_all(sdk, f"tenant-a::{topic}", 1)] == [b"for a"]
+    assert [m.payload for m in await read_all(sdk, f"tenant-b::{topic}", 1)] == [b"for b"]
+    await tenant_b.channel.close()
+
+
+# -- sending ---------------------------------------------------------------------------------------
+
+
+async def test_a_normal_message_is_stored_with_its_tag_keys_and_attributes(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=2, replicas=1))
+    body = b"order 7 paid"
+    message = rocketmq.message(
+        rocketmq.resource(topic),
+        body,
+        message_id="7F000001A1B2C3D4",
+        tag="paid",
+        keys=["order-7", "customer 42"],
+        producer_group={"name": "billing-producers"},
+        user_attribute={"region": "eu", "attempt": "1"},
+    )
+    response = await rocketmq.send(message, partition=1)
+    assert status_of(response) == (CODE_OK, "")
+    assert (response.message_id, response.transaction_id) == ("7F000001A1B2C3D4", "")
+    (stored,) = await read_all(sdk, topic, 1)
+    assert (stored.partition, stored.payload, stored.subject, stored.msg_id) == (1, body, topic, "7F000001A1B2C3D4")
+    headers = stored.headers
+    assert headers[mapping.HEADER_TAG] == "paid"
+    assert mapping.keys_of(headers[mapping.HEADER_KEYS]) == ["order-7", "customer 42"]
+    assert headers[mapping.HEADER_MESSAGE_TYPE] == "NORMAL"
+    assert headers[mapping.HEADER_BORN_HOST] == "10.0.0.7"
+    assert abs(int(headers[mapping.HEADER_BORN_TIMESTAMP_MS]) - time.time() * 1000) < 60_000
+    assert headers[mapping.HEADER_PRODUCER_GROUP] == "billing-producers"
+    assert (headers["region"], headers["attempt"]) == ("eu", "1")
+    assert mapping.HEADER_DELIVERY_TIMESTAMP_MS not in headers
+
+
+async def test_a_gzip_body_is_checked_as_sent_and_stored_decoded(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """The digest covers the bytes on the wire (the v1 client checks it before decompressing); Weir
+    stores the decompressed body so every consumer sees the producer's bytes."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    compressed = gzip.compress(b"a body worth compressing " * 40)
+    digest = {"type": rocketmq.enum("DigestType", "MD5"), "checksum": hashlib.md5(compressed).hexdigest().upper()}
+    message = rocketmq.message(
+        rocketmq.resource(topic), compressed, body_encoding=rocketmq.enum("Encoding", "GZIP"), body_digest=digest
+    )
+    assert status_of(await rocketmq.send(message))[0] == CODE_OK
+    (stored,) = await read_all(sdk, topic, 1)
+    assert stored.payload == b"a body worth compressing " * 40
+
+
+async def test_a_delay_message_is_not_consumable_before_its_time(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """DELAY with delivery_timestamp 1.5 s ahead: stored at once (the send answers OK), invisible to a
+    consumer until its time, then delivered once with its delivery time as a header."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1, allow_scheduled_messages=True))
+    await sdk.create_consumer(topic, consumer_config("early"))
+    deliver_at_ms = int(time.time() * 1000) + 1_500
+    message = rocketmq.message(
+        rocketmq.resource(topic),
+        b"later",
+        message_type=rocketmq.enum("MessageType", "DELAY"),
+        delivery_timestamp={"seconds": deliver_at_ms // 1000, "nanos": deliver_at_ms % 1000 * 1_000_000},
+    )
+    assert status_of(await rocketmq.send(message))[0] == CODE_OK
+    assert await sdk.fetch(topic, "early", 0, batch_size=10, max_wait_ms=500) == []
+    arrived: list[Any] = []
+
+    async def delivered() -> bool:
+        arrived.extend(await sdk.fetch(topic, "early", 0, batch_size=10, max_wait_ms=200))
+        return bool(arrived)
+
+    await eventually(delivered, 15, "the delayed message is delivered")
+    assert time.time() * 1000 >= deliver_at_ms - 50  # the node's and this clock may differ by a little
+    (delivered_message,) = arrived
+    headers = {header.key: header.value for header in delivered_message.headers}
+    assert delivered_message.payload == b"later"
+    assert headers[mapping.HEADER_MESSAGE_TYPE] == "DELAY"
+    assert int(headers[mapping.HEADER_DELIVERY_TIMESTAMP_MS]) == deliver_at_ms
+
+
+async def test_a_delay_level_waits_its_level(rocketmq: RocketMQClient, sdk: Client) -> None:
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1, allow_scheduled_messages=True))
+    await sdk.create_consumer(topic, consumer_config("c"))
+    sent_ms = int(time.time() * 1000)
+    message = rocketmq.message(
+        rocketmq.resource(topic), b"level 1", message_type=rocketmq.enum("MessageType", "DELAY"), delay_level=1
+    )
+    assert status_of(await rocketmq.send(message))[0] == CODE_OK
+    assert await sdk.fetch(topic, "c", 0, batch_size=10, max_wait_ms=300) == []
+    arrived: list[Any] = []
+
+    async def delivered() -> bool:
+        arrived.extend(await sdk.fetch(topic, "c", 0, batch_size=10, max_wait_ms=200))
+        return bool(arrived)
+
+    await eventually(delivered, 15, "the level-1 message is delivered")
+    headers = {header.key: header.value for header in arrived[0].headers}
+    due_ms = int(headers[mapping.HEADER_DELIVERY_TIMESTAMP_MS])
+    assert sent_ms + 1_000 <= due_ms <= int(time.time() * 1000)
+
+
+async def test_a_retried_send_with_the_same_message_id_is_stored_once(rocketmq: RocketMQClient, sdk: Client) -> None:
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=2, replicas=1))
+    message = rocketmq.message(rocketmq.resource(topic), b"once", message_id="RETRIED-0001")
+    first = await rocketmq.send(message, partition=0)
+    again = await rocketmq.send(message, partition=0)
+    assert status_of(first)[0] == status_of(again)[0] == CODE_OK
+    assert first.message_id == again.message_id == "RETRIED-0001"
+    stored = await read_all(sdk, topic, 1)
+    assert [(m.payload, m.msg_id) for m in stored] == [(b"once", "RETRIED-0001")]
+    info = await sdk.stream_info(topic)
+    assert sum(partition.msg_count for partition in info.stats.partitions) == 1
+
+
+async def test_every_bad_send_is_refused_with_its_status_and_stores_nothing(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    resource = rocketmq.resource(topic)
+    message_type = rocketmq.enum("MessageType", "NORMAL")
+    cases = [
+        ("no message_id", rocketmq.message(resource, b"x", message_id=""), CODE_INVALID_ARGUMENT, "message_id"),
+        (
+            "bad digest",
+            rocketmq.message(
+                resource, b"x", body_digest={"type": rocketmq.enum("DigestType", "SHA1"), "checksum": "00"}
+            ),
+            CODE_INVALID_ARGUMENT,
+            "does not match",
+        ),
+        (
+            "reserved attribute",
+            rocketmq.message(resource, b"x", user_attribute={"KEYS": "k"}),
+            CODE_INVALID_ARGUMENT,
+            "reserved",
+        ),
+        (
+            "gateway's prefix",
+            rocketmq.message(resource, b"x", user_attribute={"x-rocketmq-tag": "t"}),
+            CODE_INVALID_ARGUMENT,
+            "reserved",
+        ),
+        (
+            "not gzip",
+            rocketmq.message(resource, b"plain", body_encoding=rocketmq.enum("Encoding", "GZIP")),
+            CODE_INVALID_ARGUMENT,
+            "gzip",
+        ),
+        (
+            "DELAY without a time",
+            rocketmq.message(resource, b"x", message_type=rocketmq.enum("MessageType", "DELAY")),
+            CODE_INVALID_ARGUMENT,
+            "delivery_timestamp",
+        ),
+        (
+            "NORMAL with a delay",
+            rocketmq.message(resource, b"x", message_type=message_type, delay_level=3),
+            CODE_INVALID_ARGUMENT,
+            "DELAY",
+        ),
+        (
+            "FIFO",
+            rocketmq.message(resource, b"x", message_type=rocketmq.enum("MessageType", "FIFO"), message_group="g"),
+            CODE_UNIMPLEMENTED,
+            "FIFO",
+        ),
+        (
+            "TRANSACTION",
+            rocketmq.message(resource, b"x", message_type=rocketmq.enum("MessageType", "TRANSACTION")),
+            CODE_UNIMPLEMENTED,
+            "TRANSACTION",
+        ),
+        (
+            "DELAY on a stream without scheduled messages",
+            rocketmq.message(resource, b"x", message_type=rocketmq.enum("MessageType", "DELAY"), delay_level=1),
+            9,  # FAILED_PRECONDITION: scheduling_disabled
+            "allow_scheduled_messages",
+        ),
+        ("unknown topic", rocketmq.message(rocketmq.resource("no-such-topic"), b"x"), CODE_NOT_FOUND, "no-such-topic"),
+        ("bad topic name", rocketmq.message(rocketmq.resource("a.b"), b"x"), CODE_INVALID_ARGUMENT, "a.b"),
+    ]
+    for what, message, code, words in cases:
+        response = await rocketmq.send(message)
+        assert response.common.status.code == code, (what, response.common.status)
+        assert words in response.common.status.message, (what, response.common.status.message)
+        assert response.common.error_info.domain == "weir.io", what
+    info = await sdk.stream_info(topic)
+    assert sum(partition.msg_count for partition in info.stats.partitions) == 0
+
+
+async def test_bad_routes_are_refused_with_the_protos_statuses(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """service.proto: QueryRoute / QueryAssignment with empty endpoints -> INVALID_ARGUMENT, an unknown
+    topic -> NOT_FOUND (in ResponseCommon.status, where the v1 Java client reads it)."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    empty = rocketmq.new("QueryRouteRequest", topic=rocketmq.resource(topic))
+    assert status_of(await rocketmq.call("QueryRoute", empty))[0] == CODE_INVALID_ARGUMENT
+    unknown = rocketmq.new(
+        "QueryRouteRequest", topic=rocketmq.resource("no-such-topic"), endpoints=rocketmq.endpoints()
+    )
+    code, message = status_of(await rocketmq.call("QueryRoute", unknown))
+    assert code == CODE_NOT_FOUND and "no-such-topic" in message
+    assignment = rocketmq.new("QueryAssignmentRequest", topic=rocketmq.resource(topic), group=rocketmq.resource("g"))
+    assert status_of(await rocketmq.call("QueryAssignment", assignment))[0] == CODE_INVALID_ARGUMENT
+    assignment.endpoints.CopyFrom(rocketmq.endpoints())
+    assignment.topic.name = "no-such-topic"
+    assert status_of(await rocketmq.call("QueryAssignment", assignment))[0] == CODE_NOT_FOUND
+
+
+# -- clients, groups, health -----------------------------------------------------------------------
+
+
+async def test_assignment_heartbeat_and_termination_through_the_routers_groups(
+    rocketmq: RocketMQClient, sdk: Client, reference_pool: Any
+) -> None:
+    """Two RocketMQ clients of one group share the topic's partitions through the router's balancer
+    (each is a group member `rocketmq-<client id>`); a consumer's Heartbeat keeps its membership; after
+    NotifyClientTermination the other client gets every partition."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=4, replicas=1))
+    second = RocketMQClient(reference_pool, rocketmq.address, "10.0.0.8@2#1")
+    clients = [rocketmq, second]
+
+    async def assigned(client: RocketMQClient) -> list[int]:
+        request = client.new(
+            "QueryAssignmentRequest",
+            topic=client.resource(topic),
+            group=client.resource("billing"),
+            endpoints=client.endpoints(),
+        )  # no client_id field: the x-mq-client-id metadata names the client
+        response = await client.call("QueryAssignment", request)
+        assert status_of(response)[0] == CODE_OK
+        assert all(entry.Partition.broker.id == 0 for entry in response.assignments)
+        return [entry.Partition.id for entry in response.assignments]
+
+    async def balanced() -> bool:
+        shares = [await assigned(client) for client in clients]
+        return sorted(shares[0] + shares[1]) == [0, 1, 2, 3] and len(shares[0]) == len(shares[1]) == 2
+
+    await eventually(balanced, 20, "the two clients share the partitions 2 + 2")
+    group = await sdk.group_info(topic, "billing")
+    assert sorted(member.client_id for member in group.members) == sorted(
+        f"rocketmq-{client.client_id}" for client in clients
+    )
+
+    heartbeat = second.new(
+        "HeartbeatRequest",
+        client_id=second.client_id,
+        consumer_data={"group": {"name": "billing"}, "subscriptions": [{"topic": {"name": topic}}]},
+    )
+    assert status_of(await second.call("Heartbeat", heartbeat))[0] == CODE_OK
+    unknown_language = [(k, "COBOL" if k == "x-mq-language" else v) for k, v in second.metadata()]
+    assert status_of(await second.call("Heartbeat", heartbeat, unknown_language))[0] == CODE_INVALID_ARGUMENT
+
+    termination = second.new("NotifyClientTerminationRequest", consumer_group={"name": "billing"})
+    assert status_of(await second.call("NotifyClientTermination", termination))[0] == CODE_OK
+
+    async def first_holds_all() -> bool:
+        return await assigned(rocketmq) == [0, 1, 2, 3]
+
+    await eventually(first_holds_all, 20, "the remaining client holds every partition")
+    await second.channel.close()
+
+
+async def test_health_check_and_the_rpcs_not_served_yet(rocketmq: RocketMQClient, gateway: GatewayHandle) -> None:
+    """HealthCheck is OK while the cluster answers; the RPCs of later steps answer UNIMPLEMENTED in
+    ResponseCommon (MultiplexingCall in its GenericPollingResponse); the port also serves gRPC
+    health for the service."""
+    health = rocketmq.new("HealthCheckRequest", group=rocketmq.resource("g"), client_host="10.0.0.7")
+    assert status_of(await rocketmq.call("HealthCheck", health)) == (CODE_OK, "")
+    for rpc in (
+        "ReceiveMessage",
+        "AckMessage",
+        "NackMessage",
+        "ForwardMessageToDeadLetterQueue",
+        "EndTransaction",
+        "QueryOffset",
+        "PullMessage",
+    ):
+        request_type = rocketmq.service.methods_by_name[rpc].input_type.name
+        code, message = status_of(await rocketmq.call(rpc, rocketmq.new(request_type)))
+        assert code == CODE_UNIMPLEMENTED and rpc in message, rpc
+    polling = rocketmq.new("MultiplexingRequest", polling_request={"client_id": rocketmq.client_id})
+    response = await rocketmq.call("MultiplexingCall", polling)
+    assert response.polling_response.common.status.code == CODE_UNIMPLEMENTED
+
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async with grpc.aio.insecure_channel(gateway.rocketmq_address) as channel:
+        answer = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=SERVICE))
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
