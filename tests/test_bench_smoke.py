@@ -166,6 +166,17 @@ def test_gateway_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_rocketmq_bench_smoke() -> None:
+    """`python -m bench.rocketmq_bench --smoke`: the native publish and SendMessage through a real
+    gateway, each with a rate and CPU per message, and their ratio."""
+    needs_own_processes()
+    report = run_json(["bench.rocketmq_bench", "--smoke"], timeout_s=300)
+    for phase in ("native_publish", "send_message"):
+        assert report[phase]["messages"] > 0 and report[phase]["msgs_per_s"] > 0, phase
+    assert report["send_to_native_throughput"] > 0
+
+
+@pytest.mark.slow
 def test_scheduled_bench_smoke() -> None:
     """`python -m bench.scheduled_bench --smoke`: every scheduled message delivered once, with
     lateness percentiles and the memory figures."""

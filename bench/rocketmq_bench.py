@@ -1,0 +1,153 @@
+"""The RocketMQ v1 front door next to the native SDK, in one run (issue 27).
+
+Run: ``uv run python -m bench.rocketmq_bench [--smoke] [--clients N] [--messages N] [--out PATH]``
+(``make bench`` runs it; ``make bench-rocketmq`` alone).
+
+Starts a local cluster (its own redis-server, 1 router, 1 partition node, replicas 1) with one
+gateway, and a 4-partition stream. Phases, each `messages` messages with `clients` concurrent
+client tasks calling in turn (each waits for its answer, as a synchronous RocketMQ producer does):
+
+- ``native_publish``: `weir.Client.publish` (ack level leader: stored and fsynced on the primary,
+  which is what a RocketMQ SendMessage answer promises).
+- ``send_message``: SendMessage NORMAL through the gateway, with the v1 Java client's metadata,
+  a CRC32 body digest, a tag and keys.
+
+Figures (JSON on stdout): ``msgs_per_s`` and the CPU per message of the gateway and the partition
+node (from /proc, user + system); ``send_to_native_throughput`` = send_message msgs/s over
+native_publish msgs/s. Compare ratios from one run: this machine's speed drifts between days.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+import zlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+from weir import Client, stream_config
+from weir_cli.launcher import LocalCluster
+from weir_gateway.rocketmq_v1.pb import definition_pb2 as definition
+from weir_gateway.rocketmq_v1.pb import service_pb2 as service
+from weir_gateway.rocketmq_v1.pb import service_pb2_grpc as service_grpc
+
+from bench.gateway_bench import cpu_seconds
+
+TOPIC = "bench-rocketmq"
+
+
+def metadata(client_id: str) -> list[tuple[str, str]]:
+    """What the v1 Java client sent with every call."""
+    return [
+        ("x-mq-client-id", client_id),
+        ("x-mq-language", "JAVA"),
+        ("x-mq-protocol", "v1"),
+        ("x-mq-client-version", "5.0.0"),
+        ("x-mq-date-time", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())),
+        ("x-mq-request-id", str(uuid.uuid4())),
+    ]
+
+
+def send_request(index: int, number: int) -> service.SendMessageRequest:
+    body = b"message %d of client %d" % (number, index)
+    message = definition.Message(
+        topic=definition.Resource(name=TOPIC),
+        body=body,
+        system_attribute=definition.SystemAttribute(
+            message_id=uuid.uuid4().hex.upper(),
+            tag="bench",
+            keys=[f"client-{index}"],
+            body_digest=definition.Digest(type=definition.DigestType.CRC32, checksum=format(zlib.crc32(body), "X")),
+            born_host="127.0.0.1",
+        ),
+    )
+    return service.SendMessageRequest(message=message)
+
+
+async def drive(clients: int, messages: int, call: Callable[[int, int], Awaitable[None]]) -> float:
+    """`messages` calls over `clients` tasks, each calling in turn; returns the wall seconds."""
+    per_client = messages // clients
+
+    async def client(index: int) -> None:
+        for number in range(per_client):
+            await call(index, number)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(index) for index in range(clients)))
+    return time.perf_counter() - started
+
+
+async def measure(pids: dict[str, int], clients: int, messages: int, call: Any) -> dict[str, Any]:
+    before = {kind: cpu_seconds(pid) for kind, pid in pids.items()}
+    seconds = await drive(clients, messages, call)
+    done = (messages // clients) * clients
+    figures: dict[str, Any] = {"messages": done, "msgs_per_s": round(done / seconds, 1)}
+    for kind, pid in pids.items():
+        figures[f"{kind}_cpu_us_per_message"] = round((cpu_seconds(pid) - before[kind]) / done * 1e6, 1)
+    return figures
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    cluster = await asyncio.to_thread(LocalCluster.start, workdir / "cluster", nodes=1, routers=1, replicators=0)
+    try:
+        gateway = await asyncio.to_thread(cluster.start_gateway, "gateway-bench", {})
+        cluster.gateways.append(gateway)
+        pids = {"gateway": gateway.pid, "node": cluster.nodes[0].pid}
+        async with Client(cluster.router_addresses) as client:
+            await client.create_stream(stream_config(TOPIC, partitions=4))
+
+            async def publish(index: int, number: int) -> None:
+                await client.publish(TOPIC, TOPIC, b"message %d of client %d" % (number, index), ack_level="leader")
+
+            native = await measure(pids, args.clients, args.messages, publish)
+            async with grpc.aio.insecure_channel(gateway.rocketmq_address) as channel:
+                stub = service_grpc.MessagingServiceStub(channel)
+                client_metadata = [metadata(f"bench-{index}") for index in range(args.clients)]
+
+                async def send(index: int, number: int) -> None:
+                    response = await stub.SendMessage(
+                        send_request(index, number), metadata=client_metadata[index], timeout=30
+                    )
+                    if response.common.status.code != 0:
+                        raise RuntimeError(f"SendMessage failed: {response.common.status}")
+
+                sent = await measure(pids, args.clients, args.messages, send)
+    finally:
+        await asyncio.to_thread(cluster.stop)
+    return {
+        "clients": args.clients,
+        "native_publish": native,
+        "send_message": sent,
+        "send_to_native_throughput": round(sent["msgs_per_s"] / native["msgs_per_s"], 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.rocketmq_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=32, help="concurrent client tasks")
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per phase")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: checks it works")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.clients, args.messages = min(args.clients, 8), min(args.messages, 400)
+    with tempfile.TemporaryDirectory(prefix="weir-bench-rocketmq-") as temporary:
+        import uvloop
+
+        results = uvloop.run(run(args, Path(temporary)))
+    text = json.dumps(results, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
