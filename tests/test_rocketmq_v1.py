@@ -26,7 +26,7 @@ from weir.errors import InvalidArgumentError
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.rocketmq_v1 import mapping
 
-from tests.conftest import eventually, needs_own_processes
+from tests.conftest import eventually, needs_own_processes, start_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference"
@@ -651,6 +651,7 @@ async def receive_until(
     group: str,
     partitions: int,
     expected: int,
+    *,
     timeout_s: float = 15.0,
     **options: Any,
 ) -> list[Any]:
@@ -816,3 +817,298 @@ async def test_a_tag_filter_returns_only_matching_messages(rocketmq: RocketMQCli
     assert sorted(message.system_attribute.tag for message in everything) == ["", "a", "a", "b", "c"]
     sql = await rocketmq.receive(topic, "sql", 0, filter_type="SQL", expression="region = 'eu'")
     assert status_of(sql)[0] == CODE_UNIMPLEMENTED and "SQL" in status_of(sql)[1]
+
+
+# -- transactions ----------------------------------------------------------------------------------
+
+
+def end_transaction(
+    rocketmq: RocketMQClient, sent: Any, message_id: str, resolution: str, source: str = "CLIENT"
+) -> Any:
+    request_type: Any = rocketmq.classes["EndTransactionRequest"]
+    return rocketmq.new(
+        "EndTransactionRequest",
+        group=rocketmq.resource("tx-producers"),
+        message_id=message_id,
+        transaction_id=sent.transaction_id if hasattr(sent, "transaction_id") else sent,
+        resolution=request_type.TransactionResolution.Value(resolution),
+        source=request_type.Source.Value(source),
+    )
+
+
+async def test_transactional_commit_and_rollback(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """A TRANSACTION message is invisible until EndTransaction: COMMIT delivers it, ROLLBACK discards
+    it; a second resolution answers OK and changes nothing; a forged transaction id or another
+    message's id is INVALID_ARGUMENT."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1, allow_scheduled_messages=True))
+    transaction = rocketmq.enum("MessageType", "TRANSACTION")
+    resource = rocketmq.resource(topic)
+    commit = await rocketmq.send(rocketmq.message(resource, b"commit me", message_id="TX-C", message_type=transaction))
+    rollback = await rocketmq.send(
+        rocketmq.message(resource, b"roll back", message_id="TX-R", message_type=transaction)
+    )
+    assert status_of(commit)[0] == status_of(rollback)[0] == CODE_OK
+    assert commit.transaction_id and rollback.transaction_id and commit.transaction_id != rollback.transaction_id
+    assert list((await rocketmq.receive(topic, "tx-readers", 0, await_ms=300)).messages) == []
+
+    wrong_message = await rocketmq.call("EndTransaction", end_transaction(rocketmq, commit, "TX-R", "COMMIT"))
+    assert status_of(wrong_message)[0] == CODE_INVALID_ARGUMENT
+    payload, _, mac = commit.transaction_id.partition(".")
+    forged = end_transaction(rocketmq, payload + "." + mac[::-1], "TX-C", "COMMIT")
+    assert status_of(await rocketmq.call("EndTransaction", forged))[0] == CODE_INVALID_ARGUMENT
+    assert status_of(await rocketmq.call("EndTransaction", end_transaction(rocketmq, commit, "TX-C", "COMMIT")))[0] == 0
+    assert (
+        status_of(await rocketmq.call("EndTransaction", end_transaction(rocketmq, rollback, "TX-R", "ROLLBACK")))[0]
+        == 0
+    )
+    again = await rocketmq.call("EndTransaction", end_transaction(rocketmq, commit, "TX-C", "COMMIT"))
+    assert status_of(again) == (CODE_OK, "")
+
+    (delivered,) = await receive_until(rocketmq, topic, "tx-readers", 1, 1)
+    assert (delivered.body, delivered.system_attribute.message_id) == (b"commit me", "TX-C")
+    assert delivered.system_attribute.message_type == transaction
+    assert list((await rocketmq.receive(topic, "tx-readers", 0, await_ms=500)).messages) == []
+    assert (await sdk.list_scheduled(topic, 0, held_only=True)).messages == []
+
+
+async def test_an_orphaned_transaction_is_resolved_through_multiplexing_call(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    """A producer that never ends its transaction is asked about it: its MultiplexingCall long poll
+    (GenericPollingRequest with its producer group and topics) is answered, once the message is older
+    than its orphaned_transaction_recovery_period, with a RecoverOrphanedTransactionRequest holding the
+    message and its transaction id; the producer's EndTransaction (source SERVER_CHECK) commits it. A
+    poll of another producer group is not asked, and answers an empty OK GenericPollingResponse."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=2, replicas=1, allow_scheduled_messages=True))
+    orphan = rocketmq.message(
+        rocketmq.resource(topic),
+        b"forgotten",
+        message_id="TX-ORPHAN",
+        message_type=rocketmq.enum("MessageType", "TRANSACTION"),
+        producer_group={"name": "tx-producers"},
+        orphaned_transaction_recovery_period=rocketmq.duration(500),
+        tag="order",
+    )
+    sent = await rocketmq.send(orphan, partition=1)
+    assert status_of(sent)[0] == CODE_OK
+
+    def polling(group: str) -> Any:
+        request = {"client_id": rocketmq.client_id, "topics": [{"name": topic}], "producer_group": {"name": group}}
+        return rocketmq.new("MultiplexingRequest", polling_request=request)
+
+    other = await rocketmq.call("MultiplexingCall", polling("other-producers"))
+    assert other.WhichOneof("type") == "polling_response" and other.polling_response.common.status.code == CODE_OK
+    started = time.monotonic()
+    answer = await rocketmq.call("MultiplexingCall", polling("tx-producers"))
+    while answer.WhichOneof("type") == "polling_response" and time.monotonic() - started < 10:
+        answer = await rocketmq.call("MultiplexingCall", polling("tx-producers"))
+    assert answer.WhichOneof("type") == "recover_orphaned_transaction_request"
+    command = answer.recover_orphaned_transaction_request
+    message = command.orphaned_transactional_message
+    assert (message.body, message.topic.name, message.system_attribute.message_id) == (b"forgotten", topic, "TX-ORPHAN")
+    assert (message.system_attribute.tag, message.system_attribute.producer_group.name) == ("order", "tx-producers")
+    assert message.system_attribute.partition_id == 1
+    assert command.transaction_id == sent.transaction_id
+    check = end_transaction(rocketmq, command.transaction_id, "TX-ORPHAN", "COMMIT", source="SERVER_CHECK")
+    assert status_of(await rocketmq.call("EndTransaction", check)) == (CODE_OK, "")
+    (delivered,) = await receive_until(rocketmq, topic, "orphan-readers", 2, 1)
+    assert delivered.body == b"forgotten"
+
+
+# -- FIFO ------------------------------------------------------------------------------------------
+
+
+async def test_fifo_groups_keep_their_order_under_concurrent_consumers(
+    rocketmq: RocketMQClient, sdk: Client, reference_pool: Any
+) -> None:
+    """FIFO messages of one message_group share a partition and are delivered one at a time in send
+    order (the next only after the previous is acknowledged), while two clients of a FIFO consumer
+    group receive from every partition at once; one nack in the middle redelivers the same message
+    before anything after it."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=3, replicas=1))
+    groups, per_group = [f"order-{index}" for index in range(6)], 6
+    fifo = rocketmq.enum("MessageType", "FIFO")
+    for index in range(per_group):
+        for group in groups:
+            message = rocketmq.message(
+                rocketmq.resource(topic), f"{group}:{index}".encode(), message_type=fifo, message_group=group
+            )
+            assert status_of(await rocketmq.send(message, partition=0))[0] == CODE_OK
+    clients = [rocketmq, RocketMQClient(reference_pool, rocketmq.address, "10.0.0.9@fifo#2")]
+    for client in clients:
+        heartbeat = client.new(
+            "HeartbeatRequest",
+            client_id=client.client_id,
+            fifo_flag=True,
+            consumer_data={"group": {"name": "fifo-group"}, "subscriptions": [{"topic": {"name": topic}}]},
+        )
+        assert status_of(await client.call("Heartbeat", heartbeat))[0] == CODE_OK
+    events: list[tuple[float, str, str, int]] = []  # (time, "received" | "acked", group, index)
+    nacked: set[str] = set()
+
+    async def consume(client: RocketMQClient) -> None:
+        deadline = time.monotonic() + 30
+        while (
+            sum(kind == "acked" for _, kind, _, _ in events) < len(groups) * per_group and time.monotonic() < deadline
+        ):
+            for partition in range(3):
+                response = await client.receive(topic, "fifo-group", partition, await_ms=100, fifo=True)
+                assert status_of(response)[0] == CODE_OK, status_of(response)
+                for message in response.messages:
+                    group, index = message.body.decode().split(":")
+                    assert message.system_attribute.message_group == group
+                    events.append((time.monotonic(), "received", group, int(index)))
+                    await asyncio.sleep(0.01)
+                    if index == "2" and group not in nacked:
+                        nacked.add(group)
+                        await client.settle("NackMessage", topic, "fifo-group", message, max_delivery_attempts=5)
+                        continue
+                    assert status_of(await client.settle("AckMessage", topic, "fifo-group", message))[0] == 0
+                    events.append((time.monotonic(), "acked", group, int(index)))
+
+    await asyncio.gather(*(consume(client) for client in clients))
+    await clients[1].channel.close()
+    for group in groups:
+        acked = [index for _, kind, name, index in events if kind == "acked" and name == group]
+        received = [index for _, kind, name, index in events if kind == "received" and name == group]
+        assert acked == list(range(per_group)), (group, acked)
+        assert received == [0, 1, 2, 2, 3, 4, 5], (group, received)
+        settled = [time for time, kind, name, _ in events if kind == "acked" and name == group]
+        firsts = [time for time, kind, name, index in events if kind == "received" and name == group and index > 0]
+        firsts = sorted(set(firsts))
+        assert all(received_at > acked_at for received_at, acked_at in zip(firsts[-3:], settled[2:5], strict=True))
+    partitions = {group: (await sdk.partition_for(topic, group.encode())) for group in groups}
+    assert len(set(partitions.values())) > 1  # the groups spread over partitions, and ran in parallel
+
+
+# -- offsets and broadcast pull --------------------------------------------------------------------
+
+
+async def test_broadcast_pull_from_an_offset_queried_by_time(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """QueryOffset BEGINNING / END / TIME_POINT (offsets are seq - 1) and PullMessage from the offset
+    found by time: the later messages, next_offset past them, a tag filter, and an empty OK answer
+    after await_time when nothing more arrives; a message sent during the wait is returned."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    resource = rocketmq.resource(topic)
+    for index in range(3):
+        assert status_of(await rocketmq.send(rocketmq.message(resource, f"early {index}".encode())))[0] == CODE_OK
+    await asyncio.sleep(0.05)
+    boundary_ms = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    for index, tag in enumerate(("x", "y", "x")):
+        assert status_of(await rocketmq.send(rocketmq.message(resource, f"late {index}".encode(), tag=tag)))[0] == 0
+
+    async def query(policy: str, time_ms: int | None = None) -> int:
+        request = rocketmq.new(
+            "QueryOffsetRequest",
+            partition={"topic": {"name": topic}, "id": 0},
+            policy=rocketmq.enum("QueryOffsetPolicy", policy),
+        )
+        if time_ms is not None:
+            request.time_point.FromMilliseconds(time_ms)
+        response = await rocketmq.call("QueryOffset", request)
+        assert status_of(response)[0] == CODE_OK, status_of(response)
+        return int(response.offset)
+
+    assert (await query("BEGINNING"), await query("END"), await query("TIME_POINT", boundary_ms)) == (0, 6, 3)
+
+    async def pull(offset: int, expression: str = "*", await_ms: int = 0) -> Any:
+        request = rocketmq.new(
+            "PullMessageRequest",
+            group=rocketmq.resource("broadcast"),
+            partition={"topic": {"name": topic}, "id": 0},
+            offset=offset,
+            batch_size=10,
+            await_time=rocketmq.duration(await_ms),
+            filter_expression={"type": rocketmq.enum("FilterType", "TAG"), "expression": expression},
+            client_id=rocketmq.client_id,
+        )
+        response = await rocketmq.call("PullMessage", request)
+        assert status_of(response)[0] == CODE_OK, status_of(response)
+        return response
+
+    pulled = await pull(3)
+    assert [message.body for message in pulled.messages] == [b"late 0", b"late 1", b"late 2"]
+    assert [message.system_attribute.partition_offset for message in pulled.messages] == [3, 4, 5]
+    assert (pulled.min_offset, pulled.next_offset, pulled.max_offset) == (0, 6, 6)
+    assert [message.body for message in (await pull(3, "x")).messages] == [b"late 0", b"late 2"]
+    started = time.monotonic()
+    empty = await pull(6, await_ms=400)
+    assert list(empty.messages) == [] and empty.next_offset == 6 and time.monotonic() - started >= 0.35
+
+    async def send_soon() -> None:
+        await asyncio.sleep(0.3)
+        await rocketmq.send(rocketmq.message(resource, b"during the wait"))
+
+    sender = asyncio.create_task(send_soon())
+    waited = await pull(6, await_ms=5_000)
+    await sender
+    assert [message.body for message in waited.messages] == [b"during the wait"] and waited.next_offset == 7
+
+
+async def test_consume_policies_place_a_new_groups_start(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """RESUME and PLAYBACK start a new group at the first stored message, DISCARD after the last,
+    TARGET_TIMESTAMP at the first message stored at or after initialization_timestamp (required)."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    resource = rocketmq.resource(topic)
+    assert status_of(await rocketmq.send(rocketmq.message(resource, b"old")))[0] == CODE_OK
+    await asyncio.sleep(0.05)
+    boundary_ms = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    assert status_of(await rocketmq.send(rocketmq.message(resource, b"new")))[0] == CODE_OK
+    for policy, expected in (("RESUME", [b"old", b"new"]), ("PLAYBACK", [b"old", b"new"]), ("DISCARD", [])):
+        response = await rocketmq.receive(topic, f"start-{policy.lower()}", 0, consume_policy=policy, await_ms=300)
+        assert [message.body for message in response.messages] == expected, policy
+    target = await rocketmq.receive(
+        topic, "start-target", 0, consume_policy="TARGET_TIMESTAMP", initialization_ms=boundary_ms, await_ms=300
+    )
+    assert [message.body for message in target.messages] == [b"new"]
+    missing = await rocketmq.receive(topic, "start-target-2", 0, consume_policy="TARGET_TIMESTAMP")
+    assert status_of(missing)[0] == CODE_INVALID_ARGUMENT and "initialization_timestamp" in status_of(missing)[1]
+    assert status_of(await rocketmq.send(rocketmq.message(resource, b"newest")))[0] == CODE_OK
+    discard = await rocketmq.receive(topic, "start-discard", 0, consume_policy="DISCARD", await_ms=2000)
+    assert [message.body for message in discard.messages] == [b"newest"]
+
+
+# -- delayed delivery across a node restart ---------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_a_delayed_message_arrives_no_earlier_than_its_time_after_a_node_restart(
+    reference_pool: Any, tmp_path: Path
+) -> None:
+    """A DELAY message (4 s) is stored at once; the node holding its partition restarts in between;
+    the receiving client gets it once, no earlier than its delivery time (a cluster of its own)."""
+    local = start_cluster(tmp_path / "cluster", nodes=1, routers=1)
+    gateway = local.start_gateway("rocketmq-restart", GATEWAY_ENV)
+    rocketmq = RocketMQClient(reference_pool, gateway.rocketmq_address, "10.0.0.7@restart#1")
+    try:
+        async with Client(local.router_addresses) as sdk:
+            topic = topic_name()
+            await sdk.create_stream(stream_config(topic, replicas=1, allow_scheduled_messages=True))
+            deliver_at_ms = int(time.time() * 1000) + 4_000
+            message = rocketmq.message(
+                rocketmq.resource(topic),
+                b"after the restart",
+                message_type=rocketmq.enum("MessageType", "DELAY"),
+                delivery_timestamp={"seconds": deliver_at_ms // 1000, "nanos": deliver_at_ms % 1000 * 1_000_000},
+            )
+            assert status_of(await rocketmq.send(message)) == (CODE_OK, "")
+            assert list((await rocketmq.receive(topic, "patient", 0, await_ms=300)).messages) == []
+            (node,) = local.nodes
+            node.restart()
+            received = await receive_until(rocketmq, topic, "patient", 1, 1, timeout_s=30)
+            arrived_ms = int(time.time() * 1000)
+            assert [m.body for m in received] == [b"after the restart"]
+            assert arrived_ms >= deliver_at_ms - 50  # the node's and this clock may differ by a little
+            assert status_of(await rocketmq.settle("AckMessage", topic, "patient", received[0]))[0] == CODE_OK
+            assert list((await rocketmq.receive(topic, "patient", 0, await_ms=1000)).messages) == []
+    finally:
+        await rocketmq.channel.close()
+        gateway.stop()
+        local.stop()
