@@ -25,6 +25,7 @@ from weir import Client, Message, consumer_config, stream_config
 from weir.errors import InvalidArgumentError
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1.handles import Receipt, Signer, Transaction
 
 from tests.conftest import eventually, needs_own_processes, start_cluster
 
@@ -305,6 +306,27 @@ def test_digests_delay_levels_and_reserved_attributes() -> None:
         with pytest.raises(InvalidArgumentError):
             mapping.check_user_attributes({name: "v"})
     mapping.check_user_attributes({"order-id": "7", "keys": "lower case is not RocketMQ's KEYS"})
+
+
+def test_tag_filters_retry_backoff_and_signed_tokens() -> None:
+    assert mapping.tag_filter("*") is None and mapping.tag_filter("") is None and mapping.tag_filter("a||*") is None
+    accepted = mapping.tag_filter(" a || b ")
+    assert accepted == frozenset({"a", "b"})
+    assert (
+        mapping.tag_matches(accepted, "a") and not mapping.tag_matches(accepted, "") and mapping.tag_matches(None, "")
+    )
+    with pytest.raises(InvalidArgumentError):
+        mapping.tag_filter("a||")
+    assert [mapping.retry_delay_ms(attempt) for attempt in (1, 2, 16, 40)] == [10_000, 30_000, 7_200_000, 7_200_000]
+    signer, other = Signer(b"0123456789abcdef"), Signer(b"fedcba9876543210")
+    receipt = Receipt("tenant::orders", 3, 42, 2, "tenant::billing")
+    handle = signer.receipt_handle(receipt)
+    assert signer.receipt(handle) == receipt
+    transaction = Transaction("orders", 1, 7, "MSG|1")
+    assert signer.transaction(signer.transaction_id(transaction)) == transaction
+    for bad in (other.receipt_handle(receipt), handle[:-2], "x.y.z", signer.transaction_id(transaction)):
+        with pytest.raises(InvalidArgumentError):
+            signer.receipt(bad)
 
 
 # -- routes and namespaces -------------------------------------------------------------------------
