@@ -20,3 +20,28 @@ GROUPS_SERVED = Gauge(
     "(topic, group) memberships this instance holds for a protocol's consumers.",
     ["protocol"],
 )
+ROCKETMQ_FILTERED_MESSAGES = Counter(
+    "weir_gateway_rocketmq_filtered_messages_total",
+    "Messages a RocketMQ ReceiveMessage fetched whose tag its filter expression excludes: acknowledged by the "
+    "gateway and not returned (RocketMQ's server-side tag filter).",
+)
+ROCKETMQ_DEAD_LETTERS = Counter(
+    "weir_gateway_rocketmq_dead_letters_total",
+    "Messages the RocketMQ front door moved to their group's dead letter subject, by cause "
+    "(nack = NackMessage at max_delivery_attempts, forward = ForwardMessageToDeadLetterQueue).",
+    ["cause"],
+)
+ROCKETMQ_TRANSACTIONS = Counter(
+    "weir_gateway_rocketmq_transactions_total",
+    "EndTransaction calls by resolution (commit, rollback), source (client, server_check) and outcome "
+    "(resolved, already_resolved).",
+    ["resolution", "source", "outcome"],
+)
+ROCKETMQ_ORPHAN_CHECKS = Counter(
+    "weir_gateway_rocketmq_orphan_checks_total",
+    "RecoverOrphanedTransactionRequests sent to polling RocketMQ producers.",
+)
+ROCKETMQ_WAITING_POLLS = Gauge(
+    "weir_gateway_rocketmq_waiting_polls",
+    "RocketMQ producers' MultiplexingCall polls waiting on this instance.",
+)

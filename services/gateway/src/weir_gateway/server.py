@@ -21,9 +21,11 @@ from weir_gateway.kafka_pixy.feeds import FeedSettings
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
 from weir_gateway.kafka_pixy.servicer import KafkaPixyServicer
 from weir_gateway.rocketmq_v1.core import RocketMQCore
+from weir_gateway.rocketmq_v1.handles import Signer
 from weir_gateway.rocketmq_v1.pb import service_pb2, service_pb2_grpc
 from weir_gateway.rocketmq_v1.servicer import RocketMQServicer
-from weir_gateway.settings import GatewaySettings
+from weir_gateway.rocketmq_v1.transactions import TransactionSettings
+from weir_gateway.settings import GatewaySettings, retry_delays_of
 
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
@@ -66,7 +68,18 @@ class GatewayProcess:
         self.kafka_pixy = KafkaPixyCore(
             self.client, settings.cluster_name, feeds, settings.kafka_pixy_long_polling_timeout_ms / 1000
         )
-        self.rocketmq = RocketMQCore(self.client)
+        self.rocketmq = RocketMQCore(
+            self.client,
+            signer=Signer.from_setting(settings.rocketmq_receipt_secret),
+            retry_delays_ms=retry_delays_of(settings.rocketmq_retry_delays_ms),
+            max_waiting_receives=settings.rocketmq_max_waiting_receives,
+            transaction_settings=TransactionSettings(
+                recovery_period_ms=settings.rocketmq_orphaned_transaction_recovery_period_ms,
+                scan_interval_ms=settings.rocketmq_orphan_scan_interval_ms,
+                poll_timeout_ms=settings.rocketmq_multiplexing_poll_timeout_ms,
+                max_waiting_polls=settings.rocketmq_max_waiting_polls,
+            ),
+        )
         metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(
             lambda: len(self.kafka_pixy.feeds) if self.kafka_pixy else 0
         )
@@ -107,6 +120,8 @@ class GatewayProcess:
         await asyncio.gather(self._rocketmq_server.stop(grace_s), self._kafka_pixy_server.stop(grace_s))
         if self.kafka_pixy is not None:
             await self.kafka_pixy.close()
+        if self.rocketmq is not None:
+            await self.rocketmq.transactions.close()
         if self.client is not None:
             await self.client.close()
         if self._metrics_httpd is not None:

@@ -11,6 +11,22 @@ from weir.cluster import router_addresses
 from weir.errors import WeirError
 from weir_server.service_settings import LogLevel
 
+from weir_gateway.rocketmq_v1.mapping import RETRY_DELAYS_MS
+
+MAX_RETRY_DELAYS = 64
+MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000
+
+
+def retry_delays_of(value: str) -> tuple[int, ...]:
+    """The delays (ms) of a comma-separated setting: 1..64 values of 0..7 days. Errors: ValueError."""
+    try:
+        delays = tuple(int(part) for part in value.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"retry delays {value!r}: comma-separated whole milliseconds") from None
+    if not 1 <= len(delays) <= MAX_RETRY_DELAYS or not all(0 <= delay <= MAX_RETRY_DELAY_MS for delay in delays):
+        raise ValueError(f"retry delays {value!r}: 1..{MAX_RETRY_DELAYS} values of 0..{MAX_RETRY_DELAY_MS} ms")
+    return delays
+
 
 class GatewaySettings(BaseSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_GATEWAY_<SETTING>
@@ -80,11 +96,70 @@ class GatewaySettings(BaseSettings):
         le=65535,
         description="RocketMQ v1 MessagingService gRPC port (RocketMQ 5's proxy serves gRPC on 8081; 0 = pick one).",
     )
+    rocketmq_receipt_secret: str = Field(
+        "",
+        description="Secret (at least 16 bytes) signing RocketMQ receipt handles and transaction ids with "
+        "HMAC-SHA256; give every gateway instance the same one. Empty: a random secret per process (logged "
+        "warning), so a handle only settles on the instance that issued it.",
+    )
+    rocketmq_retry_delays_ms: str = Field(
+        ",".join(str(delay) for delay in RETRY_DELAYS_MS),
+        description="NackMessage's redelivery backoff: the n-th comma-separated value is how long a message "
+        "nacked after its n-th delivery stays invisible (the last value for later attempts). Default: "
+        "RocketMQ's retry levels 10s 30s 1m 2m .. 2h.",
+    )
+    rocketmq_max_waiting_receives: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description="ReceiveMessage / PullMessage calls that may wait at once per consumer group on this "
+        "instance; more are answered UNAVAILABLE (service.proto: the group's receive quota).",
+    )
+    rocketmq_orphaned_transaction_recovery_period_ms: int = Field(
+        30_000,
+        ge=0,
+        le=7 * 24 * 3600 * 1000,
+        description="How old an unresolved TRANSACTION message must be before its producer is asked about it "
+        "(MultiplexingCall), when the message does not carry orphaned_transaction_recovery_period itself.",
+    )
+    rocketmq_orphan_scan_interval_ms: int = Field(
+        5_000,
+        ge=10,
+        le=3_600_000,
+        description="How often the gateway looks for orphaned transactions of the producers polling it.",
+    )
+    rocketmq_multiplexing_poll_timeout_ms: int = Field(
+        20_000,
+        ge=10,
+        le=300_000,
+        description="How long a producer's MultiplexingCall waits for an orphan to check before an empty "
+        "GenericPollingResponse (the producer polls again).",
+    )
+    rocketmq_max_waiting_polls: int = Field(
+        1024,
+        ge=1,
+        le=100_000,
+        description="MultiplexingCall polls that may wait at once on this instance; more are answered "
+        "RESOURCE_EXHAUSTED.",
+    )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
         None, description="When set, the gateway writes its bound ports here as JSON once it serves."
     )
+
+    @field_validator("rocketmq_retry_delays_ms")
+    @classmethod
+    def _retry_delays_parse(cls, value: str) -> str:
+        retry_delays_of(value)
+        return value
+
+    @field_validator("rocketmq_receipt_secret")
+    @classmethod
+    def _secret_long_enough(cls, value: str) -> str:
+        if value and len(value.encode("utf-8")) < 16:
+            raise ValueError("the receipt secret needs at least 16 bytes")
+        return value
 
     @field_validator("routers")
     @classmethod

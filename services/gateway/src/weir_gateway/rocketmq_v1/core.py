@@ -27,6 +27,10 @@ from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.v1 import router_pb2
 
 from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1.handles import Signer, Transaction
+from weir_gateway.rocketmq_v1.offsets import Offsets
+from weir_gateway.rocketmq_v1.receiving import Receiver
+from weir_gateway.rocketmq_v1.transactions import Transactions, TransactionSettings
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +41,6 @@ HEALTH_CHECK_TIMEOUT_S = 2.0
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-class NotServedYetError(Exception):
-    """A request this gateway understands but does not serve yet (FIFO and TRANSACTION messages): the
-    servicer answers UNIMPLEMENTED. Not a WeirError: Weir itself has no such outcome."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,26 +74,51 @@ class OutgoingMessage:
     born_host: str = ""
     producer_group: tuple[str, str] | None = None  # (namespace, name)
     trace_context: str = ""
+    message_group: str = ""  # FIFO: the group whose messages keep their order
+    recovery_period_ms: int | None = None  # TRANSACTION: orphaned_transaction_recovery_period
 
 
 @dataclass(frozen=True, slots=True)
 class Stored:
     """Where SendMessage stored a message: partition and seq (the schedule record's seq for a DELAY
-    message), whether it was a retry of a stored message_id, and when a DELAY message is due."""
+    message, the held record's for a TRANSACTION message), whether it was a retry of a stored
+    message_id, when a DELAY message is due, and a TRANSACTION message's signed transaction id."""
 
     partition: int
     seq: int
     duplicate: bool
     deliver_at_ms: int | None
+    transaction_id: str = ""
 
 
 class RocketMQCore:
     """RocketMQ v1 operations on one Weir cluster. `now_ms` is the wall clock in ms since the Unix
-    epoch (injectable for tests)."""
+    epoch (injectable for tests); `signer` signs receipt handles and transaction ids (a random
+    secret when None). The receiving (`receiver`), transaction (`transactions`) and offset
+    (`offsets`) operations live in their own modules and share the client and signer."""
 
-    def __init__(self, client: Client, now_ms: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        now_ms: Callable[[], int] | None = None,
+        signer: Signer | None = None,
+        *,
+        retry_delays_ms: Sequence[int] = mapping.RETRY_DELAYS_MS,
+        max_waiting_receives: int = 256,
+        transaction_settings: TransactionSettings | None = None,
+    ) -> None:
         self.client = client
         self.now_ms = now_ms or wall_clock_ms
+        self.signer = signer or Signer.from_setting("")
+        self.receiver = Receiver(
+            client,
+            self.signer,
+            retry_delays_ms=retry_delays_ms,
+            max_waiting_receives=max_waiting_receives,
+            now_ms=self.now_ms,
+        )
+        self.transactions = Transactions(client, self.signer, transaction_settings, self.now_ms)
+        self.offsets = Offsets(client)
         # (stream, group, member) -> partitions the router assigned at the member's last call.
         self._assigned: dict[tuple[str, str, str], list[int]] = {}
         self._lock = asyncio.Lock()
@@ -140,6 +164,7 @@ class RocketMQCore:
             client_id=member,
             endpoints=router_pb2.Endpoints(scheme="ipv4"),
             owned_partitions=self._assigned.get(key, []),
+            consumer=self.receiver.groups.assignment_config(stream, weir_group),
         )
         host, _, port = self.client.router.address.rpartition(":")
         request.endpoints.addresses.add(host=host, port=int(port or 0))
@@ -185,35 +210,47 @@ class RocketMQCore:
     async def send(self, message: OutgoingMessage) -> Stored:
         """Store one message, idempotently by message_id (a retry returns the first copy's place with
         `duplicate`). NORMAL messages are visible at once; DELAY messages at delivery_timestamp, or
-        after their delay_level's wait from now (the stream needs allow_scheduled_messages). Errors:
-        InvalidArgumentError (no message_id, bad digest, reserved attribute, bad encoding, bad delay),
-        NotServedYetError (FIFO, TRANSACTION), NoSuchStreamError (NOT_FOUND), SchedulingDisabledError,
-        and the cluster's errors after the SDK's retries."""
+        after their delay_level's wait from now; FIFO messages go to the partition their
+        message_group hashes to as a Weir key (the request's partition is not used, so every
+        producer of a group, RocketMQ's or Weir's, picks the same one); TRANSACTION messages are
+        held (invisible) until EndTransaction, and the answer carries their signed transaction id.
+        DELAY and TRANSACTION need a stream with allow_scheduled_messages. Errors:
+        InvalidArgumentError (no message_id, bad digest, reserved attribute, bad encoding, bad delay,
+        FIFO without a message_group), NoSuchStreamError (NOT_FOUND), SchedulingDisabledError
+        (FAILED_PRECONDITION), and the cluster's errors after the SDK's retries."""
         stream = mapping.weir_name_of(message.namespace, message.topic)
         body = check_and_decode(message)
         deliver_at_ms = self._deliver_at_ms(message)
         headers = headers_of(message, deliver_at_ms)
+        fifo = message.message_type == "FIFO"
+        held = message.message_type == "TRANSACTION"
         ack = await self.client.publish(
             stream,
             stream,
             body,
-            partition=message.partition,
+            partition=None if fifo else message.partition,
+            key=message.message_group.encode("utf-8") if fifo else None,
             headers=headers,
             ack_level="all",
             msg_id=message.message_id,
             deliver_at_ms=deliver_at_ms or 0,
+            hold=held,
         )
-        return Stored(ack.partition, ack.seq, ack.duplicate, deliver_at_ms)
+        transaction_id = ""
+        if held:
+            transaction_id = self.signer.transaction_id(Transaction(stream, ack.partition, ack.seq, message.message_id))
+        return Stored(ack.partition, ack.seq, ack.duplicate, deliver_at_ms, transaction_id)
 
     def _deliver_at_ms(self, message: OutgoingMessage) -> int | None:
         """When a DELAY message becomes visible (ms since the epoch; a past time means at once);
         None for NORMAL. Errors: InvalidArgumentError for timed delivery on a NORMAL message, or a
         DELAY message without it."""
         timed = message.delivery_timestamp_ms is not None or message.delay_level is not None
-        if message.message_type == "NORMAL":
+        if message.message_type != "DELAY":
             if timed:
                 raise InvalidArgumentError(
-                    "system_attribute: delivery_timestamp / delay_level need message_type DELAY, this one is NORMAL"
+                    "system_attribute: delivery_timestamp / delay_level need message_type DELAY, "
+                    f"this one is {message.message_type}"
                 )
             return None
         if not timed:
@@ -228,13 +265,15 @@ def check_and_decode(message: OutgoingMessage) -> bytes:
     """Validate what SendMessage needs before anything is stored and return the body to store.
     Errors: InvalidArgumentError: no message_id (definition.proto: "if message_id is empty, the send
     message request will be aborted with status INVALID_ARGUMENT"), a reserved user attribute, a
-    digest mismatch, a body that is not its encoding; NotServedYetError for FIFO and TRANSACTION."""
+    digest mismatch, a body that is not its encoding, a FIFO message without a message_group or
+    another type with one."""
     if not message.message_id:
         raise InvalidArgumentError("system_attribute.message_id: required (client-generated, unique)")
-    if message.message_type not in ("NORMAL", "DELAY"):
-        raise NotServedYetError(
-            f"message_type {message.message_type} is not served by this gateway yet (NORMAL and DELAY are): "
-            "FIFO ordering by message_group and TRANSACTION half messages come in a later step of issue 27"
+    if message.message_type == "FIFO" and not message.message_group:
+        raise InvalidArgumentError("system_attribute.message_group: required for a FIFO message (its order group)")
+    if message.message_type != "FIFO" and message.message_group:
+        raise InvalidArgumentError(
+            f"system_attribute.message_group: only FIFO messages have one, this one is {message.message_type}"
         )
     mapping.check_user_attributes(message.user_attributes)
     if message.checksum and not mapping.checksum_matches(message.digest_type, message.checksum, message.body):
@@ -264,5 +303,9 @@ def headers_of(message: OutgoingMessage, deliver_at_ms: int | None) -> list[tupl
         headers.append((mapping.HEADER_PRODUCER_GROUP, mapping.weir_name_of(namespace, name, "producer_group")))
     if message.trace_context:
         headers.append((mapping.HEADER_TRACE_CONTEXT, message.trace_context))
+    if message.message_group:
+        headers.append((mapping.HEADER_MESSAGE_GROUP, message.message_group))
+    if message.recovery_period_ms is not None:
+        headers.append((mapping.HEADER_RECOVERY_PERIOD_MS, str(message.recovery_period_ms)))
     headers.extend(sorted(message.user_attributes.items()))
     return headers

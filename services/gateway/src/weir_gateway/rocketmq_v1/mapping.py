@@ -42,12 +42,15 @@ _UNESCAPES = {value: key for key, value in _ESCAPES.items()}
 HEADER_PREFIX = "x-rocketmq-"
 HEADER_TAG = "x-rocketmq-tag"
 HEADER_KEYS = "x-rocketmq-keys"  # a JSON array of strings (lossless; RocketMQ's KEYS joins with spaces)
-HEADER_MESSAGE_TYPE = "x-rocketmq-message-type"  # NORMAL | DELAY
+HEADER_MESSAGE_TYPE = "x-rocketmq-message-type"  # NORMAL | DELAY | FIFO | TRANSACTION
 HEADER_BORN_TIMESTAMP_MS = "x-rocketmq-born-timestamp-ms"
 HEADER_BORN_HOST = "x-rocketmq-born-host"
 HEADER_DELIVERY_TIMESTAMP_MS = "x-rocketmq-delivery-timestamp-ms"  # DELAY messages: when it becomes visible
 HEADER_PRODUCER_GROUP = "x-rocketmq-producer-group"  # its Weir name (namespace::group)
 HEADER_TRACE_CONTEXT = "x-rocketmq-trace-context"
+HEADER_MESSAGE_GROUP = "x-rocketmq-message-group"  # FIFO messages: the group whose order is kept
+# TRANSACTION messages: when the gateway first asks the producer about an unresolved one (ms after storing).
+HEADER_RECOVERY_PERIOD_MS = "x-rocketmq-orphaned-transaction-recovery-period-ms"
 RESERVED_FOREIGN_PREFIXES = (HEADER_PREFIX, "x-weir-")
 TRANSIENT_PROPERTY_PREFIX = "__RMQ.TRANSIENT."
 
@@ -71,6 +74,14 @@ DELAY_LEVELS_MS = tuple(
     seconds * 1000
     for seconds in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 )
+
+# RocketMQ's retry schedule for a consumer's failed message: the n-th redelivery (n = delivery_attempt
+# of the failed delivery) waits RETRY_DELAYS_MS[n - 1], the delay levels 3.. of the table above (10s 30s
+# 1m 2m .. 2h), as RocketMQ's broker sends a message back with delayLevel = 3 + reconsumeTimes.
+RETRY_DELAYS_MS = DELAY_LEVELS_MS[2:]
+DEFAULT_MAX_DELIVERY_ATTEMPTS = 16  # DeadLetterPolicy.max_delivery_attempts: "If this parameter is 0, ... 16"
+TAG_SEPARATOR = "||"
+MATCH_ALL_TAGS = "*"
 
 # Languages RocketMQ's LanguageCode knows (x-mq-language); Heartbeat refuses others (service.proto).
 KNOWN_LANGUAGES = frozenset(
@@ -196,3 +207,57 @@ def delay_level_ms(level: int) -> int:
     if level < 1:
         raise InvalidArgumentError(f"delay_level: must be 1..{len(DELAY_LEVELS_MS)} for a DELAY message, got {level}")
     return DELAY_LEVELS_MS[min(level, len(DELAY_LEVELS_MS)) - 1]
+
+
+def retry_delay_ms(delivery_attempt: int, delays_ms: Sequence[int] = RETRY_DELAYS_MS) -> int:
+    """How long a message nacked after its `delivery_attempt`-th delivery (1-based) stays invisible
+    before delivery `delivery_attempt + 1`: `delays_ms[delivery_attempt - 1]`, the last entry for
+    every later attempt (RocketMQ's broker clamps its delay level the same way); 0 with no delays."""
+    if not delays_ms:
+        return 0
+    return delays_ms[min(max(delivery_attempt, 1), len(delays_ms)) - 1]
+
+
+# -- filters ---------------------------------------------------------------------------------------
+
+
+def tag_filter(expression: str) -> frozenset[str] | None:
+    """The tags a FilterExpression of type TAG accepts: None for every message (`*`, or an empty
+    expression, as RocketMQ's SubscriptionData treats both), else the set of `||`-separated tags
+    (spaces around them ignored, as RocketMQ's FilterAPI trims them). A message matches when its
+    tag is in the set; a message without a tag matches only `*`. Errors: InvalidArgumentError for
+    an expression with an empty alternative (`a||`)."""
+    stripped = expression.strip()
+    if not stripped or stripped == MATCH_ALL_TAGS:
+        return None
+    tags = [tag.strip() for tag in stripped.split(TAG_SEPARATOR)]
+    if any(not tag for tag in tags):
+        raise InvalidArgumentError(f"filter_expression {expression!r}: an empty tag between '||'")
+    if MATCH_ALL_TAGS in tags:
+        return None
+    return frozenset(tags)
+
+
+def tag_matches(accepted: frozenset[str] | None, tag: str) -> bool:
+    """Whether a message with `tag` ("" = none) passes the filter `tag_filter` made."""
+    return accepted is None or tag in accepted
+
+
+# -- offsets and subjects ----------------------------------------------------------------------------
+
+
+def offset_of(seq: int) -> int:
+    """A RocketMQ partition offset (0-based) of a Weir seq (1-based): seq - 1."""
+    return seq - 1
+
+
+def seq_of(offset: int) -> int:
+    """The Weir seq of a RocketMQ partition offset: offset + 1."""
+    return offset + 1
+
+
+def dead_letter_subject(stream: str, weir_group: str) -> str:
+    """Where the group's dead letters go in the topic's own stream: `<stream>.dlq.<group>` (RocketMQ's
+    `%DLQ%<group>` topic). The group's consumer filters `<stream>` (one token), which never matches
+    it; Weir names hold no `.`, so the subject has exactly three tokens."""
+    return f"{stream}.dlq.{weir_group}"

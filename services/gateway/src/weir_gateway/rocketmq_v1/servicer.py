@@ -30,8 +30,12 @@ from weir.errors import InvalidArgumentError, WeirError
 
 from weir_gateway import metrics
 from weir_gateway.rocketmq_v1 import mapping
-from weir_gateway.rocketmq_v1.core import NotServedYetError, OutgoingMessage, RocketMQCore, RoutePartition
+from weir_gateway.rocketmq_v1.core import OutgoingMessage, RocketMQCore, RoutePartition
+from weir_gateway.rocketmq_v1.encoding import duration_of, message_of, timestamp_of
+from weir_gateway.rocketmq_v1.errors import GatewayStatusError, NotServedYetError
+from weir_gateway.rocketmq_v1.offsets import PullRequest
 from weir_gateway.rocketmq_v1.pb import definition_pb2, service_pb2, service_pb2_grpc
+from weir_gateway.rocketmq_v1.receiving import GroupTraits, ReceiveRequest, SettleRequest
 
 logger = logging.getLogger(__name__)
 PROTOCOL = "rocketmq_v1"
@@ -42,17 +46,6 @@ CLIENT_ID_KEY = "x-mq-client-id"
 LANGUAGE_KEY = "x-mq-language"
 Request = TypeVar("Request")
 Handler = Callable[[Any, Request, grpc.aio.ServicerContext], Awaitable[Any]]
-
-NOT_YET = {
-    "ReceiveMessage": "receipt handles and per-receive invisible duration are being built in the core",
-    "AckMessage": "it settles receipt handles, which ReceiveMessage does not hand out yet",
-    "NackMessage": "it settles receipt handles, which ReceiveMessage does not hand out yet",
-    "ForwardMessageToDeadLetterQueue": "it settles receipt handles, which ReceiveMessage does not hand out yet",
-    "EndTransaction": "TRANSACTION (half) messages are being built in the core",
-    "QueryOffset": "offsets by time need a core call that does not exist yet",
-    "PullMessage": "broadcast pull comes with QueryOffset",
-    "MultiplexingCall": "orphaned-transaction recovery comes with TRANSACTION messages",
-}
 
 
 def ok_common() -> service_pb2.ResponseCommon:
@@ -67,23 +60,16 @@ def error_common(code: int, message: str, reason: str, context: Mapping[str, str
     )
 
 
-def unimplemented_common(method: str) -> service_pb2.ResponseCommon:
-    return error_common(
-        code_pb2.UNIMPLEMENTED,
-        f"{method} is not served by this gateway yet: {NOT_YET[method]} (issue 27)",
-        "unimplemented",
-        {"method": method},
-    )
-
-
-def rocketmq_rpc(response_type: type[Any]) -> Callable[[Handler[Request]], Handler[Request]]:
+def rocketmq_rpc(
+    response_type: type[Any], method_name: str | None = None
+) -> Callable[[Handler[Request]], Handler[Request]]:
     """Times the method and turns a failure into `response_type(common=...)`: a Weir error keeps
     its gRPC status as the google.rpc code (NoSuchStreamError -> NOT_FOUND, InvalidArgumentError ->
-    INVALID_ARGUMENT, ...), NotServedYetError is UNIMPLEMENTED, anything else INTERNAL (service.proto's
-    header comment)."""
+    INVALID_ARGUMENT, ...), a GatewayStatusError its own code (NotServedYetError UNIMPLEMENTED, a stale
+    receipt handle INVALID_ARGUMENT, ...), anything else INTERNAL (service.proto's header comment)."""
 
     def decorate(handler: Handler[Request]) -> Handler[Request]:
-        method = handler.__name__
+        method = method_name or handler.__name__
         histogram = metrics.RPC_SECONDS.labels(PROTOCOL, method)
 
         @functools.wraps(handler)
@@ -91,9 +77,9 @@ def rocketmq_rpc(response_type: type[Any]) -> Callable[[Handler[Request]], Handl
             started = time.perf_counter()
             try:
                 return await handler(self, request, context)
-            except NotServedYetError as error:
-                metrics.RPC_ERRORS.labels(PROTOCOL, method, "unimplemented").inc()
-                return response_type(common=error_common(code_pb2.UNIMPLEMENTED, str(error), "unimplemented", {}))
+            except GatewayStatusError as error:
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, error.reason).inc()
+                return response_type(common=error_common(error.code, str(error), error.reason, {}))
             except WeirError as error:
                 metrics.RPC_ERRORS.labels(PROTOCOL, method, error.result_code.value).inc()
                 code = error.status_code.value[0]
@@ -162,6 +148,9 @@ def outgoing_of(request: service_pb2.SendMessageRequest, metadata: Mapping[str, 
     if system.HasField("producer_group") and system.producer_group.name:
         producer_group = (namespace_of(system.producer_group, metadata), system.producer_group.name)
     timed = system.WhichOneof("timed_delivery")
+    recovery_period_ms = None
+    if system.HasField("orphaned_transaction_recovery_period"):
+        recovery_period_ms = max(0, system.orphaned_transaction_recovery_period.ToMilliseconds())
     return OutgoingMessage(
         namespace=namespace_of(message.topic, metadata),
         topic=message.topic.name,
@@ -181,6 +170,8 @@ def outgoing_of(request: service_pb2.SendMessageRequest, metadata: Mapping[str, 
         born_host=system.born_host,
         producer_group=producer_group,
         trace_context=system.trace_context,
+        message_group=system.message_group,
+        recovery_period_ms=recovery_period_ms,
     )
 
 
@@ -223,17 +214,27 @@ class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
         if language and language.upper() not in mapping.KNOWN_LANGUAGES:
             raise InvalidArgumentError(f"{LANGUAGE_KEY} {language!r} is not a language RocketMQ knows")
         if request.WhichOneof("client_data") == "consumer_data":
-            await self._keep_membership(request.consumer_data, client_id_of(request.client_id, metadata), metadata)
+            client_id = client_id_of(request.client_id, metadata)
+            await self._keep_membership(request.consumer_data, client_id, request.fifo_flag, metadata)
         return service_pb2.HeartbeatResponse(common=ok_common())
 
     async def _keep_membership(
-        self, consumer: definition_pb2.ConsumerData, client_id: str, metadata: Mapping[str, str]
+        self, consumer: definition_pb2.ConsumerData, client_id: str, fifo: bool, metadata: Mapping[str, str]
     ) -> None:
         """A clustering consumer's heartbeat is its group membership's heartbeat on every subscribed
-        topic (a broadcasting consumer belongs to no group). Errors: those of QueryAssignment."""
+        topic (a broadcasting consumer belongs to no group), and announces the group's traits (FIFO,
+        DeadLetterPolicy, ConsumePolicy) for when its consumer is created. Errors: those of
+        QueryAssignment."""
         if consumer.consume_model != definition_pb2.CLUSTERING:
             return
         group_namespace = namespace_of(consumer.group, metadata)
+        weir_group = mapping.weir_name_of(group_namespace, consumer.group.name, "group")
+        traits = GroupTraits(
+            fifo=fifo,
+            max_attempts=consumer.dead_letter_policy.max_delivery_attempts,
+            consume_policy=enum_name(definition_pb2.ConsumePolicy, consumer.consume_policy, "consume_policy"),
+        )
+        self.core.receiver.groups.remember(weir_group, traits)
         for entry in consumer.subscriptions:
             namespace = namespace_of(entry.topic, metadata)
             if namespace != group_namespace:
@@ -259,35 +260,170 @@ class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
     @rocketmq_rpc(service_pb2.SendMessageResponse)
     async def SendMessage(self, request: service_pb2.SendMessageRequest, context: Any) -> Any:
         message = outgoing_of(request, metadata_of(context))
-        await self.core.send(message)
-        return service_pb2.SendMessageResponse(common=ok_common(), message_id=message.message_id)
+        stored = await self.core.send(message)
+        return service_pb2.SendMessageResponse(
+            common=ok_common(), message_id=message.message_id, transaction_id=stored.transaction_id
+        )
 
-    # -- not served yet (issue 27's later steps) ----------------------------------------------------
+    # -- receiving ----------------------------------------------------------------------------------
 
-    async def ReceiveMessage(self, request: Any, context: Any) -> Any:
-        return service_pb2.ReceiveMessageResponse(common=unimplemented_common("ReceiveMessage"))
+    @rocketmq_rpc(service_pb2.ReceiveMessageResponse)
+    async def ReceiveMessage(self, request: service_pb2.ReceiveMessageRequest, context: Any) -> Any:
+        received = await self.core.receiver.receive(receive_request_of(request, metadata_of(context)))
+        response = service_pb2.ReceiveMessageResponse(
+            common=ok_common(),
+            delivery_timestamp=timestamp_of(received.delivered_at_ms),
+            invisible_duration=duration_of(received.invisible_ms),
+        )
+        for delivered in received.messages:
+            message = message_of(
+                delivered.message.subject,
+                delivered.message,
+                receipt_handle=delivered.receipt_handle,
+                invisible_ms=received.invisible_ms,
+            )
+            response.messages.append(message)
+        return response
 
-    async def AckMessage(self, request: Any, context: Any) -> Any:
-        return service_pb2.AckMessageResponse(common=unimplemented_common("AckMessage"))
+    @rocketmq_rpc(service_pb2.AckMessageResponse)
+    async def AckMessage(self, request: service_pb2.AckMessageRequest, context: Any) -> Any:
+        if request.WhichOneof("handle") == "offset":
+            raise NotServedYetError(
+                "AckMessage by offset: broadcasting consumers keep their offsets themselves (PullMessage) and "
+                "Weir stores none for them; clustering consumers acknowledge a receipt_handle"
+            )
+        await self.core.receiver.ack(settle_request_of(request, metadata_of(context)))
+        return service_pb2.AckMessageResponse(common=ok_common())
 
-    async def NackMessage(self, request: Any, context: Any) -> Any:
-        return service_pb2.NackMessageResponse(common=unimplemented_common("NackMessage"))
+    @rocketmq_rpc(service_pb2.NackMessageResponse)
+    async def NackMessage(self, request: service_pb2.NackMessageRequest, context: Any) -> Any:
+        settle = settle_request_of(request, metadata_of(context), request.max_delivery_attempts)
+        await self.core.receiver.nack(settle)
+        return service_pb2.NackMessageResponse(common=ok_common())
 
-    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
-        common = unimplemented_common("ForwardMessageToDeadLetterQueue")
-        return service_pb2.ForwardMessageToDeadLetterQueueResponse(common=common)
+    @rocketmq_rpc(service_pb2.ForwardMessageToDeadLetterQueueResponse)
+    async def ForwardMessageToDeadLetterQueue(
+        self, request: service_pb2.ForwardMessageToDeadLetterQueueRequest, context: Any
+    ) -> Any:
+        await self.core.receiver.forward_to_dead_letter_queue(settle_request_of(request, metadata_of(context)))
+        return service_pb2.ForwardMessageToDeadLetterQueueResponse(common=ok_common())
 
-    async def EndTransaction(self, request: Any, context: Any) -> Any:
-        return service_pb2.EndTransactionResponse(common=unimplemented_common("EndTransaction"))
+    # -- transactions -------------------------------------------------------------------------------
 
-    async def QueryOffset(self, request: Any, context: Any) -> Any:
-        return service_pb2.QueryOffsetResponse(common=unimplemented_common("QueryOffset"))
+    @rocketmq_rpc(service_pb2.EndTransactionResponse)
+    async def EndTransaction(self, request: service_pb2.EndTransactionRequest, context: Any) -> Any:
+        resolution = enum_name(
+            service_pb2.EndTransactionRequest.TransactionResolution, request.resolution, "resolution"
+        )
+        source = enum_name(service_pb2.EndTransactionRequest.Source, request.source, "source")
+        await self.core.transactions.end(request.transaction_id, request.message_id, resolution == "COMMIT", source)
+        return service_pb2.EndTransactionResponse(common=ok_common())
 
-    async def PullMessage(self, request: Any, context: Any) -> Any:
-        return service_pb2.PullMessageResponse(common=unimplemented_common("PullMessage"))
+    async def MultiplexingCall(self, request: service_pb2.MultiplexingRequest, context: Any) -> Any:
+        """A producer's long poll (GenericPollingRequest): answered with a RecoverOrphanedTransaction
+        request when one of its group's transactions is orphaned, else with an empty OK
+        GenericPollingResponse after WEIR_GATEWAY_ROCKETMQ_MULTIPLEXING_POLL_TIMEOUT_MS (poll again).
+        The other request types answer the gateway's own commands, which it never sends: an empty OK
+        GenericPollingResponse. Errors go in the GenericPollingResponse's common."""
+        return await self._multiplexing(request, context)
 
-    async def MultiplexingCall(self, request: Any, context: Any) -> Any:
-        """MultiplexingResponse has no ResponseCommon: the status goes in a GenericPollingResponse
-        (the answer to the client's GenericPollingRequest, the only request it starts with)."""
-        polling = service_pb2.GenericPollingResponse(common=unimplemented_common("MultiplexingCall"))
-        return service_pb2.MultiplexingResponse(polling_response=polling)
+    @rocketmq_rpc(service_pb2.GenericPollingResponse, "MultiplexingCall")
+    async def _poll(self, request: service_pb2.MultiplexingRequest, context: Any) -> Any:
+        if request.WhichOneof("type") != "polling_request":
+            return service_pb2.GenericPollingResponse(common=ok_common())
+        polling = request.polling_request
+        metadata = metadata_of(context)
+        group = ""
+        if polling.WhichOneof("group") == "producer_group" and polling.producer_group.name:
+            group_resource = polling.producer_group
+            group = mapping.weir_name_of(namespace_of(group_resource, metadata), group_resource.name, "producer_group")
+            streams = [mapping.weir_name_of(namespace_of(topic, metadata), topic.name) for topic in polling.topics]
+        else:  # a consumer's poll: nothing to check with it
+            streams = []
+        orphan = await self.core.transactions.poll(group, streams)
+        if orphan is None:
+            return service_pb2.GenericPollingResponse(common=ok_common())
+        message = message_of(orphan.stream, orphan.record)
+        message.system_attribute.partition_id = orphan.partition
+        return service_pb2.RecoverOrphanedTransactionRequest(
+            orphaned_transactional_message=message, transaction_id=orphan.transaction_id
+        )
+
+    async def _multiplexing(self, request: service_pb2.MultiplexingRequest, context: Any) -> Any:
+        answer = await self._poll(request, context)
+        if isinstance(answer, service_pb2.RecoverOrphanedTransactionRequest):
+            return service_pb2.MultiplexingResponse(recover_orphaned_transaction_request=answer)
+        return service_pb2.MultiplexingResponse(polling_response=answer)
+
+    # -- offsets --------------------------------------------------------------------------------------
+
+    @rocketmq_rpc(service_pb2.QueryOffsetResponse)
+    async def QueryOffset(self, request: service_pb2.QueryOffsetRequest, context: Any) -> Any:
+        partition = request.partition
+        policy = enum_name(definition_pb2.QueryOffsetPolicy, request.policy, "policy")
+        time_ms = request.time_point.ToMilliseconds() if request.HasField("time_point") else None
+        namespace = namespace_of(partition.topic, metadata_of(context))
+        offset = await self.core.offsets.query_offset(namespace, partition.topic.name, partition.id, policy, time_ms)
+        return service_pb2.QueryOffsetResponse(common=ok_common(), offset=offset)
+
+    @rocketmq_rpc(service_pb2.PullMessageResponse)
+    async def PullMessage(self, request: service_pb2.PullMessageRequest, context: Any) -> Any:
+        partition = request.partition
+        pulled = await self.core.offsets.pull(
+            PullRequest(
+                namespace=namespace_of(partition.topic, metadata_of(context)),
+                topic=partition.topic.name,
+                partition=partition.id,
+                offset=request.offset,
+                batch_size=request.batch_size,
+                await_ms=request.await_time.ToMilliseconds(),
+                filter_type=enum_name(definition_pb2.FilterType, request.filter_expression.type, "filter_expression"),
+                filter_expression=request.filter_expression.expression,
+            )
+        )
+        return service_pb2.PullMessageResponse(
+            common=ok_common(),
+            min_offset=pulled.min_offset,
+            next_offset=pulled.next_offset,
+            max_offset=pulled.max_offset,
+            messages=[message_of(message.subject, message) for message in pulled.messages],
+        )
+
+
+def receive_request_of(request: service_pb2.ReceiveMessageRequest, metadata: Mapping[str, str]) -> ReceiveRequest:
+    """The ReceiveMessageRequest, decoded; the group and the partition's topic must share a namespace."""
+    namespace = namespace_of(request.partition.topic, metadata)
+    group_namespace = namespace_of(request.group, metadata)
+    if group_namespace != namespace:
+        raise InvalidArgumentError(f"group namespace {group_namespace!r} differs from topic namespace {namespace!r}")
+    initialization_ms = None
+    if request.HasField("initialization_timestamp"):
+        initialization_ms = request.initialization_timestamp.ToMilliseconds()
+    return ReceiveRequest(
+        namespace=namespace,
+        topic=request.partition.topic.name,
+        group=request.group.name,
+        partition=request.partition.id,
+        filter_type=enum_name(definition_pb2.FilterType, request.filter_expression.type, "filter_expression.type"),
+        filter_expression=request.filter_expression.expression,
+        consume_policy=enum_name(definition_pb2.ConsumePolicy, request.consume_policy, "consume_policy"),
+        initialization_timestamp_ms=initialization_ms,
+        batch_size=request.batch_size,
+        invisible_ms=request.invisible_duration.ToMilliseconds(),
+        await_ms=request.await_time.ToMilliseconds(),
+        fifo=request.fifo_flag,
+    )
+
+
+def settle_request_of(request: Any, metadata: Mapping[str, str], max_delivery_attempts: int = 0) -> SettleRequest:
+    """An Ack/Nack/ForwardMessageToDeadLetterQueue request's handle, group and topic, decoded."""
+    namespace = namespace_of(request.group, metadata)
+    if request.topic.name and namespace_of(request.topic, metadata) != namespace:
+        raise InvalidArgumentError("group and topic are in different namespaces")
+    return SettleRequest(
+        namespace=namespace,
+        topic=request.topic.name,
+        group=request.group.name,
+        receipt_handle=request.receipt_handle,
+        max_delivery_attempts=max(0, max_delivery_attempts),
+    )
