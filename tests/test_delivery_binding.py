@@ -118,14 +118,16 @@ async def test_a_consumer_dead_letters_a_message_now_in_one_step(client: NodeCli
     await client.create_stream(stream_config(stream_name))
     await client.create_consumer(stream_name, consumer_config("c", filter_subject="s.>", dead_letter_subject="dlq.c"))
     await client.create_consumer(stream_name, consumer_config("no-dlq"))
-    await client.publish(stream_name, "s.x", b"poison")
+    await client.publish(stream_name, "s.x", b"poison", msg_id="poison-1", key=b"k")
     (delivered,) = await client.fetch(stream_name, "c", 0, batch_size=1)
     with pytest.raises(NotPendingError):
         await client.term(stream_name, "c", 0, delivered.seq, deliver_count=7, dead_letter=True)
     await client.term(stream_name, "c", 0, delivered.seq, deliver_count=delivered.deliver_count, dead_letter=True)
     read = await client.read_messages(stream_name, 0)
     dead = [message for message in read.messages if message.subject == "dlq.c"]
-    assert len(dead) == 1 and dead[0].payload == b"poison"
+    assert len(dead) == 1 and (dead[0].payload, dead[0].key, dead[0].msg_id) == (b"poison", b"k", "")
+    dead_headers = {header.key: header.value for header in dead[0].headers}
+    assert (dead_headers["x-weir-dlq-msg-id"], dead_headers["x-weir-dlq-reason"]) == ("poison-1", "consumer")
     info = await client.consumer_info(stream_name, "c")
     assert (info.dead_lettered_total, info.num_ack_pending) == (1, 0)
     (other,) = await client.fetch(stream_name, "no-dlq", 0, batch_size=1)

@@ -368,12 +368,24 @@ def _lower_earliest(cursor: ConsumerCursor, at_ms: int) -> None:
 
 
 def dead_letter_message(
-    original: types_pb2.Message, *, stream: str, consumer: str, subject: str, deliver_count: int
+    original: types_pb2.Message,
+    *,
+    stream: str,
+    consumer: str,
+    subject: str,
+    deliver_count: int,
+    reason: str = "max_deliver",
 ) -> types_pb2.Message:
-    """The message a dead-lettered `original` becomes: same payload and headers, subject
-    `subject`, plus `x-weir-dlq-*` headers naming its origin. seq/ts_ms are set by the caller."""
+    """The message a dead-lettered `original` becomes: same payload, headers and key, subject
+    `subject`, plus `x-weir-dlq-*` headers naming its origin (its msg_id too, when it had one: the
+    copy carries none itself, so the duplicate window keeps pointing at the original) and `reason`
+    ("max_deliver", or "consumer" for Term with dead_letter). seq/ts_ms are set by the caller."""
     message = types_pb2.Message(subject=subject, payload=original.payload, partition=original.partition)
     message.headers.extend(original.headers)
+    if original.HasField("key"):
+        message.key = original.key
+    if original.msg_id:
+        message.headers.add(key=DLQ_HEADER_PREFIX + "msg-id", value=original.msg_id)
     for key, value in (
         ("stream", stream),
         ("partition", str(original.partition)),
@@ -382,7 +394,7 @@ def dead_letter_message(
         ("ts-ms", str(original.ts_ms)),
         ("consumer", consumer),
         ("deliver-count", str(deliver_count)),
-        ("reason", "max_deliver"),
+        ("reason", reason),
     ):
         message.headers.add(key=DLQ_HEADER_PREFIX + key, value=value)
     return message

@@ -1029,7 +1029,7 @@ class Partition:
             consumers.term(cursor, seq)
             return None
         if op.kind == "dead_letter":
-            self._dead_letter(cursor, seq, context)
+            self._dead_letter(cursor, seq, context, reason="consumer")
             return None
         if op.kind == "in_progress":
             return consumers.in_progress(cursor, seq, context.now_ms)
@@ -1217,7 +1217,9 @@ class Partition:
         context.touched_cursors[cursor.spec.name] = cursor
         return next_seq, dropped
 
-    def _dead_letter(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> None:
+    def _dead_letter(
+        self, cursor: ConsumerCursor, seq: int, context: _CommitContext, reason: str = "max_deliver"
+    ) -> None:
         """`seq` reached max_deliver (or its consumer said so: Term with dead_letter): append it under
         the dead letter subject, or drop it."""
         pending = consumers.forget(cursor, seq)
@@ -1235,6 +1237,7 @@ class Partition:
             consumer=spec.name,
             subject=spec.dead_letter_subject,
             deliver_count=pending.deliver_count,
+            reason=reason,
         )
         context.append(spec.dead_letter_subject, context.now_ms, message)
         counts.dead_lettered += 1
