@@ -167,13 +167,14 @@ def test_gateway_bench_smoke() -> None:
 
 @pytest.mark.slow
 def test_rocketmq_bench_smoke() -> None:
-    """`python -m bench.rocketmq_bench --smoke`: the native publish and SendMessage through a real
-    gateway, each with a rate and CPU per message, and their ratio."""
+    """`python -m bench.rocketmq_bench --smoke`: publish and consume natively and through a real
+    gateway's RocketMQ v1 API, each with a rate and CPU per message, and the ratios."""
     needs_own_processes()
     report = run_json(["bench.rocketmq_bench", "--smoke"], timeout_s=300)
-    for phase in ("native_publish", "send_message"):
+    for phase in ("native_publish", "send_message", "native_consume", "receive_ack"):
         assert report[phase]["messages"] > 0 and report[phase]["msgs_per_s"] > 0, phase
-    assert report["send_to_native_throughput"] > 0
+    assert report["native_consume"]["messages"] == report["receive_ack"]["messages"]
+    assert report["send_to_native_throughput"] > 0 and report["receive_to_native_throughput"] > 0
 
 
 @pytest.mark.slow

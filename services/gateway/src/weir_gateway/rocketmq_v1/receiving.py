@@ -42,6 +42,7 @@ from weir.v1 import types_pb2
 
 from weir_gateway import metrics
 from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1.acks import AckCoalescer
 from weir_gateway.rocketmq_v1.bounded import BoundedMap
 from weir_gateway.rocketmq_v1.errors import (
     GroupMismatchError,
@@ -223,6 +224,7 @@ class Receiver:
         self.client = client
         self.signer = signer
         self.groups = GroupConsumers(client)
+        self.acks = AckCoalescer(client)
         self.retry_delays_ms = tuple(retry_delays_ms)
         self.max_waiting_receives = max_waiting_receives
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
@@ -330,8 +332,8 @@ class Receiver:
         Errors: InvalidArgumentError (bad handle), StaleReceiptError (INVALID_ARGUMENT: settled,
         or delivered again since, e.g. after its invisible duration passed)."""
         receipt = self._receipt_of(request)
-        (result,) = await self.client.ack_batch(
-            receipt.stream, receipt.group, receipt.partition, [receipt.seq], [receipt.deliver_count]
+        result = await self.acks.ack(
+            receipt.stream, receipt.group, receipt.partition, receipt.seq, receipt.deliver_count
         )
         if result != "ok":
             raise stale(receipt, result)
