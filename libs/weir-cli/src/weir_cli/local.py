@@ -22,6 +22,8 @@ from weir_server.internal_clients import ChangeFeedClient
 
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir_cli.output import emit, progress, proto_dict, table
+from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
+from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
 
 _PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
@@ -182,9 +184,13 @@ async def demo(args: argparse.Namespace) -> int:
                 await client.create_stream(stream_config("demo-pixy", partitions=4))
             summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
             summary["delayed"] = await _delayed_round_trip(cluster.router_addresses)
+            async with Client(cluster.router_addresses) as client:
+                config = stream_config(ROCKETMQ_TOPIC, partitions=2, allow_scheduled_messages=True)
+                await client.create_stream(config)
+            summary["rocketmq"] = await rocketmq_round_trip(cluster.gateways[0].rocketmq_address)
             summary["verified"] = all(
-                (summary["verified"], summary["kafka_pixy"]["verified"], summary["delayed"]["verified"])
-            )
+                summary[part]["verified"] for part in ("kafka_pixy", "delayed", "rocketmq")
+            ) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
                 "redis": cluster.redis.url,
