@@ -374,8 +374,7 @@ class Client:
         )
 
         async def send(client: NodeClient) -> streams_pb2.PublishBatchResponse:
-            response: streams_pb2.PublishBatchResponse = await client._call(client.stub.PublishBatch, request)
-            return response
+            return await client.exchange_publish_batch(request)
 
         try:
             response = await self.on_leader(batch.stream, batch.partition, send)
