@@ -37,7 +37,7 @@ class GatewayProcess:
 
     async def start(self) -> None:
         settings = self.settings
-        self.client = Client(settings.routers)
+        self.client = Client(settings.routers, max_in_flight_batches=settings.max_in_flight_batches)
         feeds = FeedSettings(
             member_prefix=settings.gateway_id,
             ack_timeout_ms=settings.kafka_pixy_ack_timeout_ms,
