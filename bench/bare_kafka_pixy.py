@@ -20,6 +20,7 @@ import grpc
 import uvloop
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as pb
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as pb_grpc
+from weir_server.runtime import tune_garbage_collector
 
 
 class Bare(pb_grpc.KafkaPixyServicer):
@@ -46,6 +47,7 @@ async def serve(port: int, upstream: str | None) -> None:
     pb_grpc.add_KafkaPixyServicer_to_server(servicer, server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
+    tune_garbage_collector()  # as the gateway does: the floors run as it does
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

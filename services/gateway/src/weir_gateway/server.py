@@ -11,6 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
+from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_gateway import metrics
@@ -63,6 +64,7 @@ class GatewayProcess:
         await server.start()
         for service in ("", KAFKA_PIXY_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        tune_garbage_collector()  # as the node and replicator: startup state frozen, rarer young passes
         logger.info(
             "gateway %s serving kafka-pixy on %s:%d (metrics %d), cluster %r at %s",
             settings.gateway_id,
