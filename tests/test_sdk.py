@@ -224,6 +224,23 @@ async def test_a_bounded_client_coalesces_publishes_while_a_batch_is_out(
     assert sent == [1, 5]
 
 
+async def test_a_rejected_message_fails_alone_in_its_batch(router_addresses: list[str], stream_name: str) -> None:
+    """The node rejects a whole batch for one invalid entry (storing nothing): the SDK fails that
+    publish alone and stores the others, in order. A batch carries different callers' messages (the
+    gateway coalesces concurrent Produce calls), so one bad message must not fail its neighbours."""
+    subject = f"{stream_name}.a"
+    async with Client(router_addresses, linger_ms=60_000) as client:
+        await client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"], max_msg_bytes=64))
+        messages = [(subject, b"1"), (subject, b"x" * 100), ("elsewhere.b", b"2"), (subject, b"3")]
+        futures = [await client.publish_nowait(stream_name, name, payload) for name, payload in messages]
+        await client.flush()  # one batch of four
+    assert [futures[0].result().seq, futures[3].result().seq] == [1, 2]
+    with pytest.raises(weir.OversizeError):
+        futures[1].result()
+    with pytest.raises(weir.SubjectRejectedError):
+        futures[2].result()
+
+
 @pytest.mark.parametrize("routers", ["127.0.0.1:1", ["127.0.0.1:1", "127.0.0.1:2"]])
 def test_client_accepts_a_string_or_a_list(routers: str | list[str]) -> None:
     async def build() -> list[str]:

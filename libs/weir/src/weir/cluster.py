@@ -139,6 +139,21 @@ class _Batch:
     lingered: bool = False  # its linger passed; it waits only for an in-flight batch of its key
 
 
+def _rejected_entry(error: BaseException, entries: int) -> int | None:
+    """The index of the one entry a batch of `entries` (more than one) was rejected for, when
+    `error` is such a rejection (not retryable, naming an entry: nothing was stored); else None."""
+    if entries < 2 or not isinstance(error, WeirError) or error.retryable:
+        return None
+    index = error.metadata.get("index", "")
+    return int(index) if index.isdigit() and int(index) < entries else None
+
+
+def _settle_with_error(items: list[_Pending], error: BaseException) -> None:
+    for item in items:
+        if not item.future.done():
+            item.future.set_exception(error)
+
+
 class Client:
     """A Weir cluster's client: `Client("host:port")`, `Client("a:7501,b:7501")` or
     `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used). Use
@@ -401,34 +416,50 @@ class Client:
             self._send(batch_key)
 
     async def _send_batch(self, batch: _Batch) -> None:
-        request = streams_pb2.PublishBatchRequest(
-            stream=batch.stream,
-            entries=[item.entry for item in batch.items],
-            ack_level=batch.ack_level,  # type: ignore[arg-type]
-        )
+        """Send the batch (retries and route refreshes as `on_leader`) and settle each publish's
+        future. The node rejects a whole request for one invalid entry, storing nothing, and names
+        it (`index`): that publish fails alone and the others go again without it, so a bad message
+        never fails the publishes that happened to be batched with it."""
+        items = batch.items
+        while items:
+            request = streams_pb2.PublishBatchRequest(
+                stream=batch.stream,
+                entries=[item.entry for item in items],
+                ack_level=batch.ack_level,  # type: ignore[arg-type]
+            )
 
-        async def send(client: NodeClient) -> streams_pb2.PublishBatchResponse:
-            return await client.exchange_publish_batch(request)
+            async def send(
+                client: NodeClient, request: streams_pb2.PublishBatchRequest = request
+            ) -> streams_pb2.PublishBatchResponse:
+                return await client.exchange_publish_batch(request)
 
-        try:
-            response = await self.on_leader(batch.stream, batch.partition, send)
-        except BaseException as error:
-            for item in batch.items:
-                if not item.future.done():
-                    item.future.set_exception(error)
-            if not isinstance(error, Exception):
-                raise
+            try:
+                response = await self.on_leader(batch.stream, batch.partition, send)
+            except BaseException as error:
+                rejected = _rejected_entry(error, len(items))
+                if rejected is not None:
+                    _settle_with_error(items[rejected : rejected + 1], error)
+                    items = items[:rejected] + items[rejected + 1 :]
+                    continue
+                _settle_with_error(items, error)
+                if not isinstance(error, Exception):
+                    raise
+                return
+            self._settle(batch.stream, items, response)
             return
-        for item, result in zip(batch.items, response.results, strict=True):
+
+    @staticmethod
+    def _settle(stream: str, items: list[_Pending], response: streams_pb2.PublishBatchResponse) -> None:
+        """Each publish's future from its result (one per item, in order)."""
+        for item, result in zip(items, response.results, strict=True):
             if item.future.done():
                 continue
             if result.result_code == "ok":
                 item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate))
             elif result.result_code == "wrong_revision":
                 item.future.set_exception(
-                    WrongRevisionError(result.message, stream=batch.stream, partition=result.partition,
-                                       last_seq=result.seq)
-                )  # fmt: skip
+                    WrongRevisionError(result.message, stream=stream, partition=result.partition, last_seq=result.seq)
+                )
             else:
                 item.future.set_exception(WeirError.for_code(result.result_code, result.message))
 
