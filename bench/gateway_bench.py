@@ -121,13 +121,14 @@ async def measure(
     clients: int,
     calls: int,
     node_metrics_port: int = 0,
+    first_index: int = 0,
 ) -> dict[str, Any]:
-    """One phase: `calls` calls of `call` on `address`; {calls, seconds, msgs_per_s,
-    <kind>_cpu_us_per_call for each of `pids` (µs), node_publish_calls_per_100 when
-    `node_metrics_port`}."""
+    """One phase: `calls` calls of `call` on `address` by clients numbered from `first_index`;
+    {calls, seconds, msgs_per_s, <kind>_cpu_us_per_call for each of `pids` (µs),
+    node_publish_calls_per_100 when `node_metrics_port`}."""
     before = {kind: cpu_seconds(pid) for kind, pid in pids.items()}
     publishes_before = publish_calls(node_metrics_port) if node_metrics_port else 0.0
-    seconds = await drive(address, clients, calls, call)
+    seconds = await drive(address, clients, calls, call, first_index)
     done = calls // clients * clients
     figures: dict[str, Any] = {"calls": done, "seconds": round(seconds, 3), "msgs_per_s": round(done / seconds)}
     for kind, pid in pids.items():
@@ -150,8 +151,8 @@ async def produce_rounds(
     figures, the median ratios and each round's CPU per call (µs) and ratios. `addresses`: "bare",
     "proxy", "gateway" (host:port); `pids`: those and "node"."""
     rounds: list[dict[str, Any]] = []
-    phase = {"clients": args.clients, "calls": args.calls}
-    for _ in range(args.rounds):
+    for number in range(args.rounds):  # each round's clients are numbered apart: distinct payloads
+        phase = {"clients": args.clients, "calls": args.calls, "first_index": number * args.clients}
         bare = await measure("bare_unary", addresses["bare"], {"server": pids["bare"]}, produce, **phase)
         proxy = await measure("bare_proxy", addresses["proxy"], {"server": pids["proxy"]}, produce, **phase)
         gateway_figures = await measure(
