@@ -154,15 +154,19 @@ def test_commit_latency_smoke(checkpoint_bytes: int) -> None:
 
 @pytest.mark.slow
 def test_gateway_bench_smoke() -> None:
-    """`python -m bench.gateway_bench --smoke`: the bare call, sync Produce and ConsumeNAck through a
-    real gateway, each with calls, a rate and the answering process's CPU per call, and the ratio."""
+    """`python -m bench.gateway_bench --smoke`: the bare call, the bare proxy, sync Produce and
+    ConsumeNAck through a real gateway, each with calls, a rate and the answering process's CPU per
+    call, how many PublishBatch requests carried the Produce calls, and the ratios."""
     needs_own_processes()
     report = run_json(["bench.gateway_bench", "--smoke"], timeout_s=300)
-    for phase in ("bare_unary", "produce_sync", "consume_n_ack"):
+    for phase in ("bare_unary", "bare_proxy", "produce_sync", "consume_n_ack"):
         assert report[phase]["calls"] > 0 and report[phase]["msgs_per_s"] > 0, phase
         assert report[phase]["server_cpu_us_per_call"] >= 0, phase
+    assert 0 < report["produce_sync"]["node_publish_calls_per_100"] <= 100
     assert report["consume_n_ack"]["distinct_messages"] == report["consume_n_ack"]["calls"]
-    assert report["gateway_to_bare_cpu"] is None or report["gateway_to_bare_cpu"] > 0
+    for ratio in ("gateway_to_bare_cpu", "gateway_to_bare_proxy_cpu"):
+        assert report[ratio] is None or report[ratio] > 0, ratio
+    assert len(report["rounds"]) == report["settings"]["rounds"] == 1
 
 
 @pytest.mark.slow

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 import weir
 from weir import Client, Message, NoSuchStreamError, NotPendingError, PublishAck, consumer_config, stream_config
+from weir.client import NodeClient
 from weir.cluster import router_addresses
 from weir.errors import InvalidArgumentError
+from weir.v1 import streams_pb2
 
 from tests.conftest import needs_own_processes
 
@@ -178,6 +180,65 @@ async def test_node_and_cluster_clients_return_one_publish_type(weir_client: Cli
     node_ack = await node.publish(stream_name, f"{stream_name}.a", b"y")
     assert type(cluster_ack) is type(node_ack) is PublishAck
     assert (node_ack.partition, node_ack.seq, node_ack.duplicate) == (0, cluster_ack.seq + 1, False)
+
+
+async def test_a_bounded_client_coalesces_publishes_while_a_batch_is_out(
+    router_addresses: list[str], stream_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """max_in_flight_batches=1: while a partition's batch waits for its answer, the publishes made
+    meanwhile wait too and then go out together, in order (a full batch goes at once all the same)."""
+    sent: list[int] = []  # entries of each batch, in the order they went out
+    first_answer = asyncio.Event()
+    batch_out = asyncio.Condition()
+    exchange = NodeClient.exchange_publish_batch
+
+    async def held(self: NodeClient, request: streams_pb2.PublishBatchRequest) -> streams_pb2.PublishBatchResponse:
+        first = not sent
+        sent.append(len(request.entries))
+        async with batch_out:
+            batch_out.notify_all()
+        response = await exchange(self, request)
+        if first:  # stored; its answer is held back
+            await first_answer.wait()
+        return response
+
+    async def batches_sent(count: int) -> None:
+        async with asyncio.timeout(10), batch_out:
+            await batch_out.wait_for(lambda: len(sent) >= count)
+
+    subject = f"{stream_name}.a"
+    async with Client(router_addresses, linger_ms=1, max_in_flight_batches=1, batch_max_messages=5) as client:
+        await client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"]))
+        await client.route(stream_name)
+        monkeypatch.setattr(NodeClient, "exchange_publish_batch", held)
+        publishes = [asyncio.create_task(client.publish(stream_name, subject, b"0"))]
+        await batches_sent(1)
+        publishes += [asyncio.create_task(client.publish(stream_name, subject, b"%d" % n)) for n in range(1, 4)]
+        await asyncio.sleep(0.1)  # their linger passes: still held back by the batch that is out
+        assert sent == [1]
+        publishes += [asyncio.create_task(client.publish(stream_name, subject, b"%d" % n)) for n in range(4, 6)]
+        await batches_sent(2)  # the next batch filled up (3 + 2): out at once
+        first_answer.set()
+        acks = await asyncio.gather(*publishes)
+    assert [ack.seq for ack in acks] == [1, 2, 3, 4, 5, 6]
+    assert sent == [1, 5]
+
+
+async def test_a_rejected_message_fails_alone_in_its_batch(router_addresses: list[str], stream_name: str) -> None:
+    """The node rejects a whole batch for one invalid entry (storing nothing): the SDK fails that
+    publish alone and stores the others, in order. A batch carries different callers' messages (the
+    gateway coalesces concurrent Produce calls), so one bad message must not fail its neighbours."""
+    subject = f"{stream_name}.a"
+    async with Client(router_addresses, linger_ms=60_000) as client:
+        await client.create_stream(stream_config(stream_name, subjects=[f"{stream_name}.>"], max_msg_bytes=64))
+        messages = [(subject, b"1"), (subject, b"x" * 100), ("elsewhere.b", b"2"), (subject, b"3")]
+        futures = [await client.publish_nowait(stream_name, name, payload) for name, payload in messages]
+        await client.flush()  # one batch of four
+    assert [futures[0].result().seq, futures[3].result().seq] == [1, 2]
+    with pytest.raises(weir.OversizeError):
+        futures[1].result()
+    with pytest.raises(weir.SubjectRejectedError):
+        futures[2].result()
 
 
 @pytest.mark.parametrize("routers", ["127.0.0.1:1", ["127.0.0.1:1", "127.0.0.1:2"]])

@@ -333,14 +333,20 @@ class NodeClient(GrpcClient):
         one result per entry, in order. The node answers an ack_level "all" publish within this
         client's timeout (less a margin), so a slow replica surfaces as replication_timeout, which is
         retryable: entries with a msg_id are then stored once however often they are sent."""
-        request = streams_pb2.PublishBatchRequest(
-            stream=stream,
-            entries=entries,
-            ack_level=ACK_LEVELS[ack_level],
-            timeout_ms=min(MAX_PUBLISH_TIMEOUT_MS, max(1, int(self.timeout_s * 1000) - EXCHANGE_TIMEOUT_MARGIN_MS)),
-        )
-        response = await self._publish_batches.exchange(request, self.timeout_s)
-        return list(response.results)
+        request = streams_pb2.PublishBatchRequest(stream=stream, entries=entries, ack_level=ACK_LEVELS[ack_level])
+        return list((await self.exchange_publish_batch(request)).results)
+
+    async def exchange_publish_batch(
+        self, request: streams_pb2.PublishBatchRequest
+    ) -> streams_pb2.PublishBatchResponse:
+        """`request` as is on a lockstep PublishBatchStream (its `timeout_ms` set from this client's
+        timeout, less a margin, when 0): the response has one result per entry, in order. Errors:
+        as `publish_batch`."""
+        if not request.timeout_ms:
+            request.timeout_ms = min(
+                MAX_PUBLISH_TIMEOUT_MS, max(1, int(self.timeout_s * 1000) - EXCHANGE_TIMEOUT_MARGIN_MS)
+            )
+        return await self._publish_batches.exchange(request, self.timeout_s)
 
     async def get_message(self, stream: str, partition: int, seq: int) -> types_pb2.Message:
         request = streams_pb2.GetMessageRequest(stream=stream, partition=partition, seq=seq)

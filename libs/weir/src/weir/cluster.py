@@ -4,7 +4,10 @@
 stream's route (QueryRoute), picks a partition per message (explicit partition, else
 hash(key) mod partitions as kafka-pixy does, else round robin), and sends publishes to that
 partition's primary in batches: a batch goes out after `linger_ms` or once it holds
-`batch_max_bytes` / `batch_max_messages`. Failures that are `retryable` are retried with
+`batch_max_bytes` / `batch_max_messages`. With `max_in_flight_batches` N > 0, a partition has at most
+N batches (of one ack level) waiting for their answer at once: a batch whose linger passed while N
+are out keeps filling until one is answered, so many concurrent publishers coalesce into larger
+batches instead of many small ones (a full batch still goes at once). Failures that are `retryable` are retried with
 exponential backoff and jitter (tenacity) until `retry_timeout_s`; an error with `refresh_routing`
 (`not_leader`, a node that went away) refreshes the route first. Other errors surface as the
 typed `WeirError` the server sent. At most `max_pending_messages` publishes wait at once (callers
@@ -28,6 +31,7 @@ Shutdown: `await client.close()` flushes queued publishes and closes every chann
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import random
@@ -132,6 +136,22 @@ class _Batch:
     items: list[_Pending] = field(default_factory=list)
     size: int = 0
     timer: asyncio.TimerHandle | None = None
+    lingered: bool = False  # its linger passed; it waits only for an in-flight batch of its key
+
+
+def _rejected_entry(error: BaseException, entries: int) -> int | None:
+    """The index of the one entry a batch of `entries` (more than one) was rejected for, when
+    `error` is such a rejection (not retryable, naming an entry: nothing was stored); else None."""
+    if entries < 2 or not isinstance(error, WeirError) or error.retryable:
+        return None
+    index = error.metadata.get("index", "")
+    return int(index) if index.isdigit() and int(index) < entries else None
+
+
+def _settle_with_error(items: list[_Pending], error: BaseException) -> None:
+    for item in items:
+        if not item.future.done():
+            item.future.set_exception(error)
 
 
 class Client:
@@ -151,9 +171,12 @@ class Client:
         retry_timeout_s: float = DEFAULT_RETRY_TIMEOUT_S,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         idempotent: bool = True,
+        max_in_flight_batches: int = 0,
     ) -> None:
         if linger_ms < 0 or batch_max_bytes < 1 or batch_max_messages < 1 or max_pending_messages < 1:
             raise InvalidArgumentError("linger_ms >= 0 and batch/pending bounds >= 1 are required")
+        if max_in_flight_batches < 0:
+            raise InvalidArgumentError("max_in_flight_batches >= 0 is required (0 = no bound)")
         self.router = RouterClient(routers, timeout_s=timeout_s)
         self.linger_s = linger_ms / 1000
         self.batch_max_bytes = batch_max_bytes
@@ -161,6 +184,7 @@ class Client:
         self.retry_timeout_s = retry_timeout_s
         self.timeout_s = timeout_s
         self.idempotent = idempotent
+        self.max_in_flight_batches = max_in_flight_batches
         # msg_ids as NATS's nuid makes them: a random prefix per client and a counter (~0.3 us each).
         self._msg_id_prefix = secrets.token_urlsafe(12)
         self._msg_counter = itertools.count(1)
@@ -169,6 +193,7 @@ class Client:
         self._nodes: dict[str, NodeClient] = {}
         self._batches: dict[tuple[str, int, int], _Batch] = {}
         self._in_flight: set[asyncio.Task[None]] = set()
+        self._in_flight_per_key: dict[tuple[str, int, int], int] = {}  # batches out, by batch key
         self._pending = asyncio.Semaphore(max_pending_messages)
         self._subscriptions: set[Subscription] = set()
         self._closed = False
@@ -367,12 +392,24 @@ class Client:
         batch = self._batches.get(batch_key)
         if batch is None:
             batch = self._batches[batch_key] = _Batch(stream, chosen, level)
-            batch.timer = asyncio.get_running_loop().call_later(self.linger_s, self._send, batch_key)
+            batch.timer = asyncio.get_running_loop().call_later(self.linger_s, self._linger_passed, batch_key)
         batch.items.append(_Pending(entry, future, size))
         batch.size += size
         if len(batch.items) >= self.batch_max_messages or batch.size >= self.batch_max_bytes:
             self._send(batch_key)
         return future
+
+    def _linger_passed(self, batch_key: tuple[str, int, int]) -> None:
+        """The batch's linger timer: send it, unless `max_in_flight_batches` of its key are out; then
+        it keeps filling and `_batch_answered` sends it."""
+        batch = self._batches.get(batch_key)
+        if batch is None:
+            return
+        batch.timer = None
+        batch.lingered = True
+        if self.max_in_flight_batches and self._in_flight_per_key.get(batch_key, 0) >= self.max_in_flight_batches:
+            return
+        self._send(batch_key)
 
     def _send(self, batch_key: tuple[str, int, int]) -> None:
         batch = self._batches.pop(batch_key, None)
@@ -380,40 +417,67 @@ class Client:
             return
         if batch.timer is not None:
             batch.timer.cancel()
+        self._in_flight_per_key[batch_key] = self._in_flight_per_key.get(batch_key, 0) + 1
         task = asyncio.get_running_loop().create_task(self._send_batch(batch))
         self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
+        task.add_done_callback(functools.partial(self._batch_answered, batch_key))
+
+    def _batch_answered(self, batch_key: tuple[str, int, int], task: asyncio.Task[None]) -> None:
+        """A batch's task ended (its futures are settled): count it out, and send the batch of the
+        same key that waited for it, if any."""
+        self._in_flight.discard(task)
+        left = self._in_flight_per_key.pop(batch_key) - 1
+        if left:
+            self._in_flight_per_key[batch_key] = left
+        waiting = self._batches.get(batch_key)
+        if waiting is not None and waiting.lingered:
+            self._send(batch_key)
 
     async def _send_batch(self, batch: _Batch) -> None:
-        request = streams_pb2.PublishBatchRequest(
-            stream=batch.stream,
-            entries=[item.entry for item in batch.items],
-            ack_level=batch.ack_level,  # type: ignore[arg-type]
-        )
+        """Send the batch (retries and route refreshes as `on_leader`) and settle each publish's
+        future. The node rejects a whole request for one invalid entry, storing nothing, and names
+        it (`index`): that publish fails alone and the others go again without it, so a bad message
+        never fails the publishes that happened to be batched with it."""
+        items = batch.items
+        while items:
+            request = streams_pb2.PublishBatchRequest(
+                stream=batch.stream,
+                entries=[item.entry for item in items],
+                ack_level=batch.ack_level,  # type: ignore[arg-type]
+            )
 
-        async def send(client: NodeClient) -> streams_pb2.PublishBatchResponse:
-            response: streams_pb2.PublishBatchResponse = await client._call(client.stub.PublishBatch, request)
-            return response
+            async def send(
+                client: NodeClient, request: streams_pb2.PublishBatchRequest = request
+            ) -> streams_pb2.PublishBatchResponse:
+                return await client.exchange_publish_batch(request)
 
-        try:
-            response = await self.on_leader(batch.stream, batch.partition, send)
-        except BaseException as error:
-            for item in batch.items:
-                if not item.future.done():
-                    item.future.set_exception(error)
-            if not isinstance(error, Exception):
-                raise
+            try:
+                response = await self.on_leader(batch.stream, batch.partition, send)
+            except BaseException as error:
+                rejected = _rejected_entry(error, len(items))
+                if rejected is not None:
+                    _settle_with_error(items[rejected : rejected + 1], error)
+                    items = items[:rejected] + items[rejected + 1 :]
+                    continue
+                _settle_with_error(items, error)
+                if not isinstance(error, Exception):
+                    raise
+                return
+            self._settle(batch.stream, items, response)
             return
-        for item, result in zip(batch.items, response.results, strict=True):
+
+    @staticmethod
+    def _settle(stream: str, items: list[_Pending], response: streams_pb2.PublishBatchResponse) -> None:
+        """Each publish's future from its result (one per item, in order)."""
+        for item, result in zip(items, response.results, strict=True):
             if item.future.done():
                 continue
             if result.result_code == "ok":
                 item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate, result.scheduled))
             elif result.result_code == "wrong_revision":
                 item.future.set_exception(
-                    WrongRevisionError(result.message, stream=batch.stream, partition=result.partition,
-                                       last_seq=result.seq)
-                )  # fmt: skip
+                    WrongRevisionError(result.message, stream=stream, partition=result.partition, last_seq=result.seq)
+                )
             else:
                 item.future.set_exception(WeirError.for_code(result.result_code, result.message))
 

@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
+from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_gateway import metrics
@@ -56,7 +57,7 @@ class GatewayProcess:
 
     async def start(self) -> None:
         settings = self.settings
-        self.client = Client(settings.routers)
+        self.client = Client(settings.routers, max_in_flight_batches=settings.max_in_flight_batches)
         feeds = FeedSettings(
             member_prefix=settings.gateway_id,
             ack_timeout_ms=settings.kafka_pixy_ack_timeout_ms,
@@ -94,6 +95,7 @@ class GatewayProcess:
         await self._rocketmq_server.start()
         for service in ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        tune_garbage_collector()  # as the node and replicator: startup state frozen, rarer young passes
         logger.info(
             "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 on %s:%d (metrics %d), cluster %r at %s",
             settings.gateway_id,

@@ -142,6 +142,14 @@ class GatewaySettings(BaseSettings):
         description="MultiplexingCall polls that may wait at once on this instance; more are answered "
         "RESOURCE_EXHAUSTED.",
     )
+    max_in_flight_batches: int = Field(
+        1,
+        ge=0,
+        le=1000,
+        description="Publish batches per partition that may wait for the cluster's answer at once (the SDK's "
+        "max_in_flight_batches); while that many are out, further Produce calls to the partition coalesce into "
+        "the next batch. 0 = no bound (a batch per linger period, however small).",
+    )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
