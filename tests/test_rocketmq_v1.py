@@ -1134,3 +1134,28 @@ async def test_a_delayed_message_arrives_no_earlier_than_its_time_after_a_node_r
         await rocketmq.channel.close()
         gateway.stop()
         local.stop()
+
+
+async def test_a_receipt_handle_settles_through_another_gateway_of_the_cluster(
+    reference_pool: Any, cluster: LocalCluster, sdk: Client
+) -> None:
+    """Gateways the launcher starts share the cluster's receipt secret (no setting given): a message
+    received through one is acknowledged through the other, as a client behind a load balancer does."""
+    needs_own_processes()
+    first, second = (cluster.start_gateway(f"shared-secret-{index}") for index in (1, 2))
+    clients = [
+        RocketMQClient(reference_pool, gateway.rocketmq_address, f"10.0.0.9@shared#{index}")
+        for index, gateway in enumerate((first, second))
+    ]
+    try:
+        topic = topic_name()
+        await sdk.create_stream(stream_config(topic, replicas=1))
+        assert status_of(await clients[0].send(clients[0].message(clients[0].resource(topic), b"anywhere")))[0] == 0
+        (received,) = await receive_until(clients[0], topic, "shared", 1, 1)
+        assert status_of(await clients[1].settle("AckMessage", topic, "shared", received)) == (CODE_OK, "")
+        assert list((await clients[0].receive(topic, "shared", 0, await_ms=300)).messages) == []
+    finally:
+        for client in clients:
+            await client.channel.close()
+        first.stop()
+        second.stop()

@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -394,6 +395,19 @@ class RedisHandle:
             self.kill()
 
 
+def gateway_secret(data_dir: Path) -> str:
+    """The secret this cluster's gateways share (`<data_dir>/gateway-secret`, owner-only, made once
+    with 32 random bytes), so their receipt handles verify on every instance and survive restarts."""
+    path = data_dir / "gateway-secret"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as file:
+                file.write(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -573,8 +587,14 @@ class LocalCluster:
     def start_gateway(
         self, name: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
     ) -> GatewayHandle:
-        """Start one protocol gateway against this cluster's routers (not added to `gateways`)."""
-        settings = {"WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses), **(env or {})}
+        """Start one protocol gateway against this cluster's routers (not added to `gateways`). Every
+        gateway of the cluster signs RocketMQ receipt handles with the cluster's one secret, so a handle
+        settles through any of them."""
+        settings = {
+            "WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses),
+            "WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET": gateway_secret(self.data_dir),
+            **(env or {}),
+        }
         handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent))
         handle.start()
         return handle
