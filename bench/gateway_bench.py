@@ -35,12 +35,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
 import statistics
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -51,6 +49,8 @@ from weir import Client, stream_config
 from weir_cli.launcher import LocalCluster, free_port
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as pb
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as pb_grpc
+
+from bench.report import run_and_report
 
 TOPIC = "bench-pixy"
 _PUBLISH_CALLS = re.compile(r'^weir_rpc_duration_seconds_count\{method="PublishBatch(?:Stream)?"\} (\S+)$', re.M)
@@ -248,15 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.clients, args.calls, args.rounds = min(args.clients, 8), min(args.calls, 400), 1
-    with tempfile.TemporaryDirectory(prefix="weir-bench-gateway-") as temporary:
-        import uvloop
-
-        results = uvloop.run(run(args, Path(temporary)))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return run_and_report(run, args, "weir-bench-gateway-")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-import tempfile
 import time
 import uuid
 import zlib
@@ -46,6 +44,7 @@ from weir_gateway.rocketmq_v1.pb import service_pb2 as service
 from weir_gateway.rocketmq_v1.pb import service_pb2_grpc as service_grpc
 
 from bench.gateway_bench import cpu_seconds
+from bench.report import run_and_report
 
 TOPIC = "bench-rocketmq"
 
@@ -218,15 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.clients, args.messages = min(args.clients, 8), min(args.messages, 400)
-    with tempfile.TemporaryDirectory(prefix="weir-bench-rocketmq-") as temporary:
-        import uvloop
-
-        results = uvloop.run(run(args, Path(temporary)))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return run_and_report(run, args, "weir-bench-rocketmq-")
 
 
 if __name__ == "__main__":

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -38,6 +36,8 @@ from typing import Any
 from weir import Client, consumer_config, stream_config
 from weir_cli.launcher import LocalCluster
 from weir_partition_node.scheduled import ScheduleIndex
+
+from bench.report import run_and_report
 
 STREAM = "bench-scheduled"
 
@@ -152,15 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.smoke:
         args.messages, args.lead_ms, args.spread_ms = min(args.messages, 2_000), 4_000, 2_000
-    with tempfile.TemporaryDirectory(prefix="weir-bench-scheduled-") as temporary:
-        import uvloop
-
-        results = uvloop.run(run(args, Path(temporary)))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return run_and_report(run, args, "weir-bench-scheduled-")
 
 
 if __name__ == "__main__":
