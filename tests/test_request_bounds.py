@@ -144,6 +144,8 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
         (streams_pb2.PublishRequest(stream=STREAM, subject="orders.x", msg_id=LONG), {INVALID}),
         (streams_pb2.PublishRequest(stream=STREAM, subject=LONG), {INVALID}),
         (streams_pb2.PublishRequest(stream=STREAM, subject="orders.x", ack_level=99), {INVALID}),  # type: ignore[arg-type]
+        (streams_pb2.PublishRequest(stream=STREAM, subject="orders.x", delay_ms=U64), {PRECONDITION}),
+        (streams_pb2.PublishRequest(stream=STREAM, subject="orders.x", deliver_at_ms=2**63 - 1), {PRECONDITION}),
     ],
     "Streams/PublishBatch": [
         (streams_pb2.PublishBatchRequest(stream=STREAM, entries=[ENTRY] * 200_000), {INVALID}),
@@ -207,6 +209,17 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     ],
     "Streams/Nak": [(streams_pb2.NakRequest(stream=STREAM, consumer="c1", seq=1, delay_ms=U64), {INVALID})],
     "Streams/Term": [(streams_pb2.TermRequest(stream=STREAM, consumer="c1", seq=U64), {PRECONDITION})],
+    "Streams/SeqAtTime": [
+        (streams_pb2.SeqAtTimeRequest(stream=STREAM, time_ms=-(2**63)), {INVALID}),
+        (streams_pb2.SeqAtTimeRequest(stream=STREAM, time_ms=2**63 - 1), {OK}),
+        (streams_pb2.SeqAtTimeRequest(stream=STREAM, partition=U32), {INVALID}),
+    ],
+    # STREAM has no allow_scheduled_messages: scheduling_disabled, whatever the numbers.
+    "Streams/ReleaseScheduled": [(streams_pb2.ReleaseScheduledRequest(stream=STREAM, seq=U64), {PRECONDITION})],
+    "Streams/ListScheduled": [
+        (streams_pb2.ListScheduledRequest(stream=STREAM, max_messages=U32), {INVALID}),
+        (streams_pb2.ListScheduledRequest(stream=STREAM, from_seq=U64), {PRECONDITION}),
+    ],
     "Streams/InProgress": [(streams_pb2.InProgressRequest(stream=STREAM, consumer="c1", seq=U64), {PRECONDITION})],
     "Streams/Subscribe": [
         (streams_pb2.SubscribeRequest(stream=STREAM, consumer="c1", batch_size=U32), {INVALID}),

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import redis.asyncio as redis_asyncio
 from redis.exceptions import RedisError
@@ -37,6 +38,10 @@ class Membership:
         # before its heartbeat key expires, which is never before this (the key's TTL starts when
         # Redis receives the write, after the moment this deadline is measured from).
         self._lease_until = 0.0
+        # Called when a heartbeat finds the lease had lapsed (a pause, Redis out of reach): the
+        # controller may have replaced this node meanwhile, so the node adopts the placements Redis
+        # holds now (demoting itself if it was replaced) before its lease counts again.
+        self.on_lease_regained: Callable[[], Awaitable[None]] | None = None
         self.record = NodeRecord(
             node_id=settings.node_id,
             client_address=client_address,
@@ -64,6 +69,12 @@ class Membership:
         return time.monotonic() < self._lease_until
 
     async def _beat(self) -> None:
+        """Write the heartbeat and renew the lease from the moment it was sent. When the lease had
+        lapsed, `on_lease_regained` runs first and the lease stays lapsed if it fails: a primary that
+        was replaced while it could not beat must never acknowledge a write as its old self (a
+        replicator that has not seen the failover yet could report a follower's progress under the
+        new primary, and the old one would count it as holding its own records)."""
+        lapsed = self._lease_until > 0 and time.monotonic() >= self._lease_until
         sent = time.monotonic()
         now_ms = int(time.time() * 1000)
         values = self.record.to_hash()
@@ -74,6 +85,9 @@ class Membership:
             pipe.hset(self.keys.node(self.settings.node_id), mapping=dict(values))  # type: ignore[arg-type]
             pipe.set(self.keys.heartbeat(self.settings.node_id), str(now_ms), px=self.settings.heartbeat_ttl_ms)
             await pipe.execute()
+        if lapsed and self.on_lease_regained is not None:
+            logger.warning("heartbeat lease of %s had lapsed: adopting current placements first", self.settings.node_id)
+            await self.on_lease_regained()
         margin_ms = min(self.settings.heartbeat_interval_ms, self.settings.heartbeat_ttl_ms // 4)
         self._lease_until = sent + (self.settings.heartbeat_ttl_ms - margin_ms) / 1000
         metrics.HEARTBEAT_LAST_SECONDS.set(now_ms / 1000)
@@ -87,6 +101,8 @@ class Membership:
             except (RedisError, OSError) as error:
                 metrics.REDIS_ERRORS.inc()
                 logger.warning("heartbeat to %s failed: %s", self.settings.redis_url, error)
+            except Exception:  # the placement adoption after a lapse: try again at the next beat
+                logger.exception("heartbeat of %s failed", self.settings.node_id)
 
     async def leader_address(self, node_id: str) -> str:
         """The client address a node registered ("" when unknown or Redis is unreachable)."""

@@ -1011,13 +1011,7 @@ class Partition:
                 context.touched_cursors[cursor.spec.name] = cursor
                 if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
                     context.work_queue_acked.extend(acked)
-            by_seq = dict(zip((seq for seq in op.seqs if seq not in stale), results, strict=True))
-            return [
-                (seq, "ok", "")
-                if by_seq.get(seq) is not None
-                else (seq, "not_pending", stale.get(seq) or consumers.not_pending_reason(cursor, seq))
-                for seq in op.seqs
-            ]
+            return _ack_results(op.seqs, stale, results, cursor)
         (seq,) = op.seqs
         if seq not in cursor.pending:
             raise self._not_pending(cursor, seq)
@@ -1394,6 +1388,22 @@ async def _wait_on(waiters: set[asyncio.Future[None]], timeout_s: float) -> None
         pass
     finally:
         waiters.discard(waiter)
+
+
+def _ack_results(
+    seqs: list[int], stale: dict[int, str], results: list[int | None], cursor: ConsumerCursor
+) -> list[tuple[int, str, str]]:
+    """AckBatch's answer, one (seq, result code, message) per requested seq in order: `results` are
+    consumers.ack's for the seqs not in `stale`, in their order (a seq named twice is "ok" once)."""
+    answered = iter(results)
+    out: list[tuple[int, str, str]] = []
+    for seq in seqs:
+        reason = stale.get(seq)
+        if reason is None and next(answered) is not None:
+            out.append((seq, "ok", ""))
+        else:
+            out.append((seq, "not_pending", reason or consumers.not_pending_reason(cursor, seq)))
+    return out
 
 
 def _wake(waiters: set[asyncio.Future[None]]) -> None:

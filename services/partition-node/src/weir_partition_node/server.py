@@ -90,6 +90,7 @@ class NodeProcess:
                 metrics_address=f"{advertise}:{self.metrics_port}",
             )
             self.replicas = ReplicaManager(self.node, self.membership)
+            self.membership.on_lease_regained = self.replicas.refresh
             membership = self.membership
             # Self-fencing: never act as primary without a live lease, nor before the placement in
             # Redis was adopted at start (a failover may have happened while this node was down).
