@@ -103,6 +103,7 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
             assert figures["publish"]["msgs_per_s"] > 0, (name, system)
             assert figures["consume"]["msgs_per_s"] > 0, (name, system)
             assert set(figures["publish"]["latency_us"]) == {"p50", "p99", "p99_9"}, (name, system)
+            assert "error" not in figures["latency"], (name, system, figures["latency"])  # the fixed-rate phase
             assert figures["latency"]["messages"] == figures["latency"]["rate_msgs_per_s"], (name, system)
             assert figures["latency"]["achieved_msgs_per_s"] > 0, (name, system)
             assert set(figures["latency"]["end_to_end_us"]) == {"p50", "p99", "p99_9"}, (name, system)
