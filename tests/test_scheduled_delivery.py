@@ -284,7 +284,18 @@ async def test_a_scheduled_message_is_delivered_once_by_the_new_primary_after_a_
                 return len(received) >= count
 
             await eventually(lambda: got(1), 20, "the first delayed message")
-            await asyncio.sleep(1.0)  # the delivery and the schedule record's removal reach the secondaries
+
+            async def every_copy_delivered_the_first() -> bool:
+                """Each node's copy holds "soon" as a delivered message and not its schedule record."""
+                for node in cluster.nodes:
+                    async with NodeClient(node.internal_address) as internal:
+                        read = await internal.read_messages(stream, 0, 0)
+                    subjects = [(m.subject, m.payload) for m in read.messages]
+                    if ("orders.due", b"soon") not in subjects or len(subjects) != 2:
+                        return False
+                return True
+
+            await eventually(every_copy_delivered_the_first, 20, "the first delivery reached every copy")
             next(node for node in cluster.nodes if node.name == victim_id).kill()
 
             async def failed_over() -> bool:

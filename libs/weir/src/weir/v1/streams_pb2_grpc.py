@@ -408,8 +408,8 @@ class StreamsServicer:
     def Term(self, request, context):
         """Terminal-acknowledge: never redeliver. Does not remove the message from a work-queue stream.
         With dead_letter: move it under the consumer's dead_letter_subject now, in the same commit, as
-        reaching max_deliver would (RocketMQ's ForwardMessageToDeadLetterQueue); failed_precondition
-        (invalid_config) when the consumer has no dead_letter_subject.
+        reaching max_deliver would (RocketMQ's ForwardMessageToDeadLetterQueue); invalid_config
+        (INVALID_ARGUMENT) when the consumer has no dead_letter_subject.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
