@@ -208,8 +208,8 @@ class _CommitContext:
     msg_ids_after: int | None = None
     # PurgePartition (primary only): every seq below this goes, reason "purge".
     purge_before_seq: int = 0
-    # Schedule records this commit delivers (primary) or whose delivery it mirrors (secondary), and
-    # the ones ReleaseScheduled discards.
+    # Primary: schedule records this commit delivers, and the ones ReleaseScheduled discards (a
+    # secondary mirrors a delivery through replica_removals["scheduled"] in `_decide_replicate`).
     scheduled_delivered: list[int] = field(default_factory=list)
     scheduled_discarded: list[int] = field(default_factory=list)
 
