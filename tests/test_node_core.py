@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 from weir.client import consumer_config, stream_config
-from weir.errors import ChangeFeedTruncatedError, NotLeaderError, ShuttingDownError
+from weir.errors import (
+    ChangeFeedTruncatedError,
+    LeaderLeaseExpiredError,
+    NotEnoughReplicasError,
+    NotLeaderError,
+    ShuttingDownError,
+)
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFilter
 from weir_partition_node.clock import ManualClock
@@ -21,6 +27,7 @@ from weir_partition_node.partition import PreparedEntry
 from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
+from weir_server.replication import InSyncTracker
 
 KIB = b"k" * 1024
 
@@ -409,3 +416,60 @@ async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it
         await fetch
     await partition.drain()
     assert (partition.last_seq, partition.msg_count) == (1, 1)
+
+
+def three_copies(high_watermark: int) -> InSyncTracker:
+    """A primary's tracker with two in-sync followers, starting at `high_watermark`."""
+    return InSyncTracker.start(
+        "lead", ["lead", "f1", "f2"], ["lead", "f1", "f2"], lag_max_ms=1000, now_ms=0, high_watermark=high_watermark
+    )
+
+
+async def test_an_ack_all_wait_from_an_older_epoch_never_completes_when_the_node_leads_again(node: Node) -> None:
+    """Found by the fault matrix: a publish decided just before its primary was paused and
+    replaced waited on; the node was demoted (its tail truncated and refilled with the new
+    primary's records), led again after the rebalance, and the old wait completed: the client was
+    told "stored at seq S" while S held another record. A wait belongs to the epoch that decided
+    its append."""
+    await node.create_stream(stream_config("epochs"))
+    partition = node._streams["epochs"].partitions[0]
+    partition.set_role(leading=True, leader_epoch=1, tracker=three_copies(0), min_insync=2)
+    (outcome,) = await partition.append([PreparedEntry("s.a", b"decided under 1", (), 0, None)], 15)
+    assert (outcome.seq, outcome.leader_epoch) == (1, 1)
+    waiting = asyncio.create_task(partition.wait_replicated(outcome.seq, 5, outcome.leader_epoch))
+    await asyncio.sleep(0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=2)
+    with pytest.raises(NotEnoughReplicasError, match="stopped leading under leader epoch 1"):
+        await waiting
+    # The wait that starts only after the demotion (its commit finished late), and one that
+    # starts once the node leads again with every copy past the seq: neither completes.
+    with pytest.raises(NotEnoughReplicasError):
+        await partition.wait_replicated(outcome.seq, 5, outcome.leader_epoch)
+    partition.set_role(leading=True, leader_epoch=3, tracker=three_copies(10), min_insync=2)
+    assert partition.high_watermark >= outcome.seq
+    with pytest.raises(NotEnoughReplicasError):
+        await partition.wait_replicated(outcome.seq, 5, outcome.leader_epoch)
+    # A new epoch while still leading ends the old epoch's waits too (the followers have not
+    # reported yet, so this one waits).
+    partition.set_role(leading=True, leader_epoch=3, tracker=three_copies(0), min_insync=2)
+    (later,) = await partition.append([PreparedEntry("s.a", b"decided under 3", (), 0, None)], 15)
+    waiting = asyncio.create_task(partition.wait_replicated(later.seq, 5, later.leader_epoch))
+    await asyncio.sleep(0)
+    partition.set_role(leading=True, leader_epoch=4, tracker=three_copies(0), min_insync=2)
+    with pytest.raises(NotEnoughReplicasError):
+        await waiting
+
+
+async def test_a_primary_whose_lease_lapsed_stores_nothing_that_was_queued_before(node: Node) -> None:
+    """The lease is checked when the commit decides an append, not only when the request came in:
+    a request queued before a pause (SIGSTOP past the heartbeat TTL) is refused, not stored."""
+    await node.create_stream(stream_config("lapsed"))
+    partition = node._streams["lapsed"].partitions[0]
+    await publish(node, "lapsed", entry())
+    node.lease_valid = lambda: False
+    with pytest.raises(LeaderLeaseExpiredError):
+        await partition.append([PreparedEntry("s.a", b"queued before the pause", (), 0, None)], 23)
+    assert (partition.last_seq, partition.msg_count) == (1, 1)
+    node.lease_valid = lambda: True
+    (outcome,) = await partition.append([PreparedEntry("s.a", b"after", (), 0, None)], 5)
+    assert outcome.seq == 2

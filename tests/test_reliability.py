@@ -230,6 +230,31 @@ def tabulate(rows: list[Row], stored: dict[int, dict[str, list[tuple[int, bytes]
     return lines
 
 
+def explain_repeats(
+    acked: list[Publish],
+    answers: list[tuple[int, bool]],
+    rows: list[Row],
+    stored: dict[int, dict[str, list[tuple[int, bytes]]]],
+) -> str:
+    """For a failed repeat check: each publish whose repeat was not answered as a duplicate at its
+    seq, with its row, timing, and what every copy held at that seq and where its payload is."""
+    wrong = [(p, answer) for p, answer in zip(acked, answers, strict=True) if answer != (p.seq, True)]
+    started = min(p.started for p in acked)
+    lines = [f"{len(wrong)} of {len(acked)} repeats not answered as duplicates at their seq:"]
+    for publish, (seq, duplicate) in wrong[:20]:
+        row = next((row.scenario for row in rows if publish in row.publishes), "?")
+        by_node = stored[publish.partition]
+        held = {node: dict(copy).get(publish.seq, b"-").decode() for node, copy in by_node.items()}
+        payload = publish.msg_id.encode()
+        where = {node: [s for s, stored_payload in copy if stored_payload == payload] for node, copy in by_node.items()}
+        lines.append(
+            f"  {publish.msg_id} p{publish.partition} acked seq {publish.seq} "
+            f"(+{publish.started - started:.2f}..{publish.ended - started:.2f} s, {row!r}); "
+            f"repeat -> seq {seq} duplicate={duplicate}; at seq {publish.seq}: {held}; payload at {where}"
+        )
+    return "\n".join(lines)
+
+
 def report(lines: list[dict[str, object]], overall_p99_s: float) -> str:
     header = (
         "| scenario | acknowledged | lost | duplicated | divergent | failed | max ack stall | p99 ack stall "
@@ -325,7 +350,8 @@ async def test_fault_matrix_loses_nothing_duplicates_nothing_and_rebalances(tmp_
                 for p in acked
             ]
             again = await asyncio.gather(*futures)
-            assert [(ack.seq, ack.duplicate) for ack in again] == [(p.seq, True) for p in acked]
+            answers = [(ack.seq, ack.duplicate) for ack in again]
+            assert answers == [(p.seq, True) for p in acked], explain_repeats(acked, answers, rows, stored)
             for partition in range(PARTITIONS):
                 assert (await copies(cluster, partition))[follower_only] == stored[partition][follower_only]
     finally:

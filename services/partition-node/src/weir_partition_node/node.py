@@ -336,6 +336,7 @@ class Node:
             partition = partitions[index] = Partition(
                 view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
             )
+            partition.lease_refusal = self._lease_refusal
             if placement is not None:
                 entry = placement.partitions[index]
                 partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
@@ -424,6 +425,12 @@ class Node:
 
     def hosted_streams(self) -> list[Stream]:
         return [stream for stream in self._streams.values() if stream.placement is not None]
+
+    def _lease_refusal(self) -> LeaderLeaseExpiredError | None:
+        """The error a primary refuses writes with while its heartbeat lease is lapsed, else None."""
+        if self.lease_valid is not None and not self.lease_valid():
+            return self.lease_expired()
+        return None
 
     def lease_expired(self) -> LeaderLeaseExpiredError:
         return LeaderLeaseExpiredError(
@@ -802,9 +809,11 @@ class Node:
         timeout_s = timeout_ms / 1000
         waits = []
         for partition_index, partition_results in zip(keys, results, strict=True):
-            last = max((outcome.seq for outcome in partition_results if outcome.result_code == "ok"), default=0)
-            if last:
-                waits.append(stream.partitions[partition_index].wait_replicated(last, timeout_s))
+            decided = [outcome for outcome in partition_results if outcome.result_code == "ok"]
+            if decided:  # one commit decides a request's appends to a partition: one epoch
+                last = max(outcome.seq for outcome in decided)
+                partition = stream.partitions[partition_index]
+                waits.append(partition.wait_replicated(last, timeout_s, decided[0].leader_epoch))
         try:
             await asyncio.gather(*waits)
         except TimeoutError:

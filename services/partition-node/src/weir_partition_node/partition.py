@@ -24,7 +24,7 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +79,7 @@ class AppendOutcome:
     message: str = ""
     duplicate: bool = False  # the msg_id was stored within the duplicate window: `seq` is the original's
     scheduled: bool = False  # stored as a schedule record at `seq` (delivered later under a new seq)
+    leader_epoch: int = 0  # the epoch this node led under when it decided the append (wait_replicated)
 
 
 @dataclass(slots=True)
@@ -286,6 +287,10 @@ class Partition:
         self.tracker: InSyncTracker | None = None
         self.min_insync = 1
         self._replicated_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        # Clustered: the node's self-fencing (its heartbeat lease lapsed) as an error to refuse
+        # appends with, checked when a commit decides them, not only when the request arrived: an
+        # append queued before a pause must not be stored by a primary another node may have replaced.
+        self.lease_refusal: Callable[[], WeirError | None] | None = None
         # The duplicate window (dedupe.py): the primary's index of its recent message ids, loaded
         # from the log on the first publish that needs it after it started leading.
         self._duplicates: DuplicateWindow | None = None
@@ -370,6 +375,7 @@ class Partition:
         """Become primary (with `tracker` when the partition has followers) or secondary. A
         demoted primary fails the ack_level ALL publishes still waiting."""
         was_leading = self.leading
+        previous_epoch = self.leader_epoch
         self.leading = leading
         self.log.keep_tail(leading)
         if leading != was_leading:
@@ -378,15 +384,10 @@ class Partition:
         self.leader_epoch = leader_epoch
         self.tracker = tracker
         self.min_insync = min_insync
-        if was_leading and not leading:
-            self.fail_replicated_waiters(
-                NotEnoughReplicasError(
-                    f"stream {self.stream.name!r} partition {self.index}: this node stopped leading "
-                    f"(leader epoch {leader_epoch}) before the in-sync replicas confirmed the message",
-                    stream=self.stream.name,
-                    partition=self.index,
-                )
-            )
+        if was_leading and (not leading or leader_epoch != previous_epoch):
+            # The epoch that appended them is over: their records may be truncated by the next
+            # leader (or, led again later, hold another primary's records), so they never complete.
+            self.fail_replicated_waiters(self._leadership_lost(previous_epoch))
         if leading:
             self.update_high_watermark()
 
@@ -556,15 +557,34 @@ class Partition:
             min_insync_replicas=self.min_insync,
         )
 
-    async def wait_replicated(self, seq: int, timeout_s: float) -> None:
-        """Primary: wait until every in-sync replica holds `seq` (the high watermark covers it).
-        Errors: NotEnoughReplicasError (the in-sync set shrank below the minimum, or this node
-        stopped leading), TimeoutError."""
+    async def wait_replicated(self, seq: int, timeout_s: float, leader_epoch: int) -> None:
+        """Primary: wait until every in-sync replica holds `seq`, appended (or found a duplicate)
+        under `leader_epoch` (the AppendOutcome's), i.e. the high watermark of that same epoch
+        covers it. Errors: NotEnoughReplicasError (the in-sync set shrank below the minimum, or this
+        node stopped leading or moved to another epoch since the append: a seq decided under an
+        older epoch may hold another record now), TimeoutError."""
+        if not self.leading or self.leader_epoch != leader_epoch:
+            raise self._leadership_lost(leader_epoch)
         if seq <= self.high_watermark and self.in_sync_count() >= self.min_insync:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._replicated_waiters, (seq, next(self._waiter_ids), future))
         await asyncio.wait_for(future, timeout_s)
+
+    def _leadership_lost(self, leader_epoch: int) -> NotEnoughReplicasError:
+        return NotEnoughReplicasError(
+            f"stream {self.stream.name!r} partition {self.index}: this node stopped leading under leader epoch "
+            f"{leader_epoch} before the in-sync replicas confirmed the message (retry: with its msg_id it is "
+            "stored once)",
+            stream=self.stream.name,
+            partition=self.index,
+        )
+
+    def _append_refusal(self) -> WeirError | None:
+        """Why the commit must not decide an append now (not leading, or the lease lapsed), else None."""
+        if not self.leading:
+            return self._not_leading()
+        return self.lease_refusal() if self.lease_refusal is not None else None
 
     def fail_replicated_waiters(self, error: WeirError) -> None:
         waiters, self._replicated_waiters = self._replicated_waiters, []
@@ -707,7 +727,8 @@ class Partition:
             if isinstance(item, _Append):
                 # Queued while this node led; it may have stopped since (a new placement): a
                 # follower never appends on its own, or its log would diverge from the primary's.
-                results.append(self._decide_append(item, context) if self.leading else self._not_leading())
+                refusal = self._append_refusal()
+                results.append(self._decide_append(item, context) if refusal is None else refusal)
             elif isinstance(item, _ConsumerOp):
                 try:
                     if not self.leading and item.kind != "remove":
@@ -895,6 +916,7 @@ class Partition:
         partition = self.index
         window: DuplicateWindow | None = None
         claimed = len(context.msg_ids)
+        epoch = self.leader_epoch
         for entry in item.entries:
             msg_id = entry.msg_id
             if msg_id:
@@ -906,7 +928,7 @@ class Partition:
                     window.open_group(context.seq + 1, now_ms)
                 original = window.claim(msg_id, context.seq + 1, now_ms)
                 if original is not None:
-                    outcomes.append(AppendOutcome(original, duplicate=True))
+                    outcomes.append(AppendOutcome(original, duplicate=True, leader_epoch=epoch))
                     self._duplicates_counter.inc()
                     continue
             if entry.expected_last_seq is not None:
@@ -928,7 +950,7 @@ class Partition:
                 seq = self._append_schedule_record(entry, context)
                 if msg_id:
                     context.msg_ids.append((seq, msg_id, now_ms))
-                outcomes.append(AppendOutcome(seq, scheduled=True))
+                outcomes.append(AppendOutcome(seq, scheduled=True, leader_epoch=epoch))
                 continue
             if entry.headers:
                 message = types_pb2.Message(
@@ -946,7 +968,7 @@ class Partition:
             seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
             if msg_id:
                 context.msg_ids.append((seq, msg_id, now_ms))
-            outcomes.append(AppendOutcome(seq))
+            outcomes.append(AppendOutcome(seq, leader_epoch=epoch))
         if window is not None:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
         return outcomes

@@ -205,8 +205,9 @@ class RouterCore:
             updated.CopyFrom(record)
             expected: dict[int, int] = {}
             in_sync_records: dict[int, InSyncRecord] = {}
+            read_in_sync: dict[int, InSyncRecord | None] = {}
             for entry in orphaned:
-                stored = await self.store.in_sync(record.config.name, entry.partition)
+                stored = read_in_sync[entry.partition] = await self.store.in_sync(record.config.name, entry.partition)
                 in_sync = (
                     list(stored.in_sync)
                     if stored is not None and stored.leader_epoch == entry.leader_epoch
@@ -244,8 +245,19 @@ class RouterCore:
                 )
             if not expected:
                 continue
-            if not await self.store.replace_placement(updated, expected, in_sync_records):
-                logger.warning("%s: placement changed during failover; retrying next tick", record.config.name)
+            dead = sorted({entry.primary_node_id for entry in orphaned if entry.partition in expected})
+            if not await self.store.replace_placement(
+                updated,
+                expected,
+                in_sync_records,
+                read_in_sync={index: read_in_sync[index] for index in expected},
+                dead_nodes=dead,
+            ):
+                logger.warning(
+                    "%s: placement, in-sync set or the primary's heartbeat changed during failover; deciding again "
+                    "next tick",
+                    record.config.name,
+                )
                 continue
             metrics.LEADER_ELECTIONS.inc(len(expected))
             await self.push_placement(updated, nodes)

@@ -42,26 +42,37 @@ class LeaderRebalancer:
         alive = {node_id for node_id, view in nodes.items() if view.alive}
         records = await self.core.store.streams()
         in_sync: dict[tuple[str, int], list[str]] = {}
+        read: dict[tuple[str, int], InSyncRecord | None] = {}
         for record in records:
             for entry in record.placement.partitions:
                 if rebalance.preferred_leader(entry) != entry.primary_node_id:
-                    in_sync[(record.config.name, entry.partition)] = await self._in_sync(record, entry)
+                    key = (record.config.name, entry.partition)
+                    stored = read[key] = await self.core.store.in_sync(*key)
+                    in_sync[key] = (
+                        list(stored.in_sync)
+                        if stored is not None and stored.leader_epoch == entry.leader_epoch
+                        else list(entry.in_sync_node_ids)
+                    )
         moved = 0
         for move in rebalance.handovers(records, in_sync, alive):
             record = next(record for record in records if record.config.name == move.stream)
-            if await self._move(record, move, in_sync[(move.stream, move.partition)], nodes):
+            key = (move.stream, move.partition)
+            if await self._move(record, move, in_sync[key], read[key], nodes):
                 moved += 1
         return moved
 
-    async def _in_sync(self, record: types_pb2.StreamRecord, entry: types_pb2.PartitionPlacement) -> list[str]:
-        stored = await self.core.store.in_sync(record.config.name, entry.partition)
-        if stored is not None and stored.leader_epoch == entry.leader_epoch:
-            return list(stored.in_sync)
-        return list(entry.in_sync_node_ids)
-
     async def _move(
-        self, record: types_pb2.StreamRecord, move: rebalance.Handover, in_sync: list[str], nodes: dict[str, NodeView]
+        self,
+        record: types_pb2.StreamRecord,
+        move: rebalance.Handover,
+        in_sync: list[str],
+        read_in_sync: InSyncRecord | None,
+        nodes: dict[str, NodeView],
     ) -> bool:
+        """Hand `move`'s partition to its preferred leader (TransferLeadership on the primary), then
+        store the new placement, only if neither the epoch nor the in-sync record changed since
+        `in_sync` was read from `read_in_sync` (a set the old primary shrank meanwhile must not be
+        handed on as the new primary's)."""
         settings = self.core.settings
         primary = nodes[move.from_node_id].record.internal_address
         try:
@@ -85,7 +96,10 @@ class LeaderRebalancer:
         updated.placement.partitions[move.partition].CopyFrom(new_entry)
         value = InSyncRecord(new_entry.leader_epoch, move.to_node_id, tuple(new_entry.in_sync_node_ids))
         if not await self.core.store.replace_placement(
-            updated, {move.partition: move.leader_epoch}, {move.partition: value}
+            updated,
+            {move.partition: move.leader_epoch},
+            {move.partition: value},
+            read_in_sync={move.partition: read_in_sync},
         ):
             metrics.LEADER_TRANSFERS.labels("placement_changed").inc()
             logger.warning("%s/%d: placement changed during the handover; left as it is", move.stream, move.partition)

@@ -7,7 +7,7 @@ controller. Times come from the Redis server (TIME), so routers on different mac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import redis.asyncio as redis_asyncio
@@ -119,20 +119,40 @@ class MetadataStore:
         record: types_pb2.StreamRecord,
         expected_epochs: dict[int, int],
         in_sync: dict[int, InSyncRecord],
+        *,
+        read_in_sync: dict[int, InSyncRecord | None] | None = None,
+        dead_nodes: Sequence[str] = (),
     ) -> bool:
         """Write `record` and the partitions' new in-sync records atomically, only if the stored
-        record still has `expected_epochs` (partition -> leader epoch); False when it moved on."""
+        record still has `expected_epochs` (partition -> leader epoch), the in-sync records are
+        still `read_in_sync` (what the decision was made from), and every node of `dead_nodes`
+        still has no heartbeat; False when any of that moved on.
+
+        The last two close a failover race: a primary that resumes (a pause, a slow Redis) beats
+        and adopts the placement it finds, still its own, so it may shrink its in-sync set and
+        acknowledge writes with the replicas left in it; a promotion decided from the older in-sync
+        set must then not land, or it could choose a replica without those writes."""
         name = record.config.name
         key = self.keys.stream(name)
+        read_in_sync = read_in_sync or {}
+        in_sync_keys = {index: self.keys.in_sync(name, index) for index in read_in_sync}
+        heartbeat_keys = [self.keys.heartbeat(node_id) for node_id in dead_nodes]
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
-                await pipe.watch(key)
+                await pipe.watch(key, *in_sync_keys.values(), *heartbeat_keys)
                 raw = await pipe.get(key)
                 if not raw:
                     return False
                 current = types_pb2.StreamRecord.FromString(_bytes(raw))
                 for index, epoch in expected_epochs.items():
                     if current.placement.partitions[index].leader_epoch != epoch:
+                        return False
+                for index, in_sync_key in in_sync_keys.items():
+                    stored = await pipe.get(in_sync_key)
+                    if (InSyncRecord.from_json(stored) if stored else None) != read_in_sync[index]:
+                        return False
+                for heartbeat_key in heartbeat_keys:
+                    if await pipe.exists(heartbeat_key):
                         return False
                 pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.set(key, record.SerializeToString())
