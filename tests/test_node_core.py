@@ -17,6 +17,7 @@ from weir.errors import (
     LeaderLeaseExpiredError,
     NotEnoughReplicasError,
     NotLeaderError,
+    ReplicationTimeoutError,
     ShuttingDownError,
 )
 from weir.v1 import streams_pb2, types_pb2
@@ -473,3 +474,42 @@ async def test_a_primary_whose_lease_lapsed_stores_nothing_that_was_queued_befor
     node.lease_valid = lambda: True
     (outcome,) = await partition.append([PreparedEntry("s.a", b"after", (), 0, None)], 5)
     assert outcome.seq == 2
+
+
+async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_followers_report(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """What the other copies hold is not stored, so a primary that restarts (within its heartbeat
+    TTL, keeping its epoch) must not take its log end as the high watermark: a retried msg_id of a
+    record the followers never got would be answered as stored by every in-sync replica at once."""
+    placement = types_pb2.StreamPlacement()
+    placement.partitions.add(
+        partition=0,
+        primary_node_id="core",
+        secondary_node_ids=["f1", "f2"],
+        replica_node_ids=["core", "f1", "f2"],
+        in_sync_node_ids=["core", "f1", "f2"],
+        leader_epoch=1,
+    )
+    first = await Node.open(settings(tmp_path), clock)
+    await first.create_stream(stream_config("restarted", replicas=3), placement)
+    await first.publish("restarted", [entry(msg_id="m1"), entry(msg_id="m2")], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await first.close()
+    second = await Node.open(settings(tmp_path), clock)
+    try:
+        partition = second._streams["restarted"].partitions[0]
+        assert (partition.last_seq, partition.high_watermark) == (2, 0)
+        with pytest.raises(ReplicationTimeoutError):
+            await second.publish(
+                "restarted", [entry(msg_id="m2")], streams_pb2.ACK_LEVEL_ALL, batch=True, replication_timeout_ms=300
+            )
+        assert partition.tracker is not None
+        for follower in ("f1", "f2"):
+            partition.tracker.report(follower, 2, partition.last_seq, 0)
+        partition.update_high_watermark()
+        (outcome,) = await second.publish(
+            "restarted", [entry(msg_id="m2")], streams_pb2.ACK_LEVEL_ALL, batch=True, replication_timeout_ms=300
+        )
+        assert (outcome.seq, outcome.duplicate, partition.high_watermark) == (2, True, 2)
+    finally:
+        await second.close()

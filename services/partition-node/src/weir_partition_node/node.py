@@ -340,6 +340,13 @@ class Node:
             if placement is not None:
                 entry = placement.partitions[index]
                 partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
+                if config.replicas > 1:
+                    # What the other copies hold is not stored: after a restart nothing past the
+                    # log's start counts as replicated until the followers report again. Starting at
+                    # the log end would answer a retried msg_id of an unreplicated record as stored
+                    # by every in-sync replica (and a promoted follower would count the old
+                    # primary's unconfirmed tail as confirmed).
+                    partition.high_watermark = partition.first_seq - 1
                 partition.set_role(
                     leading=index in led,
                     leader_epoch=entry.leader_epoch,
