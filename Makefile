@@ -30,7 +30,7 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
-		services/spark-analytics/src services/gateway/src tests bench
+		services/spark-analytics/src services/gateway/src services/numaflow-source/src tests bench
 
 compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON
 	docker-compose -f deploy/docker-compose.yml config -q

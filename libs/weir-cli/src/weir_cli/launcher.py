@@ -10,6 +10,7 @@ directory (and the same ports, when they are still free).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -279,6 +281,43 @@ class GatewayHandle(ProcessHandle):
     def _take_ports(self, ready: dict[str, object]) -> None:
         self.kafka_pixy_port = int(str(ready["kafka_pixy_port"]))
         self.rocketmq_port = int(str(ready["rocketmq_port"]))
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
+MAX_SOCKET_PATH_CHARS = 100  # sun_path holds 108 bytes
+
+
+@dataclass
+class NumaflowSourceHandle(ProcessHandle):
+    """One Numaflow source sidecar (source.v1 on the Unix socket `socket_path`; its server-info file
+    next to it), reading a stream of this cluster as one member of a consumer group."""
+
+    socket_path: Path | None = None
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_numaflow_source"
+    env_prefix: ClassVar[str] = "WEIR_NUMAFLOW_SOURCE_"
+
+    def __post_init__(self) -> None:
+        if self.socket_path is None:
+            inside = self.data_dir / "source.sock"
+            digest = hashlib.sha256(str(inside).encode()).hexdigest()[:16]
+            short = Path(tempfile.gettempdir()) / f"weir-nf-{digest}.sock"
+            self.socket_path = inside if len(str(inside)) <= MAX_SOCKET_PATH_CHARS else short
+
+    @property
+    def server_info_file(self) -> Path:
+        return self.data_dir / "sourcer-server-info"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_NUMAFLOW_SOURCE_SOCKET_PATH": str(self.socket_path),
+            "WEIR_NUMAFLOW_SOURCE_SERVER_INFO_FILE": str(self.server_info_file),
+            "WEIR_NUMAFLOW_SOURCE_HOST": "127.0.0.1",
+            "WEIR_NUMAFLOW_SOURCE_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
@@ -596,6 +635,21 @@ class LocalCluster:
             **(env or {}),
         }
         handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent))
+        handle.start()
+        return handle
+
+    def start_numaflow_source(
+        self, name: str, stream: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
+    ) -> NumaflowSourceHandle:
+        """Start one Numaflow source sidecar reading `stream` of this cluster (its member id is `name`
+        unless `env` says otherwise; not added to the cluster's processes)."""
+        settings = {
+            "WEIR_NUMAFLOW_SOURCE_ROUTERS": ",".join(self.router_addresses),
+            "WEIR_NUMAFLOW_SOURCE_STREAM": stream,
+            "WEIR_NUMAFLOW_SOURCE_MEMBER_ID": name,
+            **(env or {}),
+        }
+        handle = NumaflowSourceHandle(**_placed(self.data_dir, name, settings, die_with_parent))
         handle.start()
         return handle
 

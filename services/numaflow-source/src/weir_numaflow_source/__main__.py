@@ -1,0 +1,26 @@
+"""`weir-numaflow-source` / `python -m weir_numaflow_source`: run the Numaflow source sidecar
+(settings from `WEIR_NUMAFLOW_SOURCE_*`)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import aiorun
+from weir_server.service import LOG_FORMAT
+from weir_server.service_settings import load_settings
+
+from weir_numaflow_source.server import SourceProcess
+from weir_numaflow_source.settings import NumaflowSourceSettings
+
+
+def main() -> None:
+    settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
+    logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
+    process = SourceProcess(settings)
+    aiorun.run(process.run(), use_uvloop=True, stop_on_unhandled_errors=True, shutdown_callback=process.shutdown)
+    sys.exit(1 if process.failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The sidecar process: pynumaflow's `SourceAsyncServer` serving `WeirSourcer` on a Unix socket, one
+SDK client of the cluster (this replica's consumer-group membership), Prometheus /metrics, and a
+clean stop on SIGTERM (the group is left at once and buffered, unread messages are handed back).
+
+pynumaflow's `SourceAsyncServer.start()` runs `aexec()` under aiorun; `SourceProcess.run` does the
+same with Weir's set-up around it (settings, membership, metrics, ready file), so the protocol side
+is the SDK's own servicer and server-info file, as Numaflow's data plane expects them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import stat
+from pathlib import Path
+
+from prometheus_client import start_http_server
+from pynumaflow.sourcer import SourceAsyncServer
+from weir import Client
+from weir_server.runtime import tune_garbage_collector
+from weir_server.service import write_ready_file
+
+from weir_numaflow_source.core import SourceSettings, WeirSource
+from weir_numaflow_source.settings import NumaflowSourceSettings
+from weir_numaflow_source.sourcer import WeirSourcer
+
+logger = logging.getLogger(__name__)
+
+
+def _remove_stale_socket(path: Path) -> None:
+    """A socket file left by an earlier process (a SIGKILL) would keep the server from binding."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+
+
+class SourceProcess:
+    def __init__(self, settings: NumaflowSourceSettings) -> None:
+        self.settings = settings
+        self.client: Client | None = None
+        self.source: WeirSource | None = None
+        self.server: SourceAsyncServer | None = None
+        self.metrics_port = 0
+
+    async def run(self) -> None:
+        """Join the group, serve source.v1 until stopped (aiorun stops the loop when this ends)."""
+        settings = self.settings
+        metrics_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self.metrics_port = int(metrics_server.server_port)
+        self.client = Client(settings.routers)
+        self.source = WeirSource(
+            self.client,
+            SourceSettings(
+                stream=settings.stream,
+                consumer=settings.consumer,
+                member_id=settings.member_id,
+                filter_subject=settings.filter_subject,
+                new_group_start=settings.new_group_start,
+                ack_wait_ms=settings.ack_wait_ms,
+                max_deliver=settings.max_deliver,
+                max_ack_pending=settings.max_ack_pending,
+                fetch_batch=settings.fetch_batch,
+            ),
+        )
+        self.source.start()
+        settings.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        settings.server_info_file.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_socket(settings.socket_path)
+        settings.server_info_file.unlink(missing_ok=True)  # its appearance says this process serves
+        self.server = SourceAsyncServer(
+            WeirSourcer(self.source),
+            sock_path=str(settings.socket_path),
+            server_info_file=str(settings.server_info_file),
+        )
+        announce = asyncio.get_running_loop().create_task(self._announce_when_serving())
+        try:
+            await self.server.aexec()
+        finally:
+            announce.cancel()
+
+    async def _announce_when_serving(self) -> None:
+        """Once pynumaflow wrote the server-info file (it serves): log, tune, write the ready file."""
+        while not self.settings.server_info_file.exists():  # noqa: ASYNC110 (pynumaflow writes it; no event to wait on)
+            await asyncio.sleep(0.02)
+        tune_garbage_collector()
+        logger.info(
+            "serving source.v1 on unix:%s for stream %r, group %r as member %r; metrics on :%d",
+            self.settings.socket_path,
+            self.settings.stream,
+            self.settings.consumer,
+            self.settings.member_id,
+            self.metrics_port,
+        )
+        write_ready_file(
+            self.settings.ready_file,
+            {"metrics_port": self.metrics_port, "socket_path": str(self.settings.socket_path)},
+        )
+
+    async def shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
+        """aiorun's shutdown callback (SIGTERM, or the server ended): leave the group, close the client."""
+        if self.source is not None:
+            with contextlib.suppress(Exception):
+                await self.source.stop()
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                await self.client.close()
+
+    @property
+    def failed(self) -> bool:
+        """True when the server ended on a handler's error (pynumaflow's exit status 1)."""
+        return self.server is not None and self.server._error is not None
