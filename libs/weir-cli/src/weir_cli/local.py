@@ -21,6 +21,7 @@ from weir.message import Message
 from weir_server.internal_clients import ChangeFeedClient
 
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
+from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
 from weir_cli.rocketmq_demo import rocketmq_round_trip
@@ -188,8 +189,9 @@ async def demo(args: argparse.Namespace) -> int:
                 config = stream_config(ROCKETMQ_TOPIC, partitions=2, allow_scheduled_messages=True)
                 await client.create_stream(config)
             summary["rocketmq"] = await rocketmq_round_trip(cluster.gateways[0].rocketmq_address)
+            summary["numaflow"] = await numaflow_round_trip(cluster)
             summary["verified"] = all(
-                summary[part]["verified"] for part in ("kafka_pixy", "delayed", "rocketmq")
+                summary[part]["verified"] for part in ("kafka_pixy", "delayed", "rocketmq", "numaflow")
             ) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
