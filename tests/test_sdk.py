@@ -140,6 +140,39 @@ async def test_leaving_the_loop_hands_buffered_messages_back(weir_client: Client
     assert sorted(got, key=int) == [b"%d" % n for n in range(1, 20)]
 
 
+async def test_a_member_that_stopped_iterating_gives_up_a_revoked_partition(
+    weir_client: Client, stream_name: str
+) -> None:
+    """A subscription whose loop stopped iterating with a full buffer still hands a partition the
+    router moved away back (its fetched batch is nak'ed), so a new member gets it: the member
+    releases a revoked partition only once its batch is handed over, which must not wait for a
+    loop that may never ask for more."""
+    await weir_client.create_stream(stream_config(stream_name, partitions=2))
+    for n in range(200):
+        await weir_client.publish(stream_name, "s", b"%d" % n, partition=n % 2)
+    config = consumer_config("pair", ack_wait_ms=600_000)
+    async with weir_client.consume(stream_name, "pair", consumer_config=config, batch_size=10) as idle:
+        first = await anext(idle)  # then no more: its buffer (20) fills and its fetch loops wait
+        await first.ack()
+        got: set[bytes] = set()
+        async with weir_client.consume(stream_name, "pair", consumer_config=config, batch_size=10) as busy:
+
+            async def take(message: Message) -> None:
+                got.add(message.payload)
+                await message.ack()
+
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(got) < 20:
+                await take(await asyncio.wait_for(anext(busy), deadline - time.monotonic()))
+            assert len(got) >= 20
+            # Both stay members with a partition each: the idle one released its partition and kept
+            # heartbeating (before, its release waited on the full buffer, its heartbeats stopped
+            # and the router dropped it after the group session timeout, 3 s here).
+            await asyncio.sleep(4)
+            info = await weir_client.group_info(stream_name, "pair")
+            assert sorted(len(member.partitions) for member in info.members) == [1, 1]
+
+
 async def test_consuming_a_missing_stream_fails_fast(weir_client: Client) -> None:
     started = time.monotonic()
     with pytest.raises(NoSuchStreamError):

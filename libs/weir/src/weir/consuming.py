@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_BUFFER_FULL_RECHECK_S = 0.05  # a fetch loop whose subscription buffer is full looks again this often
+
 
 class GroupConsumer:
     """One member of a consumer group (RocketMQ / kafka-pixy style).
@@ -192,10 +194,26 @@ class Subscription:
         self.stream = stream
         self.group = group
         self._buffer: asyncio.Queue[Message] = asyncio.Queue(max_buffered)
-        self.member = GroupConsumer(client, stream, group, self._buffer.put, auto_settle=False, **options)
+        self.member = GroupConsumer(client, stream, group, self._take, auto_settle=False, **options)
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
         self._front: collections.deque[Message] = collections.deque()  # handed back by a cancelled wait
+
+    async def _take(self, message: Message) -> None:
+        """The member's handler: buffer a fetched message, waiting while the buffer is full. A
+        message of a partition the router moved to another member meanwhile is handed back (nak)
+        instead: the member gives a revoked partition up only once its fetched batch is handed
+        over, which must not wait for a loop that is not iterating."""
+        while True:
+            if self._stopped or message.partition not in self.member.assigned:
+                with contextlib.suppress(WeirError):
+                    await message.nak()
+                return
+            try:
+                self._buffer.put_nowait(message)
+                return
+            except asyncio.QueueFull:
+                await asyncio.sleep(_BUFFER_FULL_RECHECK_S)
 
     @property
     def stopped(self) -> bool:
