@@ -183,6 +183,23 @@ def test_rocketmq_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_numaflow_bench_smoke() -> None:
+    """`python -m bench.numaflow_bench --smoke`: every message read and acknowledged once natively and
+    once through a real Numaflow source sidecar (called as Numaflow's data plane calls it), each with
+    a rate and CPU per message, and the ratio."""
+    needs_own_processes()
+    report = run_json(["bench.numaflow_bench", "--smoke"], timeout_s=300)
+    messages = report["settings"]["messages"]
+    for phase in ("native_consume", "source_read_ack", "source_read_ack_per_offset"):
+        figures = report[phase]
+        assert (figures["messages"], figures["distinct_messages"], figures["repeats"]) == (messages, messages, 0)
+        assert figures["msgs_per_s"] > 0 and figures["node_cpu_us_per_message"] >= 0, phase
+    assert report["source_read_ack"]["sidecar_cpu_us_per_message"] >= 0
+    assert report["source_read_ack"]["read_requests"] >= messages / report["settings"]["read_batch"]
+    assert report["source_to_native_throughput"] > 0 and report["per_offset_source_to_native_throughput"] > 0
+
+
+@pytest.mark.slow
 def test_scheduled_bench_smoke() -> None:
     """`python -m bench.scheduled_bench --smoke`: every scheduled message delivered once, with
     lateness percentiles and the memory figures."""

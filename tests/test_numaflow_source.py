@@ -266,9 +266,9 @@ async def test_batched_acks_and_nacks_of_the_later_protocol(
         assert sorted(datum.payload for datum in again) == sorted(datum.payload for datum in data[2:])
         assert {parse_offset(datum.offset, datum.partition_id).deliver_count for datum in again} == {2}
         # A late ack of the first delivery of a nacked message settles nothing; the second's does.
-        assert await source.ack(data[2:]) == 2
+        assert await source.ack(data[2:], one_per_request=True) == 2
         assert (await sdk.consumer_info(stream_name, "numaflow")).num_ack_pending == 2
-        assert await source.ack(again) == 2
+        assert await source.ack(again, one_per_request=True) == 2
     info = await sdk.consumer_info(stream_name, "numaflow")
     assert (info.num_ack_pending, info.acked_total) == (0, 4)
 
@@ -367,6 +367,30 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
         assert {datum.payload for datum in data} == set(published)
         assert {parse_offset(datum.offset, datum.partition_id).deliver_count for datum in data} == {2}
         await source.ack(data)
+
+
+async def test_a_data_plane_that_paused_gets_each_message_once_not_its_stale_buffered_copies(
+    cluster: LocalCluster,
+    sidecars: list[NumaflowSourceHandle],
+    sdk: Client,
+    stream_name: str,
+    seed: tuple[SimpleNamespace, SimpleNamespace],
+) -> None:
+    """Messages wait in the sidecar's buffer on a clock that started at their fetch. When the data
+    plane pauses past the ack_wait (backpressure), they are delivered again into the buffer; the
+    old copies, whose acks would settle nothing, are handed back instead of read."""
+    await sdk.create_stream(stream_config(stream_name, partitions=1))
+    published = await publish(sdk, stream_name, 20, 1)
+    handle = start_sidecar(cluster, sidecars, "paused", stream_name)
+    async with data_plane(handle, seed) as source:
+        assert await source.partitions() == [0]
+        await asyncio.sleep(ACK_WAIT_MS / 1000 + 0.5)  # the data plane reads nothing meanwhile
+        data = await read_payloads(source, set(published), timeout_s=20)
+        data.extend(await source.read(100, 500))
+        assert sorted(datum.payload for datum in data) == sorted(published)  # each once
+        await source.ack(data)
+    info = await sdk.consumer_info(stream_name, "numaflow")
+    assert (info.num_ack_pending, info.num_pending, info.acked_total) == (0, 0, 20)
 
 
 async def test_an_offset_this_source_never_made_ends_the_ack_call_and_settles_nothing(

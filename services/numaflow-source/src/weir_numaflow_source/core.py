@@ -11,10 +11,11 @@ the buffer holds:
 - `read(num_records, timeout_ms)`: waits up to `timeout_ms` for the first message, then takes what
   is buffered, at most `num_records` (a full batch under load, one message at once when idle). A
   buffered message of a partition this replica no longer holds is handed back (nak) instead, so a
-  partition is never read by two replicas at once. Each message stays pending for the consumer's
-  `ack_wait_ms`; one the data plane never acks is delivered again after it.
+  partition is never read by two replicas at once, as is one that waited in the buffer for half the
+  ack_wait (its ack would likely come too late). Each message stays pending for the consumer's
+  `ack_wait_ms` from its fetch; one the data plane never acks is delivered again after it.
 - `ack(offsets)`: one AckBatch per partition, each bound to the delivery the offset names; a late ack
-  of a delivery that came back meanwhile settles nothing (`stale_acks`).
+  of a delivery that came back meanwhile settles nothing (counted as stale).
 - `nack(offsets)`: delivered again at once (to this or another replica).
 - `pending()`: the group's messages the data plane has not read yet (undelivered, or delivered into
   the sidecar and not handed on), -1 when the cluster cannot say.
@@ -43,6 +44,10 @@ from weir_numaflow_source.offsets import Delivery, by_partition, parse_offset
 logger = logging.getLogger(__name__)
 
 FIRST_ASSIGNMENT_WAIT_S = 5.0  # how long partitions() waits for the first assignment at start
+# A buffered message older than this share of the ack_wait is handed back instead of read: the data
+# plane would likely ack it after its ack_wait ran out (it is delivered again meanwhile, the late ack
+# settles nothing, and a data plane that paused would read every buffered message twice).
+STALE_FRACTION = 0.5
 BUFFER_FULL_RECHECK_S = 0.05  # a fetch loop with a full buffer looks again this often (and at its assignment)
 
 
@@ -68,7 +73,9 @@ class WeirSource:
     def __init__(self, client: Client, settings: SourceSettings) -> None:
         self.client = client
         self.settings = settings
-        self._buffer: asyncio.Queue[Message] = asyncio.Queue(2 * settings.fetch_batch)
+        # Fetched messages with when they arrived (monotonic s): their ack_wait started at the fetch.
+        self._buffer: asyncio.Queue[tuple[Message, float]] = asyncio.Queue(2 * settings.fetch_batch)
+        self._stale_after_s = settings.ack_wait_ms / 1000 * STALE_FRACTION
         config = consumer_config(
             settings.consumer,
             filter_subject=settings.filter_subject,
@@ -129,7 +136,7 @@ class WeirSource:
                 await self._hand_back(message)
                 return
             try:
-                self._buffer.put_nowait(message)
+                self._buffer.put_nowait((message, time.monotonic()))
                 return
             except asyncio.QueueFull:
                 await asyncio.sleep(BUFFER_FULL_RECHECK_S)
@@ -149,14 +156,14 @@ class WeirSource:
                 if left <= 0:
                     break
                 try:
-                    message = await asyncio.wait_for(self._buffer.get(), left)
+                    message, fetched_at = await asyncio.wait_for(self._buffer.get(), left)
                 except TimeoutError:
                     break
             else:
-                message = self._buffer.get_nowait()
-            if message.partition in self.member.assigned:
+                message, fetched_at = self._buffer.get_nowait()
+            if message.partition in self.member.assigned and time.monotonic() - fetched_at < self._stale_after_s:
                 taken.append(message)
-            else:
+            else:  # its partition moved, or it waited so long its ack_wait would run out before an ack
                 await self._hand_back(message)
         metrics.READ_MESSAGES.inc(len(taken))
         self._outstanding += len(taken)
@@ -175,7 +182,7 @@ class WeirSource:
 
     async def _hand_back_buffered(self) -> None:
         while not self._buffer.empty():
-            await self._hand_back(self._buffer.get_nowait())
+            await self._hand_back(self._buffer.get_nowait()[0])
 
     # -- settle ------------------------------------------------------------------------------------
 
@@ -204,7 +211,7 @@ class WeirSource:
         metrics.ACKED_MESSAGES.inc(acked)
         if stale:
             metrics.STALE_SETTLES.labels("ack").inc(stale)
-            logger.info("%d acknowledged offset(s) were no longer pending (delivered again or settled)", stale)
+            logger.debug("%d acknowledged offset(s) were no longer pending (delivered again or settled)", stale)
         return acked
 
     async def nack(self, offsets: Sequence[tuple[bytes, int]]) -> int:

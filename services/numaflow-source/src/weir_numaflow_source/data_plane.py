@@ -109,24 +109,29 @@ class DataPlane:
                 )
             )
 
-    async def ack(self, data: list[Datum]) -> int:
-        """One AckFn request per offset (the seed's form); returns the responses received (n)."""
+    async def ack(self, data: list[Datum], *, one_per_request: bool = False) -> int:
+        """Acknowledge `data`; returns the responses received. With the seed's proto (one offset per
+        AckRequest) or `one_per_request`, one request per offset, answered one each (n requests, n
+        responses); with the later proto, one request carrying every offset (one response), as
+        Numaflow's data plane acks a read batch."""
         pb2 = self.pb2
         if self._ack is None:
             self._ack = await self._open("AckFn", pb2.AckRequest(handshake=pb2.Handshake(sot=True)))
-        for datum in data:
-            offset = pb2.Offset(offset=datum.offset, partition_id=datum.partition_id)
-            request = pb2.AckRequest()
-            if hasattr(request.request, "offsets"):  # the later proto: a list of offsets
-                request.request.offsets.append(offset)
-            else:
-                request.request.offset.CopyFrom(offset)
+        offsets = [pb2.Offset(offset=datum.offset, partition_id=datum.partition_id) for datum in data]
+        batched = hasattr(pb2.AckRequest.Request(), "offsets")
+        if batched and not one_per_request:
+            requests = [pb2.AckRequest(request=pb2.AckRequest.Request(offsets=offsets))] if offsets else []
+        elif batched:
+            requests = [pb2.AckRequest(request=pb2.AckRequest.Request(offsets=[offset])) for offset in offsets]
+        else:
+            requests = [pb2.AckRequest(request=pb2.AckRequest.Request(offset=offset)) for offset in offsets]
+        for request in requests:
             await self._ack.requests.put(request)
         answered = 0
-        for _ in data:
+        for _ in requests:
             response = await self._ack.call.read()
             if response is grpc.aio.EOF:
-                raise RuntimeError(f"AckFn ended after {answered} of {len(data)} responses")
+                raise RuntimeError(f"AckFn ended after {answered} of {len(requests)} responses")
             answered += 1
         return answered
 
