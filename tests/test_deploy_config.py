@@ -1,4 +1,5 @@
-"""Every setting the services read is set in deploy/docker-compose.yml and documented in README.md.
+"""Every setting the services read is set in deploy/docker-compose.yml and documented in README.md;
+the example Numaflow pipeline (deploy/numaflow/pipeline.yaml) gives its source sidecar only real settings.
 
 The variables come from the pydantic-settings classes themselves: field `x` of a class whose
 `model_config["env_prefix"]` is `WEIR_NODE_` is `WEIR_NODE_X`. A compose service runs a program when
@@ -20,12 +21,14 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 from weir_analytics.settings import AnalyticsSettings
 from weir_gateway.settings import GatewaySettings
+from weir_numaflow_source.settings import NumaflowSourceSettings
 from weir_partition_node.settings import NodeSettings
 from weir_replicator.settings import ReplicatorSettings
 from weir_router.settings import RouterSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "deploy" / "docker-compose.yml"
+NUMAFLOW_PIPELINE_FILE = ROOT / "deploy" / "numaflow" / "pipeline.yaml"
 README_FILE = ROOT / "README.md"
 
 
@@ -33,10 +36,11 @@ README_FILE = ROOT / "README.md"
 class Program:
     name: str
     settings: type[BaseSettings]
-    image: str  # the image repository, without the tag
+    image: str  # the image repository, without the tag (compose's, or the Numaflow pipeline's)
     readme_section: str  # the README heading of its configuration table
 
 
+# The programs deploy/docker-compose.yml runs.
 PROGRAMS = [
     Program("partition-node", NodeSettings, "weir/partition-node", "Configuration (partition node)"),
     Program("router", RouterSettings, "weir/router", "Configuration (router)"),
@@ -44,6 +48,12 @@ PROGRAMS = [
     Program("spark-analytics", AnalyticsSettings, "weir/spark-analytics", "Configuration (analytics)"),
     Program("gateway", GatewaySettings, "weir/gateway", "Configuration (gateway)"),
 ]
+# Not in compose: Numaflow runs it in a source vertex's pods (deploy/numaflow/pipeline.yaml).
+NUMAFLOW_SOURCE = Program(
+    "numaflow-source", NumaflowSourceSettings, "weir-numaflow-source", "Configuration (numaflow-source)"
+)
+# Every program with a configuration table in the README.
+DOCUMENTED = [*PROGRAMS, NUMAFLOW_SOURCE]
 
 # Variables that must NOT be set in compose. They are still documented in the README.
 COMPOSE_EXEMPT = {
@@ -119,6 +129,7 @@ def readme_rows(section: str) -> list[str]:
 
 
 PROGRAM_IDS = [program.name for program in PROGRAMS]
+DOCUMENTED_IDS = [program.name for program in DOCUMENTED]
 
 
 def test_every_weir_service_runs_a_known_program() -> None:
@@ -175,14 +186,14 @@ def test_compose_values_are_valid(program: Program) -> None:
     assert not invalid, f"invalid {program.settings.__name__} values in {COMPOSE_FILE.name}:\n" + "\n".join(invalid)
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+@pytest.mark.parametrize("program", DOCUMENTED, ids=DOCUMENTED_IDS)
 def test_readme_documents_every_variable(program: Program) -> None:
     rows = readme_rows(program.readme_section)
     missing = [variable for variable in variables(program) if variable not in rows]
     assert not missing, f"README.md '## {program.readme_section}' has no row for: {', '.join(missing)}"
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=PROGRAM_IDS)
+@pytest.mark.parametrize("program", DOCUMENTED, ids=DOCUMENTED_IDS)
 def test_readme_rows_are_real_variables(program: Program) -> None:
     rows = readme_rows(program.readme_section)
     known = variables(program)
@@ -199,3 +210,58 @@ def test_exemptions_are_real_variables() -> None:
     every = {variable for program in PROGRAMS for variable in variables(program)}
     stale = sorted(COMPOSE_EXEMPT - every)
     assert not stale, f"COMPOSE_EXEMPT names variables no settings class reads: {stale}"
+
+
+# -- the example Numaflow pipeline ----------------------------------------------------------------
+
+
+def load_numaflow_pipeline() -> dict[str, Any]:
+    document = yaml.safe_load(NUMAFLOW_PIPELINE_FILE.read_text())
+    assert isinstance(document, dict)
+    return document
+
+
+def udsource_containers() -> dict[str, dict[str, Any]]:
+    """The pipeline's user-defined source containers: vertex name -> `source.udsource.container`."""
+    vertices = load_numaflow_pipeline()["spec"]["vertices"]
+    return {
+        vertex["name"]: vertex["source"]["udsource"]["container"]
+        for vertex in vertices
+        if "udsource" in (vertex.get("source") or {})
+    }
+
+
+def test_the_numaflow_pipeline_reads_weir_through_the_sidecar_and_its_edges_connect_its_vertices() -> None:
+    pipeline = load_numaflow_pipeline()
+    assert pipeline["apiVersion"] == "numaflow.numaproj.io/v1alpha1"
+    assert pipeline["kind"] == "Pipeline"
+    containers = udsource_containers()
+    assert containers, f"{NUMAFLOW_PIPELINE_FILE.name}: no vertex has a `source: udsource: container:`"
+    for vertex, container in containers.items():
+        assert image_repository(str(container.get("image", ""))) == NUMAFLOW_SOURCE.image, (
+            f"{vertex}: the udsource image is not {NUMAFLOW_SOURCE.image}"
+        )
+    vertices = [vertex["name"] for vertex in pipeline["spec"]["vertices"]]
+    assert len(set(vertices)) == len(vertices), f"repeated vertex names: {vertices}"
+    edges = [(edge["from"], edge["to"]) for edge in pipeline["spec"]["edges"]]
+    dangling = [edge for edge in edges if not set(edge) <= set(vertices)]
+    assert not dangling, f"edges naming no vertex: {dangling}"
+    connected = {name for edge in edges for name in edge}
+    assert connected == set(vertices), f"vertices no edge connects: {sorted(set(vertices) - connected)}"
+    sources = {vertex["name"] for vertex in pipeline["spec"]["vertices"] if "source" in vertex}
+    sinks = {vertex["name"] for vertex in pipeline["spec"]["vertices"] if "sink" in vertex}
+    assert sources and sinks
+    wrong_way = [edge for edge in edges if edge[1] in sources or edge[0] in sinks]
+    assert not wrong_way, f"edges into a source or out of a sink: {wrong_way}"
+
+
+def test_the_numaflow_pipeline_gives_the_sidecar_only_real_and_valid_settings() -> None:
+    known = variables(NUMAFLOW_SOURCE)
+    for vertex, container in udsource_containers().items():
+        env = {str(item["name"]): item.get("value") for item in container.get("env") or []}
+        unknown = [name for name in env if name.upper().startswith("WEIR_") and name not in known]
+        assert not unknown, f"{vertex}: variables NumaflowSourceSettings does not read: {unknown}"
+        assert env.get("WEIR_NUMAFLOW_SOURCE_STREAM"), f"{vertex}: WEIR_NUMAFLOW_SOURCE_STREAM is required"
+        values = {known[name]: value for name, value in env.items() if name in known and value is not None}
+        # model_validate does not read the process environment: only these values are checked.
+        NUMAFLOW_SOURCE.settings.model_validate(values)

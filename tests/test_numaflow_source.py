@@ -6,6 +6,7 @@ cluster, real sidecar processes (pynumaflow's server), SIGKILL for the faults.""
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import time
@@ -366,7 +367,17 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
         assert time.monotonic() - started < 20
         assert {datum.payload for datum in data} == set(published)
         assert {parse_offset(datum.offset, datum.partition_id).deliver_count for datum in data} == {2}
-        await source.ack(data)
+        await source.ack(data[:5])
+        # Stopped while the data plane still holds read messages: their acks on the open AckFn stream
+        # land during the shutdown, and the sidecar still exits 0.
+        assert second.process is not None
+        second.process.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.2)
+        assert await source.ack(data[5:]) == 5
+        assert await source.read(100, 200) == []  # nothing more is handed out once it is leaving
+    assert second.process.wait(90) == 0
+    info = await sdk.consumer_info(stream_name, "numaflow")
+    assert (info.num_ack_pending, info.num_pending, info.acked_total) == (0, 0, 10)
 
 
 async def test_a_data_plane_that_paused_gets_each_message_once_not_its_stale_buffered_copies(

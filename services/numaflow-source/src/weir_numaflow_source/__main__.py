@@ -17,6 +17,7 @@ from weir_numaflow_source.settings import NumaflowSourceSettings
 def main() -> None:
     settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
+    logging.getLogger("pynumaflow._constants").propagate = False  # it prints through a handler of its own
     process = SourceProcess(settings)
     aiorun.run(process.run(), use_uvloop=True, stop_on_unhandled_errors=True, shutdown_callback=process.shutdown)
     sys.exit(1 if process.failed else 0)

@@ -102,7 +102,8 @@ class WeirSource:
         self._stopping = False
 
     def start(self) -> None:
-        if self._task is None:
+        """Join the group (once; not again after `stop`)."""
+        if self._task is None and not self._stopping:
             self._task = asyncio.get_running_loop().create_task(self.member.run(), name="numaflow-source-member")
 
     async def stop(self) -> None:
@@ -146,6 +147,8 @@ class WeirSource:
         is already buffered. Messages of partitions this replica no longer holds are handed back."""
         self.start()
         self._check_member()
+        if self._stopping:  # leaving the group: nothing more is handed out
+            return []
         deadline = time.monotonic() + timeout_ms / 1000
         taken: list[Message] = []
         while len(taken) < num_records:

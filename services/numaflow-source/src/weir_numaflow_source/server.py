@@ -98,13 +98,13 @@ class SourceProcess:
         )
 
     async def shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
-        """aiorun's shutdown callback (SIGTERM, or the server ended): leave the group, close the client."""
+        """aiorun's shutdown callback (SIGTERM, or the server ended), run while pynumaflow's server
+        still answers: leave the group and hand back what was not read (reads answer nothing from
+        now on). The client stays open, so acks of what was read still land until the server stops
+        (aiorun then cancels the server, which gives in-flight calls their grace period)."""
         if self.source is not None:
             with contextlib.suppress(Exception):
                 await self.source.stop()
-        if self.client is not None:
-            with contextlib.suppress(Exception):
-                await self.client.close()
 
     @property
     def failed(self) -> bool:

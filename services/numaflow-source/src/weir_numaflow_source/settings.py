@@ -92,7 +92,8 @@ class NumaflowSourceSettings(BaseSettings):
     host: str = Field("0.0.0.0", description="Address the metrics server binds to.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(
-        None, description="When set, the sidecar writes its metrics port here as JSON once it serves."
+        None,
+        description="When set, the sidecar writes its pid, metrics port and socket path here as JSON once it serves.",
     )
 
     @field_validator("routers")
