@@ -21,7 +21,7 @@ from weir.errors import (
     ShuttingDownError,
 )
 from weir.v1 import streams_pb2, types_pb2
-from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFilter
+from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
 from weir_partition_node.partition import PreparedEntry
@@ -513,3 +513,64 @@ async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_follow
         assert (outcome.seq, outcome.duplicate, partition.high_watermark) == (2, True, 2)
     finally:
         await second.close()
+
+
+async def test_the_feed_watermark_waits_for_commits_and_changes_in_progress() -> None:
+    """ChangeFeedClock.watermark_ms: the node's time, held back by a commit that took its time and
+    has not settled its changes yet, or by an allocated change given a time and not yet settled."""
+
+    async def reserve(through: int) -> None:
+        return None
+
+    feed = ChangeFeedClock(1, 0, reserve)
+    assert feed.watermark_ms(1_000) == 1_000
+    token = feed.open_commit(900)
+    (seq,) = await feed.allocate(1)
+    assert feed.watermark_ms(1_000) == 900  # the commit's change (ts 900) is not at the horizon yet
+    feed.settle([seq])
+    assert feed.watermark_ms(1_000) == 900  # still open: it may allocate more
+    feed.close_commit(token)
+    assert feed.watermark_ms(1_100) == 1_100
+    (lifecycle,) = await feed.allocate(1, ts_ms=1_050)
+    assert (feed.watermark_ms(1_200), feed.horizon) == (1_050, seq)
+    feed.settle([lifecycle])
+    assert (feed.watermark_ms(1_200), feed.horizon) == (1_200, lifecycle)
+
+
+async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_read_with_it(tmp_path: Path) -> None:
+    """Under concurrent publishes to several partitions and stream creations (real clock): each
+    (watermark, horizon) pair a reader sees is sound, checked against every change afterwards."""
+    core = await Node.open(settings(tmp_path))
+    try:
+        await core.create_stream(stream_config("watermarks", partitions=4))
+        samples: list[tuple[int, int]] = []
+        stop = asyncio.Event()
+
+        async def sample() -> None:
+            while not stop.is_set():
+                watermark = core.feed_watermark_ms()
+                _, _, horizon = await core.read_changes(2**62, 1)
+                samples.append((watermark, horizon))
+                await asyncio.sleep(0.001)
+
+        async def load(partition: int) -> None:
+            for number in range(60):
+                await publish(core, "watermarks", entry(payload=b"%d" % number, partition=partition))
+
+        sampler = asyncio.create_task(sample())
+        await asyncio.gather(*(load(partition) for partition in range(4)), core.create_stream(stream_config("other")))
+        stop.set()
+        await sampler
+        changes: list[types_pb2.Change] = []
+        position = 1
+        while True:
+            records, position, horizon = await core.read_changes(position, 10_000)
+            changes.extend(types_pb2.Change.FromString(record) for record in records)
+            if position > horizon:
+                break
+        assert len(samples) > 20 and len(changes) > 200
+        for watermark, horizon in samples:
+            late = [change.change_seq for change in changes if change.ts_ms < watermark and change.change_seq > horizon]
+            assert not late, (watermark, horizon, late[:5])
+    finally:
+        await core.close()

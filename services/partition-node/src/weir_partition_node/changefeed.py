@@ -15,6 +15,7 @@ the seq are therefore possible (failed commits, restarts); order and uniqueness 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
@@ -86,6 +87,11 @@ class ChangeFeedClock:
         self._reserve_lock = asyncio.Lock()
         self._in_flight: set[int] = set()
         self._horizon = next_change_seq - 1
+        # The watermark (`watermark_ms`): the change times of commits that may still allocate or
+        # settle change seqs (token -> ts_ms), and of allocated, unsettled seqs given a time.
+        self._open_commits: dict[int, int] = {}
+        self._commit_tokens = itertools.count(1)
+        self._seq_times: dict[int, int] = {}
         self._changed = asyncio.get_running_loop().create_future()
 
     @property
@@ -93,8 +99,39 @@ class ChangeFeedClock:
         """Every change seq <= horizon has settled."""
         return self._horizon
 
-    async def allocate(self, count: int) -> list[int]:
-        """`count` fresh change seqs; each must later be `settle`d exactly once."""
+    def open_commit(self, ts_ms: int) -> int:
+        """A commit whose changes will carry `ts_ms` begins (call it in the same step that reads the
+        clock): until `close_commit(token)`, after its seqs are settled, the watermark stays at or
+        below `ts_ms`. Returns the token."""
+        token = next(self._commit_tokens)
+        self._open_commits[token] = ts_ms
+        return token
+
+    def close_commit(self, token: int) -> None:
+        self._open_commits.pop(token, None)
+
+    def watermark_ms(self, now_ms: int) -> int:
+        """A time such that every change of this node with ts_ms below it has a change seq at or
+        below the horizon read at the same moment (or later): `now_ms` (the node's clock now), or
+        the time of the oldest commit still in progress. Analytics reports a window only once every
+        node's watermark passed its end."""
+        return min((now_ms, *self._open_commits.values(), *self._seq_times.values()))
+
+    async def allocate(self, count: int, ts_ms: int | None = None) -> list[int]:
+        """`count` fresh change seqs; each must later be `settle`d exactly once. `ts_ms`: the time
+        the caller gives these changes, when no `open_commit` covers them (held in the watermark
+        from now until they settle)."""
+        token = self.open_commit(ts_ms) if ts_ms is not None else None
+        try:
+            seqs = await self._allocate(count)
+        finally:
+            if token is not None:
+                self.close_commit(token)
+        if ts_ms is not None:
+            self._seq_times.update(dict.fromkeys(seqs, ts_ms))
+        return seqs
+
+    async def _allocate(self, count: int) -> list[int]:
         while self._next + count - 1 > self._reserved_through:
             async with self._reserve_lock:
                 if self._next + count - 1 > self._reserved_through:
@@ -110,6 +147,7 @@ class ChangeFeedClock:
         """Mark seqs committed (or abandoned after a failed commit) and advance the horizon."""
         for seq in seqs:
             self._in_flight.discard(seq)
+            self._seq_times.pop(seq, None)
         horizon = min(self._in_flight) - 1 if self._in_flight else self._next - 1
         if horizon > self._horizon:
             self._horizon = horizon

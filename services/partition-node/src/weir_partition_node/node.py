@@ -451,8 +451,8 @@ class Node:
         return self._catalog
 
     async def _lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
-        (change_seq,) = await self.feed.allocate(1)
         now_ms = self._clock.now_ms()
+        (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
         change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
         return change_seq, now_ms, change.SerializeToString()
 
@@ -1370,6 +1370,11 @@ class Node:
             raise
 
     # -- change feed -----------------------------------------------------------------------------------
+
+    def feed_watermark_ms(self) -> int:
+        """The change feed's watermark now (ChangeFeedClock.watermark_ms): every change with ts_ms
+        below it is at or below any horizon read from now on."""
+        return self.feed.watermark_ms(self._clock.now_ms())
 
     async def read_changes(
         self, from_change_seq: int, max_changes: int, feed_filter: ChangeFilter = EVERY_CHANGE

@@ -720,8 +720,18 @@ class Partition:
         if self._failure is not None:
             self._fail_items(items, self._failure)
             return
+        now_ms = self._clock.now_ms()
+        # The change feed's watermark waits for this commit: its changes carry now_ms and get their
+        # change seqs below; the token closes once they are settled.
+        token = self._feed.open_commit(now_ms)
+        try:
+            await self._commit_at(items, now_ms)
+        finally:
+            self._feed.close_commit(token)
+
+    async def _commit_at(self, items: list[_Item], now_ms: int) -> None:
         started = time.perf_counter()
-        context = _CommitContext(self._clock.now_ms(), self.last_seq)
+        context = _CommitContext(now_ms, self.last_seq)
         results: list[Any] = []
         for item in items:
             if isinstance(item, _Append):

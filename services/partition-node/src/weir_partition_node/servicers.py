@@ -530,9 +530,10 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
 
     @unary
     async def ReadChanges(self, request: internal_pb2.ReadChangesRequest, context: Any) -> Any:
+        watermark_ms = self.node.feed_watermark_ms()  # before the horizon is read: valid for it
         records, next_seq, horizon = await self.node.read_changes(request.from_change_seq, request.max_changes)
         response = internal_pb2.ReadChangesResponse(
-            next_change_seq=next_seq, last_change_seq=horizon, node_id=self.node.node_id
+            next_change_seq=next_seq, last_change_seq=horizon, node_id=self.node.node_id, watermark_ms=watermark_ms
         )
         _change_batch(response, records)
         return response

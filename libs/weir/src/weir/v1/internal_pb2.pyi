@@ -16,16 +16,18 @@ class ReadChangesRequest(_message.Message):
     def __init__(self, from_change_seq: _Optional[int] = ..., max_changes: _Optional[int] = ...) -> None: ...
 
 class ReadChangesResponse(_message.Message):
-    __slots__ = ("changes", "next_change_seq", "last_change_seq", "node_id")
+    __slots__ = ("changes", "next_change_seq", "last_change_seq", "node_id", "watermark_ms")
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     NEXT_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_MS_FIELD_NUMBER: _ClassVar[int]
     changes: _containers.RepeatedCompositeFieldContainer[_types_pb2.Change]
     next_change_seq: int
     last_change_seq: int
     node_id: str
-    def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., next_change_seq: _Optional[int] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
+    watermark_ms: int
+    def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., next_change_seq: _Optional[int] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ..., watermark_ms: _Optional[int] = ...) -> None: ...
 
 class TailChangesRequest(_message.Message):
     __slots__ = ("from_change_seq", "max_changes_per_batch", "stream", "partition", "exclude_appends")
