@@ -251,13 +251,18 @@ async def consume_until(
     tasks = [
         asyncio.create_task(serve(consumers[partition % len(consumers)], partition)) for partition in range(partitions)
     ]
+    done = asyncio.create_task(received.done.wait())
     try:
-        await asyncio.wait_for(received.done.wait(), deadline_s)
-    except TimeoutError:
-        raise BenchError(
-            f"consumers got {received.count} of {received.expected} messages in {deadline_s:.0f}s"
-        ) from None
+        # A partition's receive loop that failed ends the phase with its error at once (waiting for
+        # the deadline would only report the messages it left behind).
+        finished, _ = await asyncio.wait([done, *tasks], timeout=deadline_s, return_when=asyncio.FIRST_COMPLETED)
+        failed = [task for task in finished if task is not done and task.exception() is not None]
+        if failed:
+            raise failed[0].exception()  # type: ignore[misc]
+        if done not in finished:
+            raise BenchError(f"consumers got {received.count} of {received.expected} messages in {deadline_s:.0f}s")
     finally:
+        done.cancel()
         for task in tasks:
             task.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)

@@ -250,6 +250,8 @@ class WeirConsumer(Consumer):
                 self.spec.name, CONSUMER, partition, batch_size=max_messages, max_wait_ms=wait_ms
             )
         except WeirError as error:
+            if error.retryable:  # a fetch that timed out on a busy machine: the loop asks again
+                return []
             raise BenchError(f"weir fetch on partition {partition} failed: {error}") from error
         await self._settle(partition)
         if not messages:
