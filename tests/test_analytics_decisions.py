@@ -30,10 +30,14 @@ from weir_analytics.feed import FeedNode, parse_addresses, parse_static_nodes
 from weir_analytics.offsets import (
     FIRST_CHANGE_SEQ,
     FeedRange,
+    batch_watermark,
     initial_offsets,
+    join_offset,
     latest_offsets,
+    next_watermarks,
     parse_starting_offsets,
     plan_ranges,
+    split_offset,
     validate_offsets,
 )
 from weir_analytics.state import (
@@ -759,6 +763,59 @@ def test_snapshot_reports_the_last_closed_window_and_its_rates() -> None:
     assert partitions_of(empty)[(S, 0)].window_published_messages == 0
     assert partitions_of(empty)[(S, 0)].publish_rate_messages_per_second == 0.0
     assert consumers_of(empty)[(S, "c")].ack_rate_per_second == 0.0
+
+
+def test_offsets_carry_watermarks_and_read_the_earlier_form() -> None:
+    assert split_offset({"n1": 5, "n2": 1}) == ({"n1": 5, "n2": 1}, {})  # a checkpoint of before
+    joined = join_offset({"n2": 3, "n1": 5}, {"n1": 1_500})
+    assert joined == {"feeds": {"n1": 5, "n2": 3}, "watermarks": {"n1": 1_500}}
+    assert split_offset(joined) == ({"n1": 5, "n2": 3}, {"n1": 1_500})
+    for bad in ({"feeds": {"n1": 0}}, {"feeds": {"n1": 1}, "watermarks": {"n1": -1}}, {"feeds": {}, "watermarks": 5}):
+        with pytest.raises(InvalidArgumentError):
+            split_offset(bad)
+
+
+def test_a_node_read_to_its_horizon_gives_its_watermark_one_cut_short_keeps_its_old_one() -> None:
+    previous = {"n1": 1_000, "n2": 1_000, "gone": 900}
+    answered = {"n1": (10, 2_000), "n2": (50, 2_000), "new": (3, 2_100), "late": (7, 2_200)}
+    end = {"n1": 11, "n2": 31, "new": 4, "late": 2, "gone": 8}
+    # n1 and new read to their horizons; n2 and late cut short by maxChangesPerTrigger (late has
+    # no watermark yet: it holds every window back until read); gone did not answer: it holds none
+    assert next_watermarks(previous, end, answered) == {"n1": 2_000, "n2": 1_000, "new": 2_100, "late": 0}
+    assert batch_watermark(next_watermarks(previous, end, answered)) == 0
+    assert batch_watermark({"n1": 2_000, "n2": 1_500}) == 1_500
+    assert batch_watermark({}) == 0
+    # a watermark never goes back (a node whose clock stepped back)
+    assert next_watermarks({"n1": 5_000}, {"n1": 11}, {"n1": (10, 4_000)}) == {"n1": 5_000}
+
+
+def test_window_figures_are_of_the_last_window_complete_by_the_watermark() -> None:
+    """A window the job may still be folding is never reported: the rates come from the last window
+    that ended by the watermark, however late the wall clock is; with no watermark (a source of
+    before) the wall clock decides as it used to."""
+    stats = fold(
+        batch(
+            1,
+            replicas=[replica("n1", last_seq=1)],
+            publish_windows=[PublishWindow(10_000, S, 0, "n1", 30, 3_000), PublishWindow(20_000, S, 0, "n1", 7, 7)],
+            watermark_ms=29_999,
+        )
+    )
+    out = stats.snapshot(35_000)  # by the wall clock [20000, 30000) ended; the watermark says not all is in
+    assert (out.window_start_ms, out.watermark_ms) == (10_000, 29_999)
+    assert partitions_of(out)[(S, 0)].publish_rate_messages_per_second == 3.0
+    stats.apply(batch(2, publish_windows=[PublishWindow(20_000, S, 0, "n1", 13, 13)], watermark_ms=30_000))
+    assert partitions_of(stats.snapshot(35_000))[(S, 0)].window_published_messages == 20
+    # an idle cluster: batches with nothing but a later watermark close windows with zeros
+    stats.apply(batch(3, watermark_ms=41_000))
+    idle = stats.snapshot(41_000)
+    assert (idle.window_start_ms, partitions_of(idle)[(S, 0)].publish_rate_messages_per_second) == (30_000, 0.0)
+    # a batch without a watermark (a node cut short) never moves it back
+    stats.apply(batch(4, watermark_ms=0))
+    assert stats.snapshot(99_000).window_start_ms == 30_000
+    assert ClusterStats.from_json(stats.to_json()).watermark_ms == 41_000
+    legacy = fold(batch(1, publish_windows=[PublishWindow(10_000, S, 0, "n1", 30, 3_000)]))
+    assert legacy.snapshot(25_000).window_start_ms == 10_000
 
 
 def test_rates_use_the_window_length_in_seconds() -> None:

@@ -13,7 +13,8 @@ Rules:
   batch starts from zero;
 - windows are tumbling, `window_ms` long, aligned to the Unix epoch, by the change's ts_ms;
 - the stats stream itself (and `excluded_streams`) is left out of every figure, but its changes
-  count in the feed coverage.
+  count in the feed coverage;
+- the source's `watermark` row (node_id "") is no change: it only gives the batch's watermark.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from weir_analytics import rows, state
-from weir_analytics.source import FEED_GAP
+from weir_analytics.source import FEED_GAP, WATERMARK
 
 _LIFECYCLE = (rows.STREAM_CREATED, rows.STREAM_DELETED, rows.CONSUMER_CREATED, rows.CONSUMER_DELETED)
 _CONSUMER_SUMS = ("delivered", "redelivered", "acked", "naked", "termed", "dead_lettered", "dropped")
@@ -87,6 +88,8 @@ def batch_sql(view: str, window_ms: int, excluded_streams: Sequence[str]) -> str
     lifecycle_kinds = ", ".join(_quote(kind) for kind in _LIFECYCLE)
     partition_kinds = ", ".join(_quote(kind) for kind in (rows.APPEND, rows.TRUNCATE, rows.REMOVE, rows.CONSUMER_STATE))
     gap, append, truncate = _quote(FEED_GAP), _quote(rows.APPEND), _quote(rows.TRUNCATE)
+    watermark = _quote(WATERMARK)
+    no_change = f"kind IN ({gap}, {watermark})"
     primary, consumer_state = _quote(rows.PRIMARY), _quote(rows.CONSUMER_STATE)
     removal = f"kind IN ({_quote(rows.TRUNCATE)}, {_quote(rows.REMOVE)})"
     sets = ", ".join("(" + ", ".join(key) + ")" for key in _GROUPING_SETS.values())
@@ -108,7 +111,7 @@ def batch_sql(view: str, window_ms: int, excluded_streams: Sequence[str]) -> str
 WITH flagged AS (
   SELECT *,
     CAST(FLOOR(ts_ms / {window_ms}) * {window_ms} AS BIGINT) AS window_start_ms,
-    (kind <> {gap} AND NOT {excluded}) AS is_counted
+    (NOT {no_change} AND NOT {excluded}) AS is_counted
   FROM {view}
 ), deletes AS (
   SELECT *,
@@ -128,12 +131,14 @@ WITH flagged AS (
   FROM deletes
 ), grouped AS (
   SELECT GROUPING_ID() AS grouping_id, {", ".join(_KEY_COLUMNS)},
-    SUM(CASE WHEN kind <> {gap} THEN 1 ELSE 0 END) AS changes,
+    SUM(CASE WHEN NOT {no_change} THEN 1 ELSE 0 END) AS changes,
     SUM(CASE WHEN is_counted THEN 1 ELSE 0 END) AS counted,
-    COALESCE(MIN(CASE WHEN kind <> {gap} THEN change_seq END), 0) AS first_change_seq,
-    COALESCE(MAX(CASE WHEN kind <> {gap} THEN change_seq END), 0) AS last_change_seq,
+    COALESCE(MIN(CASE WHEN NOT {no_change} THEN change_seq END), 0) AS first_change_seq,
+    COALESCE(MAX(CASE WHEN NOT {no_change} THEN change_seq END), 0) AS last_change_seq,
     SUM(CASE WHEN kind = {gap} THEN message_count ELSE 0 END) AS skipped_changes,
-    MAX(CASE WHEN kind = {gap} THEN last_seq ELSE change_seq END) AS end_change_seq,
+    MAX(CASE WHEN kind = {gap} THEN last_seq WHEN kind = {watermark} THEN NULL ELSE change_seq END)
+      AS end_change_seq,
+    COALESCE(MAX(CASE WHEN kind = {watermark} THEN ts_ms END), 0) AS watermark_ms,
     SUM(CASE WHEN for_replica THEN 1 ELSE 0 END) AS replica_rows,
     MAX_BY(CASE WHEN for_replica THEN role END, CASE WHEN for_replica THEN change_seq END) AS role,
     MAX(CASE WHEN for_replica THEN ts_ms END) AS replica_last_ts_ms,
@@ -181,7 +186,8 @@ def _pick(table: str, entry: dict[str, Any]) -> dict[str, Any]:
     key = {name: entry[name] for name in _GROUPING_SETS[table]}
     if table == "coverage":
         names: tuple[str, ...] = ("changes", "counted", "first_change_seq", "last_change_seq", "skipped_changes")
-        return {**key, **{name: entry[name] for name in names}, "end_change_seq": entry["end_change_seq"]}
+        names += ("end_change_seq", "watermark_ms")
+        return {**key, **{name: entry[name] for name in names}}
     if table == "replicas":
         names = ("role", "last_seq", "first_seq", "appended_messages", "appended_bytes", "removed_messages")
         names += ("removed_bytes", "published_messages", "published_bytes")
@@ -205,9 +211,11 @@ def _pick(table: str, entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _to_aggregates(batch_id: int, collected: dict[str, list[dict[str, Any]]]) -> state.BatchAggregates:
-    coverage = collected.get("coverage", [])
+    everything = collected.get("coverage", [])
+    coverage = [entry for entry in everything if entry["node_id"]]  # node_id "": the watermark row
     return state.BatchAggregates(
         batch_id=batch_id,
+        watermark_ms=max((int(entry["watermark_ms"]) for entry in everything if not entry["node_id"]), default=0),
         end_offsets={entry["node_id"]: int(entry["end_change_seq"]) + 1 for entry in coverage},
         coverage=[
             state.FeedCoverage(

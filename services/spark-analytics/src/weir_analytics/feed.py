@@ -106,7 +106,14 @@ class FeedReader:
 
     def horizon(self) -> int:
         """The highest change seq committed on the node (0 for an empty feed)."""
-        return int(self._read(_HORIZON_PROBE, 1).last_change_seq)
+        return self.position()[0]
+
+    def position(self) -> tuple[int, int]:
+        """(horizon, watermark_ms): the highest change seq committed on the node (0 for an empty
+        feed), and a time below which every change of the node is at or below it (ReadChanges'
+        watermark_ms; 0 from a node too old to say)."""
+        response = self._read(_HORIZON_PROBE, 1)
+        return int(response.last_change_seq), int(response.watermark_ms)
 
     def read_range(self, start: int, end: int, retry_for_s: float = 0.0) -> Iterator[types_pb2.Change]:
         """Every change with start <= change_seq < end, in change_seq order. `end` must not be

@@ -85,13 +85,17 @@ def _table_rows(snapshot: types_pb2.ClusterAnalytics, field: str) -> list[dict[s
     return rows
 
 
-def write_history(data_dir: Path, aggregates: BatchAggregates, snapshot: types_pb2.ClusterAnalytics) -> None:
-    """One Parquet file per table for this batch (replacing any the batch wrote before a crash)."""
+def write_history(data_dir: Path, aggregates: BatchAggregates, snapshot: types_pb2.ClusterAnalytics | None) -> None:
+    """One Parquet file per table for this batch (replacing any the batch wrote before a crash);
+    the figure tables only with a `snapshot` (a batch that counted changes), the others when they
+    have rows."""
+    empty = types_pb2.ClusterAnalytics()
+    figures = snapshot if snapshot is not None else empty
     tables: dict[str, list[dict[str, Any]]] = {
-        "partition_stats": _table_rows(snapshot, "partitions"),
-        "consumer_stats": _table_rows(snapshot, "consumers"),
-        "replica_stats": _table_rows(snapshot, "replicas"),
-        "node_stats": _table_rows(snapshot, "nodes"),
+        "partition_stats": _table_rows(figures, "partitions"),
+        "consumer_stats": _table_rows(figures, "consumers"),
+        "replica_stats": _table_rows(figures, "replicas"),
+        "node_stats": _table_rows(figures, "nodes"),
         "publish_windows": [asdict(entry) for entry in aggregates.publish_windows],
         "consumer_windows": [asdict(entry) for entry in aggregates.consumer_windows],
         "feed_coverage": [asdict(entry) for entry in aggregates.coverage],

@@ -6,8 +6,13 @@ Per micro-batch, in order:
    this is what makes the output exactly-once, like Spark's own file sink);
 2. reduce the changes with Spark (`aggregate.aggregate_batch`) and fold them into the state;
 3. write the batch's Parquet history, then save the state with the batch id (atomic rename);
-4. publish the new ClusterAnalytics to the stats stream (when the batch held changes other than
-   the stats stream's own, so the job's output never keeps it busy), log one progress line.
+4. publish the new ClusterAnalytics to the stats stream when the batch held changes other than
+   the stats stream's own (so the job's output never keeps it busy) or the reported window moved
+   (an idle stream's rates fall to zero there too), log one progress line.
+
+The source's offsets carry the nodes' change-feed watermarks, so a batch runs every trigger even
+when nothing changed: that is what lets the window figures move on (with zeros) on an idle cluster.
+Such a batch writes no Parquet snapshot and logs at debug level.
 
 `StatsPublisher` owns an asyncio loop in a thread for the Weir SDK client, since foreachBatch is
 called synchronously on a Spark thread.
@@ -31,7 +36,7 @@ from weir.errors import WeirError
 from weir.v1 import types_pb2
 from weir_server.analytics import STATS_SUBJECT
 
-from weir_analytics import aggregate, history, metrics
+from weir_analytics import aggregate, history, metrics, state
 from weir_analytics.settings import AnalyticsSettings
 from weir_analytics.source import WeirDataSource
 from weir_analytics.state import ClusterStats
@@ -39,6 +44,7 @@ from weir_analytics.state import ClusterStats
 logger = logging.getLogger("weir_analytics")
 
 T = TypeVar("T")
+LAG_QUERY_TIMEOUT_S = 2.0
 
 
 def now_ms() -> int:
@@ -83,6 +89,11 @@ class StatsPublisher:
                 raise
             logger.info("stats stream %s exists with another config; publishing to it", self.settings.stats_stream)
 
+    def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        """The consumer as the routers report it (totals over the partitions' primaries), within
+        LAG_QUERY_TIMEOUT_S (a batch never waits long for a figure). Errors: WeirError, TimeoutError."""
+        return self._run(asyncio.wait_for(self._client.consumer_info(stream, consumer), LAG_QUERY_TIMEOUT_S))
+
     def publish(self, snapshot: types_pb2.ClusterAnalytics) -> None:
         """Create the stats stream when needed, then publish (ack=leader). Errors: WeirError."""
 
@@ -114,6 +125,11 @@ class AnalyticsJob:
         self.stats = history.load_state(self.data_dir, settings.window_ms, settings.windows_kept)
         self.publisher = publisher
         self._lock = threading.Lock()
+        self._published_window: int | None = None  # window_start_ms of the last snapshot published
+        # Filtered consumers' lag, counted by the partitions' primaries (the feed cannot: its appends
+        # do not say which subjects they hold): (stream, consumer) -> its filter subject, and -> lag.
+        self._filters: dict[tuple[str, str], str] = {}
+        self._filtered_lag: dict[tuple[str, str], int] = {}
         if self.stats.batch_id >= 0 and not (self.data_dir / "checkpoint" / "offsets").is_dir():
             # A new query would number its batches from 0 again and every batch up to the saved
             # one would be skipped as "already folded in": refuse instead of losing them.
@@ -134,7 +150,33 @@ class AnalyticsJob:
         with self._lock:
             if self.stats.batch_id < 0:
                 return None
-            return self.stats.snapshot(now_ms())
+            return self.stats.snapshot(now_ms(), self._filtered_lag)
+
+    def _refresh_filtered_lag(self, stats: ClusterStats, aggregates: state.BatchAggregates) -> None:
+        """Ask the routers for the lag of every consumer with a filter subject (messages matching it
+        not yet acknowledged: num_pending + num_ack_pending); learn each consumer's filter once (a
+        consumer created or deleted in the batch is asked again)."""
+        if self.publisher is None:
+            return
+        for event in aggregates.lifecycle:
+            if event.consumer:
+                self._filters.pop((event.stream, event.consumer), None)
+        lags: dict[tuple[str, str], int] = {}
+        for key in stats.consumers:
+            if self._filters.get(key, None) == "":
+                continue
+            try:
+                info = self.publisher.consumer_info(*key)
+            except (WeirError, TimeoutError) as error:
+                logger.debug("lag of %s/%s not refreshed: %s", *key, error)
+                if key in self._filtered_lag:
+                    lags[key] = self._filtered_lag[key]
+                continue
+            self._filters[key] = info.config.filter_subject
+            if info.config.filter_subject:
+                lags[key] = int(info.num_pending + info.num_ack_pending)
+        with self._lock:
+            self._filtered_lag = lags
 
     def process_batch(self, changes: DataFrame, batch_id: int) -> None:
         """foreachBatch: fold one micro-batch in exactly once."""
@@ -153,14 +195,17 @@ class AnalyticsJob:
         with self._lock:
             updated = ClusterStats.from_json(self.stats.to_json())
             updated.apply(aggregates)
-            snapshot = updated.snapshot(now_ms())
-        history.write_history(self.data_dir, aggregates, snapshot)
+        self._refresh_filtered_lag(updated, aggregates)
+        with self._lock:
+            snapshot = updated.snapshot(now_ms(), self._filtered_lag)
+        history.write_history(self.data_dir, aggregates, snapshot if counted else None)
         history.save_state(self.data_dir, updated)
         with self._lock:
             self.stats = updated
-        if counted and self.publisher is not None:
+        if (counted or snapshot.window_start_ms != self._published_window) and self.publisher is not None:
             try:
                 self.publisher.publish(snapshot)
+                self._published_window = snapshot.window_start_ms
             except (WeirError, TimeoutError) as error:
                 metrics.PUBLISH_FAILURES.inc()
                 logger.warning("batch %d: stats not published to %s: %s", batch_id, self.settings.stats_stream, error)
@@ -170,7 +215,8 @@ class AnalyticsJob:
         metrics.BATCH_SECONDS.observe(elapsed)
         metrics.LAST_BATCH.set(time.time())
         positions = ", ".join(f"{feed.node_id}@{feed.next_change_seq}" for feed in snapshot.feed_positions)
-        logger.info(
+        logger.log(
+            logging.INFO if aggregates.changes else logging.DEBUG,
             "batch %d: %d changes (%d counted) in %.2fs; feeds at %s; %d partitions, %d consumers",
             batch_id,
             aggregates.changes,

@@ -1,7 +1,9 @@
 """Prometheus metrics of the analytics job (prometheus-client).
 
 The cluster figures are produced at scrape time from the running state by `StatsCollector`, so
-series of deleted streams and consumers disappear and the window rates follow the wall clock.
+series of deleted streams and consumers disappear; the window rates are of the last window that
+ended by the job's watermark, so every change inside it is counted (a window the job is still
+folding is never shown).
 The job's own progress uses ordinary counters and histograms.
 """
 
@@ -137,10 +139,19 @@ def _node_metrics(stats: types_pb2.ClusterAnalytics) -> Iterator[Metric]:
         feed_skipped.add_metric([position.node_id], position.skipped_changes)
     skew = GaugeMetricFamily("weir_analytics_skew", "max - min over the nodes (seed semantics)", labels=["figure"])
     computed = GaugeMetricFamily("weir_analytics_computed_timestamp_seconds", "When these figures were computed")
+    window = GaugeMetricFamily(
+        "weir_analytics_window_start_timestamp_seconds",
+        "Start of the window the rates are of: the last one that ended by the watermark (complete)",
+    )
+    watermark = GaugeMetricFamily(
+        "weir_analytics_watermark_timestamp_seconds", "Every change before this time is in the figures"
+    )
     if stats.computed_at_ms:
         skew.add_metric(["partitions"], stats.skew_partitions)
         skew.add_metric(["messages"], stats.skew_message_count)
         skew.add_metric(["bytes"], stats.skew_bytes)
         skew.add_metric(["window_published_messages"], stats.skew_window_published_messages)
         computed.add_metric([], stats.computed_at_ms / 1000)
-    yield from (led, stored, stored_bytes, published, rate, feed_next, feed_skipped, skew, computed)
+        window.add_metric([], stats.window_start_ms / 1000)
+        watermark.add_metric([], stats.watermark_ms / 1000)
+    yield from (led, stored, stored_bytes, published, rate, feed_next, feed_skipped, skew, computed, window, watermark)

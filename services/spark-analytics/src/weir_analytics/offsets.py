@@ -1,10 +1,19 @@
 """Offset planning for the `weir` source (pure: no I/O, unit-tested).
 
-An offset is a JSON object {node_id: next_change_seq}: for every node, the first change seq not
-yet read. A micro-batch reads, per node, the changes start[node] <= change_seq < end[node]; Spark
-stores both ends in its checkpoint before it runs the batch, so a query restarted from its
-checkpoint re-reads exactly the same ranges and then goes on from the last end: no change is
-read twice into committed output, none is skipped.
+A streaming offset is a JSON object `{"feeds": {node_id: next_change_seq}, "watermarks": {node_id:
+watermark_ms}}`: for every node, the first change seq not yet read, and, for the nodes read up to
+their horizon when the offset was planned, the node's watermark then (every change of the node with
+ts_ms below it is below next_change_seq; ReadChanges' watermark_ms). A micro-batch reads, per node,
+the changes start[node] <= change_seq < end[node]; Spark stores both ends in its checkpoint before
+it runs the batch, so a query restarted from its checkpoint re-reads exactly the same ranges (and
+watermarks) and then goes on from the last end: no change is read twice into committed output, none
+is skipped. The plain `{node_id: next_change_seq}` of earlier versions (and of startingOffsets) is
+read as feeds without watermarks.
+
+The batch's watermark is the smallest over the nodes that answered: every change with ts_ms below
+it, on any of them, has been read by the end of the batch, so a time window that ends there is
+complete. A node that does not answer (dead, unreachable) holds no window back; a node whose batch
+was cut short by maxChangesPerTrigger keeps its previous watermark until its backlog is read.
 """
 
 from __future__ import annotations
@@ -16,6 +25,9 @@ from dataclasses import dataclass
 from weir.errors import InvalidArgumentError
 
 Offsets = dict[str, int]
+Watermarks = dict[str, int]
+FEEDS = "feeds"
+WATERMARKS = "watermarks"
 
 # The first change seq of every feed.
 FIRST_CHANGE_SEQ = 1
@@ -121,3 +133,43 @@ def plan_ranges(start: Mapping[str, int], end: Mapping[str, int], changes_per_pa
             ranges.append(FeedRange(node_id, begin, piece))
             begin = piece
     return ranges
+
+
+def split_offset(value: object, what: str = "offset") -> tuple[Offsets, Watermarks]:
+    """(feeds, watermarks) of a streaming offset, either form (see the module docstring).
+    Errors: InvalidArgumentError."""
+    if isinstance(value, Mapping) and FEEDS in value:
+        watermarks = value.get(WATERMARKS) or {}
+        if not isinstance(watermarks, Mapping) or not all(
+            isinstance(node_id, str) and isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0
+            for node_id, ms in watermarks.items()
+        ):
+            raise InvalidArgumentError(f"{what}: watermarks must map node ids to milliseconds, got {watermarks!r}")
+        return validate_offsets(value[FEEDS], what), dict(watermarks)
+    return validate_offsets(value, what), {}
+
+
+def join_offset(feeds: Mapping[str, int], watermarks: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """The JSON form of a streaming offset."""
+    return {FEEDS: dict(sorted(feeds.items())), WATERMARKS: dict(sorted(watermarks.items()))}
+
+
+def next_watermarks(
+    previous: Mapping[str, int], end: Mapping[str, int], answered: Mapping[str, tuple[int, int]]
+) -> Watermarks:
+    """The watermarks of a batch ending at `end`: `answered` holds (horizon, watermark_ms) of the
+    nodes that answered when it was planned. A node read up to its horizon takes that watermark; one
+    whose batch stops short keeps its previous one (0 when it had none); a node that did not answer
+    has none (it holds no window back)."""
+    watermarks: Watermarks = {}
+    for node_id, (horizon, watermark_ms) in answered.items():
+        if end.get(node_id, FIRST_CHANGE_SEQ) > horizon:
+            watermarks[node_id] = max(watermark_ms, previous.get(node_id, 0))
+        else:  # its backlog is not read yet: what it holds may be older than any window
+            watermarks[node_id] = previous.get(node_id, 0)
+    return dict(sorted(watermarks.items()))
+
+
+def batch_watermark(watermarks: Mapping[str, int]) -> int:
+    """The batch's watermark: the smallest of the nodes' (0 when none has one)."""
+    return min(watermarks.values(), default=0)

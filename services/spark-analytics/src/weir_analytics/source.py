@@ -4,9 +4,13 @@
     changes = spark.readStream.format("weir").option("router", "127.0.0.1:7501").load()   # streaming
     history = spark.read.format("weir").option("router", "127.0.0.1:7501").load()         # batch
 
-Rows follow `rows.CHANGE_SCHEMA` (one per change). Offsets are {node_id: next_change_seq} (see
-`offsets`), planned as one or more input partitions per node, so a query restarted from its
-checkpoint neither loses nor repeats a change.
+Rows follow `rows.CHANGE_SCHEMA` (one per change). Streaming offsets are {node_id: next_change_seq}
+with each node's watermark (see `offsets`), planned as one or more input partitions per node, so a
+query restarted from its checkpoint neither loses nor repeats a change. Every streaming micro-batch
+also holds one `watermark` row (node_id "", ts_ms = the batch's watermark: every change with ts_ms
+below it, on every node that answered, is in this batch or an earlier one), so a consumer of the
+stream knows which time windows are complete; the offsets move with the watermark, so a batch runs
+every trigger even when no node has new changes (an idle window closes, with zeros).
 
 Options (all strings, as Spark passes them):
 - `router`: router addresses host:port[,host:port]; the nodes are discovered with GetClusterInfo.
@@ -40,6 +44,7 @@ from weir_analytics import feed, offsets, rows
 logger = logging.getLogger("weir_analytics.source")
 
 FEED_GAP = "feed_gap"
+WATERMARK = "watermark"
 
 
 class FeedRangePartition(InputPartition):
@@ -51,6 +56,14 @@ class FeedRangePartition(InputPartition):
         self.address = address
         self.start = start
         self.end = end
+
+
+class WatermarkPartition(InputPartition):
+    """The Spark task that emits the batch's watermark row."""
+
+    def __init__(self, watermark_ms: int) -> None:
+        super().__init__(("watermark", watermark_ms))
+        self.watermark_ms = watermark_ms
 
 
 class SourceOptions:
@@ -102,16 +115,16 @@ def _positive_int(options: Mapping[str, str], key: str, default: int | None) -> 
     return value
 
 
-def horizons(nodes: Sequence[feed.FeedNode], timeout_s: float) -> dict[str, int]:
-    """Horizon of every node that answers; nodes marked dead or not answering are left out (their
-    offsets stay where they are until they answer again)."""
-    found: dict[str, int] = {}
+def horizons(nodes: Sequence[feed.FeedNode], timeout_s: float) -> dict[str, tuple[int, int]]:
+    """(horizon, watermark_ms) of every node that answers; nodes marked dead or not answering are
+    left out (their offsets stay where they are until they answer again)."""
+    found: dict[str, tuple[int, int]] = {}
     for node in nodes:
         if not node.alive or not node.internal_address:
             continue
         try:
             with feed.FeedReader(node, timeout_s) as reader:
-                found[node.node_id] = reader.horizon()
+                found[node.node_id] = reader.position()
         except WeirError as error:
             logger.warning("change feed of %s (%s) not readable now: %s", node.node_id, node.internal_address, error)
     return found
@@ -144,6 +157,12 @@ def read_partition(partition: FeedRangePartition, options: SourceOptions) -> Ite
                 )
                 yield _gap_row(partition.node_id, start, skipped_to)
                 start = skipped_to
+
+
+def _watermark_row(watermark_ms: int) -> tuple[Any, ...]:
+    values: dict[str, Any] = {"node_id": "", "change_seq": 0, "kind": WATERMARK, "ts_ms": watermark_ms, "stream": ""}
+    values.update(partition=0, role=rows.PRIMARY)
+    return tuple(values.get(column) for column in rows.COLUMNS)
 
 
 def _gap_row(node_id: str, start: int, end: int) -> tuple[Any, ...]:
@@ -195,7 +214,7 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self._target: dict[str, int] | None = None
+        self._target: dict[str, tuple[int, int]] | None = None
         # the nodes found by the last discovery (latestOffset runs just before partitions)
         self._known: list[feed.FeedNode] = []
 
@@ -206,31 +225,40 @@ class WeirStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = horizons(self._discover(), self.options.timeout_s)
 
-    def initialOffset(self) -> dict[str, int]:
-        nodes = self._discover()
-        return offsets.initial_offsets(self.options.starting, horizons(nodes, self.options.timeout_s))
+    def initialOffset(self) -> dict[str, Any]:
+        found = horizons(self._discover(), self.options.timeout_s)
+        start = offsets.initial_offsets(self.options.starting, {node: seq for node, (seq, _) in found.items()})
+        return offsets.join_offset(start, {})
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_changes is None:
             return ReadAllAvailable()
         return ReadMaxRows(self.options.max_changes)
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        current = offsets.validate_offsets(start, "start offset")
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        current, watermarks = offsets.split_offset(start, "start offset")
         # Trigger.AvailableNow: the horizons at the query's start are the end
         target = self._target
         found = dict(target) if target is not None else horizons(self._discover(), self.options.timeout_s)
         budget = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return offsets.latest_offsets(current, found, budget)
+        end = offsets.latest_offsets(current, {node: seq for node, (seq, _) in found.items()}, budget)
+        return offsets.join_offset(end, offsets.next_watermarks(watermarks, end, found))
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
-        return _partitions(self.options, start, end, self._known)
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        first, _ = offsets.split_offset(start, "start offset")
+        last, watermarks = offsets.split_offset(end, "end offset")
+        planned = _partitions(self.options, first, last, self._known)
+        if watermarks:
+            planned.append(WatermarkPartition(offsets.batch_watermark(watermarks)))
+        return planned
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        if isinstance(partition, WatermarkPartition):
+            return iter([_watermark_row(partition.watermark_ms)])
         assert isinstance(partition, FeedRangePartition)
         return read_partition(partition, self.options)
 
-    def commit(self, end: dict[str, int]) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         logger.debug("weir source: committed through %s", end)
 
 
@@ -246,7 +274,7 @@ class WeirBatchReader(DataSourceReader):
                 'startingOffsets "latest" reads nothing in a batch query; use "earliest" or a JSON object'
             )
         nodes = self.options.nodes()
-        found = horizons(nodes, self.options.timeout_s)
+        found = {node: seq for node, (seq, _) in horizons(nodes, self.options.timeout_s).items()}
         start = offsets.initial_offsets(self.options.starting, found)
         if isinstance(self.options.ending, dict):
             end = {**start, **self.options.ending}

@@ -12,7 +12,7 @@ so a restarted job resumes from it and skips the batches it already folded in.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -122,6 +122,8 @@ class BatchAggregates:
     batch_id: int
     # the batch's end offset {node_id: next_change_seq}
     end_offsets: dict[str, int]
+    # every change with ts_ms below this has been read by the end of the batch (0: not known)
+    watermark_ms: int = 0
     replicas: list[ReplicaDelta] = field(default_factory=list)
     consumers: list[ConsumerDelta] = field(default_factory=list)
     lifecycle: list[LifecycleEvent] = field(default_factory=list)
@@ -198,6 +200,8 @@ class ClusterStats:
     windows_kept: int = 60
     # the last batch folded in (-1 = none yet)
     batch_id: int = -1
+    # every change with ts_ms below this has been folded in (0: no watermark yet; see `report_time`)
+    watermark_ms: int = 0
     streams: dict[str, int] = field(default_factory=dict)
     # newest stream_created ts_ms seen per stream (any node): tells an old copy's late delete apart
     stream_created_ms: dict[str, int] = field(default_factory=dict)
@@ -234,6 +238,7 @@ class ClusterStats:
             for index, name in enumerate(_WINDOW_CONSUMER_COUNTERS):
                 counts[index] += getattr(consumer_window, name)
         self._trim_windows()
+        self.watermark_ms = max(self.watermark_ms, batch.watermark_ms)
         for node_id, next_change_seq in batch.end_offsets.items():
             self.feeds.setdefault(node_id, FeedPosition()).next_change_seq = next_change_seq
         for coverage in batch.coverage:
@@ -334,6 +339,12 @@ class ClusterStats:
         """Start of the last window that ended at or before `now_ms`."""
         return (now_ms // self.window_ms) * self.window_ms - self.window_ms
 
+    def report_time(self, now_ms: int) -> int:
+        """The time the window figures are reported as of: the watermark (every window that ended by
+        then is complete: each of its changes is folded in), or `now_ms` for a state from a source
+        that gave no watermark."""
+        return self.watermark_ms or now_ms
+
     def consumer_lag(
         self, stream: str, consumer: str, index: dict[tuple[str, int], tuple[str, int, int]] | None = None
     ) -> int:
@@ -371,15 +382,22 @@ class ClusterStats:
             node.publish_rate_messages_per_second = node.window_published_messages * 1000 / self.window_ms
         return dict(sorted(nodes.items()))
 
-    def snapshot(self, now_ms: int) -> types_pb2.ClusterAnalytics:
-        """The published figures as of `now_ms` (see weir.v1.ClusterAnalytics)."""
-        window_start = self.closed_window(now_ms)
+    def snapshot(
+        self, now_ms: int, lag_overrides: Mapping[tuple[str, str], int] | None = None
+    ) -> types_pb2.ClusterAnalytics:
+        """The published figures as of `now_ms` (see weir.v1.ClusterAnalytics); window figures are of
+        the last complete window (`report_time`). `lag_overrides`: (stream, consumer) -> lag, for
+        consumers whose lag the change feed cannot give (a filter subject: the feed's appends do
+        not say which subjects they hold), as their partitions' primaries count it."""
+        overrides = lag_overrides or {}
+        window_start = self.closed_window(self.report_time(now_ms))
         seconds = self.window_ms / 1000
         out = types_pb2.ClusterAnalytics(
             computed_at_ms=now_ms,
             batch_id=max(self.batch_id, 0),
             window_ms=self.window_ms,
             window_start_ms=window_start,
+            watermark_ms=self.watermark_ms,
         )
         index = self._partition_index()
         window_sums: dict[tuple[str, int], tuple[int, int]] = {}
@@ -408,7 +426,7 @@ class ClusterStats:
             out.consumers.add(
                 stream=stream,
                 consumer=consumer,
-                lag_messages=self.consumer_lag(stream, consumer, index),
+                lag_messages=overrides.get((stream, consumer), self.consumer_lag(stream, consumer, index)),
                 pending_count=sum(state.pending_count for state in totals_of.partitions.values()),
                 window_acked=counts[0],
                 ack_rate_per_second=counts[0] / seconds,
@@ -453,6 +471,7 @@ class ClusterStats:
                 "window_ms": self.window_ms,
                 "windows_kept": self.windows_kept,
                 "batch_id": self.batch_id,
+                "watermark_ms": self.watermark_ms,
                 "streams": self.streams,
                 "stream_created_ms": self.stream_created_ms,
                 "replicas": [[*key, asdict(value)] for key, value in self.replicas.items()],
@@ -484,6 +503,7 @@ class ClusterStats:
     def from_json(cls, text: str) -> ClusterStats:
         data: dict[str, Any] = json.loads(text)
         stats = cls(window_ms=data["window_ms"], windows_kept=data["windows_kept"], batch_id=data["batch_id"])
+        stats.watermark_ms = int(data.get("watermark_ms", 0))
         stats.streams = dict(data["streams"])
         stats.stream_created_ms = dict(data["stream_created_ms"])
         stats.replicas = {(s, p, n): Replica(**value) for s, p, n, value in data["replicas"]}

@@ -418,7 +418,7 @@ class StreamRecord(_message.Message):
     def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
 
 class ClusterAnalytics(_message.Message):
-    __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions")
+    __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions", "watermark_ms")
     COMPUTED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
@@ -432,6 +432,7 @@ class ClusterAnalytics(_message.Message):
     SKEW_BYTES_FIELD_NUMBER: _ClassVar[int]
     SKEW_WINDOW_PUBLISHED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     FEED_POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_MS_FIELD_NUMBER: _ClassVar[int]
     computed_at_ms: int
     batch_id: int
     window_ms: int
@@ -445,7 +446,8 @@ class ClusterAnalytics(_message.Message):
     skew_bytes: int
     skew_window_published_messages: int
     feed_positions: _containers.RepeatedCompositeFieldContainer[AnalyticsFeedPosition]
-    def __init__(self, computed_at_ms: _Optional[int] = ..., batch_id: _Optional[int] = ..., window_ms: _Optional[int] = ..., window_start_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[AnalyticsPartition, _Mapping]]] = ..., consumers: _Optional[_Iterable[_Union[AnalyticsConsumer, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[AnalyticsReplica, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[AnalyticsNode, _Mapping]]] = ..., skew_partitions: _Optional[int] = ..., skew_message_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., skew_window_published_messages: _Optional[int] = ..., feed_positions: _Optional[_Iterable[_Union[AnalyticsFeedPosition, _Mapping]]] = ...) -> None: ...
+    watermark_ms: int
+    def __init__(self, computed_at_ms: _Optional[int] = ..., batch_id: _Optional[int] = ..., window_ms: _Optional[int] = ..., window_start_ms: _Optional[int] = ..., partitions: _Optional[_Iterable[_Union[AnalyticsPartition, _Mapping]]] = ..., consumers: _Optional[_Iterable[_Union[AnalyticsConsumer, _Mapping]]] = ..., replicas: _Optional[_Iterable[_Union[AnalyticsReplica, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[AnalyticsNode, _Mapping]]] = ..., skew_partitions: _Optional[int] = ..., skew_message_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., skew_window_published_messages: _Optional[int] = ..., feed_positions: _Optional[_Iterable[_Union[AnalyticsFeedPosition, _Mapping]]] = ..., watermark_ms: _Optional[int] = ...) -> None: ...
 
 class AnalyticsPartition(_message.Message):
     __slots__ = ("stream", "partition", "primary_node_id", "last_seq", "published_messages", "published_bytes", "window_published_messages", "window_published_bytes", "publish_rate_messages_per_second", "publish_rate_bytes_per_second")
