@@ -1,10 +1,12 @@
 """spark-analytics end to end (slow tier: each test starts a real Spark session, ~20-30 s here).
 
 A real local cluster runs a known workload; the analytics job (a real `python -m weir_analytics`
-process with Spark local[*]) reads the nodes' change feeds through the `weir` Python Data Source,
-and every figure it computes is checked against ground truth taken from the workload itself
-(counts, acks, naks, the dead letter, the stopped replicator) or, for byte sizes and consumer
-floors, from the nodes' own reports. The second test SIGKILLs the job between micro-batches and
+process) reads the nodes' change feeds through the `weir` Python Data Source, once with Spark
+`local[*]` and once on a Spark standalone cluster (a master and two workers started from the
+installed pyspark, the job submitted to `spark://127.0.0.1:<port>`). On both, every figure it
+computes is checked against ground truth taken from the workload itself (counts, acks, naks, the
+dead letter, the stopped replicator) or, for byte sizes and consumer floors, from the nodes' own
+reports. The second test SIGKILLs the job between micro-batches and
 restarts it from its checkpoint, then counts every change of every feed: none twice, none missing.
 """
 
@@ -29,6 +31,7 @@ from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir.v1 import router_pb2, types_pb2
 from weir_cli.launcher import LocalCluster
+from weir_cli.spark_standalone import SparkStandalone
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.internal_clients import ChangeFeedClient
 
@@ -46,6 +49,22 @@ pytestmark = pytest.mark.slow
 
 WINDOW_MS = 1000
 JOB_TIMEOUT_S = 300
+SPARK_ON_LOOPBACK = {"SPARK_LOCAL_IP": "127.0.0.1"}  # the driver, as the standalone daemons, on loopback
+
+
+@pytest.fixture(scope="module", params=["local", "standalone"])
+def spark_master(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Spark master the module's jobs run on: local[*], or a standalone master with two
+    workers (one core, 1 GiB each) on loopback ports."""
+    needs_java()
+    if request.param == "local":
+        yield "local[*]"
+        return
+    cluster = SparkStandalone.start(tmp_path_factory.mktemp("spark-standalone"), workers=2)
+    try:
+        yield cluster.master_url
+    finally:
+        cluster.stop()
 
 
 def job_settings(**settings: str) -> dict[str, str]:
@@ -55,7 +74,7 @@ def job_settings(**settings: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def analytics_cluster(tmp_path_factory: pytest.TempPathFactory, spark_master: str) -> Iterator[LocalCluster]:
     """A local cluster started with its analytics job (what `weir cluster up --analytics` does),
     the job reading ten changes per micro-batch. Skipped (with the install command) without Java 17+."""
     needs_own_processes()
@@ -69,7 +88,7 @@ def analytics_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loca
         router_env=CLUSTER_ROUTER_ENV,
         replicator_env=CLUSTER_REPLICATOR_ENV,
         analytics=True,
-        analytics_env=job_settings(MAX_CHANGES_PER_TRIGGER="10"),
+        analytics_env={**job_settings(MAX_CHANGES_PER_TRIGGER="10", SPARK_MASTER=spark_master), **SPARK_ON_LOOPBACK},
     )
     yield cluster
     cluster.stop()
@@ -83,6 +102,7 @@ def job_env(cluster: LocalCluster, data_dir: Path, **settings: str) -> dict[str,
         WEIR_ANALYTICS_METRICS_PORT="0",
     )
     env.update(job_settings(**settings))
+    env.update(SPARK_ON_LOOPBACK)
     return env
 
 
@@ -205,7 +225,7 @@ class AnalyticsRun:
 
 
 @pytest.fixture(scope="module")
-async def analytics_run(analytics_cluster: LocalCluster) -> AnalyticsRun:
+async def analytics_run(analytics_cluster: LocalCluster, spark_master: str) -> AnalyticsRun:
     """The workload while the cluster's job runs, until the job folded in at least two batches;
     30 more publishes; SIGKILL; then the job again from its checkpoint with Trigger.AvailableNow.
     Two Spark sessions in all (each costs ~30 s to start here)."""
@@ -232,7 +252,9 @@ async def analytics_run(analytics_cluster: LocalCluster) -> AnalyticsRun:
         before = json.loads(state_path.read_text())
         # The batch planned before the kill is replayed with its recorded offsets; the rest of the
         # backlog goes in larger batches.
-        log = await asyncio.to_thread(run_job_once, cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60")
+        log = await asyncio.to_thread(
+            run_job_once, cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60", SPARK_MASTER=spark_master
+        )
 
         stats = await client.cluster_stats()
         infos = {

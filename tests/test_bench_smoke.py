@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import needs_own_processes
+from tests.system_tools import needs_java
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = (
@@ -197,6 +198,19 @@ def test_numaflow_bench_smoke() -> None:
     assert report["source_read_ack"]["sidecar_cpu_us_per_message"] >= 0
     assert report["source_read_ack"]["read_requests"] >= messages / report["settings"]["read_batch"]
     assert report["source_to_native_throughput"] > 0 and report["per_offset_source_to_native_throughput"] > 0
+
+
+@pytest.mark.slow
+def test_analytics_bench_smoke() -> None:
+    """`python -m bench.analytics_bench --smoke`: a real analytics job; every timed publish became
+    visible in its figures, and the job's memory was sampled over its whole process tree."""
+    needs_own_processes()
+    needs_java()
+    report = run_json(["bench.analytics_bench", "--smoke"], timeout_s=300)
+    latency = report["publish_to_visible_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= latency["max"]
+    assert report["job_rss_peak_bytes"] > 0 and report["job_processes"] >= 3
+    assert report["job_rss_by_process_peak_bytes"]["jvm"] > 0
 
 
 @pytest.mark.slow

@@ -107,7 +107,8 @@ def compose_services(program: Program) -> dict[str, dict[str, Any]]:
     return {
         name: service
         for name, service in services.items()
-        if image_repository(str(service.get("image", ""))) == program.image
+        # the optional Spark cluster runs the analytics image's Spark daemons, not the job
+        if image_repository(str(service.get("image", ""))) == program.image and "entrypoint" not in service
     }
 
 

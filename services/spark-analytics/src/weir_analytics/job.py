@@ -37,13 +37,14 @@ from weir.v1 import types_pb2
 from weir_server.analytics import STATS_SUBJECT
 
 from weir_analytics import aggregate, history, metrics, state
-from weir_analytics.settings import AnalyticsSettings
+from weir_analytics.settings import AnalyticsSettings, spark_conf_pairs
 from weir_analytics.source import WeirDataSource
 from weir_analytics.state import ClusterStats
 
 logger = logging.getLogger("weir_analytics")
 
 T = TypeVar("T")
+DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=64m -XX:TieredStopAtLevel=1"
 LAG_QUERY_TIMEOUT_S = 2.0
 
 
@@ -230,7 +231,7 @@ class AnalyticsJob:
 
 def build_session(settings: AnalyticsSettings) -> SparkSession:
     """A SparkSession for the job (master from the settings) with the weir source registered."""
-    session = (
+    builder = (
         SparkSession.builder.master(settings.spark_master)
         .appName("weir-analytics")
         .config("spark.ui.enabled", str(settings.spark_ui).lower())
@@ -240,8 +241,13 @@ def build_session(settings: AnalyticsSettings) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         # micro-batches are small: adaptive execution's extra planning jobs cost more than they save
         .config("spark.sql.adaptive.enabled", "false")
-        .getOrCreate()
+        # a small driver JVM (bench.analytics_bench: 855 -> 574 MB, freshness unchanged): the serial
+        # collector, a smaller code cache and the C1 compiler only; the job's work is light
+        .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
     )
+    for key, value in spark_conf_pairs(settings.spark_conf).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     session.dataSource.register(WeirDataSource)
     return session
