@@ -100,6 +100,7 @@ def job_env(cluster: LocalCluster, data_dir: Path, **settings: str) -> dict[str,
         WEIR_ANALYTICS_ROUTER=",".join(cluster.router_addresses),
         WEIR_ANALYTICS_DATA_DIR=str(data_dir),
         WEIR_ANALYTICS_METRICS_PORT="0",
+        WEIR_ANALYTICS_PLAINTEXT="true",  # as the launcher starts the cluster's processes
     )
     env.update(job_settings(**settings))
     env.update(SPARK_ON_LOOPBACK)

@@ -108,7 +108,7 @@ def test_a_node_started_with_flags_serves_where_they_say(tmp_path: Path) -> None
     environment variables that would otherwise fail (a bad port) or point elsewhere."""
     port, ready = free_port(), tmp_path / "ready.json"
     flags = ["--data-dir", str(tmp_path / "from-flag"), "--client-port", str(port), "--ready-file", str(ready)]
-    flags += ["--internal-port", "0", "--metrics-port", "0"]
+    flags += ["--internal-port", "0", "--metrics-port", "0", "--plaintext"]
     env = environment({"WEIR_NODE_CLIENT_PORT": "abc", "WEIR_NODE_DATA_DIR": str(tmp_path / "from-env")})
     process = subprocess.Popen([sys.executable, "-m", "weir_partition_node", *flags], env=env)
     try:
@@ -132,6 +132,7 @@ def test_the_gateway_serves_rocketmq_where_its_flag_says(tmp_path: Path) -> None
     apache.rocketmq.v1.MessagingService (no cluster is needed to start)."""
     port, ready = free_port(), tmp_path / "ready.json"
     flags = ["--rocketmq-port", str(port), "--kafka-pixy-port", "0", "--metrics-port", "0", "--ready-file", str(ready)]
+    flags.append("--plaintext")
     env = environment({"WEIR_GATEWAY_ROCKETMQ_PORT": "abc", "WEIR_GATEWAY_ROUTERS": f"127.0.0.1:{free_port()}"})
     assert "[env: WEIR_GATEWAY_ROCKETMQ_PORT]" in " ".join(run("weir_gateway", "--help").stdout.split())
     process = subprocess.Popen([sys.executable, "-m", "weir_gateway", *flags], env=env)

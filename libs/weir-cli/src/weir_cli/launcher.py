@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from weir.tls import ChannelSecurity
+from weir_server import devcerts
+
 READY_TIMEOUT_S = 30.0
 
 
@@ -52,6 +55,9 @@ class ProcessHandle:
     # Address-space limit (RLIMIT_AS) of the process, for tests that must show a request cannot make
     # it allocate out of proportion: an allocation past it fails instead of exhausting the machine.
     memory_limit_bytes: int | None = None
+    # The development certificates (weir_server.devcerts) the process serves and calls with; None =
+    # its explicit plaintext setting (local development). A TLS or plaintext setting in `env` wins.
+    tls_dir: Path | None = None
     process: subprocess.Popen[bytes] | None = None
     _log_file: object | None = field(default=None, repr=False)
 
@@ -81,6 +87,8 @@ class ProcessHandle:
         env = {key: value for key, value in os.environ.items() if not key.startswith(self.env_prefix)}
         env.update(self.env)
         env.update(self._settings(reuse_ports))
+        if not any(key.startswith(f"{self.env_prefix}TLS_") or key == f"{self.env_prefix}PLAINTEXT" for key in env):
+            env.update(self._security_settings())
         env[f"{self.env_prefix}READY_FILE"] = str(self.ready_file)
         command: list[str] = [sys.executable, "-m", self.module]
         if self.taskset_cpus:
@@ -108,6 +116,16 @@ class ProcessHandle:
             time.sleep(0.02)
         self.kill()
         raise LaunchError(f"{self.name} not ready after {self.ready_timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def _security_settings(self) -> dict[str, str]:
+        prefix = self.env_prefix
+        if self.tls_dir is None:
+            return {f"{prefix}PLAINTEXT": "true"}
+        return {
+            f"{prefix}TLS_CERT_FILE": str(self.tls_dir / f"{devcerts.SERVICE}.pem"),
+            f"{prefix}TLS_KEY_FILE": str(self.tls_dir / f"{devcerts.SERVICE}-key.pem"),
+            f"{prefix}TLS_CA_FILE": str(self.tls_dir / f"{devcerts.CA}.pem"),
+        }
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -538,10 +556,17 @@ class LocalCluster:
     replicators: list[ReplicatorHandle] = field(default_factory=list)
     analytics: AnalyticsHandle | None = None
     gateways: list[GatewayHandle] = field(default_factory=list)
+    # With TLS: the development CA and certificates every process uses (weir_server.devcerts).
+    tls_dir: Path | None = None
 
     @property
     def router_addresses(self) -> list[str]:
         return [router.address for router in self.routers]
+
+    def client_security(self) -> ChannelSecurity | None:
+        """How a client reaches this cluster: its CA and the development client certificate (None:
+        plaintext)."""
+        return client_security(self.tls_dir) if self.tls_dir is not None else None
 
     @classmethod
     def start(
@@ -561,16 +586,22 @@ class LocalCluster:
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
         memory_limit_bytes: int | None = None,
+        tls: bool = False,
     ) -> LocalCluster:
         """Start Redis, then the routers, then the nodes (which register with Redis), then the
         replicators, then (with `analytics`) the spark-analytics job; returns once every process
         serves. On failure everything started is stopped again. `memory_limit_bytes` limits the
-        address space of each router, node and replicator."""
+        address space of each router, node and replicator. `tls`: every gRPC port with TLS and the
+        internal ports with mutual TLS, from a development CA made under `<data_dir>/tls` (kept
+        across restarts); else every process runs with its explicit plaintext setting."""
         say = progress or (lambda _message: None)
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
         redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
         cluster = cls(data_dir, redis, [], [])
+        if tls:
+            cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
+            say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
         try:
             binary, origin = redis_server_binary()
             embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
@@ -580,7 +611,7 @@ class LocalCluster:
             shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
             for index in range(1, routers + 1):
                 router = RouterHandle(
-                    **_placed(data_dir, f"router-{index}", shared_router, die_with_parent),
+                    **_placed(data_dir, f"router-{index}", shared_router, die_with_parent, cluster.tls_dir),
                     memory_limit_bytes=memory_limit_bytes,
                 )
                 cluster.routers.append(router)
@@ -589,7 +620,7 @@ class LocalCluster:
             shared_node = {"WEIR_NODE_REDIS_URL": redis.url, **(node_env or {})}
             for index in range(1, nodes + 1):
                 node = NodeHandle(
-                    **_placed(data_dir, f"node-{index}", shared_node, die_with_parent),
+                    **_placed(data_dir, f"node-{index}", shared_node, die_with_parent, cluster.tls_dir),
                     memory_limit_bytes=memory_limit_bytes,
                 )
                 cluster.nodes.append(node)
@@ -598,7 +629,7 @@ class LocalCluster:
             shared_replicator = {"WEIR_REPLICATOR_REDIS_URL": redis.url, **(replicator_env or {})}
             for index in range(1, replicators + 1):
                 replicator = ReplicatorHandle(
-                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent),
+                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent, cluster.tls_dir),
                     memory_limit_bytes=memory_limit_bytes,
                 )
                 cluster.replicators.append(replicator)
@@ -634,7 +665,7 @@ class LocalCluster:
             "WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET": gateway_secret(self.data_dir),
             **(env or {}),
         }
-        handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent))
+        handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
         handle.start()
         return handle
 
@@ -649,14 +680,14 @@ class LocalCluster:
             "WEIR_NUMAFLOW_SOURCE_MEMBER_ID": name,
             **(env or {}),
         }
-        handle = NumaflowSourceHandle(**_placed(self.data_dir, name, settings, die_with_parent))
+        handle = NumaflowSourceHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
         handle.start()
         return handle
 
     def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
         settings = {"WEIR_ANALYTICS_ROUTER": ",".join(self.router_addresses), **(env or {})}
-        handle = AnalyticsHandle(**_placed(self.data_dir, "analytics", settings, die_with_parent))
+        handle = AnalyticsHandle(**_placed(self.data_dir, "analytics", settings, die_with_parent, self.tls_dir))
         handle.start()
         return handle
 
@@ -694,6 +725,16 @@ class LocalCluster:
                 }
                 for n in self.nodes
             ],
+            # how clients reach it: TLS with this CA and client certificate, or plaintext (null)
+            "tls": (
+                {
+                    "ca_file": str(security.ca_file),
+                    "cert_file": str(security.cert_file),
+                    "key_file": str(security.key_file),
+                }
+                if (security := self.client_security()) is not None
+                else None
+            ),
         }
 
     def write_state(self) -> None:
@@ -718,7 +759,9 @@ class LocalCluster:
         (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
 
 
-def _placed(data_dir: Path, name: str, env: Mapping[str, str], die_with_parent: bool) -> dict[str, Any]:
+def _placed(
+    data_dir: Path, name: str, env: Mapping[str, str], die_with_parent: bool, tls_dir: Path | None = None
+) -> dict[str, Any]:
     """A cluster process's handle arguments: data in `<data_dir>/<name>`, log `<data_dir>/<name>.log`."""
     return {
         "name": name,
@@ -726,7 +769,18 @@ def _placed(data_dir: Path, name: str, env: Mapping[str, str], die_with_parent: 
         "log_path": data_dir / f"{name}.log",
         "env": dict(env),
         "die_with_parent": die_with_parent,
+        "tls_dir": tls_dir,
     }
+
+
+def client_security(tls_dir: Path) -> ChannelSecurity:
+    """The channel security of a client of a local cluster whose development certificates are in
+    `tls_dir`: its CA and the client certificate."""
+    return ChannelSecurity(
+        ca_file=tls_dir / f"{devcerts.CA}.pem",
+        cert_file=tls_dir / f"{devcerts.CLIENT}.pem",
+        key_file=tls_dir / f"{devcerts.CLIENT}-key.pem",
+    )
 
 
 def read_cluster_state(data_dir: Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from weir import tls as weir_tls
 from weir.client import consumer_config, stream_config
 from weir.cluster import Client
 from weir.message import Message
@@ -53,6 +54,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         replicators=args.replicators,
         gateways=args.gateways,
         analytics=args.analytics,
+        tls=args.tls,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=progress,
     )
@@ -178,7 +180,10 @@ async def demo(args: argparse.Namespace) -> int:
         root = Path(args.data_dir) if args.data_dir else Path(temporary)
         progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
         # Started from this (long-lived) thread: the processes die with us if we are killed.
-        cluster = _start_cluster(root, gateways=1, progress=progress)
+        # TLS on every port and mutual TLS between the services (a development CA under the data
+        # directory); this process's clients use the cluster's CA and client certificate.
+        cluster = _start_cluster(root, gateways=1, progress=progress, tls=True)
+        weir_tls.set_default(cluster.client_security())
         try:
             summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
             async with Client(cluster.router_addresses) as client:
@@ -320,7 +325,7 @@ async def _kafka_pixy_round_trip(address: str, messages: int = 100) -> dict[str,
     from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as pb_grpc
 
     progress(f"kafka-pixy through the gateway at {address}: {messages} Produce calls, then ConsumeNAck ...")
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with weir_tls.aio_channel(address) as channel:
         stub = pb_grpc.KafkaPixyStub(channel)
         sent = set()
         for number in range(messages):

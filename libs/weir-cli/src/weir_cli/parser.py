@@ -20,8 +20,19 @@ if TYPE_CHECKING:
     Commands = argparse._SubParsersAction[Any]  # a command group
 else:
     Commands = argparse._SubParsersAction
-GLOBAL_DEFAULTS = {"json": False, "router": None, "data_dir": None, "server": None, "timeout": None, "verbose": False}
-GLOBAL_WITH_VALUE = {"--router", "--data-dir", "--server", "--timeout"}  # the global options that take a value
+GLOBAL_DEFAULTS = {
+    "json": False,
+    "router": None,
+    "data_dir": None,
+    "server": None,
+    "timeout": None,
+    "verbose": False,
+    "tls_ca": None,
+    "tls_cert": None,
+    "tls_key": None,
+}
+# the global options that take a value
+GLOBAL_WITH_VALUE = {"--router", "--data-dir", "--server", "--timeout", "--tls-ca", "--tls-cert", "--tls-key"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -94,6 +105,17 @@ def _global_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--server", default=hide, metavar="HOST:PORT", help="talk to one standalone node instead of a cluster"
     )
+    group.add_argument(
+        "--tls-ca",
+        default=hide,
+        metavar="FILE",
+        help="TLS: the CA (PEM) the cluster's certificates are checked against (default: $WEIR_TLS_CA_FILE, else "
+        "the local cluster's own when it runs with --tls)",
+    )
+    group.add_argument(
+        "--tls-cert", default=hide, metavar="FILE", help="TLS: this client's certificate (PEM; $WEIR_TLS_CERT_FILE)"
+    )
+    group.add_argument("--tls-key", default=hide, metavar="FILE", help="TLS: its key (PEM; $WEIR_TLS_KEY_FILE)")
     group.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -187,6 +209,12 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
         "--analytics",
         action="store_true",
         help="also start the spark-analytics job (needs Java 17+; takes 15-30 s more); `weir stats` shows its figures",
+    )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every gRPC port and mutual TLS between the services, with a development CA made under "
+        "<data-dir>/tls (without it, every process runs with its explicit plaintext setting)",
     )
     tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
     tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)

@@ -11,7 +11,7 @@ import uuid
 import zlib
 from typing import Any
 
-import grpc
+from weir import tls as weir_tls
 
 from weir_cli.output import progress
 
@@ -35,7 +35,7 @@ async def rocketmq_round_trip(address: str, normal_messages: int = 20) -> dict[s
         )
         return definition.Message(topic=definition.Resource(name=TOPIC), body=body, system_attribute=attributes)
 
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with weir_tls.aio_channel(address) as channel:
         stub = service_grpc.MessagingServiceStub(channel)
 
         async def send(sent: Any) -> Any:

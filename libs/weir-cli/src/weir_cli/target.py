@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+from weir import tls as weir_tls
 from weir.client import NodeClient
 from weir.cluster import Client
-from weir.errors import UnavailableError
+from weir.errors import UnavailableError, WeirError
+from weir.tls import ChannelSecurity
 
 from weir_cli.launcher import read_cluster_state
 
@@ -86,7 +88,37 @@ def _state_routers(data_dir: Path) -> list[str]:
 
 
 def find_routers(args: Any) -> Routers:
-    """The routers this command talks to (see the module docstring). Errors: CliError with a hint."""
+    """The routers this command talks to (see the module docstring), with this process's channel
+    security set for them (`configure_tls`). Errors: CliError with a hint."""
+    routers = _find_routers(args)
+    configure_tls(args, routers)
+    return routers
+
+
+def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity | None:
+    """This process's channel security: --tls-ca/--tls-cert/--tls-key, else the WEIR_TLS_* variables,
+    else the local cluster's own (a cluster started with `weir cluster up --tls`), else plaintext."""
+    ca, cert, key = (getattr(args, name, None) for name in ("tls_ca", "tls_cert", "tls_key"))
+    security: ChannelSecurity | None
+    if ca or cert or key:
+        try:
+            security = ChannelSecurity(
+                ca_file=Path(ca) if ca else None,
+                cert_file=Path(cert) if cert else None,
+                key_file=Path(key) if key else None,
+            )
+        except WeirError as error:
+            raise CliError(f"--tls-cert and --tls-key: {error.message}", status=2) from None
+    else:
+        security = ChannelSecurity.from_environment()
+        if security is None and routers is not None and routers.data_dir is not None:
+            state = read_cluster_state(routers.data_dir) or {}
+            security = ChannelSecurity.from_environment(state["tls"]) if state.get("tls") else None
+    weir_tls.set_default(security)
+    return security
+
+
+def _find_routers(args: Any) -> Routers:
     given = getattr(args, "router", None)
     if given:
         return Routers(_split(given), "--router")
@@ -124,7 +156,7 @@ async def _settled_state(address: str) -> grpc.ChannelConnectivity:
     """Connect to `address`: READY, or TRANSIENT_FAILURE (refused, no route, unknown host). gRPC's
     default options: the SDK's short reconnect backoff is also its connect timeout (100 ms), which
     would take a slow link for a refusal."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with weir_tls.aio_channel(address) as channel:
         state = channel.get_state(try_to_connect=True)
         while state in (grpc.ChannelConnectivity.IDLE, grpc.ChannelConnectivity.CONNECTING):
             await channel.wait_for_state_change(state)
@@ -196,6 +228,7 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def node_client(args: Any) -> AsyncIterator[NodeClient]:
     """A NodeClient on --server (one standalone node)."""
+    configure_tls(args)
     await reach(Routers([args.server], "--server"), timeout_s(args), bool(getattr(args, "verbose", False)))
     client = NodeClient(args.server, timeout_s=timeout_s(args))
     try:

@@ -37,13 +37,17 @@ class _Undecodable:
         )
 
 
-class UndecodableRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """See the module docstring. Applies to the methods under `prefixes` (Weir's own services);
-    others (health, reflection) are passed through unchanged."""
+class MethodWrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """An interceptor that replaces the handlers of the methods under `prefixes` (Weir's own
+    services; health and reflection pass through) with `wrap(method, handler)`, built once per
+    method and reused."""
 
     def __init__(self, prefixes: tuple[str, ...] = ("/weir.v1.",)) -> None:
         self._prefixes = prefixes
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
+
+    def wrap(self, method: str, handler: Any) -> Any:
+        raise NotImplementedError
 
     async def intercept_service(
         self,
@@ -55,11 +59,18 @@ class UndecodableRequestInterceptor(grpc.aio.ServerInterceptor):  # type: ignore
         if wrapped is not None:
             return wrapped
         handler = await continuation(handler_call_details)
-        if handler is None or not method.startswith(self._prefixes) or handler.request_deserializer is None:
+        if handler is None or not method.startswith(self._prefixes):
             return handler
-        wrapped = _guard(method, handler)
+        wrapped = self.wrap(method, handler)
         self._wrapped[method] = wrapped
         return wrapped
+
+
+class UndecodableRequestInterceptor(MethodWrappingInterceptor):
+    """See the module docstring."""
+
+    def wrap(self, method: str, handler: Any) -> Any:
+        return handler if handler.request_deserializer is None else _guard(method, handler)
 
 
 def _guard(method: str, handler: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from weir import tls as weir_tls
 from weir.client import DEFAULT_TIMEOUT_S, GrpcClient, LockstepStream
 from weir.v1 import internal_pb2, internal_pb2_grpc, types_pb2
 
@@ -19,8 +20,10 @@ class TestClockClient(GrpcClient):
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
+    def __init__(
+        self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, tls: weir_tls.Security = weir_tls.PROCESS_DEFAULT
+    ) -> None:
+        super().__init__(address, timeout_s, tls=tls)
         self.stub = internal_pb2_grpc.TestClockStub(self.channel)
 
     async def advance(self, delta_ms: int) -> int:
@@ -32,8 +35,10 @@ class TestClockClient(GrpcClient):
 class ChangeFeedClient(GrpcClient):
     """weir.v1.ChangeFeed on one node's internal port."""
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
+    def __init__(
+        self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, tls: weir_tls.Security = weir_tls.PROCESS_DEFAULT
+    ) -> None:
+        super().__init__(address, timeout_s, tls=tls)
         self.stub = internal_pb2_grpc.ChangeFeedStub(self.channel)
 
     async def read_changes(self, from_change_seq: int = 0, max_changes: int = 0) -> internal_pb2.ReadChangesResponse:
@@ -66,8 +71,10 @@ class ChangeFeedClient(GrpcClient):
 class ReplicationClient(GrpcClient):
     """weir.v1.Replication on one node's internal port (the replicator, the router's controller)."""
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
+    def __init__(
+        self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, tls: weir_tls.Security = weir_tls.PROCESS_DEFAULT
+    ) -> None:
+        super().__init__(address, timeout_s, tls=tls)
         self.stub = internal_pb2_grpc.ReplicationStub(self.channel)
 
     async def fetch(

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import uvloop
 from pydantic_settings import BaseSettings
 
+from weir_server import tls
 from weir_server.service_settings import load_settings
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
@@ -30,6 +31,7 @@ def run_service(
     """A service's `main`: settings from argv and the environment (bad ones exit 2 with one line),
     logging at the settings' `log_level`, then `serve(settings)` on uvloop until it returns."""
     settings = load_settings(settings_cls, prog)
+    tls.refuse_unless_startable(settings, prog)
     level: str = getattr(settings, "log_level", "INFO")
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
     uvloop.run(serve(settings))

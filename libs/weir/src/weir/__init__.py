@@ -45,6 +45,7 @@ from weir.errors import (
     NotPendingError,
     OverloadedError,
     OversizeError,
+    PermissionDeniedError,
     PositionOutOfRangeError,
     ReplicationTimeoutError,
     ResultCode,
@@ -52,15 +53,18 @@ from weir.errors import (
     ShuttingDownError,
     StorageFailedError,
     SubjectRejectedError,
+    UnauthenticatedError,
     UnavailableError,
     WeirError,
     WrongRevisionError,
 )
 from weir.message import Message, PublishAck
+from weir.tls import ChannelSecurity
 
 __all__ = [
     "AlreadyExistsError",
     "ChangeFeedTruncatedError",
+    "ChannelSecurity",
     "Client",
     "ConsumerBoundError",
     "CorruptRecordError",
@@ -85,6 +89,7 @@ __all__ = [
     "NotPendingError",
     "OverloadedError",
     "OversizeError",
+    "PermissionDeniedError",
     "PositionOutOfRangeError",
     "PublishAck",
     "ReplicationTimeoutError",
@@ -94,6 +99,7 @@ __all__ = [
     "StorageFailedError",
     "SubjectRejectedError",
     "Subscription",
+    "UnauthenticatedError",
     "UnavailableError",
     "WeirError",
     "WrongRevisionError",

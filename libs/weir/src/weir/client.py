@@ -18,6 +18,7 @@ from typing import Any, Generic, Self, TypeVar
 
 import grpc
 
+from weir import tls as tls_module
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.message import PublishAck
 from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
@@ -115,10 +116,14 @@ def stream_config(
 class GrpcClient:
     """The channel and typed-error calls every Weir gRPC client shares (one address)."""
 
-    def __init__(self, address: str, timeout_s: float) -> None:
+    def __init__(
+        self, address: str, timeout_s: float, *, tls: tls_module.Security = tls_module.PROCESS_DEFAULT
+    ) -> None:
+        """`tls`: a ChannelSecurity, None for plaintext, or (default) the process default
+        (weir.tls: a service's own settings, else the WEIR_TLS_* variables)."""
         self.address = address
         self.timeout_s = timeout_s
-        self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self.channel = tls_module.aio_channel(address, CHANNEL_OPTIONS, tls)
 
     async def close(self) -> None:
         await self.channel.close()
@@ -240,8 +245,14 @@ class LockstepPool(Generic[Request, Response]):
 class NodeClient(GrpcClient):
     """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
 
-    def __init__(self, address: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(address, timeout_s)
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
+    ) -> None:
+        super().__init__(address, timeout_s, tls=tls)
         self.stub = streams_pb2_grpc.StreamsStub(self.channel)
         # The hot calls go over lockstep streams: a stream item costs both ends about a third of a
         # unary call's CPU (docs/benchmarks.md); errors and timeouts are those of the unary calls.

@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
+from weir import tls as tls_module
 from weir.client import ACK_LEVELS, CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, NodeClient, endpoints_of, headers_of
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
@@ -82,9 +83,16 @@ class RouterClient:
     """weir.v1.Router on a set of routers: a call goes to the current router and moves on to the
     next one when that router is unreachable."""
 
-    def __init__(self, addresses: str | Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        addresses: str | Sequence[str],
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
+    ) -> None:
         self.addresses = router_addresses(addresses)
         self.timeout_s = timeout_s
+        self.tls = tls
         self._index = 0
         self._channels: dict[str, grpc.aio.Channel] = {}
 
@@ -96,7 +104,7 @@ class RouterClient:
         address = self.address
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = self._channels[address] = tls_module.aio_channel(address, CHANNEL_OPTIONS, self.tls)
         return router_pb2_grpc.RouterStub(channel)
 
     async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
@@ -172,12 +180,14 @@ class Client:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         idempotent: bool = True,
         max_in_flight_batches: int = 0,
+        tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
     ) -> None:
         if linger_ms < 0 or batch_max_bytes < 1 or batch_max_messages < 1 or max_pending_messages < 1:
             raise InvalidArgumentError("linger_ms >= 0 and batch/pending bounds >= 1 are required")
         if max_in_flight_batches < 0:
             raise InvalidArgumentError("max_in_flight_batches >= 0 is required (0 = no bound)")
-        self.router = RouterClient(routers, timeout_s=timeout_s)
+        self.tls = tls
+        self.router = RouterClient(routers, timeout_s=timeout_s, tls=tls)
         self.linger_s = linger_ms / 1000
         self.batch_max_bytes = batch_max_bytes
         self.batch_max_messages = batch_max_messages
@@ -265,7 +275,7 @@ class Client:
     def node(self, address: str) -> NodeClient:
         client = self._nodes.get(address)
         if client is None:
-            client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s)
+            client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s, tls=self.tls)
         return client
 
     async def leader(self, stream: str, partition: int) -> NodeClient:

@@ -57,6 +57,8 @@ class ResultCode(StrEnum):
     LEADER_LEASE_EXPIRED = "leader_lease_expired"
     NO_MESSAGE = "no_message"
     SCHEDULING_DISABLED = "scheduling_disabled"
+    UNAUTHENTICATED = "unauthenticated"
+    PERMISSION_DENIED = "permission_denied"
     INTERNAL = "internal"
 
 
@@ -340,6 +342,22 @@ class LeaderLeaseExpiredError(WeirError):
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
     refresh_routing = True
+
+
+class UnauthenticatedError(WeirError):
+    """The call carries no credentials the server accepts (no client certificate where one is
+    required, no or an unknown token)."""
+
+    result_code = ResultCode.UNAUTHENTICATED
+    status_code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class PermissionDeniedError(WeirError):
+    """The caller is known but may not do this (a client identity on a node's internal port, say).
+    metadata: "identity" when known."""
+
+    result_code = ResultCode.PERMISSION_DENIED
+    status_code = grpc.StatusCode.PERMISSION_DENIED
 
 
 class SchedulingDisabledError(WeirError):

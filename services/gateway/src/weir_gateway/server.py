@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
+from weir_server import tls
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
@@ -57,6 +58,7 @@ class GatewayProcess:
 
     async def start(self) -> None:
         settings = self.settings
+        tls.configure(settings, f"gateway {settings.gateway_id}")
         self.client = Client(settings.routers, max_in_flight_batches=settings.max_in_flight_batches)
         feeds = FeedSettings(
             member_prefix=settings.gateway_id,
@@ -84,9 +86,13 @@ class GatewayProcess:
         metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(
             lambda: len(self.kafka_pixy.feeds) if self.kafka_pixy else 0
         )
-        self.kafka_pixy_port = self._kafka_pixy_server.add_insecure_port(f"{settings.host}:{settings.kafka_pixy_port}")
+        self.kafka_pixy_port = tls.add_port(
+            self._kafka_pixy_server, f"{settings.host}:{settings.kafka_pixy_port}", settings, require_client_cert=False
+        )
         kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(self.kafka_pixy), self._kafka_pixy_server)
-        self.rocketmq_port = self._rocketmq_server.add_insecure_port(f"{settings.host}:{settings.rocketmq_port}")
+        self.rocketmq_port = tls.add_port(
+            self._rocketmq_server, f"{settings.host}:{settings.rocketmq_port}", settings, require_client_cert=False
+        )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(self.rocketmq), self._rocketmq_server)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from weir.cluster import router_addresses
 from weir.errors import WeirError
 from weir_server.service_settings import LogLevel
+from weir_server.tls import TlsSettings
 
 from weir_gateway.rocketmq_v1.mapping import RETRY_DELAYS_MS
 
@@ -28,7 +29,7 @@ def retry_delays_of(value: str) -> tuple[int, ...]:
     return delays
 
 
-class GatewaySettings(BaseSettings):
+class GatewaySettings(TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_GATEWAY_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

@@ -7,6 +7,7 @@ import logging
 import sys
 
 import aiorun
+from weir_server import tls
 from weir_server.service import LOG_FORMAT
 from weir_server.service_settings import load_settings
 
@@ -16,6 +17,7 @@ from weir_numaflow_source.settings import NumaflowSourceSettings
 
 def main() -> None:
     settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
+    tls.refuse_unless_startable(settings, "weir-numaflow-source")
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
     logging.getLogger("pynumaflow._constants").propagate = False  # it prints through a handler of its own
     process = SourceProcess(settings)

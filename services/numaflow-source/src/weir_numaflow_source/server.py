@@ -18,6 +18,7 @@ from pathlib import Path
 from prometheus_client import start_http_server
 from pynumaflow.sourcer import SourceAsyncServer
 from weir import Client
+from weir_server import tls
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import write_ready_file
 
@@ -46,6 +47,7 @@ class SourceProcess:
     async def run(self) -> None:
         """Join the group, serve source.v1 until stopped (aiorun stops the loop when this ends)."""
         settings = self.settings
+        tls.configure(settings, f"numaflow source {settings.member_id}")
         metrics_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self.metrics_port = int(metrics_server.server_port)
         self.client = Client(settings.routers)

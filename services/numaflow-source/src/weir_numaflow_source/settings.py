@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from weir.cluster import router_addresses
 from weir.errors import WeirError
 from weir.subjects import validate_name, validate_pattern
 from weir_server.service_settings import LogLevel
+from weir_server.tls import TlsSettings
 
 # Where Numaflow's data plane looks for a user-defined source (pynumaflow's defaults).
 NUMAFLOW_SOURCE_SOCKET = "/var/run/numaflow/source.sock"
@@ -31,11 +32,12 @@ def default_member_id() -> str:
     return os.environ.get("NUMAFLOW_POD") or os.environ.get("HOSTNAME") or f"numaflow-source-{os.getpid()}"
 
 
-class NumaflowSourceSettings(BaseSettings):
+class NumaflowSourceSettings(TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable
     WEIR_NUMAFLOW_SOURCE_<SETTING> (case-insensitive); a flag wins over the variable."""
 
     model_config = SettingsConfigDict(env_prefix="WEIR_NUMAFLOW_SOURCE_", extra="ignore")
+    tls_needs_identity: ClassVar[bool] = False  # it calls the client ports only; a certificate is optional
 
     routers: str = Field(
         "127.0.0.1:7501", description="The Weir cluster's routers, 'host:port,host:port' (the SDK's bootstrap)."

@@ -20,6 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
+from weir_server import tls
+from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
@@ -40,7 +42,12 @@ MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
 STOP_STEP_TIMEOUTS_S = {"servers_after_grace": 2.0, "replicas": 2.0, "membership": 2.0, "node": 6.0, "metrics": 1.0}
 
 
-def _grpc_server(settings: NodeSettings) -> grpc.aio.Server:
+def _grpc_server(settings: NodeSettings, *, internal: bool = False) -> grpc.aio.Server:
+    """A server for the client port, or (`internal`) for the internal port, which with TLS serves only
+    the cluster's service identities."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [UndecodableRequestInterceptor()]
+    if internal and not settings.plaintext:
+        interceptors.insert(0, ServiceIdentityInterceptor(settings.internal_identity_names()))
     return grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
@@ -48,7 +55,7 @@ def _grpc_server(settings: NodeSettings) -> grpc.aio.Server:
             ("grpc.so_reuseport", 0),
         ],
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
-        interceptors=[UndecodableRequestInterceptor()],
+        interceptors=interceptors,
     )
 
 
@@ -62,7 +69,7 @@ class NodeProcess:
         self.internal_port = 0
         self.metrics_port = 0
         self._client_server = _grpc_server(settings)
-        self._internal_server = _grpc_server(settings)
+        self._internal_server = _grpc_server(settings, internal=True)
         self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
         self._metrics_httpd: object | None = None
         self._lag_collector: metrics.ConsumerLagCollector | None = None
@@ -76,8 +83,15 @@ class NodeProcess:
         self._lag_collector = metrics.ConsumerLagCollector(self.node.consumer_lags, asyncio.get_running_loop())
         REGISTRY.register(self._lag_collector)
         # Bind first: the registration needs the ports, and the servicers need the membership.
-        self.client_port = self._client_server.add_insecure_port(f"{settings.host}:{settings.client_port}")
-        self.internal_port = self._internal_server.add_insecure_port(f"{settings.host}:{settings.internal_port}")
+        tls.configure(settings, f"node {settings.node_id}")
+        # The client port takes any client; the internal port (change feed, replication, placement)
+        # only the cluster's services: a certificate signed by the cluster CA.
+        client_address, internal_address = (
+            f"{settings.host}:{settings.client_port}",
+            f"{settings.host}:{settings.internal_port}",
+        )
+        self.client_port = tls.add_port(self._client_server, client_address, settings, require_client_cert=False)
+        self.internal_port = tls.add_port(self._internal_server, internal_address, settings, require_client_cert=True)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port

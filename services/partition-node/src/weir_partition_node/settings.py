@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from weir_server.listeners import parse_listeners
 from weir_server.service_settings import LogLevel
+from weir_server.tls import TlsSettings
 
 
-class NodeSettings(BaseSettings):
+class NodeSettings(TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_NODE_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 
@@ -49,6 +50,12 @@ class NodeSettings(BaseSettings):
     change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")
     shutdown_grace_ms: int = Field(5000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     max_concurrent_rpcs: int = Field(20_000, ge=1, description="RPCs handled at once per server.")
+    internal_identities: str = Field(
+        "weir-service",
+        description="With TLS: the certificate names (common name or DNS name) the internal port serves, "
+        "comma-separated; any other caller gets PERMISSION_DENIED (the development certificates' services are "
+        "weir-service, their client weir-client).",
+    )
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     test_clock: bool = Field(
         False,
@@ -101,6 +108,9 @@ class NodeSettings(BaseSettings):
     ready_file: Path | None = Field(
         None, description="When set, the node writes its bound ports here as JSON once it serves."
     )
+
+    def internal_identity_names(self) -> list[str]:
+        return [name.strip() for name in self.internal_identities.split(",") if name.strip()]
 
     @field_validator("advertised_listeners")
     @classmethod

@@ -18,6 +18,7 @@ import redis.asyncio as redis_asyncio
 from prometheus_client import start_http_server
 from redis.exceptions import RedisError
 from weir.v1 import types_pb2
+from weir_server import tls
 from weir_server.metadata import Keys
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
@@ -153,6 +154,7 @@ class Replicator:
 
 async def serve(settings: ReplicatorSettings) -> None:
     """Run a replicator until SIGTERM or SIGINT."""
+    tls.configure(settings, f"replicator {settings.replicator_id}")
     httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
     replicator = Replicator(settings)
     task = asyncio.get_running_loop().create_task(replicator.run(), name="replicator")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from weir_server.service_settings import LogLevel
+from weir_server.tls import TlsSettings
 
 
-class ReplicatorSettings(BaseSettings):
+class ReplicatorSettings(TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_REPLICATOR_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

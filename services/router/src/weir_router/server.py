@@ -11,6 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir.v1 import router_pb2, router_pb2_grpc
+from weir_server import tls
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
@@ -38,7 +39,8 @@ class RouterProcess:
 
     async def start(self) -> None:
         settings = self.settings
-        self.port = self._server.add_insecure_port(f"{settings.host}:{settings.port}")
+        tls.configure(settings, f"router {settings.router_id}")
+        self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port

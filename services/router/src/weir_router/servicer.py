@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from weir import tls as weir_tls
 from weir.client import CHANNEL_OPTIONS
 from weir.errors import InternalError, InvalidArgumentError, UnavailableError, WeirError
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2
@@ -80,7 +81,7 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
             )
         peer = self._peers.get(address)
         if peer is None:
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = weir_tls.aio_channel(address, CHANNEL_OPTIONS)
             peer = self._peers[address] = (channel, router_pb2_grpc.RouterStub(channel))
         call = getattr(peer[1], method)
         logger.debug("forwarding %s to controller %s at %s", method, controller_id, address)

@@ -11,6 +11,7 @@ import threading
 from types import FrameType
 
 from prometheus_client import REGISTRY, start_http_server
+from weir_server import tls
 from weir_server.service_settings import load_settings
 
 from weir_analytics.job import AnalyticsJob, StatsPublisher, build_session, start_query
@@ -22,6 +23,7 @@ logger = logging.getLogger("weir_analytics")
 
 def main() -> None:
     settings = load_settings(AnalyticsSettings, "weir-analytics")
+    tls.refuse_unless_startable(settings, "weir-analytics")
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
@@ -29,6 +31,12 @@ def main() -> None:
     # The Spark workers must run a Python that has the weir source installed: this one, unless told.
     os.environ["PYSPARK_PYTHON"] = settings.python or sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    tls.configure(settings, "the analytics job")
+    # Spark's Python workers (other processes) read the nodes' feeds: they take the same TLS from the
+    # environment (weir.tls; on a Spark cluster, set spark.executorEnv.WEIR_TLS_* to files there).
+    security = settings.channel_security()
+    if security is not None:
+        os.environ.update(security.to_environment())
     publisher = StatsPublisher(settings)
     job = AnalyticsJob(settings, publisher)
     REGISTRY.register(StatsCollector(job.snapshot))

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import grpc
+from weir import tls as weir_tls
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2, router_pb2_grpc, types_pb2
 
@@ -65,7 +66,7 @@ def discover_nodes(routers: list[str], timeout_s: float) -> list[FeedNode]:
     Errors: UnavailableError when no router answers."""
     last_error: BaseException | None = None
     for address in routers:
-        with grpc.insecure_channel(address) as channel:
+        with weir_tls.sync_channel(address) as channel:
             stub = router_pb2_grpc.RouterStub(channel)
             try:
                 response = stub.GetClusterInfo(router_pb2.GetClusterInfoRequest(), timeout=timeout_s)
@@ -85,7 +86,7 @@ class FeedReader:
     def __init__(self, node: FeedNode, timeout_s: float) -> None:
         self.node = node
         self.timeout_s = timeout_s
-        self._channel = grpc.insecure_channel(node.internal_address)
+        self._channel = weir_tls.sync_channel(node.internal_address)
         self._stub = internal_pb2_grpc.ChangeFeedStub(self._channel)
 
     def __enter__(self) -> FeedReader:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.service_settings import LogLevel
+from weir_server.tls import TlsSettings
 
 
-class AnalyticsSettings(BaseSettings):
+class AnalyticsSettings(TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_ANALYTICS_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

@@ -1,0 +1,149 @@
+"""A development CA and certificates for running Weir with TLS on one machine or in compose
+(`weir cluster up --tls`; the compose stack's `certs` service: `python -m weir_server.devcerts DIR
+--name router-1 ...`). Made with `cryptography`; not for production, where an operator's own CA
+issues the certificates.
+
+Files (PEM) under the directory: `ca.pem` / `ca-key.pem` (the cluster CA), `service.pem` /
+`service-key.pem` (every cluster service's certificate: server and client authentication, valid for
+localhost, 127.0.0.1, ::1 and the given names), `client.pem` / `client-key.pem` (a client
+certificate for users' tools). Keys are written owner-only. Existing files are kept, so a restarted
+cluster keeps its CA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import ipaddress
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALID_DAYS = 825  # the most browsers accept for a leaf certificate; the CA lives ten years
+LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+CA, SERVICE, CLIENT = "ca", "service", "client"
+
+
+def _write(path: Path, data: bytes, *, secret: bool) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if secret else 0o644)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    temporary.replace(path)
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _names(names: Sequence[str]) -> list[x509.GeneralName]:
+    entries: list[x509.GeneralName] = []
+    for name in dict.fromkeys([*LOCAL_NAMES, *names]):
+        try:
+            entries.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            entries.append(x509.DNSName(name))
+    return entries
+
+
+def _ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    cert_path, key_path = directory / f"{CA}.pem", directory / f"{CA}-key.pem"
+    if cert_path.exists() and key_path.exists():
+        certificate = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        return certificate, key
+    key = _key()
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Weir development CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )  # key_cert_sign, crl_sign
+        .sign(key, hashes.SHA256())
+    )
+    _write(key_path, _key_pem(key), secret=True)
+    _write(cert_path, certificate.public_bytes(serialization.Encoding.PEM), secret=False)
+    return certificate, key
+
+
+def _leaf(
+    directory: Path,
+    stem: str,
+    *,
+    common_name: str,
+    usages: list[x509.ObjectIdentifier],
+    names: Sequence[str] | None,
+    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
+) -> None:
+    cert_path, key_path = directory / f"{stem}.pem", directory / f"{stem}-key.pem"
+    if cert_path.exists() and key_path.exists():
+        return
+    key = _key()
+    issuer, ca_key = ca
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(issuer.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    )
+    if names is not None:  # a server certificate: the local names and the given ones
+        builder = builder.add_extension(x509.SubjectAlternativeName(_names(names)), critical=False)
+    certificate = builder.sign(ca_key, hashes.SHA256())
+    _write(key_path, _key_pem(key), secret=True)
+    _write(cert_path, certificate.public_bytes(serialization.Encoding.PEM), secret=False)
+
+
+def make_dev_certificates(directory: Path, names: Sequence[str] = ()) -> Path:
+    """Create (or keep) the development CA, the service and the client certificates under
+    `directory`; returns it. `names`: more host names or addresses the services answer on."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = _ca(directory)
+    server_and_client = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+    _leaf(directory, SERVICE, common_name="weir-service", usages=server_and_client, names=names, ca=ca)
+    _leaf(directory, CLIENT, common_name="weir-client", usages=[ExtendedKeyUsageOID.CLIENT_AUTH], names=None, ca=ca)
+    return directory
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m weir_server.devcerts", description=__doc__.split("\n\n")[0])
+    parser.add_argument("directory", type=Path, help="where the PEM files go (kept when they exist)")
+    parser.add_argument("--name", action="append", default=[], help="a host name or address the services answer on")
+    parser.add_argument("--owner", type=int, help="give the files to this user id (run as root in a container)")
+    args = parser.parse_args(argv)
+    make_dev_certificates(args.directory, args.name)
+    if args.owner is not None:
+        for path in args.directory.glob("*.pem"):
+            os.chown(path, args.owner, -1)
+    print(f"development CA and certificates in {args.directory}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""How the SDK's channels are secured: TLS with a CA to trust and, for mutual TLS, a client
+certificate.
+
+A `ChannelSecurity` names PEM files; they are read each time a channel is made, so a rotated file
+is used by the next connection without a restart. Every client takes one (`Client(routers,
+tls=...)`, `NodeClient(address, tls=...)`); without one, the process default applies: the one a
+service set with `set_default` (its own settings), else the environment:
+
+| variable | meaning |
+|---|---|
+| `WEIR_TLS_CA_FILE` | PEM of the CA certificates to trust (set: TLS on) |
+| `WEIR_TLS_CERT_FILE`, `WEIR_TLS_KEY_FILE` | this client's certificate chain and key (mutual TLS) |
+| `WEIR_TLS_SERVER_NAME` | the name to check in the server's certificate instead of the dialled host |
+
+With none of them, channels are plaintext, which every Weir server refuses unless it was started
+with its explicit plaintext setting (local development).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from weir.errors import InvalidArgumentError
+
+ENV_CA_FILE = "WEIR_TLS_CA_FILE"
+ENV_CERT_FILE = "WEIR_TLS_CERT_FILE"
+ENV_KEY_FILE = "WEIR_TLS_KEY_FILE"
+ENV_SERVER_NAME = "WEIR_TLS_SERVER_NAME"
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise InvalidArgumentError(f"{what} {str(path)!r} cannot be read: {error.strerror}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSecurity:
+    """TLS for client channels: `ca_file` (None = the system's roots), and `cert_file` with
+    `key_file` to present a client certificate (both or neither). `server_name`: check this name in
+    the server's certificate instead of the host dialled."""
+
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    server_name: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise InvalidArgumentError("a client certificate needs both its file and its key file")
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        """grpc channel credentials from the files as they are now. Errors: InvalidArgumentError
+        naming a file that cannot be read."""
+        roots = _read(self.ca_file, "TLS CA file") if self.ca_file else None
+        key = _read(self.key_file, "TLS key file") if self.key_file else None
+        chain = _read(self.cert_file, "TLS certificate file") if self.cert_file else None
+        return grpc.ssl_channel_credentials(root_certificates=roots, private_key=key, certificate_chain=chain)
+
+    def options(self) -> list[tuple[str, Any]]:
+        return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> ChannelSecurity | None:
+        """The WEIR_TLS_* variables (see the module docstring); None when none is set."""
+        environ = os.environ if environ is None else environ
+        ca, cert, key = (environ.get(name, "") for name in (ENV_CA_FILE, ENV_CERT_FILE, ENV_KEY_FILE))
+        server_name = environ.get(ENV_SERVER_NAME, "")
+        if not (ca or cert or key or server_name):
+            return None
+        return cls(
+            ca_file=Path(ca) if ca else None,
+            cert_file=Path(cert) if cert else None,
+            key_file=Path(key) if key else None,
+            server_name=server_name,
+        )
+
+    def to_environment(self) -> dict[str, str]:
+        """The WEIR_TLS_* variables that stand for this (for child processes)."""
+        values = {
+            ENV_CA_FILE: str(self.ca_file or ""),
+            ENV_CERT_FILE: str(self.cert_file or ""),
+            ENV_KEY_FILE: str(self.key_file or ""),
+            ENV_SERVER_NAME: self.server_name,
+        }
+        return {name: value for name, value in values.items() if value}
+
+
+class _Unset:
+    pass
+
+
+_UNSET = _Unset()
+PROCESS_DEFAULT: Any = _UNSET  # a client's `tls` when it should use the process default
+
+
+class _Default:
+    """The process default's holder (set once by a service, else read from the environment)."""
+
+    value: ChannelSecurity | _Unset | None = _UNSET
+
+
+def set_default(security: ChannelSecurity | None) -> None:
+    """The security of every channel this process makes without one of its own (a service sets it
+    from its settings at start: its CA, and its own certificate for the cluster's mutual TLS)."""
+    _Default.value = security
+
+
+def default() -> ChannelSecurity | None:
+    """The process default: what `set_default` set, else the environment (read once)."""
+    if isinstance(_Default.value, _Unset):
+        _Default.value = ChannelSecurity.from_environment()
+    return _Default.value
+
+
+Security = ChannelSecurity | _Unset | None
+
+
+def resolve(security: Security) -> ChannelSecurity | None:
+    return default() if isinstance(security, _Unset) else security
+
+
+def aio_channel(address: str, options: Sequence[tuple[str, Any]] = (), security: Security = _UNSET) -> grpc.aio.Channel:
+    """A grpc.aio channel to `address`: TLS per `security` (default: the process default), else plaintext."""
+    chosen = resolve(security)
+    if chosen is None:
+        return grpc.aio.insecure_channel(address, options=list(options))
+    return grpc.aio.secure_channel(address, chosen.credentials(), options=[*options, *chosen.options()])
+
+
+def sync_channel(address: str, options: Sequence[tuple[str, Any]] = (), security: Security = _UNSET) -> grpc.Channel:
+    """A blocking grpc channel, as `aio_channel`."""
+    chosen = resolve(security)
+    if chosen is None:
+        return grpc.insecure_channel(address, options=list(options))
+    return grpc.secure_channel(address, chosen.credentials(), options=[*options, *chosen.options()])
