@@ -128,6 +128,11 @@ def test_the_cli_takes_the_cluster_ca_and_a_client_certificate(cluster: LocalClu
     assert STREAM in listed.stdout
     plain = subprocess.run([*base, "stream", "list"], capture_output=True, text=True, timeout=60, check=False)
     assert plain.returncode != 0 and len(plain.stderr.strip().splitlines()) == 1, plain.stderr
+    # found through its data directory, the local cluster's CA and client certificate (cluster.json)
+    local = [sys.executable, "-m", "weir_cli.cli", "--data-dir", str(cluster.data_dir), "--timeout", "5"]
+    found = subprocess.run([*local, "stream", "list"], capture_output=True, text=True, timeout=60, check=False)
+    assert found.returncode == 0, found.stderr
+    assert STREAM in found.stdout
 
 
 def test_a_service_without_tls_files_or_plaintext_does_not_start(tmp_path: Path) -> None:

@@ -125,6 +125,10 @@ class ProcessHandle:
             f"{prefix}TLS_CERT_FILE": str(self.tls_dir / f"{devcerts.SERVICE}.pem"),
             f"{prefix}TLS_KEY_FILE": str(self.tls_dir / f"{devcerts.SERVICE}-key.pem"),
             f"{prefix}TLS_CA_FILE": str(self.tls_dir / f"{devcerts.CA}.pem"),
+            # the services' token, for a cluster with an auth file: what they send, and (routers and
+            # nodes) the token they serve as the cluster's services
+            f"{prefix}TOKEN_FILE": str(self.tls_dir / devcerts.SERVICE_TOKEN),
+            f"{prefix}SERVICE_TOKEN_FILE": str(self.tls_dir / devcerts.SERVICE_TOKEN),
         }
 
     def log_tail(self, lines: int = 40) -> str:
@@ -587,14 +591,20 @@ class LocalCluster:
         progress: ProgressCallback | None = None,
         memory_limit_bytes: int | None = None,
         tls: bool = False,
+        auth_file: Path | None = None,
     ) -> LocalCluster:
         """Start Redis, then the routers, then the nodes (which register with Redis), then the
         replicators, then (with `analytics`) the spark-analytics job; returns once every process
         serves. On failure everything started is stopped again. `memory_limit_bytes` limits the
         address space of each router, node and replicator. `tls`: every gRPC port with TLS and the
         internal ports with mutual TLS, from a development CA made under `<data_dir>/tls` (kept
-        across restarts); else every process runs with its explicit plaintext setting."""
+        across restarts); else every process runs with its explicit plaintext setting. `auth_file`
+        (needs `tls`): the routers' and nodes' client ports serve only its users, within their grants
+        (weir_server.auth)."""
         say = progress or (lambda _message: None)
+        if auth_file is not None and not tls:
+            raise LaunchError("an auth file needs TLS (tls=True)")
+        access = {"AUTH_FILE": str(auth_file.resolve())} if auth_file is not None else {}
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
         redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
@@ -608,7 +618,11 @@ class LocalCluster:
             say(f"starting redis-server ({embedded}from {origin}: {binary})")
             redis.start()
             say(f"redis at {redis.url}")
-            shared_router = {"WEIR_ROUTER_REDIS_URL": redis.url, **(router_env or {})}
+            shared_router = {
+                "WEIR_ROUTER_REDIS_URL": redis.url,
+                **{f"WEIR_ROUTER_{name}": value for name, value in access.items()},
+                **(router_env or {}),
+            }
             for index in range(1, routers + 1):
                 router = RouterHandle(
                     **_placed(data_dir, f"router-{index}", shared_router, die_with_parent, cluster.tls_dir),
@@ -617,7 +631,11 @@ class LocalCluster:
                 cluster.routers.append(router)
                 router.start()
                 say(f"{router.name} serving at {router.address}")
-            shared_node = {"WEIR_NODE_REDIS_URL": redis.url, **(node_env or {})}
+            shared_node = {
+                "WEIR_NODE_REDIS_URL": redis.url,
+                **{f"WEIR_NODE_{name}": value for name, value in access.items()},
+                **(node_env or {}),
+            }
             for index in range(1, nodes + 1):
                 node = NodeHandle(
                     **_placed(data_dir, f"node-{index}", shared_node, die_with_parent, cluster.tls_dir),

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from weir import tls as weir_tls
 from weir.client import consumer_config, stream_config
 from weir.cluster import Client
 from weir.message import Message
+from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
@@ -40,8 +42,31 @@ def _start_cluster(data_dir: Path, **options: Any) -> LocalCluster:
         raise CliError(f"could not start the local cluster: {error}") from error
 
 
+async def new_token(args: argparse.Namespace) -> int:
+    """A random bearer token (256 bits) and its sha-256, the only form an auth file keeps."""
+    token = secrets.token_urlsafe(32)
+    made: dict[str, Any] = {"token": token, "token_sha256": auth.token_hash(token)}
+    if args.user:
+        made["user"] = {"name": args.user, "token_sha256": made["token_sha256"], "allow": []}
+    human = [
+        f"token:        {token}",
+        f"token_sha256: {made['token_sha256']}",
+        "give the token to the client ($WEIR_TOKEN, --token-file, Client(tls=ChannelSecurity(token=...)));",
+        "put only token_sha256 in the auth file",
+    ]
+    if args.user:
+        human.append(f"auth file entry (add its grants to allow): {json.dumps(made['user'])}")
+    emit(made, args.json, "\n".join(human))
+    return 0
+
+
 async def cluster_up(args: argparse.Namespace) -> int:
     data_dir = cluster_dir(args)
+    if args.auth_file:
+        try:
+            auth.parse_auth_file(await asyncio.to_thread(Path(args.auth_file).read_text))
+        except (OSError, auth.AuthFileError) as error:
+            raise CliError(f"weir cluster up: --auth-file {args.auth_file}: {error}", status=2) from None
     state = read_cluster_state(data_dir)
     if state and _live_pids(state):
         raise CliError(f"weir cluster up: a cluster is already running under {data_dir} (weir cluster down first)")
@@ -54,7 +79,8 @@ async def cluster_up(args: argparse.Namespace) -> int:
         replicators=args.replicators,
         gateways=args.gateways,
         analytics=args.analytics,
-        tls=args.tls,
+        tls=args.tls or bool(args.auth_file),
+        auth_file=Path(args.auth_file) if args.auth_file else None,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=progress,
     )

@@ -30,9 +30,19 @@ GLOBAL_DEFAULTS = {
     "tls_ca": None,
     "tls_cert": None,
     "tls_key": None,
+    "token_file": None,
 }
 # the global options that take a value
-GLOBAL_WITH_VALUE = {"--router", "--data-dir", "--server", "--timeout", "--tls-ca", "--tls-cert", "--tls-key"}
+GLOBAL_WITH_VALUE = {
+    "--router",
+    "--data-dir",
+    "--server",
+    "--timeout",
+    "--tls-ca",
+    "--tls-cert",
+    "--tls-key",
+    "--token-file",
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -116,6 +126,13 @@ def _global_options() -> argparse.ArgumentParser:
         "--tls-cert", default=hide, metavar="FILE", help="TLS: this client's certificate (PEM; $WEIR_TLS_CERT_FILE)"
     )
     group.add_argument("--tls-key", default=hide, metavar="FILE", help="TLS: its key (PEM; $WEIR_TLS_KEY_FILE)")
+    group.add_argument(
+        "--token-file",
+        default=hide,
+        metavar="FILE",
+        help="the file holding this client's bearer token, for a cluster with an auth file (default: "
+        "$WEIR_TOKEN_FILE, or the token in $WEIR_TOKEN)",
+    )
     group.add_argument(
         "--timeout",
         type=positive_seconds,
@@ -216,6 +233,16 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
         help="TLS on every gRPC port and mutual TLS between the services, with a development CA made under "
         "<data-dir>/tls (without it, every process runs with its explicit plaintext setting)",
     )
+    up.add_argument(
+        "--auth-file",
+        metavar="FILE",
+        help="JSON file of the users (token hashes) and what each may do on which streams: "
+        "the routers and nodes serve only them (implies --tls; see the README's Security section)",
+    )
+    token = tree.command(
+        cluster, "token", "make a new bearer token and the token_sha256 an auth file stores for it", local.new_token
+    )
+    token.add_argument("--user", default="", help="also print the auth file entry of this user name")
     tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
     tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
     stats = tree.command(commands, "stats", "cluster stats: per node, per stream, skew", local.stats)

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -97,7 +97,8 @@ def find_routers(args: Any) -> Routers:
 
 def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity | None:
     """This process's channel security: --tls-ca/--tls-cert/--tls-key, else the WEIR_TLS_* variables,
-    else the local cluster's own (a cluster started with `weir cluster up --tls`), else plaintext."""
+    else the local cluster's own (a cluster started with `weir cluster up --tls`), else plaintext;
+    with the bearer token of --token-file, else of $WEIR_TOKEN_FILE or $WEIR_TOKEN."""
     ca, cert, key = (getattr(args, name, None) for name in ("tls_ca", "tls_cert", "tls_key"))
     security: ChannelSecurity | None
     if ca or cert or key:
@@ -113,9 +114,41 @@ def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity 
         security = ChannelSecurity.from_environment()
         if security is None and routers is not None and routers.data_dir is not None:
             state = read_cluster_state(routers.data_dir) or {}
-            security = ChannelSecurity.from_environment(state["tls"]) if state.get("tls") else None
+            security = _state_security(state.get("tls"))
+    security = _with_token(args, security)
     weir_tls.set_default(security)
     return security
+
+
+def _state_security(recorded: Any) -> ChannelSecurity | None:
+    """The client security a local cluster recorded in its cluster.json ("tls": its CA and client
+    certificate files; null = plaintext)."""
+    if not isinstance(recorded, dict):
+        return None
+    files = [recorded.get(name) or None for name in ("ca_file", "cert_file", "key_file")]
+    ca, cert, key = (Path(name) if name else None for name in files)
+    return ChannelSecurity(ca_file=ca, cert_file=cert, key_file=key)
+
+
+def _with_token(args: Any, security: ChannelSecurity | None) -> ChannelSecurity | None:
+    """`security` with the bearer token of --token-file, else of $WEIR_TOKEN_FILE or $WEIR_TOKEN."""
+    token_file = getattr(args, "token_file", None)
+    token = os.environ.get(weir_tls.ENV_TOKEN, "")
+    if not token_file:
+        token_file = os.environ.get(weir_tls.ENV_TOKEN_FILE, "")
+        given = f"${weir_tls.ENV_TOKEN_FILE}"
+    else:
+        token, given = "", "--token-file"
+    if not (token or token_file):
+        return security
+    try:
+        chosen = replace(
+            security or ChannelSecurity(), token=token, token_file=Path(token_file) if token_file else None
+        )
+        chosen.bearer_token()
+    except WeirError as error:
+        raise CliError(f"{given}: {error.message}", status=2) from None
+    return chosen
 
 
 def _find_routers(args: Any) -> Routers:

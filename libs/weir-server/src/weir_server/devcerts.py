@@ -6,8 +6,9 @@ issues the certificates.
 Files (PEM) under the directory: `ca.pem` / `ca-key.pem` (the cluster CA), `service.pem` /
 `service-key.pem` (every cluster service's certificate: server and client authentication, valid for
 localhost, 127.0.0.1, ::1 and the given names), `client.pem` / `client-key.pem` (a client
-certificate for users' tools). Keys are written owner-only. Existing files are kept, so a restarted
-cluster keeps its CA.
+certificate for users' tools), and `service.token` (the services' bearer token for a cluster with an
+auth file: their `token_file` and the routers' and nodes' `service_token_file`). Keys and the token
+are written owner-only. Existing files are kept, so a restarted cluster keeps its CA.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import datetime
 import ipaddress
 import os
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +30,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 VALID_DAYS = 825  # the most browsers accept for a leaf certificate; the CA lives ten years
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 CA, SERVICE, CLIENT = "ca", "service", "client"
+SERVICE_TOKEN = "service.token"
 
 
 def _write(path: Path, data: bytes, *, secret: bool) -> None:
@@ -128,6 +131,8 @@ def make_dev_certificates(directory: Path, names: Sequence[str] = ()) -> Path:
     server_and_client = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
     _leaf(directory, SERVICE, common_name="weir-service", usages=server_and_client, names=names, ca=ca)
     _leaf(directory, CLIENT, common_name="weir-client", usages=[ExtendedKeyUsageOID.CLIENT_AUTH], names=None, ca=ca)
+    if not (directory / SERVICE_TOKEN).exists():
+        _write(directory / SERVICE_TOKEN, secrets.token_urlsafe(32).encode() + b"\n", secret=True)
     return directory
 
 
@@ -139,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     make_dev_certificates(args.directory, args.name)
     if args.owner is not None:
-        for path in args.directory.glob("*.pem"):
+        for path in [*args.directory.glob("*.pem"), args.directory / SERVICE_TOKEN]:
             os.chown(path, args.owner, -1)
     print(f"development CA and certificates in {args.directory}")
     return 0

@@ -22,6 +22,8 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 from weir import tls as sdk_tls
 
+from weir_server import auth
+
 logger = logging.getLogger(__name__)
 
 
@@ -42,6 +44,11 @@ class TlsSettings(BaseSettings):
         None,
         description="PEM of the cluster CA: the certificates of the services this one calls, and client "
         "certificates on its internal port, must be signed by it.",
+    )
+    token_file: Path | None = Field(
+        None,
+        description="File holding the bearer token this service sends on its calls to client ports of a cluster "
+        "with an auth file (the cluster's service token, or a user's). Read when a channel is made.",
     )
     plaintext: bool = Field(
         False,
@@ -78,7 +85,7 @@ class TlsSettings(BaseSettings):
     def unreadable_files(self) -> list[Path]:
         """The TLS files given that this process cannot read (checked at start, not when the
         settings are parsed: a deployment file names paths of the machine that runs it)."""
-        files = (self.tls_cert_file, self.tls_key_file, self.tls_ca_file)
+        files = (self.tls_cert_file, self.tls_key_file, self.tls_ca_file, self.token_file)
         return [path for path in files if path is not None and not os.access(path, os.R_OK)]
 
     def channel_security(self) -> sdk_tls.ChannelSecurity | None:
@@ -86,7 +93,10 @@ class TlsSettings(BaseSettings):
         if self.plaintext:
             return None
         return sdk_tls.ChannelSecurity(
-            ca_file=self.tls_ca_file, cert_file=self.tls_cert_file, key_file=self.tls_key_file
+            ca_file=self.tls_ca_file,
+            cert_file=self.tls_cert_file,
+            key_file=self.tls_key_file,
+            token_file=self.token_file,
         )
 
 
@@ -100,6 +110,11 @@ def refuse_unless_startable(settings: object, prog: str) -> None:
     unreadable = settings.unreadable_files()
     if unreadable:
         problem = f"cannot read {', '.join(str(path) for path in unreadable)}"
+    elif isinstance(settings, AccessSettings) and settings.auth_file is not None:
+        try:
+            auth.Authenticator(settings.auth_file, settings.service_token_file)
+        except auth.AuthFileError as error:
+            problem = f"auth file {settings.auth_file}: {error}"
     if problem:
         print(f"{prog}: {problem}", file=sys.stderr)
         raise SystemExit(2)
@@ -166,3 +181,33 @@ def add_port(server: grpc.aio.Server, address: str, settings: TlsSettings, *, re
         reloading.configuration(), reloading.fetch, require_client_authentication=require_client_cert
     )
     return int(server.add_secure_port(address, credentials))
+
+
+class AccessSettings(TlsSettings):
+    """TLS plus who may call a service's client port: the auth file and the services' token (the
+    node's and the router's settings; their env prefix applies: WEIR_NODE_AUTH_FILE, ...)."""
+
+    auth_file: Path | None = Field(
+        None,
+        description="JSON file of the users (token hashes) and what each may do on which "
+        "streams; read again when it changes. Unset = any caller that passes TLS may do everything. Needs TLS.",
+    )
+    service_token_file: Path | None = Field(
+        None,
+        description="With an auth file: the file holding the token of the cluster's own services, which may do "
+        "everything (the gateways, the Numaflow source and the analytics job send it: their token_file). Read "
+        "again when it changes.",
+    )
+
+    @model_validator(mode="after")
+    def _auth_needs_tls(self) -> AccessSettings:
+        if self.auth_file is not None and self.plaintext:
+            raise ValueError("auth_file needs TLS: tokens would cross the network in clear")
+        return self
+
+    def unreadable_files(self) -> list[Path]:
+        unreadable = super().unreadable_files()
+        for path in (self.auth_file, self.service_token_file):
+            if path is not None and not os.access(path, os.R_OK):
+                unreadable.append(path)
+        return unreadable

@@ -11,6 +11,7 @@ service set with `set_default` (its own settings), else the environment:
 | `WEIR_TLS_CA_FILE` | PEM of the CA certificates to trust (set: TLS on) |
 | `WEIR_TLS_CERT_FILE`, `WEIR_TLS_KEY_FILE` | this client's certificate chain and key (mutual TLS) |
 | `WEIR_TLS_SERVER_NAME` | the name to check in the server's certificate instead of the dialled host |
+| `WEIR_TOKEN`, `WEIR_TOKEN_FILE` | a bearer token (or the file holding it) for a cluster with an auth file |
 
 With none of them, channels are plaintext, which every Weir server refuses unless it was started
 with its explicit plaintext setting (local development).
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,8 @@ ENV_CA_FILE = "WEIR_TLS_CA_FILE"
 ENV_CERT_FILE = "WEIR_TLS_CERT_FILE"
 ENV_KEY_FILE = "WEIR_TLS_KEY_FILE"
 ENV_SERVER_NAME = "WEIR_TLS_SERVER_NAME"
+ENV_TOKEN = "WEIR_TOKEN"
+ENV_TOKEN_FILE = "WEIR_TOKEN_FILE"
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -45,16 +48,32 @@ def _read(path: Path, what: str) -> bytes:
 class ChannelSecurity:
     """TLS for client channels: `ca_file` (None = the system's roots), and `cert_file` with
     `key_file` to present a client certificate (both or neither). `server_name`: check this name in
-    the server's certificate instead of the host dialled."""
+    the server's certificate instead of the host dialled. `token` (or `token_file`, read each time a
+    channel is made): a bearer token sent with every call (`authorization: Bearer ...`), for a
+    cluster with an auth file; gRPC sends it over TLS only. Never shown in repr."""
 
     ca_file: Path | None = None
     cert_file: Path | None = None
     key_file: Path | None = None
     server_name: str = ""
+    token: str = field(default="", repr=False)
+    token_file: Path | None = None
 
     def __post_init__(self) -> None:
         if (self.cert_file is None) != (self.key_file is None):
             raise InvalidArgumentError("a client certificate needs both its file and its key file")
+        if self.token and self.token_file is not None:
+            raise InvalidArgumentError("give a token or a token file, not both")
+
+    def bearer_token(self) -> str:
+        """The token to send ("" = none). Errors: InvalidArgumentError when the token file cannot be
+        read or is empty."""
+        if self.token_file is None:
+            return self.token.strip()
+        token = _read(self.token_file, "token file").decode(errors="replace").strip()
+        if not token:
+            raise InvalidArgumentError(f"token file {str(self.token_file)!r} is empty")
+        return token
 
     def credentials(self) -> grpc.ChannelCredentials:
         """grpc channel credentials from the files as they are now. Errors: InvalidArgumentError
@@ -62,7 +81,11 @@ class ChannelSecurity:
         roots = _read(self.ca_file, "TLS CA file") if self.ca_file else None
         key = _read(self.key_file, "TLS key file") if self.key_file else None
         chain = _read(self.cert_file, "TLS certificate file") if self.cert_file else None
-        return grpc.ssl_channel_credentials(root_certificates=roots, private_key=key, certificate_chain=chain)
+        credentials = grpc.ssl_channel_credentials(root_certificates=roots, private_key=key, certificate_chain=chain)
+        token = self.bearer_token()
+        if not token:
+            return credentials
+        return grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
 
     def options(self) -> list[tuple[str, Any]]:
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
@@ -73,13 +96,16 @@ class ChannelSecurity:
         environ = os.environ if environ is None else environ
         ca, cert, key = (environ.get(name, "") for name in (ENV_CA_FILE, ENV_CERT_FILE, ENV_KEY_FILE))
         server_name = environ.get(ENV_SERVER_NAME, "")
-        if not (ca or cert or key or server_name):
+        token, token_file = environ.get(ENV_TOKEN, ""), environ.get(ENV_TOKEN_FILE, "")
+        if not (ca or cert or key or server_name or token or token_file):
             return None
         return cls(
             ca_file=Path(ca) if ca else None,
             cert_file=Path(cert) if cert else None,
             key_file=Path(key) if key else None,
             server_name=server_name,
+            token=token,
+            token_file=Path(token_file) if token_file else None,
         )
 
     def to_environment(self) -> dict[str, str]:
@@ -89,6 +115,8 @@ class ChannelSecurity:
             ENV_CERT_FILE: str(self.cert_file or ""),
             ENV_KEY_FILE: str(self.key_file or ""),
             ENV_SERVER_NAME: self.server_name,
+            ENV_TOKEN: self.token,
+            ENV_TOKEN_FILE: str(self.token_file or ""),
         }
         return {name: value for name, value in values.items() if value}
 

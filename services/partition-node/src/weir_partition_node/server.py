@@ -21,6 +21,8 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 from weir_server import tls
+from weir_server.access import AuthInterceptor
+from weir_server.auth import Authenticator
 from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
@@ -43,11 +45,13 @@ STOP_STEP_TIMEOUTS_S = {"servers_after_grace": 2.0, "replicas": 2.0, "membership
 
 
 def _grpc_server(settings: NodeSettings, *, internal: bool = False) -> grpc.aio.Server:
-    """A server for the client port, or (`internal`) for the internal port, which with TLS serves only
-    the cluster's service identities."""
+    """A server for the client port (with an auth file: only its users, each within its grants), or
+    (`internal`) for the internal port, which with TLS serves only the cluster's service identities."""
     interceptors: list[grpc.aio.ServerInterceptor] = [UndecodableRequestInterceptor()]
     if internal and not settings.plaintext:
         interceptors.insert(0, ServiceIdentityInterceptor(settings.internal_identity_names()))
+    if not internal and settings.auth_file is not None:  # after decoding: it reads the request
+        interceptors.append(AuthInterceptor(Authenticator(settings.auth_file, settings.service_token_file)))
     return grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),

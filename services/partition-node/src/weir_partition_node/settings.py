@@ -9,10 +9,10 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 from weir_server.listeners import parse_listeners
 from weir_server.service_settings import LogLevel
-from weir_server.tls import TlsSettings
+from weir_server.tls import AccessSettings
 
 
-class NodeSettings(TlsSettings):
+class NodeSettings(AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_NODE_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

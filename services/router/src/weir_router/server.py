@@ -12,6 +12,8 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir.v1 import router_pb2, router_pb2_grpc
 from weir_server import tls
+from weir_server.access import AuthInterceptor
+from weir_server.auth import Authenticator
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
@@ -29,9 +31,11 @@ class RouterProcess:
         self.settings = settings
         self.port = 0
         self.metrics_port = 0
-        self._server = grpc.aio.server(
-            options=[("grpc.so_reuseport", 0)], interceptors=[UndecodableRequestInterceptor()]
-        )
+        interceptors: list[grpc.aio.ServerInterceptor] = [UndecodableRequestInterceptor()]
+        if settings.auth_file is not None:  # after decoding: it reads the request
+            authenticator = Authenticator(settings.auth_file, settings.service_token_file)
+            interceptors.append(AuthInterceptor(authenticator))
+        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=interceptors)
         self._health = health.aio.HealthServicer()
         self._metrics_httpd: object | None = None
         self.core: RouterCore | None = None

@@ -9,10 +9,10 @@ from pydantic_settings import SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.listeners import parse_listeners
 from weir_server.service_settings import LogLevel
-from weir_server.tls import TlsSettings
+from weir_server.tls import AccessSettings
 
 
-class RouterSettings(TlsSettings):
+class RouterSettings(AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_ROUTER_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

@@ -1,0 +1,120 @@
+"""What each `weir.v1` call needs: an action on a stream (and, for publishes, its subjects).
+
+Pure: `requirement(method, request)` maps a gRPC method path and its decoded request to a
+`Requirement`, or None for a method no auth file user may call (the cluster's internal calls: only
+its services may). The actions are those of `weir_server.auth`: publish, consume, read, admin, and
+`cluster` (what any authenticated caller may do: list streams, routes, cluster figures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from weir_server.auth import CLUSTER
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    action: str
+    stream: str = ""
+    subjects: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.action == CLUSTER:
+            return "call this"
+        what = f"{self.action} on stream {self.stream!r}"
+        if self.subjects:
+            shown = ", ".join(repr(subject) for subject in self.subjects[:3])
+            more = f" and {len(self.subjects) - 3} more" if len(self.subjects) > 3 else ""
+            what += f" with subject {shown}{more}"
+        return what
+
+
+def _on(action: str, field: str = "stream") -> Callable[[Any], Requirement]:
+    return lambda request: Requirement(action, getattr(request, field))
+
+
+def _cluster(request: Any) -> Requirement:
+    return Requirement(CLUSTER)
+
+
+def _publish(request: Any) -> Requirement:
+    return Requirement("publish", request.stream, (request.subject,))
+
+
+def _publish_batch(request: Any) -> Requirement:
+    return Requirement("publish", request.stream, tuple(dict.fromkeys(entry.subject for entry in request.entries)))
+
+
+def _create_stream(request: Any) -> Requirement:
+    return Requirement("admin", request.config.name)
+
+
+_STREAMS: dict[str, Callable[[Any], Requirement]] = {
+    "CreateStream": _create_stream,
+    "DeleteStream": _on("admin", "name"),
+    "UpdateStream": _on("admin", "name"),
+    "PurgePartition": _on("admin"),
+    "CreateConsumer": _on("admin"),
+    "DeleteConsumer": _on("admin"),
+    "SeekConsumer": _on("admin"),
+    "ReleaseScheduled": _on("admin"),
+    "GetStreamInfo": _on("read", "name"),
+    "ListConsumers": _on("read"),
+    "GetConsumerInfo": _on("read"),
+    "GetMessage": _on("read"),
+    "ReadMessages": _on("read"),
+    "SeqAtTime": _on("read"),
+    "ReadLatestAtSubject": _on("read"),
+    "ListSubjectsByPrefix": _on("read"),
+    "ScanExactAtSubject": _on("read"),
+    "ListScheduled": _on("read"),
+    "Publish": _publish,
+    "PublishBatch": _publish_batch,
+    "PublishBatchStream": _publish_batch,
+    "Fetch": _on("consume"),
+    "FetchStream": _on("consume"),
+    "Ack": _on("consume"),
+    "AckBatch": _on("consume"),
+    "AckBatchStream": _on("consume"),
+    "Nak": _on("consume"),
+    "Term": _on("consume"),
+    "InProgress": _on("consume"),
+    "Subscribe": _on("consume"),
+    "ListStreams": _cluster,
+    "WatchStreams": _cluster,
+}
+_ROUTER: dict[str, Callable[[Any], Requirement]] = {
+    "QueryRoute": _cluster,
+    "ListStreams": _cluster,
+    "GetClusterStreamStats": _cluster,
+    "GetClusterInfo": _cluster,
+    "QueryAssignment": _on("consume"),
+    "LeaveGroup": _on("consume"),
+    "GetGroupInfo": _on("read"),
+    "CreateStream": _create_stream,
+    "DeleteStream": _on("admin", "name"),
+    "UpdateStream": _on("admin", "name"),
+    "CreateConsumer": _on("admin"),
+    "DeleteConsumer": _on("admin"),
+    "GetStreamInfo": _on("read", "name"),
+    "ListConsumers": _on("read"),
+    "GetConsumerInfo": _on("read"),
+}
+_BY_METHOD: dict[str, Callable[[Any], Requirement]] = {
+    **{f"/weir.v1.Streams/{name}": rule for name, rule in _STREAMS.items()},
+    **{f"/weir.v1.Router/{name}": rule for name, rule in _ROUTER.items()},
+}
+
+
+def known(method: str) -> bool:
+    """Whether auth file users may call `method` at all (else only the cluster's services)."""
+    return method in _BY_METHOD
+
+
+def requirement(method: str, request: Any) -> Requirement | None:
+    """What calling `method` with `request` needs; None when only the cluster's services may."""
+    rule = _BY_METHOD.get(method)
+    return None if rule is None else rule(request)

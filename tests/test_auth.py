@@ -1,0 +1,403 @@
+"""Who may do what (issue 23): the auth file, bearer tokens, the services' token, and per-stream and
+per-subject permissions on the routers' and nodes' client ports. Pure parts unit-tested; the rest
+through a real local cluster with TLS and an auth file, real clients with tokens, a gateway acting
+with the service token, and the `weir` CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from weir import (
+    Client,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    UnauthenticatedError,
+    consumer_config,
+    stream_config,
+)
+from weir.client import NodeClient
+from weir.tls import ChannelSecurity
+from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir_cli.launcher import LaunchError, LocalCluster
+from weir_server import permissions
+from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
+
+from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, needs_own_processes
+
+HASH = "a" * 64
+PRODUCER, WORKER, ADMIN, DASHBOARD = "producer-token-1", "worker-token-2", "admin-token-3", "dashboard-token-4"
+
+
+def users(*, producer: bool = True) -> dict[str, Any]:
+    entries: list[dict[str, Any]] = [
+        {
+            "name": "worker",
+            "token_sha256": token_hash(WORKER),
+            "allow": [{"actions": ["consume", "read"], "streams": ["orders"]}],
+        },
+        {"name": "ops", "token_sha256": token_hash(ADMIN), "allow": [{"actions": ["admin", "read"], "streams": ["*"]}]},
+        {
+            "name": "dashboard",
+            "token_sha256": token_hash(DASHBOARD),
+            "allow": [{"actions": ["read"], "streams": ["ord*"]}],
+        },
+    ]
+    if producer:
+        grant = {"actions": ["publish"], "streams": ["orders"], "subjects": ["orders.>"]}
+        entries.append({"name": "producer", "token_sha256": token_hash(PRODUCER), "allow": [grant]})
+    return {"users": entries}
+
+
+# --- the auth file and the permission table (pure) ---
+
+
+@pytest.mark.parametrize(
+    ("document", "complaint"),
+    [
+        ("{", "not JSON"),
+        ('{"people": []}', '{"users": [...]}'),
+        ('{"users": [{"token_sha256": "' + HASH + '"}]}', "users[0]: a user needs a name"),
+        ('{"users": [{"name": "x"}]}', "users[0].token_sha256: expected 64 hex digits"),
+        ('{"users": [{"name": "x", "token_sha256": "abc"}]}', "expected 64 hex digits"),
+        (
+            '{"users": [{"name": "x", "token_sha256": "'
+            + HASH
+            + '", "allow": [{"actions": ["write"], "streams": ["s"]}]}]}',
+            "users[0].allow[0].actions: unknown ['write']",
+        ),
+        (
+            '{"users": [{"name": "x", "token_sha256": "' + HASH + '", "allow": [{"actions": ["read"]}]}]}',
+            "users[0].allow[0].streams: expected a list",
+        ),
+        (
+            '{"users": [{"name": "x", "token_sha256": "' + HASH + '"}, {"name": "y", "token_sha256": "' + HASH + '"}]}',
+            "users[1]: the same token_sha256 as user 'x'",
+        ),
+    ],
+)
+def test_a_bad_auth_file_is_refused_saying_where(document: str, complaint: str) -> None:
+    with pytest.raises(AuthFileError, match=complaint.replace("[", r"\[").replace("]", r"\]")):
+        parse_auth_file(document)
+
+
+def principal(name: str) -> Principal:
+    user = next(user for user in parse_auth_file(json.dumps(users())) if user.name == name)
+    return Principal(user.name, user.grants)
+
+
+def test_grants_cover_streams_by_glob_and_publishes_by_subject_pattern() -> None:
+    producer, worker, dashboard = principal("producer"), principal("worker"), principal("dashboard")
+    assert producer.may("publish", "orders", ["orders.new", "orders.eu.paid"])
+    assert not producer.may("publish", "orders", ["orders.new", "billing.x"])  # every subject must be covered
+    assert not producer.may("publish", "orders-archive", ["orders.new"])
+    assert not producer.may("read", "orders")
+    assert worker.may("consume", "orders") and not worker.may("admin", "orders")
+    assert dashboard.may("read", "orders-archive") and not dashboard.may("read", "billing")
+    assert producer.may("cluster")  # listing streams and routes: any known caller
+    assert Principal("weir-service", service=True).may("admin", "anything")
+
+
+def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
+    publish = streams_pb2.PublishBatchRequest(stream="orders")
+    publish.entries.add(subject="orders.a")
+    publish.entries.add(subject="orders.b")
+    publish.entries.add(subject="orders.a")
+    assert permissions.requirement("/weir.v1.Streams/PublishBatchStream", publish) == permissions.Requirement(
+        "publish", "orders", ("orders.a", "orders.b")
+    )
+    create = streams_pb2.CreateStreamRequest(config=types_pb2.StreamConfig(name="orders"))
+    assert permissions.requirement("/weir.v1.Router/CreateStream", create) == permissions.Requirement("admin", "orders")
+    assignment = router_pb2.QueryAssignmentRequest(stream="orders", group="g")
+    assert permissions.requirement("/weir.v1.Router/QueryAssignment", assignment) == permissions.Requirement(
+        "consume", "orders"
+    )
+    assert permissions.requirement("/weir.v1.Replication/ReplicateMessage", object()) is None  # services only
+    for service, file in (("Streams", streams_pb2), ("Router", router_pb2)):
+        for method in file.DESCRIPTOR.services_by_name[service].methods:
+            assert permissions.known(f"/weir.v1.{service}/{method.name}"), method.name
+
+
+def test_the_auth_file_is_read_again_when_it_changes_and_a_broken_one_keeps_the_users(tmp_path: Path) -> None:
+    path, service_token = tmp_path / "auth.json", tmp_path / "service.token"
+    path.write_text(json.dumps(users()))
+    service_token.write_text("services-secret\n")
+    authenticator = Authenticator(path, service_token)
+    authenticator.RELOAD_INTERVAL_S = 0.0
+    assert authenticator.authenticate(PRODUCER) == principal("producer")
+    assert authenticator.authenticate("services-secret") == Principal("weir-services", service=True)
+    assert authenticator.authenticate("guess") is None
+    assert authenticator.authenticate("") is None
+    path.write_text(json.dumps(users(producer=False)))
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    authenticator.refresh()
+    assert authenticator.authenticate(PRODUCER) is None
+    path.write_text("{not json")
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 2 * 10**9))
+    authenticator.refresh()  # logged, not raised
+    assert authenticator.authenticate(WORKER) == principal("worker")
+    service_token.write_text("rotated\n")
+    os.utime(service_token, ns=(time.time_ns(), time.time_ns() + 3 * 10**9))
+    authenticator.refresh()  # the broken auth file still keeps what was read, and blocks the reload
+    assert authenticator.authenticate("rotated") is None
+    path.write_text(json.dumps(users()))
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 4 * 10**9))
+    authenticator.refresh()
+    assert authenticator.authenticate("rotated") == Principal("weir-services", service=True)
+    assert authenticator.authenticate("services-secret") is None
+
+
+# --- through a real cluster ---
+
+
+@pytest.fixture(scope="module")
+def auth_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("auth") / "auth.json"
+    path.write_text(json.dumps(users()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, auth_file: Path) -> Iterator[LocalCluster]:
+    needs_own_processes()
+    local = LocalCluster.start(
+        tmp_path_factory.mktemp("auth-cluster"),
+        nodes=2,
+        routers=1,
+        replicators=1,
+        node_env=CLUSTER_NODE_ENV,
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env=CLUSTER_REPLICATOR_ENV,
+        tls=True,
+        auth_file=auth_file,
+    )
+    yield local
+    local.stop()
+
+
+def as_user(cluster: LocalCluster, token: str = "") -> ChannelSecurity:
+    """The cluster CA, no client certificate, and `token`."""
+    assert cluster.tls_dir is not None
+    return ChannelSecurity(ca_file=cluster.tls_dir / "ca.pem", token=token)
+
+
+def client(cluster: LocalCluster, token: str = "") -> Client:
+    return Client(cluster.router_addresses, tls=as_user(cluster, token), timeout_s=5, retry_timeout_s=5)
+
+
+@pytest.fixture(scope="module")
+async def orders(cluster: LocalCluster) -> str:
+    async with client(cluster, ADMIN) as ops:
+        await ops.create_stream(stream_config("orders", partitions=1, replicas=2, subjects=["orders.>", "billing.>"]))
+        await ops.create_stream(stream_config("payments", partitions=1, replicas=2))
+        await ops.create_consumer("orders", consumer_config("shipping"))
+    return "orders"
+
+
+async def message_count(cluster: LocalCluster, stream: str) -> int:
+    async with client(cluster, ADMIN) as ops:
+        info = await ops.stream_info(stream)
+    return sum(partition.msg_count for partition in info.stats.partitions)
+
+
+async def test_unknown_callers_are_unauthenticated(cluster: LocalCluster, orders: str) -> None:
+    for anonymous in (client(cluster), client(cluster, "not-a-known-token")):
+        async with anonymous:
+            with pytest.raises(UnauthenticatedError, match="the caller is not known"):
+                await anonymous.list_streams()
+            with pytest.raises(UnauthenticatedError):
+                await anonymous.publish(orders, "orders.new", b"x")
+    node = cluster.nodes[0]
+    async with NodeClient(node.client_address, tls=as_user(cluster), timeout_s=5) as direct:
+        with pytest.raises(UnauthenticatedError):
+            await direct.publish(orders, "orders.new", b"x")
+    assert await message_count(cluster, orders) == 0
+
+
+async def test_a_producer_publishes_only_its_subjects_on_its_streams(cluster: LocalCluster, orders: str) -> None:
+    before = await message_count(cluster, orders)
+    async with client(cluster, PRODUCER) as producer:
+        assert await producer.list_streams() == ["orders", "payments"]
+        await producer.publish(orders, "orders.new", b"kept")
+        with pytest.raises(PermissionDeniedError, match=r"user 'producer' may not publish on stream 'orders' with sub"):
+            await producer.publish(orders, "billing.refund", b"refused")
+        with pytest.raises(PermissionDeniedError, match="publish on stream 'payments'"):
+            await producer.publish("payments", "any", b"refused")
+        with pytest.raises(PermissionDeniedError, match="admin on stream 'fresh'"):
+            await producer.create_stream(stream_config("fresh"))
+        with pytest.raises(PermissionDeniedError, match="read on stream 'orders'"):
+            await producer.stream_info(orders)
+        route = await producer.route(orders)
+    entries = [streams_pb2.PublishEntry(subject=subject, payload=b"b") for subject in ("orders.a", "billing.b")]
+    address = route.partitions[0].primary.address
+    async with NodeClient(address, tls=as_user(cluster, PRODUCER), timeout_s=5) as direct:
+        with pytest.raises(PermissionDeniedError, match=r"'orders\.a', 'billing\.b'"):
+            await direct.publish_batch(orders, entries)  # one subject not covered: none is stored
+        results = await direct.publish_batch(orders, entries[:1])
+        assert len(results) == 1
+    assert await message_count(cluster, orders) == before + 2
+    async with client(cluster, ADMIN) as ops:
+        assert "fresh" not in await ops.list_streams()
+        assert (await ops.stream_info("payments")).stats.partitions[0].msg_count == 0
+
+
+async def test_a_worker_consumes_but_cannot_publish_or_administer(cluster: LocalCluster, orders: str) -> None:
+    async with client(cluster, PRODUCER) as producer:
+        await producer.publish(orders, "orders.work", b"job")
+    async with client(cluster, WORKER) as worker:
+        fetched = await worker.fetch(orders, "shipping", 0, batch_size=100, max_wait_ms=1000)
+        assert b"job" in [message.payload for message in fetched]
+        await worker.ack_batch(orders, "shipping", 0, [message.seq for message in fetched])
+        assert (await worker.consumer_info(orders, "shipping")).num_ack_pending == 0
+        with pytest.raises(PermissionDeniedError, match="user 'worker' may not publish"):
+            await worker.publish(orders, "orders.new", b"x")
+        with pytest.raises(PermissionDeniedError, match="admin on stream 'orders'"):
+            await worker.delete_consumer(orders, "shipping")
+        with pytest.raises(PermissionDeniedError, match="consume on stream 'payments'"):
+            await worker.fetch("payments", "shipping", 0, batch_size=1)
+    async with client(cluster, ADMIN) as ops:
+        assert [info.config.name for info in await ops.list_consumers(orders)] == ["shipping"]
+
+
+async def test_a_reader_reads_only_the_streams_its_glob_covers(cluster: LocalCluster, orders: str) -> None:
+    async with client(cluster, DASHBOARD) as dashboard:
+        assert (await dashboard.stream_info(orders)).config.name == orders
+        with pytest.raises(PermissionDeniedError, match="user 'dashboard' may not read on stream 'payments'"):
+            await dashboard.stream_info("payments")
+        with pytest.raises(PermissionDeniedError, match="dashboard"):
+            await dashboard.publish(orders, "orders.new", b"x")
+
+
+def run_cli(arguments: list[str], environment: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "weir_cli.cli", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment, check=False)
+
+
+async def test_the_cli_sends_a_token_from_a_file(cluster: LocalCluster, orders: str, tmp_path: Path) -> None:
+    assert cluster.tls_dir is not None
+    base = ["--router", cluster.router_addresses[0], "--timeout", "5", "--tls-ca", str(cluster.tls_dir / "ca.pem")]
+    token_file = tmp_path / "token"
+    token_file.write_text(ADMIN + "\n")
+    listed = await asyncio.to_thread(run_cli, [*base, "--token-file", str(token_file), "stream", "list"])
+    assert listed.returncode == 0, listed.stderr
+    assert "payments" in listed.stdout
+    environment = {**os.environ, "WEIR_TOKEN": WORKER}
+    denied = await asyncio.to_thread(run_cli, [*base, "pub", "payments", "s", "x"], environment)
+    assert denied.returncode != 0
+    assert "user 'worker' may not publish on stream 'payments'" in denied.stderr
+    token_file.write_text("")
+    empty = await asyncio.to_thread(run_cli, [*base, "--token-file", str(token_file), "stream", "list"])
+    assert empty.returncode == 2 and "is empty" in empty.stderr
+
+
+def test_weir_cluster_token_makes_a_token_and_the_hash_to_store() -> None:
+    made = subprocess.run(
+        [sys.executable, "-m", "weir_cli.cli", "--json", "cluster", "token", "--user", "billing"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    figures = json.loads(made.stdout)
+    assert len(figures["token"]) >= 40 and figures["token_sha256"] == token_hash(figures["token"])
+    assert parse_auth_file(json.dumps({"users": [figures["user"]]}))[0].name == "billing"
+
+
+async def test_removing_a_user_from_the_file_locks_it_out_without_a_restart(
+    cluster: LocalCluster, orders: str, auth_file: Path
+) -> None:
+    """Each router and node reads the file again within a second of a change."""
+    async with client(cluster, PRODUCER) as producer:
+        await producer.publish(orders, "orders.last", b"before")
+        await asyncio.to_thread(auth_file.write_text, json.dumps(users(producer=False)))
+        deadline = time.monotonic() + 10
+        refused: set[str] = set()
+        while refused != {"router", "node"}:
+            for where, call in (
+                ("router", producer.list_streams()),
+                ("node", producer.publish(orders, "orders.last", b"until refused")),
+            ):
+                try:
+                    await call
+                except UnauthenticatedError:
+                    refused.add(where)
+            assert time.monotonic() < deadline, f"the removed user was still served after 10 s (refused by {refused})"
+            await asyncio.sleep(0.2)
+    await asyncio.to_thread(auth_file.write_text, json.dumps(users()))
+
+
+def test_an_auth_file_needs_tls_and_a_broken_one_stops_the_start(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match="needs TLS"):
+        LocalCluster.start(tmp_path / "plain", nodes=1, routers=1, auth_file=tmp_path / "auth.json")
+    broken = tmp_path / "auth.json"
+    broken.write_text('{"users": [{"name": "x"}]}')
+    from weir_server import devcerts
+
+    tls = devcerts.make_dev_certificates(tmp_path / "tls")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "WEIR_NODE_DATA_DIR": str(tmp_path / "node"),
+        "WEIR_NODE_TLS_CERT_FILE": str(tls / "service.pem"),
+        "WEIR_NODE_TLS_KEY_FILE": str(tls / "service-key.pem"),
+        "WEIR_NODE_TLS_CA_FILE": str(tls / "ca.pem"),
+        "WEIR_NODE_AUTH_FILE": str(broken),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "weir_partition_node"], capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+    assert result.returncode == 2
+    assert "users[0].token_sha256: expected 64 hex digits" in result.stderr
+    plaintext = {**env, "WEIR_NODE_PLAINTEXT": "true"}
+    for name in ("WEIR_NODE_TLS_CERT_FILE", "WEIR_NODE_TLS_KEY_FILE", "WEIR_NODE_TLS_CA_FILE"):
+        plaintext.pop(name)
+    result = subprocess.run(
+        [sys.executable, "-m", "weir_partition_node"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=plaintext,
+        check=False,
+    )
+    assert result.returncode == 2 and "auth_file needs TLS" in result.stderr
+
+
+async def test_a_gateway_acts_with_the_service_token(cluster: LocalCluster, orders: str) -> None:
+    """The gateway's clients speak kafka-pixy (no Weir token); the gateway calls the nodes with the
+    cluster's service token, which the launcher gave every process."""
+    import grpc
+    from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
+
+    assert cluster.tls_dir is not None
+    before = await message_count(cluster, "payments")
+    gateway = await asyncio.to_thread(cluster.start_gateway, "auth-gateway")
+    credentials = grpc.ssl_channel_credentials((cluster.tls_dir / "ca.pem").read_bytes())
+    try:
+        async with grpc.aio.secure_channel(gateway.kafka_pixy_address, credentials) as channel:
+            stub = kafkapixy_pb2_grpc.KafkaPixyStub(channel)
+            produced = await stub.Produce(kafkapixy_pb2.ProdRq(topic="payments", message=b"via kafka-pixy"), timeout=10)
+            assert produced.offset >= 0
+    finally:
+        await asyncio.to_thread(gateway.stop)
+    assert await message_count(cluster, "payments") == before + 1
+
+
+def test_the_sdk_takes_a_token_from_the_environment_and_never_shows_it(tmp_path: Path) -> None:
+    security = ChannelSecurity.from_environment({"WEIR_TOKEN": "s3cret-value"})
+    assert security is not None and security.bearer_token() == "s3cret-value"
+    assert "s3cret-value" not in repr(security)
+    token_file = tmp_path / "token"
+    token_file.write_text("from-a-file\n")
+    from_file = ChannelSecurity.from_environment({"WEIR_TOKEN_FILE": str(token_file)})
+    assert from_file is not None and from_file.bearer_token() == "from-a-file"
+    with pytest.raises(InvalidArgumentError, match="not both"):
+        ChannelSecurity.from_environment({"WEIR_TOKEN": "a", "WEIR_TOKEN_FILE": str(token_file)})
+    with pytest.raises(InvalidArgumentError, match="cannot be read"):
+        ChannelSecurity(token_file=tmp_path / "missing").credentials()
