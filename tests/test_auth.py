@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -401,3 +401,49 @@ def test_the_sdk_takes_a_token_from_the_environment_and_never_shows_it(tmp_path:
         ChannelSecurity.from_environment({"WEIR_TOKEN": "a", "WEIR_TOKEN_FILE": str(token_file)})
     with pytest.raises(InvalidArgumentError, match="cannot be read"):
         ChannelSecurity(token_file=tmp_path / "missing").credentials()
+
+
+NODE_CALLS: dict[str, Callable[[NodeClient], Awaitable[Any]]] = {
+    "publish": lambda node: node.publish("orders", "orders.x", b"x"),
+    "fetch": lambda node: node.fetch("orders", "shipping", 0, batch_size=1),
+    "ack": lambda node: node.ack("orders", "shipping", 0, 1),
+    "stream admin": lambda node: node.delete_stream("orders"),
+    "consumer admin": lambda node: node.delete_consumer("orders", "shipping"),
+}
+ROUTER_CALLS: dict[str, Callable[[Client], Awaitable[Any]]] = {
+    "stream admin": lambda router: router.delete_stream("orders"),
+    "stream create": lambda router: router.create_stream(stream_config("intruder")),
+    "consumer admin": lambda router: router.delete_consumer("orders", "shipping"),
+    "consumer create": lambda router: router.create_consumer("orders", consumer_config("intruder")),
+    "group membership": lambda router: router.group_info("orders", "shipping"),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(NODE_CALLS))
+async def test_each_node_operation_refuses_unknown_and_unpermitted_callers(
+    cluster: LocalCluster, orders: str, operation: str
+) -> None:
+    async with client(cluster, ADMIN) as ops:
+        leader = (await ops.route(orders)).partitions[0].primary.address
+        before = (await message_count(cluster, orders), await ops.consumer_info(orders, "shipping"))
+    for token, refusal in (("", UnauthenticatedError), (DASHBOARD, PermissionDeniedError)):
+        async with NodeClient(leader, tls=as_user(cluster, token), timeout_s=5) as node:
+            with pytest.raises(refusal):
+                await NODE_CALLS[operation](node)
+    async with client(cluster, ADMIN) as ops:
+        after = (await message_count(cluster, orders), await ops.consumer_info(orders, "shipping"))
+    assert after[0] == before[0]
+    assert after[1].acked_total == before[1].acked_total and after[1].delivered_total == before[1].delivered_total
+
+
+@pytest.mark.parametrize("operation", sorted(ROUTER_CALLS))
+async def test_each_router_operation_refuses_unknown_and_unpermitted_callers(
+    cluster: LocalCluster, orders: str, operation: str
+) -> None:
+    for token, refusal in (("", UnauthenticatedError), (PRODUCER, PermissionDeniedError)):
+        async with client(cluster, token) as router:
+            with pytest.raises(refusal):
+                await ROUTER_CALLS[operation](router)
+    async with client(cluster, ADMIN) as ops:
+        assert await ops.list_streams() == ["orders", "payments"]
+        assert [info.config.name for info in await ops.list_consumers(orders)] == ["shipping"]

@@ -97,9 +97,10 @@ class AuthInterceptor(MethodWrappingInterceptor):
 
     def _guarded_stream(self, method: str, kind: str, behavior: Any) -> Any:
         async def checked(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            await self.principal(method, context)  # an unknown caller is refused before any item
+            # Per item, the caller too: a long-lived stream ends once its token is revoked. Checked
+            # after an item arrived, not when the call opens: an abort racing the client's first
+            # write reaches grpc.aio's client as INTERNAL instead of the status.
             async for request in requests:
-                # again per item: a long-lived stream ends once its token is revoked
                 await self.authorize(method, await self.principal(method, context), request, context)
                 yield request
 
