@@ -10,7 +10,7 @@ GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-numaflow bench-analytics bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -80,6 +80,7 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	$(UV) run python -m bench.rocketmq_bench --out bench-results/rocketmq.json
 	$(UV) run python -m bench.numaflow_bench --out bench-results/numaflow.json
 	$(UV) run python -m bench.analytics_bench --out bench-results/analytics.json
+	$(UV) run python -m bench.security_bench --out bench-results/security.json
 
 bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary call, same run: JSON on stdout
 	$(UV) run python -m bench.gateway_bench
@@ -92,6 +93,9 @@ bench-numaflow: setup  ## the Numaflow source sidecar (read + ack through source
 
 bench-analytics: setup  ## the analytics job: publish -> visible in its figures (p50, p99) at the default trigger, and its memory (needs Java 17+): JSON on stdout
 	$(UV) run python -m bench.analytics_bench
+
+bench-security: setup  ## TLS and TLS + tokens next to plaintext on publish and consume, same run: JSON on stdout
+	$(UV) run python -m bench.security_bench
 
 bench-scheduled: setup  ## delayed delivery: lateness with 100k timers pending, memory per pending timer: JSON on stdout
 	$(UV) run python -m bench.scheduled_bench

@@ -45,15 +45,14 @@ import re
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from weir import Client, consumer_config, stream_config
-from weir_cli.launcher import LocalCluster, NodeHandle, NumaflowSourceHandle, ProcessHandle
+from weir_cli.launcher import LocalCluster, NodeHandle, NumaflowSourceHandle
 from weir_numaflow_source.data_plane import DataPlane
 
-from bench.report import run_and_report
+from bench.report import Meter, run_and_report
 
 STREAM = "bench-numaflow"
 PARTITIONS = 4
@@ -104,34 +103,6 @@ async def publish_all(client: Client, messages: int) -> dict[int, int]:
     for future in futures:
         per_partition[(await future).partition] += 1
     return per_partition
-
-
-class Meter:
-    """Wall time and CPU (user + system) of the measured processes and of this one, from `start()`."""
-
-    def __init__(self, processes: Mapping[str, ProcessHandle]) -> None:
-        self.processes = dict(processes)
-        self.started = 0.0
-        self.cpu: dict[str, float] = {}
-
-    def start(self) -> None:
-        self.cpu = {kind: process.cpu_seconds() for kind, process in self.processes.items()}
-        self.cpu["client"] = time.process_time()
-        self.started = time.perf_counter()
-
-    def figures(self, messages: int) -> dict[str, Any]:
-        """msgs/s and CPU µs per message since `start()`."""
-        seconds = time.perf_counter() - self.started
-        used = {kind: process.cpu_seconds() - self.cpu[kind] for kind, process in self.processes.items()}
-        used["client"] = time.process_time() - self.cpu["client"]
-        figures: dict[str, Any] = {
-            "messages": messages,
-            "seconds": round(seconds, 3),
-            "msgs_per_s": round(messages / seconds, 1),
-        }
-        for kind, cpu_seconds in used.items():
-            figures[f"{kind}_cpu_us_per_message"] = round(cpu_seconds / messages * 1e6, 1)
-        return figures
 
 
 def check_read_once(phase: str, read: list[bytes], messages: int) -> dict[str, int]:

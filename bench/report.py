@@ -1,14 +1,18 @@
 """What the front-door benchmarks share: run the measuring coroutine in a scratch directory on
-uvloop, print its figures as JSON and, with --out, write them there too."""
+uvloop, print its figures as JSON and, with --out, write them there too; and a meter of wall time
+and CPU per message."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import tempfile
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
+
+from weir_cli.launcher import ProcessHandle
 
 Measure = Callable[[argparse.Namespace, Path], Coroutine[Any, Any, dict[str, Any]]]
 
@@ -25,3 +29,31 @@ def run_and_report(measure: Measure, args: argparse.Namespace, prefix: str) -> i
     if args.out:
         args.out.write_text(text + "\n")
     return 0
+
+
+class Meter:
+    """Wall time and CPU (user + system) of the measured processes and of this one, from `start()`."""
+
+    def __init__(self, processes: Mapping[str, ProcessHandle]) -> None:
+        self.processes = dict(processes)
+        self.started = 0.0
+        self.cpu: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.cpu = {kind: process.cpu_seconds() for kind, process in self.processes.items()}
+        self.cpu["client"] = time.process_time()
+        self.started = time.perf_counter()
+
+    def figures(self, messages: int) -> dict[str, Any]:
+        """msgs/s and CPU µs per message since `start()`."""
+        seconds = time.perf_counter() - self.started
+        used = {kind: process.cpu_seconds() - self.cpu[kind] for kind, process in self.processes.items()}
+        used["client"] = time.process_time() - self.cpu["client"]
+        figures: dict[str, Any] = {
+            "messages": messages,
+            "seconds": round(seconds, 3),
+            "msgs_per_s": round(messages / seconds, 1),
+        }
+        for kind, cpu_seconds in used.items():
+            figures[f"{kind}_cpu_us_per_message"] = round(cpu_seconds / messages * 1e6, 1)
+        return figures

@@ -201,6 +201,22 @@ def test_numaflow_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_security_bench_smoke() -> None:
+    """`python -m bench.security_bench --smoke`: the same publishes and consume against a plaintext,
+    a TLS and a TLS + auth file cluster, every message consumed once in each, with the ratios."""
+    needs_own_processes()
+    report = run_json(["bench.security_bench", "--smoke"], timeout_s=300)
+    messages = report["settings"]["messages"]
+    for mode in ("plaintext", "tls", "tls_auth"):
+        assert report[mode]["publish_batched"]["messages"] == messages
+        assert report[mode]["consume"]["messages"] == messages
+        for phase in ("publish_batched", "publish_unary", "consume"):
+            assert report[mode][phase]["msgs_per_s"] > 0, (mode, phase)
+        assert report[mode]["publish_unary"]["p99_ms"] >= report[mode]["publish_unary"]["p50_ms"] > 0
+    assert report["ratios"]["tls_auth_publish_unary_throughput"] > 0
+
+
+@pytest.mark.slow
 def test_analytics_bench_smoke() -> None:
     """`python -m bench.analytics_bench --smoke`: a real analytics job; every timed publish became
     visible in its figures, and the job's memory was sampled over its whole process tree."""
