@@ -13,13 +13,16 @@ import os
 import secrets
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from weir import tls as weir_tls
 from weir.client import consumer_config, stream_config
 from weir.cluster import Client
+from weir.errors import PermissionDeniedError, UnauthenticatedError
 from weir.message import Message
+from weir.tls import ChannelSecurity
 from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
@@ -31,6 +34,7 @@ from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
 
 _PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
+DEMO_STREAM = "demo"
 
 
 def _start_cluster(data_dir: Path, **options: Any) -> LocalCluster:
@@ -207,11 +211,18 @@ async def demo(args: argparse.Namespace) -> int:
         progress(f"starting a local cluster: redis, 2 routers, 3 partition nodes (data under {root}) ...")
         # Started from this (long-lived) thread: the processes die with us if we are killed.
         # TLS on every port and mutual TLS between the services (a development CA under the data
-        # directory); this process's clients use the cluster's CA and client certificate.
-        cluster = _start_cluster(root, gateways=1, progress=progress, tls=True)
-        weir_tls.set_default(cluster.client_security())
+        # directory), and an auth file: this process's clients use the cluster's CA, its client
+        # certificate and the demo user's token.
+        root.mkdir(parents=True, exist_ok=True)
+        demo_token, reader_token = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        auth_file = _demo_auth_file(root, demo_token, reader_token)
+        cluster = _start_cluster(root, gateways=1, progress=progress, tls=True, auth_file=auth_file)
+        security = cluster.client_security()
+        assert security is not None
+        weir_tls.set_default(replace(security, token=demo_token))
         try:
             summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
+            summary["security"] = await _security_checks(cluster.router_addresses, security, reader_token)
             async with Client(cluster.router_addresses) as client:
                 await client.create_stream(stream_config("demo-pixy", partitions=4))
             summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
@@ -222,7 +233,7 @@ async def demo(args: argparse.Namespace) -> int:
             summary["rocketmq"] = await rocketmq_round_trip(cluster.gateways[0].rocketmq_address)
             summary["numaflow"] = await numaflow_round_trip(cluster)
             summary["verified"] = all(
-                summary[part]["verified"] for part in ("kafka_pixy", "delayed", "rocketmq", "numaflow")
+                summary[part]["verified"] for part in ("security", "kafka_pixy", "delayed", "rocketmq", "numaflow")
             ) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
@@ -238,6 +249,47 @@ async def demo(args: argparse.Namespace) -> int:
             await asyncio.to_thread(cluster.stop)
         print(json.dumps(summary, indent=None if args.json else 2))
         return 0 if summary["verified"] else 1
+
+
+def _demo_auth_file(root: Path, demo_token: str, reader_token: str) -> Path:
+    """The demo's auth file: user "demo" may do everything on every stream, "reader" only read."""
+    users = [
+        {
+            "name": "demo",
+            "token_sha256": auth.token_hash(demo_token),
+            "allow": [{"actions": list(auth.ACTIONS), "streams": ["*"]}],
+        },
+        {
+            "name": "reader",
+            "token_sha256": auth.token_hash(reader_token),
+            "allow": [{"actions": ["read"], "streams": ["*"]}],
+        },
+    ]
+    path = root / "auth.json"
+    path.write_text(json.dumps({"users": users}))
+    return path
+
+
+async def _security_checks(routers: list[str], security: ChannelSecurity, reader_token: str) -> dict[str, Any]:
+    """TLS with tokens: a caller without a token is refused (UNAUTHENTICATED); the read-only user
+    reads the demo stream and is refused a publish (PERMISSION_DENIED), which stores nothing."""
+    progress("checking access: no token, and a read-only user's publish ...")
+    refusals: dict[str, str] = {}
+    async with Client(routers, tls=security, timeout_s=5, retry_timeout_s=5) as anonymous:
+        try:
+            await anonymous.list_streams()
+        except UnauthenticatedError as error:
+            refusals["no_token"] = error.result_code.value
+    async with Client(routers, tls=replace(security, token=reader_token)) as reader:
+        before = (await reader.stream_info(DEMO_STREAM)).stats
+        try:
+            await reader.publish(DEMO_STREAM, "demo.intruder", b"refused")
+        except PermissionDeniedError as error:
+            refusals["reader_publish"] = error.result_code.value
+        after = (await reader.stream_info(DEMO_STREAM)).stats
+    unchanged = sum(p.msg_count for p in after.partitions) == sum(p.msg_count for p in before.partitions)
+    verified = refusals == {"no_token": "unauthenticated", "reader_publish": "permission_denied"} and unchanged
+    return {"tls": True, "auth_file": True, "refusals": refusals, "nothing_stored": unchanged, "verified": verified}
 
 
 async def _delayed_round_trip(routers: list[str]) -> dict[str, Any]:
@@ -275,8 +327,8 @@ async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) 
     keyed publishes consumed as they arrive; every message is checked by digest."""
     partitions = 16
     async with Client(routers) as client:
-        await client.create_stream(stream_config("demo", subjects=["demo.>"], partitions=partitions))
-        route = await client.route("demo")
+        await client.create_stream(stream_config(DEMO_STREAM, subjects=["demo.>"], partitions=partitions))
+        route = await client.route(DEMO_STREAM)
         primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
         progress(f"created stream 'demo' with {partitions} partitions (primaries per node: {dict(primaries)})")
         digests: dict[tuple[int, int], str] = {}
