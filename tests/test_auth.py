@@ -447,3 +447,18 @@ async def test_each_router_operation_refuses_unknown_and_unpermitted_callers(
     async with client(cluster, ADMIN) as ops:
         assert await ops.list_streams() == ["orders", "payments"]
         assert [info.config.name for info in await ops.list_consumers(orders)] == ["shipping"]
+
+
+def test_the_compose_certs_service_makes_an_admin_user_and_keeps_it(tmp_path: Path) -> None:
+    """`python -m weir_server.devcerts DIR --admin-auth` (compose's certs service): an auth file
+    whose admin token (owner-only) authenticates as a user allowed everything; a second run keeps
+    both files, so a restarted stack keeps its token."""
+    from weir_server import devcerts
+
+    assert devcerts.main([str(tmp_path), "--admin-auth"]) == 0
+    token = (tmp_path / "admin.token").read_text().strip()
+    assert (tmp_path / "admin.token").stat().st_mode & 0o077 == 0
+    admin = Authenticator(tmp_path / "auth.json", tmp_path / "service.token").authenticate(token)
+    assert admin is not None and admin.name == "admin" and admin.may("admin", "any-stream")
+    assert devcerts.main([str(tmp_path), "--admin-auth"]) == 0
+    assert (tmp_path / "admin.token").read_text().strip() == token

@@ -69,10 +69,6 @@ COMPOSE_EXEMPT = {
     "WEIR_ANALYTICS_ONCE",
     # The image sets PYSPARK_PYTHON itself; unset, the job uses its own interpreter (the image's venv python).
     "WEIR_ANALYTICS_PYTHON",
-    # Off by default (any caller that passes TLS may do everything): an operator mounts an auth file
-    # and sets these (README "Security: who may do what").
-    "WEIR_NODE_AUTH_FILE",
-    "WEIR_ROUTER_AUTH_FILE",
 }
 
 README_ROW = re.compile(r"^\|\s*`(WEIR_[A-Z0-9_]+)`\s*\|", re.MULTILINE)

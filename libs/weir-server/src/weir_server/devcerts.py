@@ -7,8 +7,10 @@ Files (PEM) under the directory: `ca.pem` / `ca-key.pem` (the cluster CA), `serv
 `service-key.pem` (every cluster service's certificate: server and client authentication, valid for
 localhost, 127.0.0.1, ::1 and the given names), `client.pem` / `client-key.pem` (a client
 certificate for users' tools), and `service.token` (the services' bearer token for a cluster with an
-auth file: their `token_file` and the routers' and nodes' `service_token_file`). Keys and the token
-are written owner-only. Existing files are kept, so a restarted cluster keeps its CA.
+auth file: their `token_file` and the routers' and nodes' `service_token_file`); with `--admin-auth`
+also `auth.json`, an auth file whose one user `admin` may do everything, and `admin.token`, its
+token (the compose stack runs with them). Keys and tokens are written owner-only. Existing files are
+kept, so a restarted cluster keeps its CA and tokens.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import ipaddress
+import json
 import os
 import secrets
 import sys
@@ -27,10 +30,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from weir_server import auth
+
 VALID_DAYS = 825  # the most browsers accept for a leaf certificate; the CA lives ten years
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 CA, SERVICE, CLIENT = "ca", "service", "client"
 SERVICE_TOKEN = "service.token"
+ADMIN_TOKEN, AUTH_FILE = "admin.token", "auth.json"
 
 
 def _write(path: Path, data: bytes, *, secret: bool) -> None:
@@ -136,15 +142,37 @@ def make_dev_certificates(directory: Path, names: Sequence[str] = ()) -> Path:
     return directory
 
 
+def make_admin_auth(directory: Path) -> Path:
+    """Create (or keep) `auth.json` with one user, `admin`, allowed everything on every stream, and
+    its token in `admin.token`; returns the auth file."""
+    token_path, auth_path = directory / ADMIN_TOKEN, directory / AUTH_FILE
+    if not token_path.exists():
+        _write(token_path, secrets.token_urlsafe(32).encode() + b"\n", secret=True)
+    if not auth_path.exists():
+        admin = {
+            "name": "admin",
+            "token_sha256": auth.token_hash(auth.read_token(token_path)),
+            "allow": [{"actions": list(auth.ACTIONS), "streams": ["*"]}],
+        }
+        _write(auth_path, json.dumps({"users": [admin]}, indent=2).encode() + b"\n", secret=False)
+    return auth_path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m weir_server.devcerts", description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", type=Path, help="where the PEM files go (kept when they exist)")
     parser.add_argument("--name", action="append", default=[], help="a host name or address the services answer on")
     parser.add_argument("--owner", type=int, help="give the files to this user id (run as root in a container)")
+    parser.add_argument(
+        "--admin-auth", action="store_true", help=f"also {AUTH_FILE} with one user, admin, and its {ADMIN_TOKEN}"
+    )
     args = parser.parse_args(argv)
     make_dev_certificates(args.directory, args.name)
+    if args.admin_auth:
+        make_admin_auth(args.directory)
     if args.owner is not None:
-        for path in [*args.directory.glob("*.pem"), args.directory / SERVICE_TOKEN]:
+        made = [args.directory / name for name in (SERVICE_TOKEN, ADMIN_TOKEN, AUTH_FILE)]
+        for path in [*args.directory.glob("*.pem"), *(path for path in made if path.exists())]:
             os.chown(path, args.owner, -1)
     print(f"development CA and certificates in {args.directory}")
     return 0
