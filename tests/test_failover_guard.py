@@ -105,3 +105,18 @@ async def test_a_failover_without_a_stored_in_sync_record_checks_that_none_appea
     await store.redis.delete(store.keys.in_sync("orders", 0))
     assert await promote_a(store, None)
     assert await stored_primary(store) == ("a", 5)
+
+
+async def test_a_delete_mark_keeps_the_placement_and_survives_a_failover_write(store: MetadataStore) -> None:
+    """The controller marks a stream deleting before it asks the nodes (who delete only on that
+    word); a failover decided before the mark lands its placement and keeps the mark."""
+    read = await prepare(store)
+    assert not await store.mark_deleting("missing")
+    assert await store.mark_deleting("orders")
+    marked = await store.stream("orders")
+    assert marked is not None and marked.deleting
+    assert marked.placement == record_led_by("b", 4).placement
+    assert await promote_a(store, read)  # built from a record read before the mark
+    after = await store.stream("orders")
+    assert after is not None and after.deleting
+    assert await stored_primary(store) == ("a", 5)

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 
 from weir import Client, consumer_config, stream_config
-from weir_gateway.rocketmq_v1.acks import AckCoalescer
+from weir_gateway.acks import AckCoalescer
 
 
 class CountingAcks:

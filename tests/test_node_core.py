@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from weir.errors import (
     NotLeaderError,
     ReplicationTimeoutError,
     ShuttingDownError,
+    StorageFailedError,
 )
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
@@ -476,12 +479,8 @@ async def test_a_primary_whose_lease_lapsed_stores_nothing_that_was_queued_befor
     assert outcome.seq == 2
 
 
-async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_followers_report(
-    tmp_path: Path, clock: ManualClock
-) -> None:
-    """What the other copies hold is not stored, so a primary that restarts (within its heartbeat
-    TTL, keeping its epoch) must not take its log end as the high watermark: a retried msg_id of a
-    record the followers never got would be answered as stored by every in-sync replica at once."""
+def led_here_with_two_followers() -> types_pb2.StreamPlacement:
+    """One partition this node ("core") leads at epoch 1, with followers f1 and f2 in sync."""
     placement = types_pb2.StreamPlacement()
     placement.partitions.add(
         partition=0,
@@ -491,6 +490,16 @@ async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_follow
         in_sync_node_ids=["core", "f1", "f2"],
         leader_epoch=1,
     )
+    return placement
+
+
+async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_followers_report(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """What the other copies hold is not stored, so a primary that restarts (within its heartbeat
+    TTL, keeping its epoch) must not take its log end as the high watermark: a retried msg_id of a
+    record the followers never got would be answered as stored by every in-sync replica at once."""
+    placement = led_here_with_two_followers()
     first = await Node.open(settings(tmp_path), clock)
     await first.create_stream(stream_config("restarted", replicas=3), placement)
     await first.publish("restarted", [entry(msg_id="m1"), entry(msg_id="m2")], streams_pb2.ACK_LEVEL_LEADER, batch=True)
@@ -574,3 +583,122 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
             assert not late, (watermark, horizon, late[:5])
     finally:
         await core.close()
+
+
+async def test_a_secondary_with_a_damaged_last_record_keeps_replicating(node: Node) -> None:
+    """A damaged record at after_seq (or among replayed seqs) cannot be compared: the secondary
+    appends what follows instead of failing every push (the scrub repairs the record meanwhile)."""
+    await node.create_stream(stream_config("damaged-tail"))
+    partition = node.hosted_partition("damaged-tail", 0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    records = [
+        (seq, 1, "s", types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=b"p%d" % seq).SerializeToString(), "", 0)
+        for seq in (1, 2, 3)
+    ]
+    assert await partition.replicate(0, records[:2], 10) == ("ok", "")
+    database = node.settings.data_dir / "streams" / "damaged-tail" / "0" / "log.sqlite"
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE messages SET record = ? WHERE seq = 2", (b"\x00damaged",))
+    crc = zlib.crc32(records[1][3])
+    assert await partition.replicate(2, records[2:], 10, after_crc32=crc) == ("ok", "")
+    assert await partition.replicate(1, records[1:], 10) == ("ok", "")  # a replay over the damaged seq
+    assert partition.last_seq == 3
+
+
+async def test_a_secondary_appends_only_records_that_follow_the_primarys_record_at_after_seq(node: Node) -> None:
+    """Log matching: with the CRC-32 of the primary's record at after_seq, a secondary that holds
+    another record there refuses the records (divergence) and stores nothing; the same record, or
+    no CRC (the primary holds none there), appends."""
+    await node.create_stream(stream_config("matching"))
+    partition = node.hosted_partition("matching", 0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+
+    def record(seq: int, payload: bytes) -> tuple[int, int, str, bytes, str, int]:
+        encoded = types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=payload).SerializeToString()
+        return (seq, 1, "s", encoded, "", 0)
+
+    first = record(1, b"one")
+    assert await partition.replicate(0, [first], 10) == ("ok", "")
+    other = zlib.crc32(record(1, b"another one")[3])
+    code, message = await partition.replicate(1, [record(2, b"two")], 10, after_crc32=other)
+    assert (code, partition.last_seq) == ("divergence", 1)
+    assert "seq 1 holds another record" in message
+    assert await partition.replicate(1, [record(2, b"two")], 10, after_crc32=zlib.crc32(first[3])) == ("ok", "")
+    assert await partition.replicate(2, [record(3, b"three")], 10) == ("ok", "")
+    assert partition.last_seq == 3
+
+
+def cut_in_half(database: Path) -> None:
+    """A database file that lost its second half (a truncated file), its WAL folded in first."""
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with database.open("r+b") as file:
+        file.truncate(database.stat().st_size // 2)
+
+
+async def test_an_unreadable_replicated_partition_file_is_moved_aside_and_rebuilt(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Issue 32: a replicated partition whose file does not open at start-up is moved aside (kept),
+    starts empty and rebuilding: it never leads (even where the placement names it primary), says
+    so in its replica state and its node's rebuilding list, keeps saying so across a restart, and
+    becomes a replica like any other once it holds what its primary had."""
+    placement = led_here_with_two_followers()
+    first = await Node.open(settings(tmp_path), clock)
+    await first.create_stream(stream_config("cut", replicas=3), placement)
+    await first.publish("cut", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await first.close()
+    directory = tmp_path / "data" / "streams" / "cut" / "0"
+    cut_in_half(directory / "log.sqlite")
+    for _ in range(2):  # a restart while rebuilding keeps the marker, never the empty log as history
+        node = await Node.open(settings(tmp_path), clock)
+        try:
+            partition = node._streams["cut"].partitions[0]
+            assert partition.rebuilding and not partition.leading and partition.last_seq == 0
+            assert node.rebuilding_partitions() == (("cut", 0),)
+            findings = [c.storage_finding for c in await changes(node) if c.WhichOneof("kind") == "storage_finding"]
+            assert [(f.finding, "moved to" in f.detail) for f in findings] == [("file_rebuilding", True)]  # once
+            with pytest.raises(NotLeaderError):
+                await publish(node, "cut", entry())
+        finally:
+            await node.close()
+    (moved,) = (tmp_path / "data" / "damaged" / "cut").iterdir()
+    assert (moved / "log.sqlite").stat().st_size > 0  # the damaged file is kept for a look
+    assert "does not open" in (directory / "REBUILDING").read_text()
+    node = await Node.open(settings(tmp_path), clock)
+    try:
+        partition = node._streams["cut"].partitions[0]
+        assert not partition.finish_rebuild(primary_through_seq=1)  # holds nothing yet
+        records = [
+            (seq, seq, "s.a", types_pb2.Message(seq=seq, subject="s.a", ts_ms=seq).SerializeToString(), "", 0)
+            for seq in (1, 2)
+        ]
+        code, _ = await partition.replicate(0, records, 100, None)
+        assert code == "ok"
+        assert partition.finish_rebuild(primary_through_seq=2)
+        assert not (directory / "REBUILDING").exists() and node.rebuilding_partitions() == ()
+    finally:
+        await node.close()
+
+
+async def test_an_unreadable_single_copy_partition_file_stops_the_node_naming_it(tmp_path: Path) -> None:
+    """One copy: nothing to rebuild from, so nothing is moved and the node does not start as if
+    the partition were empty; the error names the file."""
+    node = await Node.open(settings(tmp_path))
+    await node.create_stream(stream_config("alone"))
+    await node.publish("alone", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await node.close()
+    database = tmp_path / "data" / "streams" / "alone" / "0" / "log.sqlite"
+    cut_in_half(database)
+    threads_before = set(threading.enumerate())
+    with pytest.raises(StorageFailedError, match=r"alone/0: .*log\.sqlite does not open"):
+        await Node.open(settings(tmp_path))
+    assert database.exists() and not (tmp_path / "data" / "damaged").exists()
+    # what the failed open started is stopped again: a catalog or checkpoint thread left running
+    # would keep the node's process from exiting with the error
+    for _ in range(100):
+        left = [thread.name for thread in set(threading.enumerate()) - threads_before if thread.is_alive()]
+        if not left:
+            break
+        await asyncio.sleep(0.02)
+    assert not left, left

@@ -310,23 +310,25 @@ async def test_two_replicas_split_the_partitions_and_one_takes_over_when_the_oth
     published = await publish(sdk, stream_name, 200, 4)
     left = start_sidecar(cluster, sidecars, "pipeline-in-0", stream_name)
     right = start_sidecar(cluster, sidecars, "pipeline-in-1", stream_name)
-    async with data_plane(left, seed) as one, data_plane(right, seed) as two:
-
-        async def split() -> bool:
-            mine, theirs = set(await one.partitions()), set(await two.partitions())
-            return bool(mine) and bool(theirs) and not mine & theirs and mine | theirs == {0, 1, 2, 3}
-
-        await eventually(split, 20, "the two replicas hold two partitions each")
-        owned = [set(await one.partitions()), set(await two.partitions())]
-        shares = [{payload for payload, partition in published.items() if partition in mine} for mine in owned]
-        read = await asyncio.gather(read_payloads(one, shares[0]), read_payloads(two, shares[1]))
-        for index, data in enumerate(read):
-            assert {datum.partition_id for datum in data} <= owned[index]  # only its own partitions
-        unacked = set(sorted(shares[0])[: len(shares[0]) // 2])
-        await one.ack([datum for datum in read[0] if datum.payload not in unacked])
-        await two.ack(read[1])
-    left.kill()  # half of what it read was never acknowledged
+    # One data plane per sidecar for the whole test: a data plane closing its streams is its pod
+    # stopping, and pynumaflow then stops the sidecar too (server.py).
     async with data_plane(right, seed) as two:
+        async with data_plane(left, seed) as one:
+
+            async def split() -> bool:
+                mine, theirs = set(await one.partitions()), set(await two.partitions())
+                return bool(mine) and bool(theirs) and not mine & theirs and mine | theirs == {0, 1, 2, 3}
+
+            await eventually(split, 20, "the two replicas hold two partitions each")
+            owned = [set(await one.partitions()), set(await two.partitions())]
+            shares = [{payload for payload, partition in published.items() if partition in mine} for mine in owned]
+            read = await asyncio.gather(read_payloads(one, shares[0]), read_payloads(two, shares[1]))
+            for index, data in enumerate(read):
+                assert {datum.partition_id for datum in data} <= owned[index]  # only its own partitions
+            unacked = set(sorted(shares[0])[: len(shares[0]) // 2])
+            await one.ack([datum for datum in read[0] if datum.payload not in unacked])
+            await two.ack(read[1])
+            left.kill()  # half of what it read was never acknowledged
 
         async def took_over() -> bool:
             return sorted(await two.partitions()) == [0, 1, 2, 3]
@@ -358,7 +360,7 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
         return (await sdk.consumer_info(stream_name, "numaflow")).num_ack_pending == 10
 
     await eventually(fetched, 10, "the sidecar fetched the messages")
-    assert first.stop() == 0
+    assert first.stop() == 0, first.log_path.read_text()[-4000:]
     assert not (await sdk.group_info(stream_name, "numaflow")).members
     started = time.monotonic()
     second = start_sidecar(cluster, sidecars, "next", stream_name, **patient)
@@ -375,7 +377,8 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
         await asyncio.sleep(0.2)
         assert await source.ack(data[5:]) == 5
         assert await source.read(100, 200) == []  # nothing more is handed out once it is leaving
-    assert second.process.wait(90) == 0
+    status = second.process.wait(90)
+    assert status == 0, f"exit {status}; its log ends:\n{second.log_path.read_text()[-4000:]}"
     info = await sdk.consumer_info(stream_name, "numaflow")
     assert (info.num_ack_pending, info.num_pending, info.acked_total) == (0, 0, 10)
 

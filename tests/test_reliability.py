@@ -371,6 +371,7 @@ REPORT_INTRO = """# Reliability: the fault matrix
 
 Written by the slow test tier, not by hand: `make reliability` runs `tests/test_reliability.py`
 with `WEIR_RELIABILITY_REPORT=docs/reliability.md` (CI runs the same test and prints the table).
+Power loss and damaged stored bytes are in [durability.md](durability.md).
 
 What runs: a local cluster (redis-server, 2 routers, 3 partition nodes, 1 replicator; heartbeat
 TTL 1.5 s as in the test suite, every in-sync and rebalance setting at its default:

@@ -293,6 +293,7 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
         (internal_pb2.TransferLeadershipRequest(stream=LONG, to_node_id="x"), {INVALID}),
         (internal_pb2.TransferLeadershipRequest(stream=STREAM, to_node_id=LONG, leader_epoch=1), {REFUSED}),
     ],
+    "Replication/StartScrub": [(internal_pb2.NodeStartScrubRequest(), {OK})],
     "Replication/ApplyPlacement": [
         (internal_pb2.ApplyPlacementRequest(record=types_pb2.StreamRecord(config=_config(name=LONG))), {INVALID}),
     ],
@@ -338,6 +339,7 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     "Router/GetConsumerInfo": [(streams_pb2.GetConsumerInfoRequest(stream=STREAM, consumer=LONG), {INVALID})],
     "Router/GetClusterStreamStats": [(router_pb2.GetClusterStreamStatsRequest(include_per_stream=True), {OK})],
     "Router/GetClusterInfo": [(router_pb2.GetClusterInfoRequest(), {OK})],
+    "Router/StartScrub": [(router_pb2.StartScrubRequest(), {OK})],  # a pass per node, paced: answered at once
 }
 SERVICES = {
     "Streams": streams_pb2.DESCRIPTOR.services_by_name["Streams"],

@@ -724,6 +724,28 @@ def test_leadership_goes_back_only_to_an_alive_in_sync_preferred_leader() -> Non
     assert len(rebalance.handovers([record], everyone, dead_primary)) < len(moves)  # failover's job
 
 
+def test_a_primary_with_damaged_records_hands_its_partition_to_an_intact_in_sync_replica() -> None:
+    """Issue 32: the scrub found damaged records of s/0 on its primary: leadership goes to the next
+    replica in preference order that is alive, in sync and intact; it does not come back to the
+    damaged preferred leader until that one is intact again."""
+    record = _record("s", place_stream(1, 3, nodes("a", "b", "c")))
+    entry = record.placement.partitions[0]
+    primary, second, third = entry.replica_node_ids
+    everyone = {("s", 0): [primary, second, third]}
+    alive = {primary, second, third}
+    damaged: dict[str, set[tuple[str, int]]] = {primary: {("s", 0)}}
+    [move] = rebalance.handovers([record], everyone, alive, damaged)
+    assert (move.from_node_id, move.to_node_id) == (primary, second)
+    damaged[second] = {("s", 0)}  # damaged there too: the third copy leads
+    assert [move.to_node_id for move in rebalance.handovers([record], everyone, alive, damaged)] == [third]
+    assert rebalance.handovers([record], {("s", 0): [primary, second]}, alive, damaged) == []  # no intact copy
+    assert rebalance.handovers([record], everyone, alive, {primary: {("t", 0)}}) == []  # another stream's
+    _failed_over(entry, second)  # now led elsewhere; the preferred leader is still damaged: stays
+    assert rebalance.handovers([record], everyone, alive, {primary: {("s", 0)}}) == []
+    [back] = rebalance.handovers([record], everyone, alive, {})  # repaired: back to the preferred leader
+    assert (back.from_node_id, back.to_node_id) == (second, primary)
+
+
 def test_a_handed_over_placement_starts_a_new_epoch_after_the_shared_log() -> None:
     entry = place_stream(1, 3, nodes("a", "b", "c")).partitions[0]
     _failed_over(entry, entry.replica_node_ids[1])

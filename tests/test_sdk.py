@@ -18,7 +18,7 @@ import weir
 from weir import Client, Message, NoSuchStreamError, NotPendingError, PublishAck, consumer_config, stream_config
 from weir.client import NodeClient
 from weir.cluster import router_addresses
-from weir.errors import InvalidArgumentError
+from weir.errors import InvalidArgumentError, WeirError
 from weir.v1 import streams_pb2
 
 from tests.conftest import needs_own_processes
@@ -38,6 +38,18 @@ def test_the_public_names_import_from_weir() -> None:
         assert getattr(weir, name) is not None, name
     assert {"Client", "Message", "PublishAck", "Subscription", "WeirError", "NoSuchStreamError"} <= set(weir.__all__)
     assert (Path(weir.__file__).parent / "py.typed").exists()
+
+
+def test_an_application_subclass_of_an_error_does_not_change_decoding() -> None:
+    """A subclass that refines a Weir error without a result code of its own (the gateway's
+    MultiPartitionError, say) must not become what every `invalid_argument` decodes as: it did, once
+    the gateway's module was imported, and every test decoding errors in that process saw it."""
+
+    class Refined(InvalidArgumentError):
+        pass
+
+    assert type(WeirError.for_code("invalid_argument", "bad")) is InvalidArgumentError
+    assert isinstance(Refined("bad"), InvalidArgumentError)
 
 
 def test_router_addresses_take_a_string_or_a_list() -> None:

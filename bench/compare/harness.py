@@ -63,6 +63,7 @@ from typing import Any
 from bench.compare.driver import AckLevel, BenchError, Consumer, Driver, Producer, TopicSpec
 
 MIB = 2**20
+RECEIVE_GRACE_S = 10.0  # past a receive's own wait, for the receives in flight when a phase ends
 HEADER = struct.Struct(">QQ")  # scheduled send time (perf_counter_ns, 0 for max-rate), message index
 
 
@@ -263,6 +264,11 @@ async def consume_until(
             raise BenchError(f"consumers got {received.count} of {received.expected} messages in {deadline_s:.0f}s")
     finally:
         done.cancel()
+        if received.done.is_set():
+            # Each receive loop ends after the receive it is in (it checks `received.done`):
+            # cancelling a receive mid-call can leave messages delivered to nobody, back only after
+            # the ack wait, in the next phase.
+            await asyncio.wait(tasks, timeout=settings.wait_ms / 1000 + RECEIVE_GRACE_S)
         for task in tasks:
             task.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)

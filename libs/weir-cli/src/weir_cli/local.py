@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import grpc
 from weir import tls as weir_tls
 from weir.client import consumer_config, stream_config
 from weir.cluster import Client
@@ -32,6 +33,7 @@ from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
 from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
+from weir_cli.waymaker_demo import waymaker_round_trip
 
 _PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
 DEMO_STREAM = "demo"
@@ -98,7 +100,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
             *(f"  {node.name}: {node.client_address}" for node in cluster.nodes),
             *(
                 f"  {gateway.name}: kafka-pixy at {gateway.kafka_pixy_address}, "
-                f"RocketMQ v1 at {gateway.rocketmq_address}"
+                f"RocketMQ v1 at {gateway.rocketmq_address}, waymaker.streams at {gateway.waymaker_streams_address}"
                 for gateway in cluster.gateways
             ),
             "commands find it from this directory, or anywhere as the last cluster started; elsewhere:",
@@ -222,7 +224,9 @@ async def demo(args: argparse.Namespace) -> int:
         weir_tls.set_default(replace(security, token=demo_token))
         try:
             summary = await _demo_workload(cluster.router_addresses, args.messages, args.payload_bytes)
-            summary["security"] = await _security_checks(cluster.router_addresses, security, reader_token)
+            summary["security"] = await _security_checks(
+                cluster.router_addresses, security, reader_token, cluster.gateways[0].kafka_pixy_address
+            )
             async with Client(cluster.router_addresses) as client:
                 await client.create_stream(stream_config("demo-pixy", partitions=4))
             summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
@@ -232,9 +236,9 @@ async def demo(args: argparse.Namespace) -> int:
                 await client.create_stream(config)
             summary["rocketmq"] = await rocketmq_round_trip(cluster.gateways[0].rocketmq_address)
             summary["numaflow"] = await numaflow_round_trip(cluster)
-            summary["verified"] = all(
-                summary[part]["verified"] for part in ("security", "kafka_pixy", "delayed", "rocketmq", "numaflow")
-            ) and bool(summary["verified"])
+            summary["waymaker_streams"] = await waymaker_round_trip(cluster.gateways[0].waymaker_streams_address)
+            parts = ("security", "kafka_pixy", "delayed", "rocketmq", "numaflow", "waymaker_streams")
+            summary["verified"] = all(summary[part]["verified"] for part in parts) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
                 "redis": cluster.redis.url,
@@ -270,11 +274,15 @@ def _demo_auth_file(root: Path, demo_token: str, reader_token: str) -> Path:
     return path
 
 
-async def _security_checks(routers: list[str], security: ChannelSecurity, reader_token: str) -> dict[str, Any]:
-    """TLS with tokens: a caller without a token is refused (UNAUTHENTICATED); the read-only user
-    reads the demo stream and is refused a publish (PERMISSION_DENIED), which stores nothing."""
-    progress("checking access: no token, and a read-only user's publish ...")
+async def _security_checks(
+    routers: list[str], security: ChannelSecurity, reader_token: str, kafka_pixy: str
+) -> dict[str, Any]:
+    """TLS with tokens: a caller without a token is refused (UNAUTHENTICATED), at a router and at
+    the gateway's kafka-pixy front door; the read-only user reads the demo stream and is refused a
+    publish (PERMISSION_DENIED), which stores nothing."""
+    progress("checking access: no token (router, gateway), and a read-only user's publish ...")
     refusals: dict[str, str] = {}
+    refusals["gateway_no_token"] = await _kafka_pixy_produce_status(kafka_pixy, security)
     async with Client(routers, tls=security, timeout_s=5, retry_timeout_s=5) as anonymous:
         try:
             await anonymous.list_streams()
@@ -288,8 +296,26 @@ async def _security_checks(routers: list[str], security: ChannelSecurity, reader
             refusals["reader_publish"] = error.result_code.value
         after = (await reader.stream_info(DEMO_STREAM)).stats
     unchanged = sum(p.msg_count for p in after.partitions) == sum(p.msg_count for p in before.partitions)
-    verified = refusals == {"no_token": "unauthenticated", "reader_publish": "permission_denied"} and unchanged
+    expected = {
+        "gateway_no_token": "UNAUTHENTICATED",
+        "no_token": "unauthenticated",
+        "reader_publish": "permission_denied",
+    }
+    verified = refusals == expected and unchanged
     return {"tls": True, "auth_file": True, "refusals": refusals, "nothing_stored": unchanged, "verified": verified}
+
+
+async def _kafka_pixy_produce_status(address: str, security: ChannelSecurity) -> str:
+    """The gRPC status of a kafka-pixy Produce sent with `security` (its token, or none)."""
+    from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
+
+    async with weir_tls.aio_channel(address, security=security) as channel:
+        stub = kafkapixy_pb2_grpc.KafkaPixyStub(channel)
+        try:
+            await stub.Produce(kafkapixy_pb2.ProdRq(topic=DEMO_STREAM, message=b"refused"), timeout=10)
+        except grpc.aio.AioRpcError as error:
+            return str(error.code().name)
+    return "OK"
 
 
 async def _delayed_round_trip(routers: list[str]) -> dict[str, Any]:

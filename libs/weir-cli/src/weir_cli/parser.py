@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from weir.client import DELIVER_POLICIES
 
-from weir_cli import consumers, local, scheduled, streams
+from weir_cli import consumers, doctor, local, scheduled, streams
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
@@ -245,6 +245,12 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     token.add_argument("--user", default="", help="also print the auth file entry of this user name")
     tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
     tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
+    doctor_command = tree.command(
+        commands, "doctor", "each node's scrub: passes, corrupt records, storage checks (exit 1 if any)", doctor.doctor
+    )
+    doctor_command.add_argument(
+        "--scrub", action="store_true", help="start a scrub pass on every node now and wait until each ended"
+    )
     stats = tree.command(commands, "stats", "cluster stats: per node, per stream, skew", local.stats)
     stats.add_argument("--nodes-only", action="store_true", help="leave out the per-stream figures")
     stats.add_argument(

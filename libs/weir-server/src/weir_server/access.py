@@ -5,41 +5,81 @@ servicer runs. Unknown callers get UNAUTHENTICATED; known ones without the permi
 PERMISSION_DENIED naming what was missing; either way nothing changes. Calls with a request stream
 (PublishBatchStream, FetchStream, AckBatchStream) are checked item by item, the caller too (a
 revoked token ends a long-lived stream at its next item): the first item not allowed ends the call
-(the items before were answered). Health and reflection stay open.
+(the items before were answered); a server stream (Subscribe, WatchStreams) again before it sends
+a response, at most once a second. Health and reflection stay open.
+
+Each call (each item of a request stream) also takes one request of the caller's rate
+(`Principal.rate`, weir_server.ratelimit): past it the call is refused RESOURCE_EXHAUSTED
+(`rate_limited`, retryable) with the wait in google.rpc.RetryInfo and `retry_after_ms`.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator
+import math
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
-from weir.errors import PermissionDeniedError, UnauthenticatedError
+from weir.errors import PermissionDeniedError, RateLimitedError, UnauthenticatedError
 
 from weir_server import permissions
 from weir_server.auth import Authenticator, Principal
 from weir_server.interceptors import MethodWrappingInterceptor
+from weir_server.ratelimit import RequestBuckets
 
 logger = logging.getLogger(__name__)
 BEARER = "bearer "
+# How often an open server stream (Subscribe, WatchStreams) checks its caller again before it sends
+# more: a revoked token or grant ends it within about this long of its next response.
+RECHECK_INTERVAL_S = 1.0
 
 
-def bearer_token(context: grpc.aio.ServicerContext) -> str:
-    """The token of an `authorization: Bearer <token>` metadata entry, "" when there is none."""
-    for key, value in context.invocation_metadata() or ():
+def bearer_token_of(metadata: Metadata) -> str:
+    """The token of an `authorization: Bearer <token>` entry of `metadata`, "" when there is none."""
+    for key, value in metadata:
         if key == "authorization" and isinstance(value, str) and value.lower().startswith(BEARER):
             return value[len(BEARER) :].strip()
     return ""
 
 
-class AuthInterceptor(MethodWrappingInterceptor):
-    """See the module docstring."""
+Metadata = Sequence[tuple[str, str | bytes]]
+# Who the caller is, from its call metadata: (the principal or None, why not when None).
+Identify = Callable[[Authenticator, Metadata], tuple[Principal | None, str]]
+# What a call needs: None = only the cluster's services may make it.
+RequirementOf = Callable[[str, Any], permissions.Requirement | None]
 
-    def __init__(self, authenticator: Authenticator) -> None:
-        super().__init__()
+
+def identify_by_bearer_token(authenticator: Authenticator, metadata: Metadata) -> tuple[Principal | None, str]:
+    """The caller of an `authorization: Bearer <token>` entry (Weir's own way)."""
+    token = bearer_token_of(metadata)
+    found = authenticator.authenticate(token)
+    if found is not None:
+        return found, ""
+    return None, "its token is not known" if token else "it sent no token (authorization: Bearer)"
+
+
+class AuthInterceptor(MethodWrappingInterceptor):
+    """See the module docstring. A front door of another protocol passes its own `identify` (how
+    its clients present credentials), `requirement` (what each of its methods needs) and
+    `prefixes` (its service's method paths)."""
+
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        buckets: RequestBuckets | None = None,
+        *,
+        identify: Identify = identify_by_bearer_token,
+        requirement: RequirementOf = permissions.requirement,
+        prefixes: tuple[str, ...] = ("/weir.v1.",),
+    ) -> None:
+        super().__init__(prefixes)
         self.authenticator = authenticator
+        self.buckets = buckets if buckets is not None else RequestBuckets()
+        self.identify = identify
+        self.requirement = requirement
 
     def wrap(self, method: str, handler: Any) -> Any:
         replaced: dict[str, Any] = {}
@@ -49,17 +89,27 @@ class AuthInterceptor(MethodWrappingInterceptor):
                 replaced[kind] = self._guarded(method, kind, behavior)
         return handler._replace(**replaced)
 
-    async def principal(self, method: str, context: grpc.aio.ServicerContext) -> Principal:
-        """The caller; aborts the call UNAUTHENTICATED when it is not known."""
+    async def principal(self, method: str, context: grpc.aio.ServicerContext, *, counts: bool = True) -> Principal:
+        """The caller; aborts the call UNAUTHENTICATED when it is not known, RESOURCE_EXHAUSTED
+        when it is past its request rate (a request that `counts`: not a re-check of an open call)."""
         self.authenticator.refresh()
-        token = bearer_token(context)
-        found = self.authenticator.authenticate(token)
+        found, reason = self.identify(self.authenticator, context.invocation_metadata() or ())
         if found is None:
-            reason = "its token is not known" if token else "it sent no token (authorization: Bearer)"
             await context.abort_with_status(
                 UnauthenticatedError(f"{method}: the caller is not known: {reason}").to_status()
             )
         assert found is not None
+        if counts and found.rate is not None:
+            wait_s = self.buckets.take(found.name, found.rate, time.monotonic())
+            if wait_s:
+                retry_after_ms = max(1, math.ceil(wait_s * 1000))
+                error = RateLimitedError(
+                    f"{method}: user {found.name!r} sent more than {found.rate.per_second:g} requests a second "
+                    f"(burst {found.rate.burst:g}); nothing was done, retry in {retry_after_ms} ms",
+                    identity=found.name,
+                    retry_after_ms=retry_after_ms,
+                )
+                await context.abort_with_status(error.to_status())
         return found
 
     async def authorize(
@@ -68,7 +118,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
         """Aborts the call PERMISSION_DENIED unless `principal` may make it."""
         if principal.service:
             return
-        needed = permissions.requirement(method, request)
+        needed = self.requirement(method, request)
         if needed is not None and principal.may(needed.action, needed.stream, needed.subjects):
             return
         what = "call this (the cluster's services only)" if needed is None else needed.describe()
@@ -83,7 +133,12 @@ class AuthInterceptor(MethodWrappingInterceptor):
 
             async def generator(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 await self.authorize(method, await self.principal(method, context), request, context)
+                checked_at = time.monotonic()
                 async for response in behavior(request, context):
+                    if time.monotonic() - checked_at >= RECHECK_INTERVAL_S:  # a revoked token or grant ends it
+                        principal = await self.principal(method, context, counts=False)
+                        await self.authorize(method, principal, request, context)
+                        checked_at = time.monotonic()
                     yield response
 
             return generator

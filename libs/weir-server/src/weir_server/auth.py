@@ -16,7 +16,12 @@ Streams are glob patterns (`*`, `?`); subjects (publish only; none = any) are NA
 actions: `publish`, `consume` (fetch, ack, nak, term, in progress, subscribe, group membership),
 `read` (messages, subjects, stream and consumer info), `admin` (create, update, delete and purge
 streams; create, delete and seek consumers). Listing streams and cluster figures needs any known
-identity. The file holds token hashes, never tokens; tokens are never logged.
+identity. The file holds token hashes, never tokens; tokens are never logged. A user may set
+`"requests_per_second"` (0 = no limit) and `"request_burst"`; without them the service's
+`requests_per_second` / `request_burst` settings apply (weir_server.ratelimit). A user may also hold
+RocketMQ keys, `"rocketmq": {"access_key": ..., "secret_key": ...}`, for the gateway's RocketMQ front
+door, whose clients sign each call with them (RocketMQ keeps the secret key, not a hash, on its
+side too: the signature is an HMAC of it, so keep the file readable by the services only).
 
 The cluster's own services that call client ports (a gateway, the Numaflow source, the analytics
 job) present the service token (`service_token_file`) and may do everything; or, for least
@@ -37,9 +42,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from weir.subjects import subject_matches
+
+from weir_server.ratelimit import Rate
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +74,13 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """An authenticated caller: a user of the auth file, or the cluster's services."""
+    """An authenticated caller: a user of the auth file, or the cluster's services. `rate`: its
+    request rate (None = no limit; the services have none)."""
 
     name: str
     grants: tuple[Grant, ...] = ()
     service: bool = False
+    rate: Rate | None = None
 
     def may(self, action: str, stream: str = "", subjects: Sequence[str] = ()) -> bool:
         if self.service or action == CLUSTER:
@@ -84,6 +93,11 @@ class User:
     name: str
     token_sha256: str
     grants: tuple[Grant, ...] = ()
+    rate: Rate | Literal["default"] | None = "default"  # "default": the service's setting
+    # RocketMQ's access key and secret key (its clients sign each call with them: the gateway's
+    # RocketMQ front door checks the signature); "" when the user has none.
+    rocketmq_access_key: str = ""
+    rocketmq_secret_key: str = ""
 
 
 def token_hash(token: str) -> str:
@@ -132,8 +146,36 @@ def parse_auth_file(text: str) -> list[User]:
             clash = "name" if other.name == entry["name"] else "token_sha256" if other.token_sha256 == token else ""
             if clash:
                 raise AuthFileError(f"{where}: the same {clash} as user {other.name!r}")
-        parsed.append(User(entry["name"], token, grants))
+        access_key, secret_key = _rocketmq_keys(entry, where)
+        for other in parsed:
+            if access_key and other.rocketmq_access_key == access_key:
+                raise AuthFileError(f"{where}.rocketmq.access_key: the same as user {other.name!r}'s")
+        parsed.append(User(entry["name"], token, grants, _user_rate(entry, where), access_key, secret_key))
     return parsed
+
+
+def _rocketmq_keys(entry: Mapping[str, Any], where: str) -> tuple[str, str]:
+    """A user's `"rocketmq": {"access_key": ..., "secret_key": ...}` (both or no entry)."""
+    keys = entry.get("rocketmq")
+    if keys is None:
+        return "", ""
+    if not isinstance(keys, Mapping) or not all(
+        isinstance(keys.get(name), str) and keys[name] for name in ("access_key", "secret_key")
+    ):
+        raise AuthFileError(f"{where}.rocketmq: expected non-empty access_key and secret_key strings")
+    return keys["access_key"], keys["secret_key"]
+
+
+def _user_rate(entry: Mapping[str, Any], where: str) -> Rate | Literal["default"] | None:
+    """A user's `requests_per_second` (0 = no limit) and `request_burst`; "default" when unset."""
+    if "requests_per_second" not in entry:
+        if "request_burst" in entry:
+            raise AuthFileError(f"{where}.request_burst: needs requests_per_second")
+        return "default"
+    figures = [entry["requests_per_second"], entry.get("request_burst", 0)]
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 for value in figures):
+        raise AuthFileError(f"{where}: requests_per_second and request_burst are numbers >= 0")
+    return Rate.of(float(figures[0]), float(figures[1]))
 
 
 SERVICES = "weir-services"  # the principal of the service token
@@ -153,12 +195,14 @@ class Authenticator:
 
     RELOAD_INTERVAL_S = 1.0  # how often the files' modification times are looked at
 
-    def __init__(self, path: Path, service_token_file: Path | None = None) -> None:
+    def __init__(self, path: Path, service_token_file: Path | None = None, default_rate: Rate | None = None) -> None:
         self.path = path
         self.service_token_file = service_token_file
+        self.default_rate = default_rate  # of users whose entry sets none
         self._stamp: tuple[int, ...] | None = None
         self._checked_at = 0.0
         self._by_token: dict[str, User] = {}
+        self._by_access_key: dict[str, User] = {}
         self._service_hash = ""
         self.reload()
 
@@ -175,6 +219,7 @@ class Authenticator:
         users = parse_auth_file(self.path.read_text())
         service_hash = token_hash(read_token(self.service_token_file)) if self.service_token_file else ""
         self._by_token = {user.token_sha256: user for user in users}
+        self._by_access_key = {user.rocketmq_access_key: user for user in users if user.rocketmq_access_key}
         self._service_hash = service_hash
         logger.info("auth file %s: %d users", self.path, len(users))
 
@@ -199,4 +244,12 @@ class Authenticator:
         if self._service_hash and digest == self._service_hash:
             return Principal(SERVICES, service=True)
         user = self._by_token.get(digest)
-        return None if user is None else Principal(user.name, user.grants)
+        return None if user is None else self._principal(user)
+
+    def rocketmq_user(self, access_key: str) -> tuple[Principal, str] | None:
+        """The user whose RocketMQ access key is `access_key`, with its secret key; None when none."""
+        user = self._by_access_key.get(access_key) if access_key else None
+        return None if user is None else (self._principal(user), user.rocketmq_secret_key)
+
+    def _principal(self, user: User) -> Principal:
+        return Principal(user.name, user.grants, rate=self.default_rate if user.rate == "default" else user.rate)

@@ -9,7 +9,9 @@ localhost, 127.0.0.1, ::1 and the given names), `client.pem` / `client-key.pem` 
 certificate for users' tools), and `service.token` (the services' bearer token for a cluster with an
 auth file: their `token_file` and the routers' and nodes' `service_token_file`); with `--admin-auth`
 also `auth.json`, an auth file whose one user `admin` may do everything, and `admin.token`, its
-token (the compose stack runs with them). Keys and tokens are written owner-only. Existing files are
+token (the compose stack runs with them); with `--redis-owner UID` also `redis.password`, and
+`redis.conf` and `redis-key.pem` for a metadata Redis serving TLS only with that password (the
+compose stack's). Keys, tokens and passwords are written owner-only. Existing files are
 kept, so a restarted cluster keeps its CA and tokens.
 """
 
@@ -37,6 +39,7 @@ LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 CA, SERVICE, CLIENT = "ca", "service", "client"
 SERVICE_TOKEN = "service.token"
 ADMIN_TOKEN, AUTH_FILE = "admin.token", "auth.json"
+REDIS_PASSWORD = "redis.password"
 
 
 def _write(path: Path, data: bytes, *, secret: bool) -> None:
@@ -158,6 +161,46 @@ def make_admin_auth(directory: Path) -> Path:
     return auth_path
 
 
+def redis_config(directory: Path, password: str, port: int, *, tls: bool, key_file: Path | None = None) -> str:
+    """A redis-server config for the metadata Redis of a cluster with these certificates: the
+    password (requirepass) and, with `tls`, TLS only on `port` with a client certificate of the CA
+    required (`key_file`: a copy of the service key the Redis process can read; default the
+    service's own)."""
+    lines = [f"requirepass {password}"]
+    if tls:
+        key = key_file or directory / f"{SERVICE}-key.pem"
+        lines += [
+            "port 0",
+            f"tls-port {port}",
+            f"tls-cert-file {directory / f'{SERVICE}.pem'}",
+            f"tls-key-file {key}",
+            f"tls-ca-cert-file {directory / f'{CA}.pem'}",
+            "tls-auth-clients yes",
+        ]
+    else:
+        lines.append(f"port {port}")
+    return "\n".join(lines) + "\n"
+
+
+def make_redis_files(directory: Path, owner: int | None, port: int = 6379) -> Path:
+    """For a metadata Redis in a container of its own: `redis.password` (kept; the services'
+    redis_password_file), `redis-key.pem` (a copy of the service key) and `redis.conf` (TLS only,
+    the password; see `redis_config`), the last two given to `owner` (the Redis image's user);
+    returns the config."""
+    password_path = directory / REDIS_PASSWORD
+    if not password_path.exists():
+        _write(password_path, secrets.token_hex(32).encode() + b"\n", secret=True)
+    key_copy = directory / "redis-key.pem"
+    _write(key_copy, (directory / f"{SERVICE}-key.pem").read_bytes(), secret=True)
+    password = password_path.read_text().strip()
+    config = directory / "redis.conf"
+    _write(config, redis_config(directory, password, port, tls=True, key_file=key_copy).encode(), secret=True)
+    if owner is not None:
+        for path in (key_copy, config):
+            os.chown(path, owner, -1)
+    return config
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m weir_server.devcerts", description=__doc__.split("\n\n")[0])
     parser.add_argument("directory", type=Path, help="where the PEM files go (kept when they exist)")
@@ -166,13 +209,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--admin-auth", action="store_true", help=f"also {AUTH_FILE} with one user, admin, and its {ADMIN_TOKEN}"
     )
+    parser.add_argument(
+        "--redis-owner",
+        type=int,
+        help=f"also {REDIS_PASSWORD}, redis.conf and redis-key.pem for a TLS metadata Redis run as this user id",
+    )
     args = parser.parse_args(argv)
     make_dev_certificates(args.directory, args.name)
     if args.admin_auth:
         make_admin_auth(args.directory)
+    if args.redis_owner is not None:
+        make_redis_files(args.directory, args.redis_owner)
     if args.owner is not None:
-        made = [args.directory / name for name in (SERVICE_TOKEN, ADMIN_TOKEN, AUTH_FILE)]
-        for path in [*args.directory.glob("*.pem"), *(path for path in made if path.exists())]:
+        made = [args.directory / name for name in (SERVICE_TOKEN, ADMIN_TOKEN, AUTH_FILE, REDIS_PASSWORD)]
+        pems = [path for path in args.directory.glob("*.pem") if path.name != "redis-key.pem"]  # Redis's own
+        for path in [*pems, *(path for path in made if path.exists())]:
             os.chown(path, args.owner, -1)
     print(f"development CA and certificates in {args.directory}")
     return 0

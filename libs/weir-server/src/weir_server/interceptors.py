@@ -6,8 +6,9 @@ any other bad input is (issue 22). Without it grpc.aio answers UNKNOWN "Unexpect
 The method's own deserializer is wrapped to return a marker instead of raising, and its behavior
 to abort the call when it meets the marker: for unary and server-streaming calls before the
 servicer runs, for client- and bidirectional streams at the item that failed (earlier items were
-answered). Streaming behaviors are wrapped only when they are async generators (grpc.aio picks
-how to drive a behavior by its kind); others pass through. Wrapped handlers are built once per
+answered). Streaming behaviors are wrapped when they are async generators, or server streams
+written with `context.write` (grpc.aio picks how to drive a behavior by its kind); others pass
+through. Wrapped handlers are built once per
 method and reused.
 """
 
@@ -67,7 +68,11 @@ class MethodWrappingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
 
 
 class UndecodableRequestInterceptor(MethodWrappingInterceptor):
-    """See the module docstring."""
+    """See the module docstring. Every method of the server by default (health and reflection
+    too, whose servicers would answer UNKNOWN as well)."""
+
+    def __init__(self, prefixes: tuple[str, ...] = ("/",)) -> None:
+        super().__init__(prefixes)
 
     def wrap(self, method: str, handler: Any) -> Any:
         return handler if handler.request_deserializer is None else _guard(method, handler)
@@ -102,6 +107,15 @@ def _guard(method: str, handler: Any) -> Any:
                 yield response
 
         return handler._replace(request_deserializer=decode, unary_stream=unary_stream)
+    if handler.unary_stream is not None and inspect.iscoroutinefunction(handler.unary_stream):
+        writer = handler.unary_stream  # a server stream written with context.write (grpc's Health.Watch)
+
+        async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
+            if isinstance(request, _Undecodable):
+                await context.abort_with_status(request.error().to_status())
+            await writer(request, context)
+
+        return handler._replace(request_deserializer=decode, unary_stream=unary_stream_writer)
     if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
         bidi = handler.stream_stream
 

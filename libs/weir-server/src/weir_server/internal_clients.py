@@ -121,6 +121,10 @@ class ReplicationClient(GrpcClient):
             self.stub.TransferLeadership, request, (timeout_ms or 5000) / 1000 + self.timeout_s
         )
 
+    async def start_scrub(self) -> internal_pb2.NodeStartScrubResponse:
+        """Start the node's next scrub pass now (see the RPC)."""
+        return await self._call(self.stub.StartScrub, internal_pb2.NodeStartScrubRequest())  # type: ignore[no-any-return]
+
     async def apply_placement(self, record: types_pb2.StreamRecord) -> internal_pb2.ApplyPlacementResponse:
         request = internal_pb2.ApplyPlacementRequest(record=record)
         return await self._call(self.stub.ApplyPlacement, request)  # type: ignore[no-any-return]

@@ -117,6 +117,21 @@ class Keys:
         return [f"{self.prefix}:replicator:lease:{stream}:*", f"{self.prefix}:replicator:position:{stream}:*"]
 
 
+def _partitions_of(text: str) -> tuple[tuple[str, int], ...]:
+    """(stream, partition) pairs of a JSON list of "stream/partition" (stream names hold no '/');
+    entries that do not parse are left out."""
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    pairs: list[tuple[str, int]] = []
+    for item in value if isinstance(value, list) else []:
+        stream, _, partition = str(item).rpartition("/")
+        if stream and partition.isdigit():
+            pairs.append((stream, int(partition)))
+    return tuple(pairs)
+
+
 def _listeners_of(text: str) -> dict[str, str]:
     """A stored client_listeners JSON (empty, or written by an older node: no listeners)."""
     try:
@@ -143,6 +158,19 @@ class NodeRecord:
     registered_at_ms: int = 0
     last_heartbeat_ms: int = 0
     state: str = "alive"
+    # The node's background scrub (weir_partition_node.scrub): complete passes, when the last
+    # ended, records its last passes found corrupt, and the storage checks' problems ("ok" if none).
+    scrub_passes: int = 0
+    scrub_last_pass_ms: int = 0
+    corrupt_records: int = 0
+    integrity: str = "ok"
+    # (stream, partition) this node holds damaged records of: the controller moves their leadership
+    # to an intact in-sync replica (weir_router.rebalance), so the node repairs them as a follower.
+    damaged_partitions: tuple[tuple[str, int], ...] = ()
+    # (stream, partition) whose unreadable file this node moved aside and rebuilds from another
+    # copy: never a leader or a failover candidate until it caught up (the controller fails over
+    # one it leads as if this node were dead for it).
+    rebuilding_partitions: tuple[tuple[str, int], ...] = ()
 
     def to_hash(self) -> dict[str, str]:
         return {
@@ -156,6 +184,16 @@ class NodeRecord:
             "registered_at_ms": str(self.registered_at_ms),
             "last_heartbeat_ms": str(self.last_heartbeat_ms),
             "state": self.state,
+            "scrub_passes": str(self.scrub_passes),
+            "scrub_last_pass_ms": str(self.scrub_last_pass_ms),
+            "corrupt_records": str(self.corrupt_records),
+            "integrity": self.integrity,
+            "damaged_partitions": json.dumps(
+                [f"{stream}/{partition}" for stream, partition in self.damaged_partitions]
+            ),
+            "rebuilding_partitions": json.dumps(
+                [f"{stream}/{partition}" for stream, partition in self.rebuilding_partitions]
+            ),
         }
 
     @staticmethod
@@ -171,4 +209,10 @@ class NodeRecord:
             registered_at_ms=int(values.get("registered_at_ms") or 0),
             last_heartbeat_ms=int(values.get("last_heartbeat_ms") or 0),
             state=values.get("state", "alive"),
+            scrub_passes=int(values.get("scrub_passes") or 0),
+            scrub_last_pass_ms=int(values.get("scrub_last_pass_ms") or 0),
+            corrupt_records=int(values.get("corrupt_records") or 0),
+            integrity=values.get("integrity", "ok"),
+            damaged_partitions=_partitions_of(values.get("damaged_partitions", "")),
+            rebuilding_partitions=_partitions_of(values.get("rebuilding_partitions", "")),
         )

@@ -91,6 +91,7 @@ _ROUTER: dict[str, Callable[[Any], Requirement]] = {
     "ListStreams": _cluster,
     "GetClusterStreamStats": _cluster,
     "GetClusterInfo": _cluster,
+    "StartScrub": lambda request: Requirement("admin", "*"),  # admin on every stream: a node-wide action
     "QueryAssignment": _on("consume"),
     "LeaveGroup": _on("consume"),
     "GetGroupInfo": _on("read"),

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings
 from weir import tls as sdk_tls
 
 from weir_server import auth
+from weir_server.ratelimit import Rate
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,9 @@ def refuse_unless_startable(settings: object, prog: str) -> None:
         return
     problem = settings.tls_missing()
     unreadable = settings.unreadable_files()
+    password_file = getattr(settings, "redis_password_file", None)  # weir_server.metadata_redis
+    if password_file is not None and not os.access(password_file, os.R_OK):
+        unreadable.append(password_file)
     if unreadable:
         problem = f"cannot read {', '.join(str(path) for path in unreadable)}"
     elif isinstance(settings, AccessSettings) and settings.auth_file is not None:
@@ -127,6 +131,9 @@ def configure(settings: TlsSettings, service: str) -> None:
     bad setting)."""
     problem = settings.tls_missing()
     unreadable = settings.unreadable_files()
+    password_file = getattr(settings, "redis_password_file", None)  # weir_server.metadata_redis
+    if password_file is not None and not os.access(password_file, os.R_OK):
+        unreadable.append(password_file)
     if unreadable:
         problem = f"cannot read {', '.join(str(path) for path in unreadable)}"
     if problem:
@@ -198,6 +205,28 @@ class AccessSettings(TlsSettings):
         "everything (the gateways, the Numaflow source and the analytics job send it: their token_file). Read "
         "again when it changes.",
     )
+
+    requests_per_second: float = Field(
+        0,
+        ge=0,
+        description="With an auth file: each user's request rate (calls, and items of request streams) unless "
+        "its entry sets requests_per_second; past it a call gets RESOURCE_EXHAUSTED with the wait (RetryInfo). "
+        "0 = no limit. The services' token has none.",
+    )
+    request_burst: float = Field(
+        0, ge=0, description="With requests_per_second: how many requests may come at once (0 = one second's worth)."
+    )
+
+    max_concurrent_streams: int = Field(
+        1000,
+        ge=1,
+        description="Calls one client connection may have open at once on the client port (HTTP/2 "
+        "SETTINGS_MAX_CONCURRENT_STREAMS): past it the client's new calls wait for one to end.",
+    )
+
+    def default_rate(self) -> Rate | None:
+        """The request rate of users whose auth-file entry sets none (None = no limit)."""
+        return Rate.of(self.requests_per_second, self.request_burst)
 
     @model_validator(mode="after")
     def _auth_needs_tls(self) -> AccessSettings:

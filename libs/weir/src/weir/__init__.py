@@ -24,6 +24,7 @@ from weir.cluster import Client
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import (
     AlreadyExistsError,
+    BeingDeletedError,
     ChangeFeedTruncatedError,
     ConsumerBoundError,
     CorruptRecordError,
@@ -47,10 +48,12 @@ from weir.errors import (
     OversizeError,
     PermissionDeniedError,
     PositionOutOfRangeError,
+    RateLimitedError,
     ReplicationTimeoutError,
     ResultCode,
     SchedulingDisabledError,
     ShuttingDownError,
+    StillPlacedError,
     StorageFailedError,
     SubjectRejectedError,
     UnauthenticatedError,
@@ -63,6 +66,7 @@ from weir.tls import ChannelSecurity
 
 __all__ = [
     "AlreadyExistsError",
+    "BeingDeletedError",
     "ChangeFeedTruncatedError",
     "ChannelSecurity",
     "Client",
@@ -92,10 +96,12 @@ __all__ = [
     "PermissionDeniedError",
     "PositionOutOfRangeError",
     "PublishAck",
+    "RateLimitedError",
     "ReplicationTimeoutError",
     "ResultCode",
     "SchedulingDisabledError",
     "ShuttingDownError",
+    "StillPlacedError",
     "StorageFailedError",
     "SubjectRejectedError",
     "Subscription",

@@ -65,6 +65,17 @@ def _is_retryable(error: BaseException) -> bool:
     return isinstance(error, WeirError) and error.retryable
 
 
+_BACKOFF = wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05)
+
+
+def _wait_at_least_as_asked(state: RetryCallState) -> float:
+    """Exponential backoff with jitter, but never shorter than the wait the server asked for (a
+    rate-limited call's retry_after_ms)."""
+    error = state.outcome.exception() if state.outcome else None
+    asked = error.retry_after_s if isinstance(error, WeirError) else None
+    return max(_BACKOFF(state), asked or 0.0)
+
+
 def router_addresses(routers: str | Sequence[str]) -> list[str]:
     """Router addresses from "host:port", "host:port,host:port" or a list of "host:port".
     Errors: InvalidArgumentError naming the address that is not host:port."""
@@ -245,7 +256,7 @@ class Client:
 
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_is_retryable),
-            wait=wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05),
+            wait=_wait_at_least_as_asked,
             stop=stop_after_delay(self.retry_timeout_s),
             before_sleep=before_sleep,
             reraise=True,
@@ -329,6 +340,7 @@ class Client:
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
         hold: bool = False,
+        ts_ms: int = 0,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
         `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
@@ -336,7 +348,7 @@ class Client:
         (ms since the Unix epoch): delayed delivery (the stream needs allow_scheduled_messages); the
         ack then has `scheduled` set and the message is delivered at its time under a new seq.
         `hold`: stored as a held message (a transaction's half message), delivered or discarded by
-        `release_scheduled`.
+        `release_scheduled`. `ts_ms`: the message's time (ms since the Unix epoch; 0 = the node's clock).
         Errors: the node's typed errors (subject_rejected, oversize, wrong_revision,
         scheduling_disabled, ...), after retries for retryable ones."""
         future = self.publish_nowait(
@@ -352,6 +364,7 @@ class Client:
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
             hold=hold,
+            ts_ms=ts_ms,
         )
         return await (await future)
 
@@ -370,6 +383,7 @@ class Client:
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
         hold: bool = False,
+        ts_ms: int = 0,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
         waits only while the pending buffer is full). Use this to keep many publishes in flight.
@@ -390,6 +404,8 @@ class Client:
             entry.msg_id = msg_id
         if expected_last_seq is not None:
             entry.expected_last_seq = expected_last_seq
+        if ts_ms:
+            entry.ts_ms = ts_ms
         if delay_ms or deliver_at_ms or hold:
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms
@@ -548,6 +564,12 @@ class Client:
 
     async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
         return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
+
+    async def start_scrub(self) -> router_pb2.StartScrubResponse:
+        """Start a scrub pass on every alive node now (Router.StartScrub); `cluster_info()` shows
+        each node's scrub_passes grow by one when its pass ends. Errors: PermissionDeniedError
+        without admin on every stream (with an auth file)."""
+        return await self._router_call("StartScrub", router_pb2.StartScrubRequest())  # type: ignore[no-any-return]
 
     # -- consuming -----------------------------------------------------------------------------------
 

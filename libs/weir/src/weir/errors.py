@@ -57,6 +57,9 @@ class ResultCode(StrEnum):
     LEADER_LEASE_EXPIRED = "leader_lease_expired"
     NO_MESSAGE = "no_message"
     SCHEDULING_DISABLED = "scheduling_disabled"
+    STILL_PLACED = "still_placed"
+    RATE_LIMITED = "rate_limited"
+    BEING_DELETED = "being_deleted"
     UNAUTHENTICATED = "unauthenticated"
     PERMISSION_DENIED = "permission_denied"
     INTERNAL = "internal"
@@ -84,8 +87,11 @@ class WeirError(Exception):
     _by_code: ClassVar[dict[str, type[WeirError]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A class that names its own result code is the one `for_code` decodes it as; a subclass
+        that only refines another (an application's own, say) leaves decoding as it was."""
         super().__init_subclass__(**kwargs)
-        WeirError._by_code[cls.result_code.value] = cls
+        if "result_code" in cls.__dict__:
+            WeirError._by_code.setdefault(cls.result_code.value, cls)
 
     def __init__(self, message: str, **metadata: object) -> None:
         super().__init__(message)
@@ -113,7 +119,22 @@ class WeirError(Exception):
         )
         status = status_pb2.Status(code=_google_code(self.status_code), message=self.message)
         status.details.add().Pack(info)
+        retry_after_s = self.retry_after_s
+        if retry_after_s is not None:  # the standard form of "try again in", for any gRPC client
+            retry = error_details_pb2.RetryInfo()
+            retry.retry_delay.FromMilliseconds(round(retry_after_s * 1000))
+            status.details.add().Pack(retry)
         return rpc_status.to_status(status)
+
+    @property
+    def retry_after_s(self) -> float | None:
+        """How long the server asked the caller to wait before retrying (its `retry_after_ms`
+        metadata), None when it did not say."""
+        value = self.metadata.get("retry_after_ms")
+        try:
+            return None if value is None else max(0.0, float(value) / 1000)
+        except ValueError:
+            return None
 
     @staticmethod
     def from_rpc_error(error: grpc.RpcError) -> WeirError:
@@ -365,6 +386,34 @@ class SchedulingDisabledError(WeirError):
     allow_scheduled_messages: nothing was stored. Create the stream with it (the setting is immutable)."""
 
     result_code = ResultCode.SCHEDULING_DISABLED
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class RateLimitedError(WeirError):
+    """The caller sent requests faster than its identity's request rate (the auth file's
+    `requests_per_second`, else the service's default): nothing was done. Retry after
+    `retry_after_s` (metadata "retry_after_ms"; the status also carries google.rpc.RetryInfo).
+    metadata: "identity", "retry_after_ms"."""
+
+    result_code = ResultCode.RATE_LIMITED
+    status_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    retryable = True
+
+
+class StillPlacedError(WeirError):
+    """A DeleteStream reached a clustered node's internal port for a stream the cluster metadata still
+    places and the controller router has not marked deleting: a node deletes a stream only on the
+    controller's word. Delete it through a router. metadata: "stream"."""
+
+    result_code = ResultCode.STILL_PLACED
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class BeingDeletedError(WeirError):
+    """The stream's delete started and did not finish (a node was unreachable, say): the router
+    refuses to re-create or change it until a DeleteStream completes it. metadata: "stream"."""
+
+    result_code = ResultCode.BEING_DELETED
     status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 

@@ -1,5 +1,6 @@
 """The gateway process: one grpc.aio server per protocol, each on its own port with health and
-reflection (kafka-pixy's `KafkaPixy`, RocketMQ v1's `apache.rocketmq.v1.MessagingService`), a
+reflection (kafka-pixy's `KafkaPixy`, RocketMQ v1's `apache.rocketmq.v1.MessagingService`, the
+streams seed's `waymaker.streams.WaymakerStreamsService`), a
 Prometheus /metrics endpoint, one SDK client of the cluster, and clean shutdown on SIGTERM/SIGINT
 (groups are left and buffered messages handed back)."""
 
@@ -14,10 +15,14 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
 from weir_server import tls
+from weir_server.auth import Authenticator
+from weir_server.health_service import HealthServicer
+from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_gateway import metrics
+from weir_gateway.access import front_door_interceptors
 from weir_gateway.kafka_pixy.core import KafkaPixyCore
 from weir_gateway.kafka_pixy.feeds import FeedSettings
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
@@ -28,15 +33,28 @@ from weir_gateway.rocketmq_v1.pb import service_pb2, service_pb2_grpc
 from weir_gateway.rocketmq_v1.servicer import RocketMQServicer
 from weir_gateway.rocketmq_v1.transactions import TransactionSettings
 from weir_gateway.settings import GatewaySettings, retry_delays_of
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2, waymaker_streams_pb2_grpc
+from weir_gateway.waymaker_streams.servicer import WaymakerStreamsServicer
 
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
 ROCKETMQ_SERVICE = service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
+WAYMAKER_STREAMS_SERVICE = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
+SERVICES = ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE, WAYMAKER_STREAMS_SERVICE)
 
 
-def _protocol_server(service: str, health_servicer: health.aio.HealthServicer) -> grpc.aio.Server:
-    """A server for one protocol's port, with grpc.health.v1 and server reflection beside it."""
-    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+def _protocol_server(
+    service: str,
+    health_servicer: health.aio.HealthServicer,
+    settings: GatewaySettings,
+    access: list[grpc.aio.ServerInterceptor],
+) -> grpc.aio.Server:
+    """A server for one protocol's port, with grpc.health.v1 and server reflection beside it;
+    `access`: its auth interceptors (after decoding: they read the request)."""
+    server = grpc.aio.server(
+        options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
+        interceptors=[UndecodableRequestInterceptor(), *access],
+    )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection([service, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     return server
@@ -47,10 +65,23 @@ class GatewayProcess:
         self.settings = settings
         self.kafka_pixy_port = 0
         self.rocketmq_port = 0
+        self.waymaker_streams_port = 0
         self.metrics_port = 0
-        self._health = health.aio.HealthServicer()
-        self._kafka_pixy_server = _protocol_server(KAFKA_PIXY_SERVICE, self._health)
-        self._rocketmq_server = _protocol_server(ROCKETMQ_SERVICE, self._health)
+        self._health = HealthServicer()
+        self.signer = Signer.from_setting(settings.rocketmq_receipt_secret)
+        kafka_pixy_access: list[grpc.aio.ServerInterceptor] = []
+        rocketmq_access: list[grpc.aio.ServerInterceptor] = []
+        waymaker_streams_access: list[grpc.aio.ServerInterceptor] = []
+        if settings.auth_file is not None:
+            authenticator = Authenticator(settings.auth_file, settings.service_token_file, settings.default_rate())
+            kafka_pixy_access, rocketmq_access, waymaker_streams_access = front_door_interceptors(
+                authenticator, self.signer
+            )
+        self._kafka_pixy_server = _protocol_server(KAFKA_PIXY_SERVICE, self._health, settings, kafka_pixy_access)
+        self._rocketmq_server = _protocol_server(ROCKETMQ_SERVICE, self._health, settings, rocketmq_access)
+        self._waymaker_streams_server = _protocol_server(
+            WAYMAKER_STREAMS_SERVICE, self._health, settings, waymaker_streams_access
+        )
         self._metrics_httpd: object | None = None
         self.client: Client | None = None
         self.kafka_pixy: KafkaPixyCore | None = None
@@ -73,7 +104,7 @@ class GatewayProcess:
         )
         self.rocketmq = RocketMQCore(
             self.client,
-            signer=Signer.from_setting(settings.rocketmq_receipt_secret),
+            signer=self.signer,
             retry_delays_ms=retry_delays_of(settings.rocketmq_retry_delays_ms),
             max_waiting_receives=settings.rocketmq_max_waiting_receives,
             transaction_settings=TransactionSettings(
@@ -94,21 +125,34 @@ class GatewayProcess:
             self._rocketmq_server, f"{settings.host}:{settings.rocketmq_port}", settings, require_client_cert=False
         )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(self.rocketmq), self._rocketmq_server)
+        self.waymaker_streams_port = tls.add_port(
+            self._waymaker_streams_server,
+            f"{settings.host}:{settings.waymaker_streams_port}",
+            settings,
+            require_client_cert=False,
+        )
+        waymaker_streams_pb2_grpc.add_WaymakerStreamsServiceServicer_to_server(
+            WaymakerStreamsServicer(self.client), self._waymaker_streams_server
+        )
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
         await self._kafka_pixy_server.start()
         await self._rocketmq_server.start()
-        for service in ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE):
+        await self._waymaker_streams_server.start()
+        for service in SERVICES:
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         tune_garbage_collector()  # as the node and replicator: startup state frozen, rarer young passes
         logger.info(
-            "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 on %s:%d (metrics %d), cluster %r at %s",
+            "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 on %s:%d, waymaker.streams on %s:%d (metrics %d), "
+            "cluster %r at %s",
             settings.gateway_id,
             settings.host,
             self.kafka_pixy_port,
             settings.host,
             self.rocketmq_port,
+            settings.host,
+            self.waymaker_streams_port,
             self.metrics_port,
             settings.cluster_name,
             settings.routers,
@@ -117,15 +161,20 @@ class GatewayProcess:
             "gateway_id": settings.gateway_id,
             "kafka_pixy_port": self.kafka_pixy_port,
             "rocketmq_port": self.rocketmq_port,
+            "waymaker_streams_port": self.waymaker_streams_port,
             "metrics_port": self.metrics_port,
         }
         write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
-        for service in ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE):
+        for service in SERVICES:
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         grace_s = self.settings.shutdown_grace_ms / 1000
-        await asyncio.gather(self._rocketmq_server.stop(grace_s), self._kafka_pixy_server.stop(grace_s))
+        await asyncio.gather(
+            self._rocketmq_server.stop(grace_s),
+            self._kafka_pixy_server.stop(grace_s),
+            self._waymaker_streams_server.stop(grace_s),
+        )
         if self.kafka_pixy is not None:
             await self.kafka_pixy.close()
         if self.rocketmq is not None:

@@ -10,7 +10,7 @@ from pydantic_settings import SettingsConfigDict
 from weir.cluster import router_addresses
 from weir.errors import WeirError
 from weir_server.service_settings import LogLevel
-from weir_server.tls import TlsSettings
+from weir_server.tls import AccessSettings
 
 from weir_gateway.rocketmq_v1.mapping import RETRY_DELAYS_MS
 
@@ -29,7 +29,7 @@ def retry_delays_of(value: str) -> tuple[int, ...]:
     return delays
 
 
-class GatewaySettings(TlsSettings):
+class GatewaySettings(AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_GATEWAY_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 
@@ -90,6 +90,12 @@ class GatewaySettings(TlsSettings):
         description="Where a group that never consumed starts: 'earliest' (every stored message; what the "
         "quick-start loop expects) or 'latest' (only messages produced from then on, kafka-pixy's choice "
         "that surprised its users, issue #182).",
+    )
+    waymaker_streams_port: int = Field(
+        7710,
+        ge=0,
+        le=65535,
+        description="waymaker.streams (the streams seed's API, verbatim) gRPC port (0 = pick one).",
     )
     rocketmq_port: int = Field(
         8081,

@@ -21,7 +21,20 @@ def main() -> None:
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
     logging.getLogger("pynumaflow._constants").propagate = False  # it prints through a handler of its own
     process = SourceProcess(settings)
-    aiorun.run(process.run(), use_uvloop=True, stop_on_unhandled_errors=True, shutdown_callback=process.shutdown)
+    try:
+        aiorun.run(
+            process.run(),
+            use_uvloop=True,
+            stop_on_unhandled_errors=True,
+            shutdown_handler=process.begin_shutdown,
+            shutdown_callback=process.shutdown,
+        )
+    except RuntimeError as error:
+        # pynumaflow's server stops the loop itself when it ends; a stop landing in the few loop
+        # turns of aiorun's shutdown phase after the leaving finished cuts that phase short, harmlessly
+        if not process.left:
+            raise
+        logging.getLogger(__name__).info("the loop stopped during the shutdown phase (%s); the group was left", error)
     sys.exit(1 if process.failed else 0)
 
 

@@ -43,6 +43,8 @@ class SourceProcess:
         self.source: WeirSource | None = None
         self.server: SourceAsyncServer | None = None
         self.metrics_port = 0
+        self._leaving: asyncio.Task[None] | None = None
+        self._shutdown_phase = False
 
     async def run(self) -> None:
         """Join the group, serve source.v1 until stopped (aiorun stops the loop when this ends)."""
@@ -99,16 +101,43 @@ class SourceProcess:
             {"metrics_port": self.metrics_port, "socket_path": str(self.settings.socket_path)},
         )
 
+    def begin_shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
+        """aiorun's shutdown handler (SIGTERM, SIGINT): start leaving the group and handing back
+        what was not read at once, while pynumaflow's server still answers (acks of what was read
+        still land), and stop the loop when that is done. pynumaflow stops the loop on its own when
+        the data plane cancels its Read stream (as it does when the pod stops): `shutdown` then
+        waits for the same leaving, so it is never cut short by a stop it did not make."""
+        logger.warning("stopping: leaving the group and handing back what the data plane did not read")
+        if self._leaving is None:
+            self._leaving = loop.create_task(self._leave())
+            self._leaving.add_done_callback(lambda _: None if self._shutdown_phase else loop.stop())
+
     async def shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
-        """aiorun's shutdown callback (SIGTERM, or the server ended), run while pynumaflow's server
-        still answers: leave the group and hand back what was not read (reads answer nothing from
-        now on). The client stays open, so acks of what was read still land until the server stops
-        (aiorun then cancels the server, which gives in-flight calls their grace period)."""
+        """aiorun's shutdown callback (the loop stopped: after a signal, or the server ended): the
+        leaving `begin_shutdown` started, or a new one, waited for (aiorun then cancels the server,
+        which gives in-flight calls their grace period)."""
+        self._shutdown_phase = True
+        if self._leaving is None:
+            self._leaving = loop.create_task(self._leave())
+        await asyncio.wait({self._leaving})
+
+    async def _leave(self) -> None:
         if self.source is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await self.source.stop()
+            except Exception:
+                logger.exception("leaving the group failed: what this replica held returns after ack_wait_ms")
+
+    @property
+    def left(self) -> bool:
+        """The leaving ran to its end (the group left, the buffer handed back, or the failure logged)."""
+        return self._leaving is not None and self._leaving.done() and not self._leaving.cancelled()
 
     @property
     def failed(self) -> bool:
-        """True when the server ended on a handler's error (pynumaflow's exit status 1)."""
-        return self.server is not None and self.server._error is not None
+        """True when the server ended on a handler's error (pynumaflow's exit status 1). A read
+        cancelled by the shutdown is not one: pynumaflow's read task catches BaseException and
+        hands a CancelledError to ReadFn, which records it as the handler's error; nor is a Read
+        stream the data plane closed (ReadFn's generator is closed: GeneratorExit, recorded alike)."""
+        error = self.server._error if self.server is not None else None
+        return error is not None and not isinstance(error, (asyncio.CancelledError, GeneratorExit))

@@ -242,6 +242,10 @@ class Catalog:
             ]
         )
 
+    async def add_change(self, change: StoredChange) -> None:
+        """Store a change that changes nothing else here (a storage finding)."""
+        await self._transaction([("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change)])
+
     async def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         async with self._lock:
             rows = await self._db.execute_fetchall(

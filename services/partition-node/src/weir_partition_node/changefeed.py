@@ -23,7 +23,7 @@ from weir.v1 import types_pb2
 
 RESERVE_BLOCK = 10_000
 # The change kinds a partition's log records (the others are stream lifecycle, in the catalog).
-PARTITION_KINDS = frozenset({"append", "truncate", "remove", "consumer_state"})
+PARTITION_KINDS = frozenset({"append", "truncate", "remove", "consumer_state", "storage_finding"})
 
 
 @dataclass(frozen=True, slots=True)

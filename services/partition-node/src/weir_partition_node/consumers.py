@@ -259,11 +259,29 @@ def redeliver(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 
     pending.delivered_at_ms = now_ms
     pending.redeliver_at_ms = now_ms + (ack_wait_ms or cursor.spec.ack_wait_ms)
     cursor.touched.add(seq)
-    cursor.totals.redelivered += 1
     counts = cursor.commit_counts()
+    cursor.totals.redelivered += 1
     counts.redelivered += 1
     _lower_earliest(cursor, pending.redeliver_at_ms)
     return pending.deliver_count
+
+
+def undeliver(cursor: ConsumerCursor, seq: int, deliver_count: int, now_ms: int) -> bool:
+    """Take back delivery `deliver_count` of a pending seq whose answer never left the node (its
+    fetch was cancelled: the caller went away or its deadline passed): the seq is due again at once
+    and its next delivery has this delivery's count (a first delivery taken back leaves the entry at
+    deliver_count 0). The consumer's counters keep it: they count the deliveries the node made, so
+    the next one counts as a redelivery. False, changing nothing, when the seq was settled or
+    delivered again since."""
+    pending = cursor.pending.get(seq)
+    if pending is None or pending.deliver_count != deliver_count or deliver_count < 1:
+        return False
+    pending.deliver_count -= 1
+    pending.redeliver_at_ms = now_ms
+    cursor.touched.add(seq)
+    cursor.commit_counts()
+    _lower_earliest(cursor, now_ms)
+    return True
 
 
 def forget(cursor: ConsumerCursor, seq: int) -> Pending:

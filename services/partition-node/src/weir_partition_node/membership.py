@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,8 +33,11 @@ class Membership:
     def __init__(self, settings: NodeSettings, client_address: str, internal_address: str, metrics_address: str):
         self.settings = settings
         self.keys = Keys(settings.metadata_prefix)
-        self.redis = redis_asyncio.Redis.from_url(settings.redis_url, decode_responses=True)
-        self.raw = redis_asyncio.Redis.from_url(settings.redis_url)
+        access = settings.redis_access(settings.redis_url)
+        access.warn_if_exposed(not settings.plaintext)
+        self.redis_shown = access.shown()  # for logs: no password
+        self.redis: redis_asyncio.Redis = access.client(decode_responses=True)
+        self.raw: redis_asyncio.Redis = access.client()
         # Monotonic deadline of the heartbeat lease: the controller cannot declare this node dead
         # before its heartbeat key expires, which is never before this (the key's TTL starts when
         # Redis receives the write, after the moment this deadline is measured from).
@@ -42,6 +46,8 @@ class Membership:
         # controller may have replaced this node meanwhile, so the node adopts the placements Redis
         # holds now (demoting itself if it was replaced) before its lease counts again.
         self.on_lease_regained: Callable[[], Awaitable[None]] | None = None
+        # The partitions this node rebuilds from another copy (storage/rebuild.py), read at each beat.
+        self.rebuilding: Callable[[], tuple[tuple[str, int], ...]] = tuple
         self.record = NodeRecord(
             node_id=settings.node_id,
             client_address=client_address,
@@ -59,7 +65,7 @@ class Membership:
         that cannot join its cluster should not start)."""
         await self._beat()
         logger.info(
-            "registered node %s as %s in %s", self.settings.node_id, self.record.client_address, self.settings.redis_url
+            "registered node %s as %s in %s", self.settings.node_id, self.record.client_address, self.redis_shown
         )
         self._task = asyncio.get_running_loop().create_task(self._beat_forever(), name="heartbeat")
 
@@ -77,7 +83,7 @@ class Membership:
         lapsed = self._lease_until > 0 and time.monotonic() >= self._lease_until
         sent = time.monotonic()
         now_ms = int(time.time() * 1000)
-        values = self.record.to_hash()
+        values = dataclasses.replace(self.record, rebuilding_partitions=self.rebuilding()).to_hash()
         values["last_heartbeat_ms"] = str(now_ms)
         values["state"] = "alive"
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -100,7 +106,7 @@ class Membership:
                 await self._beat()
             except (RedisError, OSError) as error:
                 metrics.REDIS_ERRORS.inc()
-                logger.warning("heartbeat to %s failed: %s", self.settings.redis_url, error)
+                logger.warning("heartbeat to %s failed: %s", self.redis_shown, error)
             except Exception:  # the placement adoption after a lapse: try again at the next beat
                 logger.exception("heartbeat of %s failed", self.settings.node_id)
 

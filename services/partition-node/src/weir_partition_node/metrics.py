@@ -37,6 +37,21 @@ RETENTION_REMOVED = Counter(
     "Messages removed by Limits retention (age, count, bytes, per subject)",
     ["stream", "partition"],
 )
+SCRUB_BYTES = Counter("weir_scrub_bytes_total", "Stored record bytes the background scrub re-read and checked")
+SCRUB_RECORDS = Counter("weir_scrub_records_total", "Stored records the background scrub re-read and checked")
+SCRUB_PASSES = Counter("weir_scrub_passes_total", "Complete passes of the background scrub over every partition")
+PARTITIONS_REBUILT = Counter(
+    "weir_partitions_rebuilt_total",
+    "Partition files found unreadable at start-up (truncated, overwritten), moved aside and rebuilt from another copy",
+)
+SCRUB_REPAIRED = Counter(
+    "weir_scrub_repaired_records_total", "Damaged stored records the scrub put back from another replica's copy"
+)
+SCRUB_CORRUPT = Gauge(
+    "weir_scrub_corrupt_records",
+    "Records whose stored bytes failed their checksum in the scrub's last pass over the partition",
+    ["stream", "partition"],
+)
 CHECKSUM_FAILURES = Counter(
     "weir_checksum_failures_total",
     "Stored records that failed their checksum on read",

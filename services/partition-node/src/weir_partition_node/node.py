@@ -16,6 +16,7 @@ import heapq
 import itertools
 import logging
 import shutil
+import sqlite3
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from weir.errors import (
     ReplicationTimeoutError,
     SchedulingDisabledError,
     ShuttingDownError,
+    StorageFailedError,
     SubjectRejectedError,
     WeirError,
 )
@@ -67,6 +69,7 @@ from weir_partition_node.partition import (
     StreamView,
 )
 from weir_partition_node.settings import NodeSettings
+from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import PartitionLog
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
@@ -212,6 +215,8 @@ class Stream:
 class Node:
     def __init__(self, settings: NodeSettings, clock: Clock, catalog: Catalog, feed: ChangeFeedClock) -> None:
         self.settings = settings
+        # (stream, partition, finding, detail) found while opening, before the feed can take them
+        self._findings_at_open: list[tuple[str, int, str, str]] = []
         self.node_id = settings.node_id
         self._clock = clock
         self._catalog = catalog
@@ -249,13 +254,17 @@ class Node:
         start = max(reserved, last_stored) + 1
         feed = ChangeFeedClock(start, start - 1, reserve)
         node = cls(settings, clock, catalog, feed)
-        node._change_floor = await catalog.get_meta(_FLOOR_KEY)
-        for name, config_bytes, created_at_ms, placement_bytes in await catalog.load_streams():
-            config = with_defaults(types_pb2.StreamConfig.FromString(config_bytes))
-            placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
-            epochs = await catalog.replica_epochs(name) if placement is not None else None
-            node._streams[name] = node._open_stream(config, created_at_ms, placement, epochs)
+        try:
+            await node._open_streams()
+        except BaseException:
+            # What opened closes again (the catalog's and the checkpointer's threads would keep the
+            # process from exiting with the error)
+            await node.close()
+            raise
         node._remove_orphans()
+        for stream_name, index, finding, detail in node._findings_at_open:
+            await node.record_storage_finding(stream_name, index, finding, detail=detail)
+        node._findings_at_open.clear()
         await node._restore_consumers(await catalog.load_consumers())
         if isinstance(node._clock, ManualClock):
             node._clock.on_advance(node._wake_all_partitions)
@@ -263,6 +272,15 @@ class Node:
         node._sweeper = asyncio.get_running_loop().create_task(node._sweep_forever(), name="retention-sweeper")
         logger.info("node %s open: %d streams, change feed at %d", node.node_id, len(node._streams), start)
         return node
+
+    async def _open_streams(self) -> None:
+        """Every stream of the catalog, opened (start-up; each partition file checked)."""
+        self._change_floor = await self._catalog.get_meta(_FLOOR_KEY)
+        for name, config_bytes, created_at_ms, placement_bytes in await self._catalog.load_streams():
+            config = with_defaults(types_pb2.StreamConfig.FromString(config_bytes))
+            placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
+            epochs = await self._catalog.replica_epochs(name) if placement is not None else None
+            self._streams[name] = self._open_stream(config, created_at_ms, placement, epochs, check=True)
 
     def begin_shutdown(self) -> None:
         """Refuse new requests with `ShuttingDownError` and end change-feed tails and watches; work
@@ -313,49 +331,135 @@ class Node:
         created_at_ms: int,
         placement: types_pb2.StreamPlacement | None = None,
         replica_epochs: dict[int, int] | None = None,
+        *,
+        check: bool = False,
     ) -> Stream:
+        """The stream's hosted partitions, opened; with `check` (start-up), each replicated
+        partition's file is checked first (`_open_partition_log`)."""
         view = _configure_view(StreamView(config.name), config)
         hosted, led = hosted_partitions(config, placement, self.node_id)
         partitions: dict[int, Partition] = {}
-        for index in hosted:
-            log: PartitionLog
-            if config.storage == types_pb2.STORAGE_KIND_MEMORY:
-                log = MemoryPartitionLog(config.name, index)
-                executor = None
-            else:
-                log = SqlitePartitionLog(
-                    self._stream_dir(config.name) / str(index),
-                    config.name,
+        try:
+            for index in hosted:
+                partitions[index] = self._open_partition(
+                    config,
+                    view,
                     index,
-                    self.settings.fsync,
-                    tail_cache_bytes=self.settings.tail_cache_bytes,
-                    checkpointer=self._checkpointer,
-                    checkpoint_bytes=self.settings.wal_checkpoint_bytes,
-                )
-                executor = self._executor
-            partition = partitions[index] = Partition(
-                view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
-            )
-            partition.lease_refusal = self._lease_refusal
-            if placement is not None:
-                entry = placement.partitions[index]
-                partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
-                if config.replicas > 1:
-                    # What the other copies hold is not stored: after a restart nothing past the
-                    # log's start counts as replicated until the followers report again. Starting at
-                    # the log end would answer a retried msg_id of an unreplicated record as stored
-                    # by every in-sync replica (and a promoted follower would count the old
-                    # primary's unconfirmed tail as confirmed).
-                    partition.high_watermark = partition.first_seq - 1
-                partition.set_role(
                     leading=index in led,
-                    leader_epoch=entry.leader_epoch,
-                    tracker=self.new_tracker(config, entry, list(entry.in_sync_node_ids), partition.high_watermark)
-                    if index in led
-                    else None,
-                    min_insync=config.min_insync_replicas or 1,
+                    placement=placement,
+                    replica_epochs=replica_epochs,
+                    check=check,
                 )
+        except BaseException:
+            for partition in partitions.values():
+                partition.log.close()
+            raise
         return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects), placement, led)
+
+    def _open_partition(
+        self,
+        config: types_pb2.StreamConfig,
+        view: StreamView,
+        index: int,
+        *,
+        leading: bool,
+        placement: types_pb2.StreamPlacement | None,
+        replica_epochs: dict[int, int] | None,
+        check: bool,
+    ) -> Partition:
+        """One hosted partition, opened, with its role from the placement."""
+        log: PartitionLog
+        if config.storage == types_pb2.STORAGE_KIND_MEMORY:
+            log = MemoryPartitionLog(config.name, index)
+            executor = None
+        else:
+            log = self._open_partition_log(config, index, check=check and placement is not None)
+            executor = self._executor
+        partition = Partition(
+            view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
+        )
+        partition.lease_refusal = self._lease_refusal
+        if isinstance(log, SqlitePartitionLog) and rebuild.is_rebuilding(log.directory):
+            partition.rebuilding = True
+            logger.warning("%s/%d: rebuilding from another copy (marker in %s)", config.name, index, log.directory)
+        if placement is not None:
+            entry = placement.partitions[index]
+            partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
+            if config.replicas > 1:
+                # What the other copies hold is not stored: after a restart nothing past the
+                # log's start counts as replicated until the followers report again. Starting at
+                # the log end would answer a retried msg_id of an unreplicated record as stored
+                # by every in-sync replica (and a promoted follower would count the old
+                # primary's unconfirmed tail as confirmed).
+                partition.high_watermark = partition.first_seq - 1
+            partition.set_role(
+                leading=leading,
+                leader_epoch=entry.leader_epoch,
+                tracker=self.new_tracker(config, entry, list(entry.in_sync_node_ids), partition.high_watermark)
+                if leading
+                else None,
+                min_insync=config.min_insync_replicas or 1,
+            )
+        return partition
+
+    def _open_partition_log(self, config: types_pb2.StreamConfig, index: int, *, check: bool) -> SqlitePartitionLog:
+        """A partition's SQLite log. With `check` (at start-up, for a partition placed by the
+        controller) and more than one copy, a file that does not open or fails SQLite's quick_check
+        (a truncated or overwritten file) is moved aside and the partition starts empty, marked
+        rebuilding (weir_partition_node.storage.rebuild): it catches up from its primary like a new
+        replica and never leads meanwhile. A single copy has nothing to rebuild from: its file stays
+        where it is and the error stops the node, naming the file."""
+        directory = self._stream_dir(config.name) / str(index)
+        problem = ""
+        log: SqlitePartitionLog | None = None
+        try:
+            log = self._sqlite_log(directory, config.name, index)
+            log.state()  # reads the log's extent: a file cut short often fails here already
+            if check and config.replicas > 1 and not rebuild.is_rebuilding(directory):
+                verdict = log.integrity(self.settings.integrity_check_timeout_ms / 1000)
+                problem = "" if verdict in ("ok", "interrupted") else f"quick_check: {verdict}"
+        except sqlite3.DatabaseError as error:
+            problem = f"does not open: {error}"
+        if not problem and log is not None:
+            return log
+        if log is not None:
+            log.close()
+        if not (check and config.replicas > 1):
+            raise StorageFailedError(
+                f"{config.name}/{index}: {directory / 'log.sqlite'} {problem or 'does not open'}; a stream with one "
+                "copy has nothing to rebuild it from (move the directory aside to start the partition empty)"
+            )
+        moved = rebuild.quarantine(directory, self.settings.data_dir / "damaged", config.name, index, problem)
+        logger.error(
+            "%s/%d: the partition's file is unreadable (%s); moved to %s, rebuilding from another copy",
+            config.name,
+            index,
+            problem,
+            moved,
+        )
+        metrics.PARTITIONS_REBUILT.inc()
+        self._findings_at_open.append((config.name, index, "file_rebuilding", f"{problem}; moved to {moved}"))
+        return self._sqlite_log(directory, config.name, index)
+
+    def _sqlite_log(self, directory: Path, stream: str, index: int) -> SqlitePartitionLog:
+        return SqlitePartitionLog(
+            directory,
+            stream,
+            index,
+            self.settings.fsync,
+            tail_cache_bytes=self.settings.tail_cache_bytes,
+            checkpointer=self._checkpointer,
+            checkpoint_bytes=self.settings.wal_checkpoint_bytes,
+        )
+
+    def rebuilding_partitions(self) -> tuple[tuple[str, int], ...]:
+        """(stream, partition) this node rebuilds from another copy (its heartbeat carries them)."""
+        return tuple(
+            (name, index)
+            for name, stream in sorted(self._streams.items())
+            for index, partition in sorted(stream.partitions.items())
+            if partition.rebuilding
+        )
 
     def new_tracker(
         self,
@@ -433,6 +537,14 @@ class Node:
     def hosted_streams(self) -> list[Stream]:
         return [stream for stream in self._streams.values() if stream.placement is not None]
 
+    def all_partitions(self) -> list[tuple[str, int, Partition]]:
+        """(stream, index, partition) of every partition this node stores, in any role."""
+        return [
+            (name, index, partition)
+            for name, stream in self._streams.items()
+            for index, partition in stream.partitions.items()
+        ]
+
     def _lease_refusal(self) -> LeaderLeaseExpiredError | None:
         """The error a primary refuses writes with while its heartbeat lease is lapsed, else None."""
         if self.lease_valid is not None and not self.lease_valid():
@@ -455,6 +567,31 @@ class Node:
         (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
         change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
         return change_seq, now_ms, change.SerializeToString()
+
+    async def record_storage_finding(
+        self, stream: str, partition: int, finding: str, seqs: Sequence[int] = (), detail: str = ""
+    ) -> None:
+        """A change-feed entry (StorageFindingChange) for what a storage check found in `stream`'s
+        `partition`: `finding` is one of the kinds types.proto lists, `seqs` the records (at most
+        100 are kept). Errors of storing it are logged, not raised: the finding is also logged and
+        counted by whoever found it (allocating its change seq can raise, like any change's)."""
+        now_ms = self._clock.now_ms()
+        (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
+        try:
+            change = types_pb2.Change(
+                change_seq=change_seq,
+                ts_ms=now_ms,
+                stream=stream,
+                partition=partition,
+                storage_finding=types_pb2.StorageFindingChange(finding=finding, seqs=list(seqs)[:100], detail=detail),
+            )
+            await self._catalog.add_change((change_seq, now_ms, change.SerializeToString()))
+        except Exception as error:
+            logger.warning(
+                "%s/%d: could not add the %s finding to the change feed: %r", stream, partition, finding, error
+            )
+        finally:
+            self.feed.settle([change_seq])
 
     async def create_stream(
         self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None

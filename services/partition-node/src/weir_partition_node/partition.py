@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import logging
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 from weir.errors import (
+    CorruptRecordError,
     NoSuchConsumerError,
     NoSuchMessageError,
     NotEnoughReplicasError,
@@ -53,6 +56,7 @@ from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters
 from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
 from weir_partition_node.scheduled import ScheduleIndex
+from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
 
 logger = logging.getLogger(__name__)
@@ -124,7 +128,8 @@ class _DropChanges:
 
 @dataclass(slots=True)
 class _ConsumerOp:
-    """fetch | ack | nak | term | dead_letter | in_progress | seek | remove, for one consumer of this partition."""
+    """fetch | ack | nak | term | dead_letter | in_progress | seek | remove | undeliver, for one
+    consumer of this partition."""
 
     kind: str
     consumer: str
@@ -137,6 +142,7 @@ class _ConsumerOp:
     ack_wait_ms: int = 0  # fetch: this delivery's invisible duration (0 = the consumer's ack_wait_ms)
     deliver_counts: list[int] = field(default_factory=list)  # settles: one per seq, or empty (any delivery)
     size: int = 0
+    abandoned: bool = False  # fetch: its caller went away while it was queued (the commit delivers nothing)
 
 
 # One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
@@ -153,13 +159,15 @@ class _Replicate:
     records: list[ReplicatedRecord]
     future: asyncio.Future[tuple[str, str]]
     size: int
+    after_crc32: int | None = None  # the primary's record at after_seq (log matching); None = not known
 
 
 @dataclass(slots=True)
 class _ReplicaEdit:
     """A change a secondary mirrors, or a role change needs:
     truncate_prefix (`first_seq`) | remove (`seqs`, `reason`) | truncate_tail (keep seqs <= `last_seq`)
-    | consumer_snapshot (`snapshot` with the local `spec`; tombstone removes)."""
+    | consumer_snapshot (`snapshot` with the local `spec`; tombstone removes) | repair (`repairs`:
+    stored records' bytes put back from another copy, see CommitBatch.repairs)."""
 
     kind: str
     future: asyncio.Future[int]
@@ -170,6 +178,7 @@ class _ReplicaEdit:
     snapshot: Any = None
     spec: ConsumerSpec | None = None
     size: int = 0
+    repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
 
 
 _Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver | _Release
@@ -213,6 +222,8 @@ class _CommitContext:
     # secondary mirrors a delivery through replica_removals["scheduled"] in `_decide_replicate`).
     scheduled_delivered: list[int] = field(default_factory=list)
     scheduled_discarded: list[int] = field(default_factory=list)
+    # Records whose stored bytes the scrub found damaged, put back from another copy.
+    repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -286,6 +297,9 @@ class Partition:
         self.high_watermark = self.last_seq
         self.tracker: InSyncTracker | None = None
         self.min_insync = 1
+        # The log was started empty in place of an unreadable file (storage/rebuild.py): it follows
+        # until it caught up with its primary and never leads meanwhile.
+        self.rebuilding = False
         self._replicated_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         # Clustered: the node's self-fencing (its heartbeat lease lapsed) as an error to refuse
         # appends with, checked when a commit decides them, not only when the request arrived: an
@@ -299,6 +313,7 @@ class Partition:
         self.consumers: dict[str, ConsumerCursor] = {}
         self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
+        self._take_backs: set[asyncio.Task[None]] = set()
         self._progress_waiters: set[asyncio.Future[None]] = set()
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
@@ -357,13 +372,22 @@ class Partition:
 
     # -- replication (event loop) ------------------------------------------------------------------
 
-    async def replicate(self, after_seq: int, records: list[ReplicatedRecord], size: int) -> tuple[str, str]:
+    async def replicate(
+        self, after_seq: int, records: list[ReplicatedRecord], size: int, after_crc32: int | None = None
+    ) -> tuple[str, str]:
         """Secondary: append the primary's `records` (validated by the caller: seqs increase and
         exceed `after_seq`) after `after_seq`; returns (result_code, message): ok | out_of_order |
-        divergence | not_follower."""
+        divergence | not_follower. `after_crc32`: the CRC-32 of the primary's record at `after_seq`;
+        holding another record there is `divergence` (log matching; nothing is stored)."""
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
-        await self._put(_Replicate(after_seq, records, future, size))
+        await self._put(_Replicate(after_seq, records, future, size, after_crc32))
         return await future
+
+    async def repair(self, repairs: list[tuple[int, int, bytes]]) -> None:
+        """Put stored records' bytes back from another copy ((seq, crc, record) with crc the
+        checksum of record), where the stored checksum is that crc (a scrub's repair; any role)."""
+        if repairs:
+            await self.replica_edit("repair", repairs=repairs)
 
     async def replica_edit(self, kind: str, **fields: Any) -> int:
         """Queue a `_ReplicaEdit` (see there) and wait until it is durable."""
@@ -373,7 +397,10 @@ class Partition:
 
     def set_role(self, *, leading: bool, leader_epoch: int, tracker: InSyncTracker | None, min_insync: int) -> None:
         """Become primary (with `tracker` when the partition has followers) or secondary. A
-        demoted primary fails the ack_level ALL publishes still waiting."""
+        demoted primary fails the ack_level ALL publishes still waiting. A partition still
+        rebuilding never leads: it stays a follower until the controller moved its leadership."""
+        if leading and self.rebuilding:
+            leading, tracker = False, None
         was_leading = self.leading
         previous_epoch = self.leader_epoch
         self.leading = leading
@@ -390,6 +417,17 @@ class Partition:
             self.fail_replicated_waiters(self._leadership_lost(previous_epoch))
         if leading:
             self.update_high_watermark()
+
+    def finish_rebuild(self, primary_through_seq: int) -> bool:
+        """Once the rebuilt log holds what its primary held (`primary_through_seq`: its last seq
+        when the records were fetched), it is a replica like any other: the marker goes. True then."""
+        if not self.rebuilding or self.last_seq < primary_through_seq:
+            return False
+        directory = getattr(self.log, "directory", None)
+        if directory is not None:
+            rebuild.finish(directory)
+        self.rebuilding = False
+        return True
 
     # -- delayed delivery (event loop; decisions in scheduled.py) --------------------------------
 
@@ -631,10 +669,37 @@ class Partition:
         nothing can be delivered. `ack_wait_ms`: the deliveries' invisible duration (0 = the consumer's)."""
         if not self.ready_for(name, now_ms):
             return []
-        deliveries: list[Delivery] = await self.consumer_op(
-            self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms)
-        )
+        op = self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms)
+        await self._put(op)
+        try:  # shielded: a cancelled caller (gone, or past its deadline) must not lose what the commit delivers
+            deliveries: list[Delivery] = await asyncio.shield(op.future)
+        except asyncio.CancelledError:
+            op.abandoned = True
+            op.future.add_done_callback(functools.partial(self._take_back, name))
+            raise
         return deliveries
+
+    def _take_back(self, name: str, future: asyncio.Future[Any]) -> None:
+        """An abandoned fetch's deliveries never reached its caller: queue an `undeliver` of them
+        (consumers.undeliver), so they are due again at once instead of after their ack wait."""
+        if future.cancelled() or future.exception() is not None or not future.result():
+            return
+        deliveries: list[Delivery] = future.result()
+        op = self.new_op(
+            "undeliver",
+            name,
+            seqs=[delivery.seq for delivery in deliveries],
+            deliver_counts=[delivery.deliver_count for delivery in deliveries],
+        )
+        task = asyncio.get_running_loop().create_task(self._run_take_back(op))
+        self._take_backs.add(task)  # one per abandoned fetch: bounded by the fetches in flight
+        task.add_done_callback(self._take_backs.discard)
+
+    async def _run_take_back(self, op: _ConsumerOp) -> None:
+        try:
+            await self.consumer_op(op)
+        except WeirError as error:  # closing, failed storage, or no longer leading: the ack wait still applies
+            logger.info("%s/%s: abandoned deliveries wait for their ack wait (%s)", *self._labels, error)
 
     async def consumer_op(self, op: _ConsumerOp) -> Any:
         await self._put(op)
@@ -824,6 +889,7 @@ class Partition:
             consumer_deletes=context.consumer_deletes,
             msg_ids=context.msg_ids,
             msg_ids_after=context.msg_ids_after,
+            repairs=context.repairs,
         )
         prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= _MSG_ID_PRUNE_INTERVAL_MS
         if prune_msg_ids:
@@ -840,7 +906,7 @@ class Partition:
             change.ts_ms = now_ms
             batch.changes.append((change_seq, now_ms, change.SerializeToString()))
 
-        empty = not (batch.records or batch.remove_seqs or batch.truncate_before or batch.changes)
+        empty = not (batch.records or batch.remove_seqs or batch.truncate_before or batch.changes or batch.repairs)
         empty = empty and not (batch.drop_changes_before or batch.consumer_deletes or batch.msg_ids_after is not None)
         try:
             if empty:
@@ -1030,7 +1096,15 @@ class Partition:
                 consumer=op.consumer,
             )
         if op.kind == "fetch":
-            return self._fetch(cursor, op, context)
+            return [] if op.abandoned else self._fetch(cursor, op, context)
+        if op.kind == "undeliver":
+            taken = [
+                consumers.undeliver(cursor, seq, count, context.now_ms)
+                for seq, count in zip(op.seqs, op.deliver_counts, strict=True)
+            ]
+            if any(taken):
+                context.touched_cursors[cursor.spec.name] = cursor
+            return sum(taken)
         if op.kind == "seek":
             return self._seek(cursor, op.seqs[0], context)
         stale = self._stale_deliveries(cursor, op)
@@ -1086,10 +1160,14 @@ class Partition:
             return "out_of_order", "another write to this partition is in the same commit; resend"
         if item.after_seq > end:
             return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
+        if item.after_crc32 is not None and item.after_seq:
+            held = self._held(item.after_seq)  # log matching: these records must follow the same record
+            if held is not None and zlib.crc32(held) != item.after_crc32:
+                return "divergence", f"seq {item.after_seq} holds another record than the primary's"
         for seq, _, _, record, _, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
-            stored = self.log.get(seq)
+            stored = self._held(seq)
             if stored is not None and stored != record:
                 return "divergence", f"seq {seq} holds another record than the primary's"
         for seq, ts_ms, subject, record, msg_id, scheduled_seq in item.records:
@@ -1101,6 +1179,15 @@ class Partition:
                     context.msg_ids.append((seq, msg_id, context.now_ms))
         return "ok", ""
 
+    def _held(self, seq: int) -> bytes | None:
+        """The record stored at `seq` for a comparison; None when there is none, or when its stored
+        bytes fail their checksum (nothing to compare: the scrub repairs it from another copy, and
+        replication must not stall on it meanwhile)."""
+        try:
+            return self.log.get(seq)
+        except CorruptRecordError:
+            return None
+
     def _decide_replica_edit(self, item: _ReplicaEdit, context: _CommitContext) -> int:
         if item.kind == "truncate_prefix":
             if item.first_seq > max(self.first_seq, context.replica_truncate_before):
@@ -1110,6 +1197,9 @@ class Partition:
         if item.kind == "remove":
             context.replica_removals.setdefault(item.reason or "replicated", []).extend(item.seqs)
             return 0
+        if item.kind == "repair":
+            context.repairs.extend(item.repairs)
+            return len(item.repairs)
         if item.kind == "truncate_tail":
             keep = item.last_seq
             if context.seq <= keep:

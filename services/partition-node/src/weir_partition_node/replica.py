@@ -20,11 +20,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import zlib
 from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
-from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError, WeirError
+from weir.errors import (
+    CorruptRecordError,
+    InvalidArgumentError,
+    NoSuchConsumerError,
+    NoSuchPartitionError,
+    NoSuchStreamError,
+    WeirError,
+)
 from weir.subjects import validate_name
 from weir.v1 import internal_pb2, types_pb2
 from weir_server.metadata import IN_SYNC_CAS, InSyncRecord
@@ -205,6 +213,7 @@ class ReplicaManager:
             first_seq=partition.first_seq,
             last_seq=partition.last_seq,
             high_watermark=partition.high_watermark,
+            rebuilding=partition.rebuilding,
         )
 
     async def _refresh_forever(self) -> None:
@@ -365,6 +374,14 @@ class ReplicaManager:
         if start <= partition.last_seq:
             rows = partition.log.read(max(start, partition.first_seq), max_messages, max_bytes)
             response.records.extend(record for _, record in rows)
+            response.record_crc32s.extend(zlib.crc32(record) for _, record in rows)
+        if request.follower_last_seq:
+            try:
+                matched = partition.log.get(request.follower_last_seq)
+            except CorruptRecordError:  # damaged here: nothing to match against until repaired
+                matched = None
+            if matched is not None:  # log matching: what the follower must hold there
+                response.follower_last_crc32 = zlib.crc32(matched)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
         response.high_watermark = partition.high_watermark
@@ -464,15 +481,26 @@ class ReplicaManager:
         partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
         if partition is None:
             return response
-        records = _decode_records(request.after_seq, request.records)
+        records = _decode_records(request.after_seq, request.records, request.record_crc32s)
+        after_crc32 = request.after_crc32 if request.HasField("after_crc32") else None
         code, message = await partition.replicate(
-            request.after_seq, records, sum(len(record) for record in request.records)
+            request.after_seq, records, sum(len(record) for record in request.records), after_crc32
         )
         if code == "divergence":
             metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
             logger.error("%s/%d: %s", request.stream, request.partition, message)
         if code == "ok":
             partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
+            if partition.finish_rebuild(max(request.primary_last_seq, request.high_watermark)):
+                logger.warning(
+                    "%s/%d: rebuilt from the primary through seq %d; a replica like any other again",
+                    request.stream,
+                    request.partition,
+                    partition.last_seq,
+                )
+                await self.node.record_storage_finding(
+                    request.stream, request.partition, "file_rebuilt", detail=f"through seq {partition.last_seq}"
+                )
         response.result_code, response.message = code, message
         return self._fill(response, partition)
 
@@ -530,8 +558,10 @@ class ReplicaManager:
         validate_name(record.config.name)
         response = internal_pb2.ReplicateResponse()
         current = (await self.membership.stream_records([record.config.name])).get(record.config.name)
-        if current is None or current.config != record.config:
-            # Deleted (or re-created otherwise) by the router meanwhile: never resurrect a copy.
+        if current is None or current.deleting or current.config != record.config:
+            # Deleted, being deleted (the router removes the copies before the record: a copy made
+            # now would outlive it), or re-created otherwise by the router meanwhile: never resurrect
+            # a copy.
             response.result_code = "not_placed"
             response.message = f"stream {record.config.name!r} is not (or no longer) placed like this by the router"
             return response
@@ -561,10 +591,12 @@ class ReplicaManager:
     async def replicate_stream_delete(
         self, request: internal_pb2.ReplicateStreamDeleteRequest
     ) -> internal_pb2.ReplicateResponse:
-        """Delete a copy the router no longer places (a node that missed the router's delete); a
-        stream the router still records is refused (`still_placed`). Idempotent."""
+        """Delete a copy the router no longer places (a node that missed the router's delete) or
+        whose record the controller marked deleting; a stream the router still places is refused
+        (`still_placed`). Idempotent."""
         validate_name(request.stream)
-        if (await self.membership.stream_records([request.stream])).get(request.stream) is not None:
+        record = (await self.membership.stream_records([request.stream])).get(request.stream)
+        if record is not None and not record.deleting:
             return internal_pb2.ReplicateResponse(
                 result_code="still_placed",
                 message=f"stream {request.stream!r} is still recorded by the router; not deleted",
@@ -577,12 +609,20 @@ class ReplicaManager:
         return self.state_of(self.node.hosted_partition(request.stream, request.partition))
 
 
-def _decode_records(after_seq: int, records: Sequence[bytes]) -> list[ReplicatedRecord]:
+def _decode_records(after_seq: int, records: Sequence[bytes], crc32s: Sequence[int] = ()) -> list[ReplicatedRecord]:
     """Decode and check a ReplicateMessage's records before anything is queued (bad input never
-    reaches the commit loop). Errors: InvalidArgumentError."""
+    reaches the commit loop): with `crc32s` (the primary's, one per record), each record's bytes
+    must match theirs. Errors: InvalidArgumentError."""
+    if crc32s and len(crc32s) != len(records):
+        raise InvalidArgumentError(f"record_crc32s: {len(crc32s)} given for {len(records)} records")
     decoded: list[ReplicatedRecord] = []
     previous = after_seq
     for index, record in enumerate(records):
+        if crc32s and zlib.crc32(record) != crc32s[index]:
+            raise InvalidArgumentError(
+                f"records[{index}]: its bytes do not match the primary's CRC-32 {crc32s[index]} "
+                "(damaged on the way); nothing stored"
+            )
         try:
             message = types_pb2.Message.FromString(record)
         except DecodeError as error:

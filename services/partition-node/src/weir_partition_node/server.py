@@ -10,10 +10,13 @@ deadline (`STOP_STEP_TIMEOUTS_S`); one that overruns is logged by name and the p
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 import os
 import time
 from collections.abc import Awaitable
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -23,6 +26,7 @@ from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_gr
 from weir_server import tls
 from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
+from weir_server.health_service import HealthServicer
 from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
@@ -32,7 +36,9 @@ from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
+from weir_partition_node.repair import RepairFromPrimary
 from weir_partition_node.replica import ReplicaManager
+from weir_partition_node.scrub import Scrubber, ScrubFindings
 from weir_partition_node.servicers import ChangeFeedServicer, ReplicationServicer, StreamsServicer, TestClockServicer
 from weir_partition_node.settings import NodeSettings
 
@@ -51,13 +57,17 @@ def _grpc_server(settings: NodeSettings, *, internal: bool = False) -> grpc.aio.
     if internal and not settings.plaintext:
         interceptors.insert(0, ServiceIdentityInterceptor(settings.internal_identity_names()))
     if not internal and settings.auth_file is not None:  # after decoding: it reads the request
-        interceptors.append(AuthInterceptor(Authenticator(settings.auth_file, settings.service_token_file)))
+        authenticator = Authenticator(settings.auth_file, settings.service_token_file, settings.default_rate())
+        interceptors.append(AuthInterceptor(authenticator))
+    options: list[tuple[str, Any]] = [
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0),
+    ]
+    if not internal:
+        options.append(("grpc.max_concurrent_streams", settings.max_concurrent_streams))
     return grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
-            ("grpc.so_reuseport", 0),
-        ],
+        options=options,
         maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
         interceptors=interceptors,
     )
@@ -74,12 +84,46 @@ class NodeProcess:
         self.metrics_port = 0
         self._client_server = _grpc_server(settings)
         self._internal_server = _grpc_server(settings, internal=True)
-        self._health = health.aio.HealthServicer() if hasattr(health, "aio") else health.HealthServicer()
+        self._health = HealthServicer()
         self._metrics_httpd: object | None = None
         self._lag_collector: metrics.ConsumerLagCollector | None = None
         self.membership: Membership | None = None
         self.replicas: ReplicaManager | None = None
         self._replicas_ready = False
+        self.scrubber: Scrubber | None = None
+        self._scrub_task: asyncio.Task[None] | None = None
+
+    def _start_scrub(self) -> int | None:
+        """StartScrub: the passes so far, None when the scrub is off (or not set up yet)."""
+        if self.scrubber is None or self._scrub_task is None:
+            return None
+        return self.scrubber.request_pass()
+
+    def _scrubber(self, node: Node) -> Scrubber:
+        """The background scrub; each pass's findings go into the node's registration (the next
+        heartbeat carries them to `weir doctor`)."""
+
+        def report(findings: ScrubFindings) -> None:
+            if self.membership is not None:
+                self.membership.record = dataclasses.replace(
+                    self.membership.record,
+                    scrub_passes=findings.passes,
+                    scrub_last_pass_ms=findings.last_pass_ms,
+                    corrupt_records=findings.corrupt_records,
+                    integrity="; ".join(findings.integrity_problems) or "ok",
+                    damaged_partitions=findings.damaged,
+                )
+
+        settings = self.settings
+        return Scrubber(
+            node.all_partitions,
+            bytes_per_second=settings.scrub_bytes_per_second or 1,
+            interval_s=settings.scrub_interval_ms / 1000,
+            integrity_timeout_s=settings.integrity_check_timeout_ms / 1000,
+            on_pass=report,
+            repair=RepairFromPrimary(node, self.membership) if self.membership is not None else None,
+            on_finding=node.record_storage_finding,
+        )
 
     async def start(self) -> None:
         settings = self.settings
@@ -109,6 +153,7 @@ class NodeProcess:
             )
             self.replicas = ReplicaManager(self.node, self.membership)
             self.membership.on_lease_regained = self.replicas.refresh
+            self.membership.rebuilding = self.node.rebuilding_partitions
             membership = self.membership
             # Self-fencing: never act as primary without a live lease, nor before the placement in
             # Redis was adopted at start (a failover may have happened while this node was down).
@@ -125,7 +170,7 @@ class NodeProcess:
             internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
             assert self.replicas is not None
             internal_pb2_grpc.add_ReplicationServicer_to_server(
-                ReplicationServicer(self.replicas), self._internal_server
+                ReplicationServicer(self.replicas, self._start_scrub), self._internal_server
             )
             internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name)
         if isinstance(self.node.clock, ManualClock):
@@ -145,6 +190,8 @@ class NodeProcess:
         reflection.enable_server_reflection(
             [*internal_services, health.SERVICE_NAME, reflection.SERVICE_NAME], self._internal_server
         )
+        self.scrubber = self._scrubber(self.node)
+        await self.scrubber.check_storage()  # SQLite's quick_check of every partition, bounded
         await self._client_server.start()
         await self._internal_server.start()
         if self.membership is not None:
@@ -166,6 +213,8 @@ class NodeProcess:
             settings.data_dir,
             settings.fsync,
         )
+        if settings.scrub_bytes_per_second:
+            self._scrub_task = asyncio.get_running_loop().create_task(self.scrubber.run(), name="scrub")
         ports = {
             "client_port": self.client_port,
             "internal_port": self.internal_port,
@@ -181,6 +230,10 @@ class NodeProcess:
         grace_s = self.settings.shutdown_grace_ms / 1000
         for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
             await _set_health(self._health, service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        if self._scrub_task is not None:
+            self._scrub_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scrub_task
         if self.node is not None:
             self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
         clean = await _bounded(

@@ -15,15 +15,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from redis.exceptions import RedisError
 from weir.errors import (
     InternalError,
     InvalidArgumentError,
     ManagedByRouterError,
     NoSuchStreamError,
     NotLeaderError,
+    StillPlacedError,
+    UnavailableError,
     WeirError,
     WrongRevisionError,
 )
+from weir.subjects import validate_name
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from weir_partition_node import metrics
@@ -207,8 +211,30 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def DeleteStream(self, request: streams_pb2.DeleteStreamRequest, context: Any) -> Any:
         self._check_admin("DeleteStream")
+        if self.membership is not None:
+            await self._check_controller_deletes(request.name)
         await self.node.delete_stream(request.name)
         return streams_pb2.DeleteStreamResponse()
+
+    async def _check_controller_deletes(self, name: str) -> None:
+        """A clustered node deletes a stream only on the controller's word: when the cluster metadata
+        has no record of it (a copy left behind) or the controller marked the record deleting.
+        Errors: InvalidNameError, StillPlacedError, UnavailableError (Redis unreachable: nothing is
+        deleted on a guess)."""
+        assert self.membership is not None
+        validate_name(name)
+        try:
+            record = (await self.membership.stream_records([name])).get(name)
+        except (RedisError, OSError) as error:
+            raise UnavailableError(
+                f"DeleteStream {name!r}: the cluster metadata is unreachable ({error}); nothing was deleted, try again"
+            ) from error
+        if record is not None and not record.deleting:
+            raise StillPlacedError(
+                f"DeleteStream {name!r}: the cluster still places this stream; delete it through a router, "
+                "whose controller marks it deleting first",
+                stream=name,
+            )
 
     @unary
     async def GetStreamInfo(self, request: streams_pb2.GetStreamInfoRequest, context: Any) -> Any:
@@ -560,9 +586,10 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
 class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     """weir.v1.Replication on a clustered node's internal port (never the client port)."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, start_scrub: Callable[[], int | None] = lambda: None) -> None:
         self.replicas = replicas
         self.handover = LeadershipHandover(replicas)
+        self.start_scrub = start_scrub  # the scrub's passes so far, or None when the scrub is off
 
     @unary
     async def FetchReplication(self, request: internal_pb2.FetchReplicationRequest, context: Any) -> Any:
@@ -619,6 +646,11 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     @unary
     async def ApplyPlacement(self, request: internal_pb2.ApplyPlacementRequest, context: Any) -> Any:
         return internal_pb2.ApplyPlacementResponse(partitions=await self.replicas.apply_pushed(request.record))
+
+    @unary
+    async def StartScrub(self, request: internal_pb2.NodeStartScrubRequest, context: Any) -> Any:
+        passes = self.start_scrub()
+        return internal_pb2.NodeStartScrubResponse(passes=passes or 0, enabled=passes is not None)
 
 
 class TestClockServicer(internal_pb2_grpc.TestClockServicer):

@@ -8,11 +8,12 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 from weir_server.listeners import parse_listeners
+from weir_server.metadata_redis import MetadataRedisSettings
 from weir_server.service_settings import LogLevel
 from weir_server.tls import AccessSettings
 
 
-class NodeSettings(AccessSettings):
+class NodeSettings(MetadataRedisSettings, AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_NODE_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 
@@ -48,6 +49,21 @@ class NodeSettings(AccessSettings):
     storage_threads: int = Field(4, ge=1, le=64, description="Worker threads for commits.")
     retention_sweep_interval_ms: int = Field(1000, ge=10, description="How often max_age_ms is enforced.")
     change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")
+    scrub_bytes_per_second: int = Field(
+        4 * 1024 * 1024,
+        ge=0,
+        description="The background scrub's rate: stored record bytes re-read and checked per second (0 = no "
+        "scrub). Reads still verify every record they serve.",
+    )
+    scrub_interval_ms: int = Field(
+        10 * 60 * 1000, ge=0, description="Time from the start of one scrub pass over every partition to the next."
+    )
+    integrity_check_timeout_ms: int = Field(
+        500,
+        ge=1,
+        description="Bound of SQLite's quick_check of one partition file, at start-up and in each scrub pass "
+        "(an interrupted check is retried next pass).",
+    )
     shutdown_grace_ms: int = Field(5000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     max_concurrent_rpcs: int = Field(20_000, ge=1, description="RPCs handled at once per server.")
     internal_identities: str = Field(

@@ -35,7 +35,10 @@ class Replicator:
     def __init__(self, settings: ReplicatorSettings) -> None:
         self.settings = settings
         self.keys = Keys(settings.metadata_prefix)
-        self.redis = redis_asyncio.Redis.from_url(settings.redis_url)
+        access = settings.redis_access(settings.redis_url)
+        access.warn_if_exposed(not settings.plaintext)
+        self.redis_shown = access.shown()  # for logs: no password
+        self.redis: redis_asyncio.Redis = access.client()
         self.ownership = Ownership(self.redis, self.keys, settings.replicator_id, settings.lease_ms)
         self.clients = ClientPool(settings.node_timeout_ms / 1000)
         self.shippers: dict[tuple[str, int], PartitionShipper] = {}
@@ -162,7 +165,7 @@ async def serve(settings: ReplicatorSettings) -> None:
     logger.info(
         "replicator %s running: metadata %s, metrics %s:%d",
         settings.replicator_id,
-        settings.redis_url,
+        replicator.redis_shown,
         settings.host,
         httpd.server_port,
     )

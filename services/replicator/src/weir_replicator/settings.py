@@ -6,11 +6,12 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
+from weir_server.metadata_redis import MetadataRedisSettings
 from weir_server.service_settings import LogLevel
 from weir_server.tls import TlsSettings
 
 
-class ReplicatorSettings(TlsSettings):
+class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_REPLICATOR_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

@@ -328,17 +328,19 @@ class PartitionShipper:
         if records:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
-            reply = await follower.push_stream.exchange(
-                internal_pb2.ReplicateMessageRequest(
-                    stream=self.stream,
-                    partition=self.partition,
-                    leader_epoch=self.epoch,
-                    after_seq=follower.last_seq,
-                    records=records,
-                    high_watermark=response.high_watermark,
-                ),
-                timeout_s=self.settings.node_timeout_ms / 1000,
+            push = internal_pb2.ReplicateMessageRequest(
+                stream=self.stream,
+                partition=self.partition,
+                leader_epoch=self.epoch,
+                after_seq=follower.last_seq,
+                records=records,
+                high_watermark=response.high_watermark,
+                primary_last_seq=response.last_seq,
+                record_crc32s=response.record_crc32s,
             )
+            if response.HasField("follower_last_crc32"):  # log matching, checked by the follower
+                push.after_crc32 = response.follower_last_crc32
+            reply = await follower.push_stream.exchange(push, timeout_s=self.settings.node_timeout_ms / 1000)
             if not self._accepted(follower, reply):
                 return False
             metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(len(records))

@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from weir.client import NodeClient
 from weir.errors import (
     AlreadyExistsError,
+    BeingDeletedError,
     InvalidArgumentError,
     NoSuchConsumerError,
     NoSuchStreamError,
@@ -186,7 +187,7 @@ class RouterCore:
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
         nodes = {view.record.node_id: view for view in views}
-        if alive < len(views):
+        if alive < len(views) or any(view.alive and view.record.rebuilding_partitions for view in views):
             await self.fail_over(nodes)
         if self.rebalancer.due():
             async with self._admin_lock:
@@ -195,10 +196,19 @@ class RouterCore:
     async def fail_over(self, nodes: dict[str, NodeView]) -> None:
         """Replace the dead primary of every partition that has one by its best alive in-sync
         replica (failover.py), bump the leader epoch, store the record and the new in-sync set in
-        one transaction, then tell the stream's alive nodes (they also poll Redis)."""
+        one transaction, then tell the stream's alive nodes (they also poll Redis). A primary that
+        rebuilds the partition from another copy (its file was unreadable: its log is not the
+        partition's history) counts as dead for that partition, and never as a candidate."""
         alive = {node_id for node_id, view in nodes.items() if view.alive}
+        rebuilding = {node_id: set(view.record.rebuilding_partitions) for node_id, view in nodes.items()}
         for record in await self.store.streams():
-            orphaned = [entry for entry in record.placement.partitions if entry.primary_node_id not in alive]
+            name = record.config.name
+            orphaned = [
+                entry
+                for entry in record.placement.partitions
+                if entry.primary_node_id not in alive
+                or (name, entry.partition) in rebuilding.get(entry.primary_node_id, ())
+            ]
             if not orphaned:
                 continue
             updated = types_pb2.StreamRecord()
@@ -213,7 +223,13 @@ class RouterCore:
                     if stored is not None and stored.leader_epoch == entry.leader_epoch
                     else list(entry.in_sync_node_ids)
                 )
-                candidates = [node_id for node_id in in_sync if node_id in alive and node_id != entry.primary_node_id]
+                candidates = [
+                    node_id
+                    for node_id in in_sync
+                    if node_id in alive
+                    and node_id != entry.primary_node_id
+                    and (name, entry.partition) not in rebuilding.get(node_id, ())
+                ]
                 views = await self._replica_views(record.config.name, entry.partition, candidates, nodes)
                 promotion = failover.choose_leader(entry, in_sync, views)
                 key = (record.config.name, entry.partition, entry.leader_epoch)
@@ -235,17 +251,18 @@ class RouterCore:
                     new_entry.leader_epoch, new_entry.primary_node_id, tuple(new_entry.in_sync_node_ids)
                 )
                 logger.warning(
-                    "%s/%d: primary %s is dead; promoted %s (log valid through seq %d) under leader epoch %d",
+                    "%s/%d: primary %s %s; promoted %s (log valid through seq %d) under leader epoch %d",
                     record.config.name,
                     entry.partition,
                     entry.primary_node_id,
+                    "is dead" if entry.primary_node_id not in alive else "rebuilds the partition's unreadable file",
                     promotion.leader,
                     promotion.valid_end,
                     new_entry.leader_epoch,
                 )
             if not expected:
                 continue
-            dead = sorted({entry.primary_node_id for entry in orphaned if entry.partition in expected})
+            dead = sorted({entry.primary_node_id for entry in orphaned if entry.partition in expected} - alive)
             if not await self.store.replace_placement(
                 updated,
                 expected,
@@ -272,6 +289,11 @@ class RouterCore:
                 )
             except WeirError as error:
                 logger.warning("%s/%d: replica %s did not answer: %s", stream, partition, node_id, error)
+                return None
+            if state.rebuilding:  # its log is not the partition's history yet: never promoted
+                logger.warning(
+                    "%s/%d: replica %s is rebuilding an unreadable file: no candidate", stream, partition, node_id
+                )
                 return None
             return failover.ReplicaView(node_id, state.replica_epoch, state.last_seq)
 
@@ -492,6 +514,7 @@ class RouterCore:
             nodes = await self._nodes_by_id()
             existing = await self.store.stream(config.name)
             if existing is not None:  # the node compares configs exactly as a standalone create would
+                _refuse_if_deleting(existing)
                 if (config.partitions or 1, config.replicas or 1) != (
                     existing.config.partitions,
                     existing.config.replicas,
@@ -554,6 +577,8 @@ class RouterCore:
         A node that is down keeps its copy until it is deleted there (logged)."""
         async with self._admin_lock:
             record = await self._record(name)
+            if not await self.store.mark_deleting(name):  # the nodes delete only on this word
+                raise NoSuchStreamError(f"stream {name!r} does not exist", stream=name)
             nodes = await self._nodes_by_id()
             for node_id in self._hosting(record):
                 try:
@@ -575,6 +600,7 @@ class RouterCore:
         arrives; then each copy's removals are counted)."""
         async with self._admin_lock:
             record = await self._record(request.name)
+            _refuse_if_deleting(record)
             results = await self._first_then_rest(record, lambda client: client.update_stream(request))
             response = results[0]
             pruned = sum(result.pruned for result in results)
@@ -674,8 +700,31 @@ class RouterCore:
                 alive=view.alive,
                 registered_at_ms=record.registered_at_ms,
                 last_heartbeat_ms=record.last_heartbeat_ms,
+                scrub_passes=record.scrub_passes,
+                scrub_last_pass_ms=record.scrub_last_pass_ms,
+                corrupt_records=record.corrupt_records,
+                integrity=record.integrity,
+                rebuilding_partitions=[f"{stream}/{index}" for stream, index in record.rebuilding_partitions],
             )
         return response
+
+    async def start_scrub(self) -> router_pb2.StartScrubResponse:
+        """Ask every alive node to start a scrub pass now (in parallel); a node that does not answer
+        or whose scrub is off is listed with the reason."""
+        views = [view for view in await self.node_views() if view.alive]
+
+        async def start(view: NodeView) -> router_pb2.NodeScrubStart:
+            node_id = view.record.node_id
+            try:
+                answer = await self.nodes.replication(view.record.internal_address).start_scrub()
+            except WeirError as error:
+                return router_pb2.NodeScrubStart(node_id=node_id, error=str(error))
+            reason = "" if answer.enabled else "its scrub is off (WEIR_NODE_SCRUB_BYTES_PER_SECOND=0)"
+            return router_pb2.NodeScrubStart(
+                node_id=node_id, started=answer.enabled, passes=answer.passes, error=reason
+            )
+
+        return router_pb2.StartScrubResponse(nodes=await asyncio.gather(*(start(view) for view in views)))
 
     async def cluster_stats(self, include_per_stream: bool) -> router_pb2.GetClusterStreamStatsResponse:
         """Fan out over the nodes: each node reports the partitions it leads (seed
@@ -808,3 +857,14 @@ async def _gather_first_error(calls: Sequence[Awaitable[T]]) -> list[T]:
         if isinstance(result, BaseException):
             raise result
     return results  # type: ignore[return-value]
+
+
+def _refuse_if_deleting(record: types_pb2.StreamRecord) -> None:
+    """Errors: BeingDeletedError when a delete of the stream started and did not finish."""
+    if record.deleting:
+        name = record.config.name
+        raise BeingDeletedError(
+            f"stream {name!r} is being deleted (an earlier delete did not reach every node); delete it again "
+            "to finish, then create it",
+            stream=name,
+        )

@@ -1,7 +1,8 @@
 """The controller's preferred-leader rebalance, its asyncio shell (decisions in `rebalance.py`).
 
 Every `leader_rebalance_interval_ms` the controller looks for partitions whose preferred leader is
-alive and in sync while another node leads them, and moves each back, one at a time: the primary
+alive and in sync while another node leads them, or whose primary's scrub found damaged records of
+them (they move to an intact in-sync replica), and moves each, one at a time: the primary
 hands over (`TransferLeadership`: it fences the partition, drains it and waits until the preferred
 leader holds its whole log), then the controller stores the next leader epoch with the new primary
 and the unchanged in-sync set in one Redis transaction (only if the record is still at the epoch it
@@ -40,13 +41,16 @@ class LeaderRebalancer:
         """One pass (controller only, under the admin lock); returns the partitions moved."""
         self._last_pass = time.monotonic()
         alive = {node_id for node_id, view in nodes.items() if view.alive}
+        damaged = {node_id: set(view.record.damaged_partitions) for node_id, view in nodes.items()}
         records = await self.core.store.streams()
         in_sync: dict[tuple[str, int], list[str]] = {}
         read: dict[tuple[str, int], InSyncRecord | None] = {}
         for record in records:
             for entry in record.placement.partitions:
-                if rebalance.preferred_leader(entry) != entry.primary_node_id:
-                    key = (record.config.name, entry.partition)
+                key = (record.config.name, entry.partition)
+                if rebalance.preferred_leader(entry) != entry.primary_node_id or key in damaged.get(
+                    entry.primary_node_id, ()
+                ):
                     stored = read[key] = await self.core.store.in_sync(*key)
                     in_sync[key] = (
                         list(stored.in_sync)
@@ -54,7 +58,7 @@ class LeaderRebalancer:
                         else list(entry.in_sync_node_ids)
                     )
         moved = 0
-        for move in rebalance.handovers(records, in_sync, alive):
+        for move in rebalance.handovers(records, in_sync, alive, damaged):
             record = next(record for record in records if record.config.name == move.stream)
             key = (move.stream, move.partition)
             if await self._move(record, move, in_sync[key], read[key], nodes):

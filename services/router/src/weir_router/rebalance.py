@@ -12,7 +12,7 @@ fenced handover (`TransferLeadership` on the primary, then a new leader epoch), 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir.v1 import types_pb2
@@ -37,20 +37,36 @@ def handovers(
     records: Iterable[types_pb2.StreamRecord],
     in_sync: Mapping[tuple[str, int], Sequence[str]],
     alive: set[str],
+    damaged: Mapping[str, Collection[tuple[str, int]]] | None = None,
 ) -> list[Handover]:
-    """Partitions to move back to their preferred leader: it is alive and in the partition's
-    in-sync set (`in_sync`, keyed by (stream, partition), for the current epoch), and the current
-    primary is alive too (a dead primary is failover's business). In stream and partition order."""
+    """Partitions whose leadership should move, in stream and partition order:
+    - a primary that holds damaged records of its partition (`damaged`: node -> (stream, partition),
+      from the nodes' scrubs) hands it to the first replica in preference order that is alive, in
+      the in-sync set (`in_sync`, keyed by (stream, partition), for the current epoch) and intact;
+      the old primary then repairs its records as a follower (issue 32);
+    - else back to the preferred leader when it is alive, in sync and intact.
+    The current primary must be alive (a dead primary is failover's business)."""
+    damaged = damaged or {}
     moves: list[Handover] = []
     for record in sorted(records, key=lambda record: record.config.name):
         name = record.config.name
         for entry in record.placement.partitions:
-            preferred = preferred_leader(entry)
-            if preferred == entry.primary_node_id or preferred not in alive or entry.primary_node_id not in alive:
+            key, primary = (name, entry.partition), entry.primary_node_id
+            if primary not in alive:
                 continue
-            if preferred not in in_sync.get((name, entry.partition), ()):
-                continue
-            moves.append(Handover(name, entry.partition, entry.leader_epoch, entry.primary_node_id, preferred))
+            synced = in_sync.get(key, ())
+            eligible = [
+                node_id
+                for node_id in list(entry.replica_node_ids) or [primary, *entry.secondary_node_ids]
+                if node_id in alive and node_id in synced and key not in damaged.get(node_id, ())
+            ]
+            if key in damaged.get(primary, ()):
+                target = next((node_id for node_id in eligible if node_id != primary), None)
+            else:
+                preferred = preferred_leader(entry)
+                target = preferred if preferred != primary and preferred in eligible else None
+            if target is not None:
+                moves.append(Handover(name, entry.partition, entry.leader_epoch, primary, target))
     return moves
 
 

@@ -14,6 +14,7 @@ from weir.v1 import router_pb2, router_pb2_grpc
 from weir_server import tls
 from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
+from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
@@ -33,10 +34,13 @@ class RouterProcess:
         self.metrics_port = 0
         interceptors: list[grpc.aio.ServerInterceptor] = [UndecodableRequestInterceptor()]
         if settings.auth_file is not None:  # after decoding: it reads the request
-            authenticator = Authenticator(settings.auth_file, settings.service_token_file)
+            authenticator = Authenticator(settings.auth_file, settings.service_token_file, settings.default_rate())
             interceptors.append(AuthInterceptor(authenticator))
-        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)], interceptors=interceptors)
-        self._health = health.aio.HealthServicer()
+        self._server = grpc.aio.server(
+            options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
+            interceptors=interceptors,
+        )
+        self._health = HealthServicer()
         self._metrics_httpd: object | None = None
         self.core: RouterCore | None = None
         self._servicer: RouterServicer | None = None
@@ -48,7 +52,9 @@ class RouterProcess:
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
-        store = MetadataStore(settings.redis_url, settings.metadata_prefix)
+        access = settings.redis_access(settings.redis_url)
+        access.warn_if_exposed(not settings.plaintext)
+        store = MetadataStore(access, settings.metadata_prefix)
         await store.redis.ping()  # a router that cannot reach its metadata should not start
         self.core = RouterCore(settings, store, f"{settings.advertise_host or settings.host}:{self.port}")
         self._servicer = RouterServicer(self.core)
@@ -66,7 +72,7 @@ class RouterProcess:
             settings.host,
             self.port,
             self.metrics_port,
-            settings.redis_url,
+            self.core.store.redis_shown,
             self.core.is_controller,
         )
         ready = {"router_id": settings.router_id, "port": self.port, "metrics_port": self.metrics_port}

@@ -164,3 +164,7 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
     @unary
     async def GetClusterInfo(self, request: router_pb2.GetClusterInfoRequest, context: Any) -> Any:
         return await self.core.cluster_info()
+
+    @unary
+    async def StartScrub(self, request: router_pb2.StartScrubRequest, context: Any) -> Any:
+        return await self.core.start_scrub()

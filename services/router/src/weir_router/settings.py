@@ -8,11 +8,12 @@ from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.listeners import parse_listeners
+from weir_server.metadata_redis import MetadataRedisSettings
 from weir_server.service_settings import LogLevel
 from weir_server.tls import AccessSettings
 
 
-class RouterSettings(AccessSettings):
+class RouterSettings(MetadataRedisSettings, AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_ROUTER_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 

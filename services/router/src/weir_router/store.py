@@ -15,6 +15,7 @@ from redis.exceptions import WatchError
 from weir.errors import UnavailableError
 from weir.v1 import types_pb2
 from weir_server.metadata import InSyncRecord, Keys, NodeRecord
+from weir_server.metadata_redis import RedisAccess
 
 T = TypeVar("T")
 
@@ -42,9 +43,12 @@ def _text(value: bytes | str) -> str:
 
 
 class MetadataStore:
-    def __init__(self, redis_url: str, prefix: str) -> None:
+    def __init__(self, redis: RedisAccess | str, prefix: str) -> None:
+        """`redis`: how to reach the metadata Redis (a bare URL: no password, no client certificate)."""
         self.keys = Keys(prefix)
-        self.redis = redis_asyncio.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+        access = redis if isinstance(redis, RedisAccess) else RedisAccess(redis)
+        self.redis_shown = access.shown()
+        self.redis: redis_asyncio.Redis = access.client(socket_timeout=5, socket_connect_timeout=5)
         self._renew = self.redis.register_script(_RENEW)
         self._release = self.redis.register_script(_RELEASE)
 
@@ -110,6 +114,27 @@ class MetadataStore:
             pipe.srem(self.keys.streams, name)
             await pipe.execute()
 
+    async def mark_deleting(self, name: str) -> bool:
+        """Mark the stream's record deleting (atomically, keeping whatever placement is stored): from
+        here on its nodes accept the delete. False when there is no record."""
+        key = self.keys.stream(name)
+        for _ in range(MAX_TRANSACTION_ATTEMPTS):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if not raw:
+                        return False
+                    record = types_pb2.StreamRecord.FromString(_bytes(raw))
+                    record.deleting = True
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.set(key, record.SerializeToString())
+                    await pipe.execute()
+                    return True
+                except WatchError:
+                    continue
+        raise UnavailableError(f"stream {name}: too many concurrent updates of its record, retry")
+
     async def in_sync(self, stream: str, partition: int) -> InSyncRecord | None:
         raw = await self.redis.get(self.keys.in_sync(stream, partition))
         return InSyncRecord.from_json(raw) if raw else None
@@ -154,6 +179,7 @@ class MetadataStore:
                 for heartbeat_key in heartbeat_keys:
                     if await pipe.exists(heartbeat_key):
                         return False
+                record.deleting = record.deleting or current.deleting  # a delete that started stays started
                 pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.set(key, record.SerializeToString())
                 for index, value in in_sync.items():

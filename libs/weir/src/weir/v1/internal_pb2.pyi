@@ -55,6 +55,18 @@ class ChangeBatch(_message.Message):
     through_change_seq: int
     def __init__(self, changes: _Optional[_Iterable[_Union[_types_pb2.Change, _Mapping]]] = ..., last_change_seq: _Optional[int] = ..., node_id: _Optional[str] = ..., through_change_seq: _Optional[int] = ...) -> None: ...
 
+class NodeStartScrubRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NodeStartScrubResponse(_message.Message):
+    __slots__ = ("passes", "enabled")
+    PASSES_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    passes: int
+    enabled: bool
+    def __init__(self, passes: _Optional[int] = ..., enabled: _Optional[bool] = ...) -> None: ...
+
 class FetchReplicationRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
@@ -76,7 +88,7 @@ class FetchReplicationRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class FetchReplicationResponse(_message.Message):
-    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids")
+    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s")
     RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +97,8 @@ class FetchReplicationResponse(_message.Message):
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    FOLLOWER_LAST_CRC32_FIELD_NUMBER: _ClassVar[int]
+    RECORD_CRC32S_FIELD_NUMBER: _ClassVar[int]
     result_code: str
     message: str
     records: _containers.RepeatedScalarFieldContainer[bytes]
@@ -93,7 +107,9 @@ class FetchReplicationResponse(_message.Message):
     high_watermark: int
     leader_epoch: int
     in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    follower_last_crc32: int
+    record_crc32s: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetConsumerSnapshotsRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch")
@@ -168,20 +184,26 @@ class ReplicateStreamCreateRequest(_message.Message):
     def __init__(self, record: _Optional[_Union[_types_pb2.StreamRecord, _Mapping]] = ...) -> None: ...
 
 class ReplicateMessageRequest(_message.Message):
-    __slots__ = ("stream", "partition", "leader_epoch", "after_seq", "records", "high_watermark")
+    __slots__ = ("stream", "partition", "leader_epoch", "after_seq", "records", "high_watermark", "after_crc32", "primary_last_seq", "record_crc32s")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQ_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    AFTER_CRC32_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RECORD_CRC32S_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     leader_epoch: int
     after_seq: int
     records: _containers.RepeatedScalarFieldContainer[bytes]
     high_watermark: int
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., after_seq: _Optional[int] = ..., records: _Optional[_Iterable[bytes]] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+    after_crc32: int
+    primary_last_seq: int
+    record_crc32s: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., after_seq: _Optional[int] = ..., records: _Optional[_Iterable[bytes]] = ..., high_watermark: _Optional[int] = ..., after_crc32: _Optional[int] = ..., primary_last_seq: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReplicateTruncateRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch", "first_seq")
@@ -266,7 +288,7 @@ class GetReplicaStateRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class GetReplicaStateResponse(_message.Message):
-    __slots__ = ("node_id", "role", "replica_epoch", "leader_epoch", "first_seq", "last_seq", "high_watermark")
+    __slots__ = ("node_id", "role", "replica_epoch", "leader_epoch", "first_seq", "last_seq", "high_watermark", "rebuilding")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     REPLICA_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -274,6 +296,7 @@ class GetReplicaStateResponse(_message.Message):
     FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    REBUILDING_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     role: _types_pb2.PartitionRole
     replica_epoch: int
@@ -281,7 +304,8 @@ class GetReplicaStateResponse(_message.Message):
     first_seq: int
     last_seq: int
     high_watermark: int
-    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ...) -> None: ...
+    rebuilding: bool
+    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., rebuilding: _Optional[bool] = ...) -> None: ...
 
 class ApplyPlacementRequest(_message.Message):
     __slots__ = ("record",)

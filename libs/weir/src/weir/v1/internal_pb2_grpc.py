@@ -238,6 +238,11 @@ class ReplicationStub:
                 request_serializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.FromString,
                 _registered_method=True)
+        self.StartScrub = channel.unary_unary(
+                '/weir.v1.Replication/StartScrub',
+                request_serializer=weir_dot_v1_dot_internal__pb2.NodeStartScrubRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.NodeStartScrubResponse.FromString,
+                _registered_method=True)
 
 
 class ReplicationServicer:
@@ -373,6 +378,15 @@ class ReplicationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartScrub(self, request, context):
+        """The background scrub (issue 32): start a pass over every partition now instead of at the next
+        interval (`weir doctor --scrub`, through a router). Answers at once: `passes` completed so far
+        (the started pass, once it ends, makes one more), `enabled` false when the node's scrub is off.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplicationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -445,6 +459,11 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.ApplyPlacement,
                     request_deserializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.FromString,
                     response_serializer=weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.SerializeToString,
+            ),
+            'StartScrub': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartScrub,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.NodeStartScrubRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.NodeStartScrubResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -833,6 +852,33 @@ class Replication:
             '/weir.v1.Replication/ApplyPlacement',
             weir_dot_v1_dot_internal__pb2.ApplyPlacementRequest.SerializeToString,
             weir_dot_v1_dot_internal__pb2.ApplyPlacementResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartScrub(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/StartScrub',
+            weir_dot_v1_dot_internal__pb2.NodeStartScrubRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.NodeStartScrubResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -215,7 +215,7 @@ class GetClusterStreamStatsResponse(_message.Message):
     def __init__(self, nodes: _Optional[_Iterable[_Union[PerNodeSummary, _Mapping]]] = ..., streams: _Optional[_Iterable[_Union[PerStreamStats, _Mapping]]] = ..., total_stream_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., skew_partitions: _Optional[int] = ..., skew_msg_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., analytics: _Optional[_Union[_types_pb2.ClusterAnalytics, _Mapping]] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms")
+    __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms", "scrub_passes", "scrub_last_pass_ms", "corrupt_records", "integrity", "rebuilding_partitions")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     INTERNAL_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,11 @@ class NodeInfo(_message.Message):
     ALIVE_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     LAST_HEARTBEAT_MS_FIELD_NUMBER: _ClassVar[int]
+    SCRUB_PASSES_FIELD_NUMBER: _ClassVar[int]
+    SCRUB_LAST_PASS_MS_FIELD_NUMBER: _ClassVar[int]
+    CORRUPT_RECORDS_FIELD_NUMBER: _ClassVar[int]
+    INTEGRITY_FIELD_NUMBER: _ClassVar[int]
+    REBUILDING_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     client_address: str
     internal_address: str
@@ -234,7 +239,12 @@ class NodeInfo(_message.Message):
     alive: bool
     registered_at_ms: int
     last_heartbeat_ms: int
-    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: _Optional[bool] = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ...) -> None: ...
+    scrub_passes: int
+    scrub_last_pass_ms: int
+    corrupt_records: int
+    integrity: str
+    rebuilding_partitions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: _Optional[bool] = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., scrub_passes: _Optional[int] = ..., scrub_last_pass_ms: _Optional[int] = ..., corrupt_records: _Optional[int] = ..., integrity: _Optional[str] = ..., rebuilding_partitions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetClusterInfoRequest(_message.Message):
     __slots__ = ()
@@ -251,3 +261,25 @@ class GetClusterInfoResponse(_message.Message):
     controller_address: str
     router_id: str
     def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ..., controller_id: _Optional[str] = ..., controller_address: _Optional[str] = ..., router_id: _Optional[str] = ...) -> None: ...
+
+class StartScrubRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NodeScrubStart(_message.Message):
+    __slots__ = ("node_id", "started", "passes", "error")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    PASSES_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    started: bool
+    passes: int
+    error: str
+    def __init__(self, node_id: _Optional[str] = ..., started: _Optional[bool] = ..., passes: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+
+class StartScrubResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeScrubStart]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeScrubStart, _Mapping]]] = ...) -> None: ...

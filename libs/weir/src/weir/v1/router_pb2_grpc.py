@@ -110,6 +110,11 @@ class RouterStub:
                 request_serializer=weir_dot_v1_dot_router__pb2.GetClusterInfoRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_router__pb2.GetClusterInfoResponse.FromString,
                 _registered_method=True)
+        self.StartScrub = channel.unary_unary(
+                '/weir.v1.Router/StartScrub',
+                request_serializer=weir_dot_v1_dot_router__pb2.StartScrubRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_router__pb2.StartScrubResponse.FromString,
+                _registered_method=True)
 
 
 class RouterServicer:
@@ -226,6 +231,15 @@ class RouterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartScrub(self, request, context):
+        """Start a scrub pass on every alive node now (`weir doctor --scrub`): per node whether it started
+        and its passes so far (GetClusterInfo's scrub_passes grows by one when that pass ends). With an
+        auth file it needs admin on every stream ("*").
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -303,6 +317,11 @@ def add_RouterServicer_to_server(servicer, server):
                     servicer.GetClusterInfo,
                     request_deserializer=weir_dot_v1_dot_router__pb2.GetClusterInfoRequest.FromString,
                     response_serializer=weir_dot_v1_dot_router__pb2.GetClusterInfoResponse.SerializeToString,
+            ),
+            'StartScrub': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartScrub,
+                    request_deserializer=weir_dot_v1_dot_router__pb2.StartScrubRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_router__pb2.StartScrubResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -710,6 +729,33 @@ class Router:
             '/weir.v1.Router/GetClusterInfo',
             weir_dot_v1_dot_router__pb2.GetClusterInfoRequest.SerializeToString,
             weir_dot_v1_dot_router__pb2.GetClusterInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartScrub(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Router/StartScrub',
+            weir_dot_v1_dot_router__pb2.StartScrubRequest.SerializeToString,
+            weir_dot_v1_dot_router__pb2.StartScrubResponse.FromString,
             options,
             channel_credentials,
             insecure,

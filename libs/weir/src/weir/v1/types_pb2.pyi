@@ -243,8 +243,18 @@ class ConsumerStateChange(_message.Message):
     dropped: int
     def __init__(self, consumer: _Optional[str] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending_count: _Optional[int] = ..., delivered: _Optional[int] = ..., redelivered: _Optional[int] = ..., acked: _Optional[int] = ..., naked: _Optional[int] = ..., termed: _Optional[int] = ..., in_progress: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
 
+class StorageFindingChange(_message.Message):
+    __slots__ = ("finding", "seqs", "detail")
+    FINDING_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    finding: str
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    detail: str
+    def __init__(self, finding: _Optional[str] = ..., seqs: _Optional[_Iterable[int]] = ..., detail: _Optional[str] = ...) -> None: ...
+
 class Change(_message.Message):
-    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "consumer_state")
+    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "consumer_state", "storage_finding")
     CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
@@ -259,6 +269,7 @@ class Change(_message.Message):
     CONSUMER_CREATED_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_DELETED_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_STATE_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FINDING_FIELD_NUMBER: _ClassVar[int]
     change_seq: int
     ts_ms: int
     stream: str
@@ -273,7 +284,8 @@ class Change(_message.Message):
     consumer_created: ConsumerCreatedChange
     consumer_deleted: ConsumerDeletedChange
     consumer_state: ConsumerStateChange
-    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreatedChange, _Mapping]] = ..., consumer_deleted: _Optional[_Union[ConsumerDeletedChange, _Mapping]] = ..., consumer_state: _Optional[_Union[ConsumerStateChange, _Mapping]] = ...) -> None: ...
+    storage_finding: StorageFindingChange
+    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreatedChange, _Mapping]] = ..., consumer_deleted: _Optional[_Union[ConsumerDeletedChange, _Mapping]] = ..., consumer_state: _Optional[_Union[ConsumerStateChange, _Mapping]] = ..., storage_finding: _Optional[_Union[StorageFindingChange, _Mapping]] = ...) -> None: ...
 
 class ConsumerConfig(_message.Message):
     __slots__ = ("name", "filter_subject", "deliver_policy", "start_seq", "start_time_ms", "ack_wait_ms", "max_deliver", "dead_letter_subject", "max_ack_pending", "deliver_group")
@@ -408,14 +420,16 @@ class StreamPlacement(_message.Message):
     def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionPlacement, _Mapping]]] = ...) -> None: ...
 
 class StreamRecord(_message.Message):
-    __slots__ = ("config", "placement", "created_at_ms")
+    __slots__ = ("config", "placement", "created_at_ms", "deleting")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    DELETING_FIELD_NUMBER: _ClassVar[int]
     config: StreamConfig
     placement: StreamPlacement
     created_at_ms: int
-    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+    deleting: bool
+    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., deleting: _Optional[bool] = ...) -> None: ...
 
 class ClusterAnalytics(_message.Message):
     __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions", "watermark_ms")

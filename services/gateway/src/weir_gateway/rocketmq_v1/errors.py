@@ -1,6 +1,6 @@
 """Outcomes the RocketMQ front door reports that are not Weir's own errors (Weir's typed errors keep
 their status): each carries the google.rpc code the servicer puts in ResponseCommon.status and a
-reason for its ErrorInfo. Not WeirError subclasses: those register their result code globally."""
+reason for its ErrorInfo. Not WeirError subclasses: they are RocketMQ's outcomes, not Weir result codes."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ from weir.errors import AlreadyExistsError, InvalidArgumentError, NoSuchConsumer
 from weir.v1 import types_pb2
 
 from weir_gateway import metrics
+from weir_gateway.acks import AckCoalescer
 from weir_gateway.rocketmq_v1 import mapping
-from weir_gateway.rocketmq_v1.acks import AckCoalescer
 from weir_gateway.rocketmq_v1.bounded import BoundedMap
 from weir_gateway.rocketmq_v1.errors import (
     GroupMismatchError,

@@ -97,6 +97,20 @@ def rocketmq_rpc(
     return decorate
 
 
+# Timestamps a Timestamp message may hold (years 0001-9999, as google.protobuf.Timestamp says).
+_MIN_TIMESTAMP_S, _MAX_TIMESTAMP_S = -62_135_596_800, 253_402_300_799
+
+
+def milliseconds_of(timestamp: Any, what: str) -> int:
+    """A google.protobuf.Timestamp in ms since the epoch. Errors: InvalidArgumentError outside the
+    range the type defines (years 1-9999) or with nanos outside [0, 1e9)."""
+    if not _MIN_TIMESTAMP_S <= timestamp.seconds <= _MAX_TIMESTAMP_S or not 0 <= timestamp.nanos < 1_000_000_000:
+        raise InvalidArgumentError(
+            f"{what}: not a valid timestamp (seconds {timestamp.seconds}, nanos {timestamp.nanos}; years 1-9999)"
+        )
+    return int(timestamp.ToMilliseconds())
+
+
 def metadata_of(context: grpc.aio.ServicerContext) -> dict[str, str]:
     """The call's text metadata, keys lower-cased (binary `-bin` entries left out)."""
     return {str(key).lower(): value for key, value in (context.invocation_metadata() or ()) if isinstance(value, str)}
@@ -164,9 +178,13 @@ def outgoing_of(request: service_pb2.SendMessageRequest, metadata: Mapping[str, 
         keys=list(system.keys),
         user_attributes=dict(message.user_attribute),
         partition=request.partition.id if request.HasField("partition") else None,
-        delivery_timestamp_ms=system.delivery_timestamp.ToMilliseconds() if timed == "delivery_timestamp" else None,
+        delivery_timestamp_ms=milliseconds_of(system.delivery_timestamp, "delivery_timestamp")
+        if timed == "delivery_timestamp"
+        else None,
         delay_level=system.delay_level if timed == "delay_level" else None,
-        born_timestamp_ms=system.born_timestamp.ToMilliseconds() if system.HasField("born_timestamp") else 0,
+        born_timestamp_ms=milliseconds_of(system.born_timestamp, "born_timestamp")
+        if system.HasField("born_timestamp")
+        else 0,
         born_host=system.born_host,
         producer_group=producer_group,
         trace_context=system.trace_context,
@@ -361,7 +379,7 @@ class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
     async def QueryOffset(self, request: service_pb2.QueryOffsetRequest, context: Any) -> Any:
         partition = request.partition
         policy = enum_name(definition_pb2.QueryOffsetPolicy, request.policy, "policy")
-        time_ms = request.time_point.ToMilliseconds() if request.HasField("time_point") else None
+        time_ms = milliseconds_of(request.time_point, "time_point") if request.HasField("time_point") else None
         namespace = namespace_of(partition.topic, metadata_of(context))
         offset = await self.core.offsets.query_offset(namespace, partition.topic.name, partition.id, policy, time_ms)
         return service_pb2.QueryOffsetResponse(common=ok_common(), offset=offset)
@@ -398,7 +416,7 @@ def receive_request_of(request: service_pb2.ReceiveMessageRequest, metadata: Map
         raise InvalidArgumentError(f"group namespace {group_namespace!r} differs from topic namespace {namespace!r}")
     initialization_ms = None
     if request.HasField("initialization_timestamp"):
-        initialization_ms = request.initialization_timestamp.ToMilliseconds()
+        initialization_ms = milliseconds_of(request.initialization_timestamp, "initialization_timestamp")
     return ReceiveRequest(
         namespace=namespace,
         topic=request.partition.topic.name,

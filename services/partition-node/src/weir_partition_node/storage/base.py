@@ -17,7 +17,7 @@ and removals they cause, so a dead letter, a work-queue removal and the ack behi
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -74,12 +74,15 @@ class StoredConsumer:
 class CommitBatch:
     """One atomic write to a partition log.
 
-    Order of application: insert `records` (ascending by seq), remove `remove_seqs`, remove every seq below
-    `truncate_before` (when > 0), store `changes` (change_seq, encoded weir.v1.Change), and set the
-    stored last_seq to `last_seq`.
+    Order of application: insert `records` (ascending by seq), put `repairs` back, remove
+    `remove_seqs`, remove every seq below `truncate_before` (when > 0), store `changes` (change_seq,
+    encoded weir.v1.Change), and set the stored last_seq to `last_seq`.
     """
 
     records: list[Record] = field(default_factory=list)
+    # (seq, crc, record): a stored record's bytes put back from another copy (the scrub's repair),
+    # only where the stored checksum is `crc`, which the caller checked `record` against.
+    repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
     remove_seqs: list[int] = field(default_factory=list)
     truncate_before: int = 0
     changes: list[tuple[int, int, bytes]] = field(default_factory=list)  # (change_seq, ts_ms, record)
@@ -111,6 +114,36 @@ class LogState:
     last_change_seq: int
 
 
+@dataclass(slots=True, frozen=True)
+class ScrubPage:
+    """One step of a scrub over stored records: how many records and bytes were re-read and
+    checked, the seqs whose record failed its checksum, where the next step starts, and whether the
+    log has nothing past it (or was closed)."""
+
+    checked_records: int
+    checked_bytes: int
+    corrupt_seqs: tuple[int, ...]
+    next_seq: int
+    done: bool
+
+
+def scrub_rows(rows: Iterable[tuple[int, int, bytes]], from_seq: int, max_bytes: int) -> ScrubPage:
+    """Check (seq, crc, record) rows in seq order until about `max_bytes` were read (at least one
+    row); a scrub step over any log."""
+    records = size = 0
+    corrupt: list[int] = []
+    next_seq = from_seq
+    for seq, crc, record in rows:
+        records += 1
+        size += len(record)
+        if checksum(record) != crc:
+            corrupt.append(seq)
+        next_seq = seq + 1
+        if size >= max_bytes:
+            return ScrubPage(records, size, tuple(corrupt), next_seq, done=False)
+    return ScrubPage(records, size, tuple(corrupt), next_seq, done=True)
+
+
 class PartitionLog(Protocol):
     """One partition's append log. See the module docstring for the contract."""
 
@@ -130,6 +163,17 @@ class PartitionLog(Protocol):
         """Verified (seq, record) pairs with seq >= from_seq, in order; at least one when any
         exists, then bounded by max_messages and max_bytes. Reads no record past the bounds (a
         large max_messages over large records never loads more than max_bytes and one record)."""
+        ...
+
+    def scrub(self, from_seq: int, max_bytes: int) -> ScrubPage:
+        """Re-read stored records from `from_seq`, about `max_bytes` of them, and check each against
+        its checksum without raising (a background scrub's step; runs on a worker thread, beside
+        commits and reads). A closed log answers done."""
+        ...
+
+    def integrity(self, timeout_s: float, *, full: bool = False) -> str:
+        """The storage's own consistency check (SQLite's quick_check, or integrity_check with
+        `full`), stopped after `timeout_s`: "ok", "interrupted", or what it found."""
         ...
 
     def get(self, seq: int) -> bytes | None:

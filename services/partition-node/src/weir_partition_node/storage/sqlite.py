@@ -20,11 +20,21 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from weir_partition_node.storage.base import SQLITE_MAX_INTEGER, CommitBatch, LogState, RowInfo, StoredConsumer, verify
+from weir_partition_node.storage.base import (
+    SQLITE_MAX_INTEGER,
+    CommitBatch,
+    LogState,
+    RowInfo,
+    ScrubPage,
+    StoredConsumer,
+    scrub_rows,
+    verify,
+)
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.msgids import SqliteMsgIdRows
 from weir_partition_node.storage.tailcache import TailCache
@@ -133,6 +143,9 @@ class SqlitePartitionLog:
         # Held while a checkpoint runs and while the log closes (a checkpoint never uses a closed
         # connection).
         self._checkpoint_lock = threading.Lock()
+        # Held by a scrub step or an integrity check (their own connection) and by `close`.
+        self._scrub_lock = threading.Lock()
+        self._scrub_db: sqlite3.Connection | None = None
         self._closed = False
         self._wal_bytes_estimate = 0  # committed since the last checkpoint request (commit thread only)
         if checkpointer is not None:
@@ -176,6 +189,11 @@ class SqlitePartitionLog:
                 db.executemany(
                     "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)",
                     batch.records,
+                )
+            if batch.repairs:
+                db.executemany(
+                    "UPDATE messages SET record = ? WHERE seq = ? AND crc = ?",
+                    [(record, seq, crc) for seq, crc, record in batch.repairs],
                 )
             if batch.remove_seqs:
                 db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq in batch.remove_seqs])
@@ -458,21 +476,72 @@ class SqlitePartitionLog:
 
     # -- lifecycle -------------------------------------------------------------------------------
 
+    def scrub(self, from_seq: int, max_bytes: int) -> ScrubPage:
+        """See PartitionLog.scrub: on a connection of the scrub's own (made on first use), held
+        under a lock that `close` takes too, so a step never uses a closed connection."""
+        with self._scrub_lock:
+            if self._closed:
+                return ScrubPage(0, 0, (), from_seq, done=True)
+            if self._scrub_db is None:
+                self._scrub_db = self._connect_for_checks()
+            cursor = self._scrub_db.execute(
+                "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq", (_clamp(from_seq),)
+            )
+            try:
+                return scrub_rows(cursor, from_seq, max_bytes)
+            finally:
+                cursor.close()
+
+    def integrity(self, timeout_s: float, *, full: bool = False) -> str:
+        """See PartitionLog.integrity: SQLite's quick_check (or integrity_check), interrupted by a
+        progress handler once `timeout_s` passed."""
+        with self._scrub_lock:
+            if self._closed:
+                return "ok"
+            if self._scrub_db is None:
+                self._scrub_db = self._connect_for_checks()
+            return check_integrity(self._scrub_db, timeout_s, full=full)
+
+    def _connect_for_checks(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.directory / "log.sqlite", isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA query_only=1")
+        db.execute("PRAGMA cache_size=-2000")  # a scrub reads each page once: no use caching much
+        return db
+
     def stop_checkpoints(self) -> None:
-        with self._checkpoint_lock:  # a checkpoint in progress holds it
+        with self._checkpoint_lock, self._scrub_lock:  # a checkpoint or scrub step in progress holds them
             self._closed = True
 
     def close(self) -> None:
         """Close the connections. Waits for a checkpoint of this log in progress (one at most:
         10-50 ms here; none after `stop_checkpoints`), so a checkpoint never uses a closed
         connection."""
-        with self._checkpoint_lock:
+        with self._checkpoint_lock, self._scrub_lock:
             self._closed = True
             if self._checkpointer_db is not None:
                 self._checkpointer_db.close()
+            if self._scrub_db is not None:
+                self._scrub_db.close()
         self._reader.close()
         self._writer.close()
 
     def destroy(self) -> None:
         self.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def check_integrity(db: sqlite3.Connection, timeout_s: float, *, full: bool = False) -> str:
+    """SQLite's quick_check (or integrity_check) on `db`, stopped after `timeout_s` (a progress
+    handler interrupts it): "ok", "interrupted", or its findings joined with "; " (the first 10)."""
+    deadline = time.monotonic() + timeout_s
+    db.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+    try:
+        rows = db.execute(f"PRAGMA {'integrity_check' if full else 'quick_check'}(10)").fetchall()
+    except sqlite3.OperationalError as error:
+        return "interrupted" if "interrupt" in str(error) else f"failed: {error}"
+    except sqlite3.DatabaseError as error:  # e.g. "database disk image is malformed"
+        return f"failed: {error}"
+    finally:
+        db.set_progress_handler(None, 0)
+    found = [str(row[0]) for row in rows]
+    return "ok" if found == ["ok"] else "; ".join(found)

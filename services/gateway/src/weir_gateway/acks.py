@@ -1,7 +1,7 @@
-"""AckMessage calls coalesced into the node's AckBatch.
+"""One-message ack calls of the front doors coalesced into the node's AckBatch.
 
-RocketMQ's v1 protocol acknowledges one message a call, and a simple consumer acks a received batch
-with as many concurrent AckMessage calls. Sent one by one, each becomes its own round trip and
+RocketMQ's v1 protocol (AckMessage) and the streams seed (Ack) acknowledge one message a call, and
+a client acks a received batch with as many concurrent calls. Sent one by one, each becomes its own round trip and
 commit on the partition's primary (the bench measured 0.07x the native consume rate). Here the acks
 of one (stream, group, partition) that arrive while an AckBatch for it is in flight wait and go
 together in the next one (at most MAX_ACKS_PER_BATCH): a lone ack goes at once, a burst shares

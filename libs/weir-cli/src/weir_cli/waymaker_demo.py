@@ -1,0 +1,66 @@
+"""`weir demo`'s streams-seed round trip: through the gateway's waymaker.streams door, as a client
+generated from the seed would: CreateStream, Publish with an optimistic-concurrency check,
+CreateConsumer, Fetch + Ack until every message came back once, ReadLatestAtSubject, and a Publish
+with a stale `expected_last_seq` answered `wrong_revision` in the response body."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from weir import tls as weir_tls
+
+from weir_cli.output import progress
+
+STREAM = "demo-waymaker"
+
+
+async def waymaker_round_trip(address: str, messages: int = 20) -> dict[str, Any]:
+    """Returns the counts and `verified` (every published message fetched and acknowledged once,
+    the latest value read back, the stale revision refused)."""
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
+
+    def checked(rpc: str, response: Any) -> Any:
+        if not response.success:
+            raise RuntimeError(f"waymaker.streams {rpc}: {response.result_code}: {response.message}")
+        return response
+
+    async with weir_tls.aio_channel(address) as channel:
+        stub = seed_grpc.WaymakerStreamsServiceStub(channel)
+        config = seed.StreamConfigPb(name=STREAM, subjects_filter=["demo.>"])
+        config.retention.limits.max_msgs = 10_000
+        checked("CreateStream", await stub.CreateStream(seed.CreateStreamRequest(config=config), timeout=30))
+        published: dict[int, bytes] = {}
+        last_seq = 0
+        for number in range(messages):
+            request = seed.PublishRequest(stream=STREAM, subject="demo.counter", payload=b"%d" % number)
+            request.expected_last_seq = last_seq  # each publish names the revision it follows
+            last_seq = checked("Publish", await stub.Publish(request, timeout=30)).seq
+            published[last_seq] = request.payload
+        stale = seed.PublishRequest(stream=STREAM, subject="demo.counter", payload=b"stale", expected_last_seq=1)
+        refused = await stub.Publish(stale, timeout=30)
+        consumer = seed.ConsumerConfigPb(name="demo-seed", ack_wait_ms=30_000)
+        checked("CreateConsumer", await stub.CreateConsumer(seed.CreateConsumerRequest(stream=STREAM, config=consumer)))
+        progress(f"waymaker.streams: published {messages} revisions of demo.counter; fetching ...")
+        received: dict[int, bytes] = {}
+        deadline = time.monotonic() + 30
+        while len(received) < messages and time.monotonic() < deadline:
+            fetched = checked(
+                "Fetch", await stub.Fetch(seed.FetchRequest(stream=STREAM, consumer="demo-seed", batch_size=8))
+            )
+            for message in fetched.messages:
+                received.setdefault(message.seq, message.payload)
+                ack = seed.AckRequest(stream=STREAM, consumer="demo-seed", seq=message.seq)
+                checked("Ack", await stub.Ack(ack, timeout=30))
+        latest = checked(
+            "ReadLatestAtSubject",
+            await stub.ReadLatestAtSubject(seed.ReadLatestAtSubjectRequest(stream=STREAM, subject="demo.counter")),
+        ).latest
+    progress(f"waymaker.streams: fetched and acknowledged {len(received)}, latest revision seq {latest.seq}")
+    verified = (
+        received == published
+        and latest.seq == last_seq
+        and (refused.success, refused.result_code, refused.seq) == (False, "wrong_revision", last_seq)
+    )
+    return {"published": len(published), "received": len(received), "verified": verified}

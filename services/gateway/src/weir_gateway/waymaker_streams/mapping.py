@@ -1,0 +1,176 @@
+"""Pure translations between the streams seed's wire types (`waymaker.streams`, the seed file
+../shared/seeds/003 verbatim) and Weir's `weir.v1` types, and Weir errors as the seed's in-body
+results (`success`, `result_code`, `message`).
+
+A seed stream is a Weir stream with one partition: streams created here have one, and a stream
+with more (created through weir.v1) is refused by the calls that address messages
+(`MultiPartitionError`). What the seed describes and Weir stores differently:
+- `block_size`: Weir stores per message, not in blocks; any value is accepted and 0 reported.
+- `strict_limits`: Weir always prunes per message (the seed's strict mode, within the default
+  approximate mode's bounds too); reported true, and an update of it changes nothing.
+- `sources`: cross-stream sources are not built yet (issue 29); a config with any is refused
+  (invalid_config) rather than stored without them.
+"""
+
+from __future__ import annotations
+
+from weir.errors import (
+    InvalidArgumentError,
+    InvalidConfigError,
+    InvalidNameError,
+    InvalidSubjectError,
+    WeirError,
+)
+from weir.v1 import streams_pb2, types_pb2
+
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
+
+DELIVER_POLICIES = {
+    seed.DELIVERY_ALL: types_pb2.DELIVER_POLICY_ALL,
+    seed.DELIVERY_LAST: types_pb2.DELIVER_POLICY_LAST,
+    seed.DELIVERY_BY_START_SEQ: types_pb2.DELIVER_POLICY_BY_START_SEQ,
+    seed.DELIVERY_BY_START_TIME: types_pb2.DELIVER_POLICY_BY_START_TIME,
+}
+SEED_DELIVER_POLICIES = {weir: seed_policy for seed_policy, weir in DELIVER_POLICIES.items()}
+SCAN_DEFAULT_LIMIT = 1000  # the seed's ScanExactAtSubject default
+
+
+class MultiPartitionError(InvalidArgumentError):
+    """A seed call addressed a Weir stream with more than one partition."""
+
+
+def stream_config_from_seed(config: seed.StreamConfigPb) -> types_pb2.StreamConfig:
+    """The Weir stream a seed CreateStream asks for (one partition). Raises InvalidConfigError for
+    what Weir does not build (sources) and for a retention oneof that is not set to a known kind."""
+    if config.sources:
+        raise InvalidConfigError(
+            f"stream {config.name!r}: cross-stream sources are not supported by this broker yet; "
+            "create the stream without `sources`"
+        )
+    weir = types_pb2.StreamConfig(
+        name=config.name,
+        subjects=config.subjects_filter,
+        max_msg_bytes=config.max_msg_bytes,
+        partitions=1,
+        storage=types_pb2.STORAGE_KIND_MEMORY if config.ephemeral else types_pb2.STORAGE_KIND_FILE,
+    )
+    kind = config.retention.WhichOneof("policy")
+    if kind == "work_queue":
+        weir.retention = types_pb2.RETENTION_POLICY_WORK_QUEUE
+    elif kind == "interest":
+        weir.retention = types_pb2.RETENTION_POLICY_INTEREST
+    else:  # limits, or unset: the seed's default is Limits with no bounds
+        weir.retention = types_pb2.RETENTION_POLICY_LIMITS
+        limits = config.retention.limits
+        for field in ("max_age_ms", "max_msgs", "max_bytes"):
+            if limits.HasField(field):
+                setattr(weir.limits, field, getattr(limits, field))
+    if config.max_msgs_per_subject:
+        weir.limits.max_msgs_per_subject = config.max_msgs_per_subject
+    return weir
+
+
+def stream_config_to_seed(config: types_pb2.StreamConfig) -> seed.StreamConfigPb:
+    """A Weir stream's config as the seed reports it (block_size 0, strict_limits true)."""
+    made = seed.StreamConfigPb(
+        name=config.name,
+        subjects_filter=config.subjects,
+        max_msg_bytes=config.max_msg_bytes,
+        ephemeral=config.storage == types_pb2.STORAGE_KIND_MEMORY,
+        max_msgs_per_subject=config.limits.max_msgs_per_subject,
+    )
+    if config.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
+        made.retention.work_queue.SetInParent()
+    elif config.retention == types_pb2.RETENTION_POLICY_INTEREST:
+        made.retention.interest.SetInParent()
+    else:
+        limits = made.retention.limits
+        limits.strict_limits = True
+        for field in ("max_age_ms", "max_msgs", "max_bytes"):
+            if config.limits.HasField(field):
+                setattr(limits, field, getattr(config.limits, field))
+    return made
+
+
+def stream_stats_to_seed(stats: types_pb2.StreamStats) -> seed.StreamStatsPb:
+    last_seq = max((partition.last_seq for partition in stats.partitions), default=0)
+    return seed.StreamStatsPb(last_seq=last_seq, msg_count=stats.msg_count, bytes=stats.bytes)
+
+
+def update_from_seed(request: seed.UpdateStreamRequest) -> streams_pb2.UpdateStreamRequest:
+    """The seed's partial update as Weir's (the same optional fields). `strict_limits` changes
+    nothing: Weir always prunes per message, which meets the approximate mode's bounds too."""
+    update = streams_pb2.UpdateStreamRequest(name=request.name)
+    for field in ("max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes"):
+        if request.HasField(field):
+            setattr(update, field, getattr(request, field))
+    return update
+
+
+def consumer_config_from_seed(config: seed.ConsumerConfigPb) -> types_pb2.ConsumerConfig:
+    policy = config.delivery_policy
+    if policy.type not in DELIVER_POLICIES:
+        raise InvalidConfigError(f"delivery_policy.type: unknown value {policy.type}")
+    return types_pb2.ConsumerConfig(
+        name=config.name,
+        filter_subject=config.filter_subject,
+        deliver_policy=DELIVER_POLICIES[policy.type],
+        start_seq=policy.start_seq,
+        start_time_ms=policy.start_time_ms,
+        ack_wait_ms=config.ack_wait_ms,
+        max_deliver=config.max_deliver,
+        deliver_group=config.deliver_group,
+        dead_letter_subject=config.dead_letter_subject,
+    )
+
+
+def consumer_state_to_seed(info: types_pb2.ConsumerInfo) -> seed.ConsumerStatePb:
+    config = info.config
+    state = seed.ConsumerStatePb(
+        config=seed.ConsumerConfigPb(
+            name=config.name,
+            filter_subject=config.filter_subject,
+            delivery_policy=seed.DeliveryPolicyPb(
+                type=SEED_DELIVER_POLICIES.get(config.deliver_policy, seed.DELIVERY_ALL),
+                start_seq=config.start_seq,
+                start_time_ms=config.start_time_ms,
+            ),
+            ack_wait_ms=config.ack_wait_ms,
+            max_deliver=config.max_deliver,
+            deliver_group=config.deliver_group,
+            dead_letter_subject=config.dead_letter_subject,
+        ),
+        created_at_ms=info.created_at_ms,
+        redelivered_dropped=info.dropped_total,
+    )
+    if info.partitions:
+        state.ack_floor = info.partitions[0].ack_floor
+        state.last_delivered = info.partitions[0].last_delivered
+    return state
+
+
+def message_to_seed(message: types_pb2.Message) -> seed.MessagePb:
+    return seed.MessagePb(
+        seq=message.seq,
+        subject=message.subject,
+        ts_ms=message.ts_ms,
+        headers=[seed.MessageHeader(key=header.key, value=header.value) for header in message.headers],
+        payload=message.payload,
+        deliver_count=message.deliver_count,
+    )
+
+
+# Weir's codes for bad input, as the seed's RPCs name them (the rest keep Weir's own code, a
+# superset the README lists).
+_CONFIG_ERRORS = (InvalidConfigError, InvalidNameError, InvalidSubjectError, InvalidArgumentError)
+
+
+def seed_result_code(method: str, error: WeirError) -> str:
+    """The seed's result code for `error` raised by seed RPC `method`."""
+    if isinstance(error, MultiPartitionError):
+        return "invalid_argument"
+    if method in ("CreateStream", "CreateConsumer", "UpdateStream") and isinstance(error, _CONFIG_ERRORS):
+        return "invalid_config"
+    if method == "Publish" and isinstance(error, InvalidSubjectError):
+        return "subject_rejected"  # the seed's one code for a subject it will not store
+    return error.result_code.value  # the seed's own codes (no_such_stream, wrong_revision, ...) are Weir's

@@ -1,0 +1,57 @@
+"""What each waymaker.streams call needs of a Weir user (pure; the gateway's auth interceptor checks
+it against the caller's grants, weir_server.auth). The seed's client RPCs carry the same names and
+request fields (`stream`, `name`, `config.name`, `subject`) as their weir.v1 counterparts, so each
+needs what that one needs (weir_server.permissions): CreateStream / DeleteStream / UpdateStream /
+CreateConsumer / DeleteConsumer admin on the stream, Publish publish with its subject, Fetch / Ack /
+Nak / Term / InProgress / Subscribe consume, the info and subject lookups read, ListStreams and
+GetStreamSources any known caller. The seed's internal Replicate* calls and what this door does not
+serve need what no user holds (refused before they run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from weir_server import permissions as weir_permissions
+from weir_server.auth import CLUSTER
+from weir_server.permissions import Requirement
+
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2
+
+SERVICE = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
+_PREFIX = f"/{SERVICE}/"
+_CLIENT_METHODS = frozenset(
+    {
+        "CreateStream",
+        "DeleteStream",
+        "GetStreamInfo",
+        "ListStreams",
+        "UpdateStream",
+        "Publish",
+        "Fetch",
+        "Ack",
+        "Nak",
+        "Term",
+        "InProgress",
+        "Subscribe",
+        "CreateConsumer",
+        "DeleteConsumer",
+        "ListConsumers",
+        "GetConsumerInfo",
+        "ReadLatestAtSubject",
+        "ListSubjectsByPrefix",
+        "ScanExactAtSubject",
+    }
+)
+
+
+def requirement(method: str, request: Any) -> Requirement | None:
+    """What calling `method` with `request` needs; None for a method no user may call."""
+    if not method.startswith(_PREFIX):
+        return None
+    name = method[len(_PREFIX) :]
+    if name == "GetStreamSources":
+        return Requirement(CLUSTER)
+    if name not in _CLIENT_METHODS:
+        return None
+    return weir_permissions.requirement(f"/weir.v1.Streams/{name}", request)

@@ -1,0 +1,332 @@
+"""`/waymaker.streams.WaymakerStreamsService/*`, the streams seed's API verbatim, over the Weir SDK:
+decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
+seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
+replication RPCs are refused with PERMISSION_DENIED, and what Weir does not serve through this door
+yet (sources, moves, authority overrides, objects) with UNIMPLEMENTED and a message saying so.
+Translations are in `mapping`."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from weir import Client
+from weir.client import NodeClient
+from weir.errors import NotPendingError, WeirError, WrongRevisionError
+
+from weir_gateway import metrics
+from weir_gateway.acks import AckCoalescer
+from weir_gateway.waymaker_streams import mapping
+from weir_gateway.waymaker_streams.mapping import MultiPartitionError
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
+
+logger = logging.getLogger(__name__)
+PROTOCOL = "waymaker_streams"
+Response = TypeVar("Response")
+Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[Any]]
+
+REPLICATION_METHODS = (
+    "ReplicateConsumerState",
+    "ReplicateSourceTailState",
+    "ReplicateStreamCreate",
+    "ReplicateMessage",
+    "ReplicateStreamDelete",
+    "ReplicateTruncate",
+    "ReplicateStreamUpdate",
+    "ReplicateWorkQueueAck",
+)
+NOT_YET = {
+    "TransferStream": "moving streams between nodes",
+    "MigrateStream": "moving streams between nodes",
+    "RebalanceStreams": "moving streams between nodes",
+    "ClearStreamAuthority": "authority overrides",
+    "ListStreamAuthorityOverrides": "authority overrides",
+    "SetStreamPinned": "pinning",
+    "GetClusterStreamStats": "cluster stats through this door (`weir stats` has them)",
+    "WatchStreams": "the admin watch through this door",
+    "PutObject": "the object store",
+    "GetObject": "the object store",
+    "DeleteObject": "the object store",
+    "GetObjectInfo": "the object store",
+    "ListObjects": "the object store",
+    "PutObjectStream": "the object store",
+    "GetObjectStream": "the object store",
+    "ListObjectRevisions": "the object store",
+    "GetObjectRange": "the object store",
+}
+
+
+def seed_rpc(response: type[Any]) -> Callable[[Handler], Handler]:
+    """Times the method and answers a WeirError in `response`'s body (success false, the seed's
+    result code, the error's message; a wrong_revision Publish also carries the subject's last
+    seq); anything else is result_code "internal", logged."""
+
+    def decorate(handler: Handler) -> Handler:
+        method = handler.__name__
+        histogram = metrics.RPC_SECONDS.labels(PROTOCOL, method)
+
+        @functools.wraps(handler)
+        async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started = time.perf_counter()
+            try:
+                return await handler(self, request, context)
+            except WeirError as error:
+                code = mapping.seed_result_code(method, error)
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, code).inc()
+                answer = response(success=False, result_code=code, message=error.message)
+                if isinstance(error, WrongRevisionError):
+                    answer.seq = int(error.metadata.get("last_seq", "0"))
+                return answer
+            except Exception as error:
+                metrics.RPC_ERRORS.labels(PROTOCOL, method, "internal").inc()
+                logger.exception("waymaker.streams %s failed", method)
+                return response(success=False, result_code="internal", message=f"{type(error).__name__}: {error}")
+            finally:
+                histogram.observe(time.perf_counter() - started)
+
+        return wrapper
+
+    return decorate
+
+
+def _refusal(method: str, code: grpc.StatusCode, message: str) -> Handler:
+    async def refuse(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        metrics.RPC_ERRORS.labels(PROTOCOL, method, code.name.lower()).inc()
+        await context.abort(code, message)
+
+    refuse.__name__ = method
+    return refuse
+
+
+OK: dict[str, Any] = {"success": True, "result_code": "ok"}
+
+
+class WaymakerStreamsServicer(seed_grpc.WaymakerStreamsServiceServicer):
+    """The seed's client RPCs over `client` (a stream of the seed is a one-partition Weir stream)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.acks = AckCoalescer(client)  # concurrent Acks of a partition share AckBatch calls
+
+    async def _single_partition(self, stream: str) -> None:
+        """Raises MultiPartitionError for a stream of more than one partition (NoSuchStreamError
+        when there is none)."""
+        route = await self.client.route(stream)
+        if len(route.partitions) != 1:
+            raise MultiPartitionError(
+                f"stream {stream!r} has {len(route.partitions)} partitions; the waymaker.streams API "
+                "addresses one-partition streams (use weir.v1 for this one)"
+            )
+
+    async def _on_primary(self, stream: str, call: Callable[[NodeClient], Awaitable[Response]]) -> Response:
+        await self._single_partition(stream)
+        return await self.client.on_leader(stream, 0, call)
+
+    # -- stream lifecycle --------------------------------------------------------------------------
+
+    @seed_rpc(seed.CreateStreamResponse)
+    async def CreateStream(self, request: seed.CreateStreamRequest, context: Any) -> seed.CreateStreamResponse:
+        await self.client.create_stream(mapping.stream_config_from_seed(request.config))
+        return seed.CreateStreamResponse(**OK)
+
+    @seed_rpc(seed.DeleteStreamResponse)
+    async def DeleteStream(self, request: seed.DeleteStreamRequest, context: Any) -> seed.DeleteStreamResponse:
+        await self.client.delete_stream(request.name)
+        return seed.DeleteStreamResponse(**OK)
+
+    @seed_rpc(seed.GetStreamInfoResponse)
+    async def GetStreamInfo(self, request: seed.GetStreamInfoRequest, context: Any) -> seed.GetStreamInfoResponse:
+        info = await self.client.stream_info(request.name)
+        return seed.GetStreamInfoResponse(
+            **OK,
+            config=mapping.stream_config_to_seed(info.config),
+            stats=mapping.stream_stats_to_seed(info.stats),
+        )
+
+    async def ListStreams(self, request: seed.ListStreamsRequest, context: grpc.aio.ServicerContext) -> Any:
+        started = time.perf_counter()
+        try:  # the seed's ListStreamsResponse has no result fields: a failure is a status
+            return seed.ListStreamsResponse(names=await self.client.list_streams())
+        except WeirError as error:
+            metrics.RPC_ERRORS.labels(PROTOCOL, "ListStreams", error.result_code.value).inc()
+            await context.abort(error.status_code, error.message)
+        finally:
+            metrics.RPC_SECONDS.labels(PROTOCOL, "ListStreams").observe(time.perf_counter() - started)
+        raise AssertionError("unreachable: abort raises")
+
+    @seed_rpc(seed.GetStreamSourcesResponse)
+    async def GetStreamSources(
+        self, request: seed.GetStreamSourcesRequest, context: Any
+    ) -> seed.GetStreamSourcesResponse:
+        return seed.GetStreamSourcesResponse(**OK)  # no stream has sources: CreateStream refuses them
+
+    @seed_rpc(seed.UpdateStreamResponse)
+    async def UpdateStream(self, request: seed.UpdateStreamRequest, context: Any) -> seed.UpdateStreamResponse:
+        updated = await self.client.update_stream(mapping.update_from_seed(request))
+        return seed.UpdateStreamResponse(
+            **OK, config=mapping.stream_config_to_seed(updated.config), pruned=updated.pruned
+        )
+
+    # -- messages ------------------------------------------------------------------------------------
+
+    @seed_rpc(seed.PublishResponse)
+    async def Publish(self, request: seed.PublishRequest, context: Any) -> seed.PublishResponse:
+        expected = request.expected_last_seq if request.HasField("expected_last_seq") else None
+        headers = [(header.key, header.value) for header in request.headers]
+        await self._single_partition(request.stream)
+        ack = await self.client.publish(  # batched with concurrent publishes of the partition
+            request.stream,
+            request.subject,
+            request.payload,
+            headers=headers,
+            partition=0,
+            expected_last_seq=expected,
+            ts_ms=request.ts_ms,
+            msg_id=f"waymaker.{secrets.token_urlsafe(12)}",  # the gateway's own retries store it once
+        )
+        return seed.PublishResponse(**OK, seq=ack.seq)
+
+    @seed_rpc(seed.FetchResponse)
+    async def Fetch(self, request: seed.FetchRequest, context: Any) -> seed.FetchResponse:
+        await self._single_partition(request.stream)
+        messages = await self.client.fetch(request.stream, request.consumer, 0, batch_size=request.batch_size)
+        return seed.FetchResponse(**OK, messages=[mapping.message_to_seed(message) for message in messages])
+
+    @seed_rpc(seed.AckResponse)
+    async def Ack(self, request: seed.AckRequest, context: Any) -> seed.AckResponse:
+        await self._single_partition(request.stream)
+        code = await self.acks.ack(request.stream, request.consumer, 0, request.seq, 0)
+        if code != "ok":
+            raise NotPendingError(f"seq {request.seq} is not pending for consumer {request.consumer!r}")
+        return seed.AckResponse(**OK)
+
+    @seed_rpc(seed.NakResponse)
+    async def Nak(self, request: seed.NakRequest, context: Any) -> seed.NakResponse:
+        await self._single_partition(request.stream)
+        await self.client.nak(request.stream, request.consumer, 0, request.seq, request.delay_ms)
+        return seed.NakResponse(**OK)
+
+    @seed_rpc(seed.TermResponse)
+    async def Term(self, request: seed.TermRequest, context: Any) -> seed.TermResponse:
+        await self._single_partition(request.stream)
+        await self.client.term(request.stream, request.consumer, 0, request.seq)
+        return seed.TermResponse(**OK)
+
+    @seed_rpc(seed.InProgressResponse)
+    async def InProgress(self, request: seed.InProgressRequest, context: Any) -> seed.InProgressResponse:
+        await self._single_partition(request.stream)
+        await self.client.in_progress(request.stream, request.consumer, 0, request.seq)
+        return seed.InProgressResponse(**OK)
+
+    async def Subscribe(
+        self, request: seed.SubscribeRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[seed.SubscribeEvent]:
+        """Push delivery from the partition's primary: a `message` event per delivered message and
+        a final `stopped` (stop_when_empty, consumer or stream deleted, node shutting down). A
+        failure ends the call with the error's status (the seed's event has no result fields);
+        what was delivered and not acknowledged is delivered again after the ack wait."""
+        started = time.perf_counter()
+        try:
+            await self._single_partition(request.stream)
+            node = await self.client.leader(request.stream, 0)
+            events = node.subscribe(
+                request.stream,
+                request.consumer,
+                partitions=[0],
+                batch_size=request.batch_size,
+                stop_when_empty=request.stop_when_empty,
+            )
+            async for event in events:
+                if event.WhichOneof("event") == "stopped":
+                    yield seed.SubscribeEvent(stopped=seed.SubscribeStopped(reason=event.stopped.reason))
+                    return
+                yield seed.SubscribeEvent(message=mapping.message_to_seed(event.message))
+        except WeirError as error:
+            metrics.RPC_ERRORS.labels(PROTOCOL, "Subscribe", error.result_code.value).inc()
+            await context.abort(error.status_code, error.message)
+        finally:
+            metrics.RPC_SECONDS.labels(PROTOCOL, "Subscribe").observe(time.perf_counter() - started)
+
+    # -- consumers -------------------------------------------------------------------------------------
+
+    @seed_rpc(seed.CreateConsumerResponse)
+    async def CreateConsumer(self, request: seed.CreateConsumerRequest, context: Any) -> seed.CreateConsumerResponse:
+        config = mapping.consumer_config_from_seed(request.config)
+        await self._single_partition(request.stream)
+        await self.client.create_consumer(request.stream, config)
+        return seed.CreateConsumerResponse(**OK)
+
+    @seed_rpc(seed.DeleteConsumerResponse)
+    async def DeleteConsumer(self, request: seed.DeleteConsumerRequest, context: Any) -> seed.DeleteConsumerResponse:
+        await self.client.delete_consumer(request.stream, request.consumer)
+        return seed.DeleteConsumerResponse(**OK)
+
+    @seed_rpc(seed.ListConsumersResponse)
+    async def ListConsumers(self, request: seed.ListConsumersRequest, context: Any) -> seed.ListConsumersResponse:
+        await self._single_partition(request.stream)
+        infos = await self.client.list_consumers(request.stream)
+        return seed.ListConsumersResponse(**OK, consumers=[mapping.consumer_state_to_seed(info) for info in infos])
+
+    @seed_rpc(seed.GetConsumerInfoResponse)
+    async def GetConsumerInfo(self, request: seed.GetConsumerInfoRequest, context: Any) -> seed.GetConsumerInfoResponse:
+        await self._single_partition(request.stream)
+        info = await self.client.consumer_info(request.stream, request.consumer)
+        return seed.GetConsumerInfoResponse(**OK, consumer=mapping.consumer_state_to_seed(info))
+
+    # -- subject lookups -------------------------------------------------------------------------------
+
+    @seed_rpc(seed.ReadLatestAtSubjectResponse)
+    async def ReadLatestAtSubject(
+        self, request: seed.ReadLatestAtSubjectRequest, context: Any
+    ) -> seed.ReadLatestAtSubjectResponse:
+        latest = await self._on_primary(
+            request.stream, lambda node: node.latest_at_subject(request.stream, request.subject)
+        )
+        answer = seed.ReadLatestAtSubjectResponse(**OK)
+        if latest is not None:
+            answer.latest.CopyFrom(mapping.message_to_seed(latest))
+        return answer
+
+    @seed_rpc(seed.ListSubjectsByPrefixResponse)
+    async def ListSubjectsByPrefix(
+        self, request: seed.ListSubjectsByPrefixRequest, context: Any
+    ) -> seed.ListSubjectsByPrefixResponse:
+        stream = request.stream
+        subjects = await self._on_primary(stream, lambda node: node.list_subjects(stream, request.prefix))
+        return seed.ListSubjectsByPrefixResponse(**OK, subjects=subjects)
+
+    @seed_rpc(seed.ScanExactAtSubjectResponse)
+    async def ScanExactAtSubject(
+        self, request: seed.ScanExactAtSubjectRequest, context: Any
+    ) -> seed.ScanExactAtSubjectResponse:
+        limit = request.limit or mapping.SCAN_DEFAULT_LIMIT
+        messages = await self._on_primary(
+            request.stream,
+            lambda node: node.scan_subject(request.stream, request.subject, from_seq=request.from_seq, limit=limit),
+        )
+        return seed.ScanExactAtSubjectResponse(**OK, messages=[mapping.message_to_seed(m) for m in messages])
+
+
+for _method in REPLICATION_METHODS:
+    setattr(
+        WaymakerStreamsServicer,
+        _method,
+        _refusal(
+            _method,
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"{_method} is the seed cluster's internal replication; this broker replicates through its own "
+            "internal API and does not accept it from clients",
+        ),
+    )
+for _method, _what in NOT_YET.items():
+    setattr(
+        WaymakerStreamsServicer,
+        _method,
+        _refusal(_method, grpc.StatusCode.UNIMPLEMENTED, f"{_method}: {_what} is not served through this door yet"),
+    )

@@ -1,0 +1,263 @@
+"""The gateway's waymaker.streams front door (`/waymaker.streams.WaymakerStreamsService/*`, the streams
+seed's API verbatim), driven by a client built at test time from the seed file itself
+(../shared/seeds/003 without its six header lines, compiled by protoc into a private descriptor pool:
+the client shares no code, and no generated module, with the gateway). A real cluster, a real
+gateway process, real gRPC; what the seed client stores is read back through the Weir SDK."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_tools import protoc  # type: ignore[import-untyped]
+from weir import Client, stream_config
+from weir.v1 import types_pb2
+from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.waymaker_streams import mapping
+from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
+
+from tests.conftest import needs_own_processes
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT.parent / "shared" / "seeds"
+KEPT = ROOT / "proto" / "gateway" / "weir_gateway" / "waymaker_streams" / "pb" / "waymaker_streams.proto"
+SERVICE = "waymaker.streams.WaymakerStreamsService"
+HEADER_LINES = 6
+
+
+def seed_text() -> str:
+    """The seed proto: ../shared/seeds/003 without its header lines, or, in a checkout without
+    it, the gateway's kept copy (checked against the seed wherever the seed is present)."""
+    found = sorted(SEEDS.glob("003_*.txt")) if SEEDS.exists() else []
+    if not found:
+        return KEPT.read_text()
+    return "".join(found[0].read_text().splitlines(keepends=True)[HEADER_LINES:])
+
+
+def test_the_served_proto_is_the_seed_verbatim() -> None:
+    assert KEPT.read_text() == seed_text()
+
+
+@pytest.fixture(scope="module")
+def seed_pool(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("seed-protos")
+    (root / "waymaker_streams.proto").write_text(seed_text())
+    descriptor_set = root / "set.pb"
+    arguments = ["protoc", f"-I{root}", f"--descriptor_set_out={descriptor_set}", str(root / "waymaker_streams.proto")]
+    assert protoc.main(arguments) == 0
+    pool = descriptor_pool.DescriptorPool()
+    for file in descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes()).file:
+        pool.Add(file)
+    return pool
+
+
+class SeedClient:
+    """Calls /waymaker.streams.WaymakerStreamsService/<Rpc> with the seed's own messages."""
+
+    def __init__(self, pool: Any, address: str) -> None:
+        file = pool.FindFileByName("waymaker_streams.proto")
+        self.classes = {name: message_factory.GetMessageClass(d) for name, d in file.message_types_by_name.items()}
+        self.enums = file.enum_types_by_name
+        self.service = file.services_by_name["WaymakerStreamsService"]
+        self.channel = grpc.aio.insecure_channel(address)
+
+    def new(self, name: str, /, **fields: Any) -> Any:
+        return self.classes[name](**fields)
+
+    def enum(self, enum_name: str, value_name: str) -> int:
+        return int(self.enums[enum_name].values_by_name[value_name].number)
+
+    async def call(self, rpc: str, **fields: Any) -> Any:
+        method = self.service.methods_by_name[rpc]
+        call = self.channel.unary_unary(
+            f"/{SERVICE}/{rpc}",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=self.classes[method.output_type.name].FromString,
+        )
+        return await call(self.classes[method.input_type.name](**fields), timeout=15)
+
+    async def events(self, rpc: str, **fields: Any) -> list[Any]:
+        """Every message of a server-streaming call, until the server ends it."""
+        method = self.service.methods_by_name[rpc]
+        call = self.channel.unary_stream(
+            f"/{SERVICE}/{rpc}",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=self.classes[method.output_type.name].FromString,
+        )
+        return [event async for event in call(self.classes[method.input_type.name](**fields), timeout=15)]
+
+    async def ok(self, rpc: str, **fields: Any) -> Any:
+        response = await self.call(rpc, **fields)
+        assert (response.success, response.result_code) == (True, "ok"), (rpc, response)
+        return response
+
+    async def refused(self, rpc: str, result_code: str, **fields: Any) -> str:
+        response = await self.call(rpc, **fields)
+        assert (response.success, response.result_code) == (False, result_code), (rpc, response)
+        assert response.message, (rpc, response)
+        return str(response.message)
+
+
+@pytest.fixture(scope="module")
+def gateway(cluster: LocalCluster) -> Iterator[GatewayHandle]:
+    needs_own_processes()
+    handle = cluster.start_gateway("waymaker-gateway")
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+async def seed(seed_pool: Any, gateway: GatewayHandle) -> AsyncIterator[SeedClient]:
+    client = SeedClient(seed_pool, gateway.waymaker_streams_address)
+    yield client
+    await client.channel.close()
+
+
+def limits_config(client: SeedClient, name: str, **limits: int) -> Any:
+    config = client.new("StreamConfigPb", name=name, subjects_filter=["orders.>", "dlq.>"])
+    config.retention.limits.SetInParent()
+    for field, value in limits.items():
+        setattr(config.retention.limits, field, value)
+    return config
+
+
+async def test_stream_lifecycle_and_bad_configs(seed: SeedClient, stream_name: str) -> None:
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name, max_msgs=100))
+    info = await seed.ok("GetStreamInfo", name=stream_name)
+    assert list(info.config.subjects_filter) == ["orders.>", "dlq.>"]
+    assert (info.config.retention.limits.max_msgs, info.config.retention.limits.strict_limits) == (100, True)
+    assert not info.config.retention.limits.HasField("max_age_ms")
+    assert (info.stats.last_seq, info.stats.msg_count) == (0, 0)
+    assert stream_name in (await seed.call("ListStreams")).names
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name, max_msgs=100))  # a retried create
+    other = limits_config(seed, stream_name, max_msgs=5)
+    assert "exists" in await seed.refused("CreateStream", "already_exists", config=other)
+    await seed.refused("CreateStream", "invalid_config", config=seed.new("StreamConfigPb", name="bad name!"))
+    sourcing = seed.new("StreamConfigPb", name=f"{stream_name}-src")
+    sourcing.sources.add(source_stream=stream_name)
+    assert "sources" in await seed.refused("CreateStream", "invalid_config", config=sourcing)
+    updated = await seed.ok("UpdateStream", name=stream_name, max_msgs=50, max_age_ms=3_600_000)
+    assert (updated.config.retention.limits.max_msgs, updated.config.retention.limits.max_age_ms) == (50, 3_600_000)
+    await seed.refused("UpdateStream", "no_such_stream", name=f"{stream_name}-missing", max_msgs=1)
+    assert (await seed.ok("GetStreamSources")).entries == []
+    await seed.ok("DeleteStream", name=stream_name)
+    await seed.refused("DeleteStream", "no_such_stream", name=stream_name)
+    await seed.refused("GetStreamInfo", "no_such_stream", name=stream_name)
+
+
+async def test_publish_fetch_and_settle(seed: SeedClient, stream_name: str, router_addresses: list[str]) -> None:
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+    header = seed.new("MessageHeader", key="trace", value="t-1")
+    seqs = [
+        (await seed.ok("Publish", stream=stream_name, subject=f"orders.{n}", payload=b"p%d" % n, headers=[header])).seq
+        for n in range(3)
+    ]
+    assert seqs == [1, 2, 3]
+    stamped = await seed.ok("Publish", stream=stream_name, subject="orders.0", payload=b"late", ts_ms=1_700_000_000_000)
+    assert stamped.seq == 4
+    wrong = await seed.call("Publish", stream=stream_name, subject="orders.0", payload=b"x", expected_last_seq=1)
+    assert (wrong.success, wrong.result_code, wrong.seq) == (False, "wrong_revision", 4)  # the subject's last seq
+    await seed.refused("Publish", "subject_rejected", stream=stream_name, subject="payments.1", payload=b"x")
+    await seed.refused("Publish", "no_such_stream", stream=f"{stream_name}-missing", subject="orders.1", payload=b"x")
+
+    consumer = seed.new("ConsumerConfigPb", name="c", filter_subject="orders.>", ack_wait_ms=60_000)
+    await seed.ok("CreateConsumer", stream=stream_name, config=consumer)
+    by_seq = seed.new("ConsumerConfigPb", name="d")
+    by_seq.delivery_policy.type = seed.enum("DeliveryPolicyType", "DELIVERY_BY_START_SEQ")  # without start_seq
+    await seed.refused("CreateConsumer", "invalid_config", stream=stream_name, config=by_seq)
+    await seed.refused("CreateConsumer", "no_such_stream", stream=f"{stream_name}-missing", config=consumer)
+
+    fetched = (await seed.ok("Fetch", stream=stream_name, consumer="c", batch_size=2)).messages
+    assert [(m.seq, m.subject, m.payload, m.deliver_count) for m in fetched] == [
+        (1, "orders.0", b"p0", 1),
+        (2, "orders.1", b"p1", 1),
+    ]
+    assert [(h.key, h.value) for h in fetched[0].headers] == [("trace", "t-1")]
+    await seed.ok("Ack", stream=stream_name, consumer="c", seq=1)
+    await seed.refused("Ack", "not_pending", stream=stream_name, consumer="c", seq=1)
+    await seed.ok("Nak", stream=stream_name, consumer="c", seq=2)
+    again = (await seed.ok("Fetch", stream=stream_name, consumer="c", batch_size=10)).messages
+    assert [(m.seq, m.deliver_count) for m in again] == [(2, 2), (3, 1), (4, 1)]
+    assert again[2].ts_ms == 1_700_000_000_000
+    await seed.ok("Term", stream=stream_name, consumer="c", seq=2)
+    await seed.ok("InProgress", stream=stream_name, consumer="c", seq=3)
+    for seq in (3, 4):
+        await seed.ok("Ack", stream=stream_name, consumer="c", seq=seq)
+    await seed.refused("Fetch", "no_such_consumer", stream=stream_name, consumer="nobody", batch_size=1)
+
+    state = (await seed.ok("GetConsumerInfo", stream=stream_name, consumer="c")).consumer
+    assert (state.config.name, state.config.filter_subject, state.config.ack_wait_ms) == ("c", "orders.>", 60_000)
+    assert (state.ack_floor, state.last_delivered) == (4, 4)
+    assert [c.config.name for c in (await seed.ok("ListConsumers", stream=stream_name)).consumers] == ["c"]
+    await seed.ok("DeleteConsumer", stream=stream_name, consumer="c")
+    await seed.refused("GetConsumerInfo", "no_such_consumer", stream=stream_name, consumer="c")
+
+    async with Client(router_addresses) as weir:  # the seed client's messages are Weir's
+        stored = await weir.on_leader(stream_name, 0, lambda node: node.get_message(stream_name, 0, 2))
+        assert (stored.subject, stored.payload) == ("orders.1", b"p1")
+
+
+async def test_subject_lookups(seed: SeedClient, stream_name: str) -> None:
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+    for subject, payload in (("orders.a", b"1"), ("orders.b", b"2"), ("orders.a", b"3")):
+        await seed.ok("Publish", stream=stream_name, subject=subject, payload=payload)
+    latest = await seed.ok("ReadLatestAtSubject", stream=stream_name, subject="orders.a")
+    assert (latest.latest.seq, latest.latest.payload) == (3, b"3")
+    assert not (await seed.ok("ReadLatestAtSubject", stream=stream_name, subject="orders.z")).HasField("latest")
+    subjects = await seed.ok("ListSubjectsByPrefix", stream=stream_name, prefix="orders.")
+    assert sorted(subjects.subjects) == ["orders.a", "orders.b"]
+    scanned = await seed.ok("ScanExactAtSubject", stream=stream_name, subject="orders.a", from_seq=2)
+    assert [m.seq for m in scanned.messages] == [3]
+    await seed.refused("ReadLatestAtSubject", "no_such_stream", stream=f"{stream_name}-missing", subject="orders.a")
+
+
+async def test_subscribe_pushes_until_empty(seed: SeedClient, stream_name: str) -> None:
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+    for number in range(3):
+        await seed.ok("Publish", stream=stream_name, subject="orders.x", payload=b"%d" % number)
+    await seed.ok("CreateConsumer", stream=stream_name, config=seed.new("ConsumerConfigPb", name="push"))
+    events = await seed.events("Subscribe", stream=stream_name, consumer="push", batch_size=2, stop_when_empty=True)
+    assert [(e.message.seq, e.message.payload) for e in events[:-1]] == [(1, b"0"), (2, b"1"), (3, b"2")]
+    assert events[-1].WhichOneof("event") == "stopped" and events[-1].stopped.reason == "empty"
+    for seq in (1, 2, 3):
+        await seed.ok("Ack", stream=stream_name, consumer="push", seq=seq)
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await seed.events("Subscribe", stream=stream_name, consumer="nobody", stop_when_empty=True)
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_multi_partition_streams_and_refused_rpcs(
+    seed: SeedClient, stream_name: str, router_addresses: list[str]
+) -> None:
+    async with Client(router_addresses) as weir:
+        await weir.create_stream(stream_config(stream_name, partitions=2))
+    message = await seed.refused("Publish", "invalid_argument", stream=stream_name, subject="a", payload=b"x")
+    assert "2 partitions" in message
+    await seed.refused("Fetch", "invalid_argument", stream=stream_name, consumer="c", batch_size=1)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await seed.call("ReplicateMessage", stream=stream_name)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "internal replication" in str(refused.value.details())
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await seed.call("PutObject")
+    assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert "object store" in str(missing.value.details())
+
+
+def test_stream_config_round_trip() -> None:
+    """Pure: a seed config through Weir's and back keeps every field Weir stores."""
+    config = kept.StreamConfigPb(name="s", subjects_filter=["a.>"], max_msg_bytes=1024, ephemeral=True)
+    config.retention.limits.max_age_ms = 60_000
+    config.max_msgs_per_subject = 3
+    weir = mapping.stream_config_from_seed(config)
+    assert (weir.partitions, weir.storage, weir.limits.max_msgs_per_subject) == (1, types_pb2.STORAGE_KIND_MEMORY, 3)
+    back = mapping.stream_config_to_seed(weir)
+    config.retention.limits.strict_limits = True  # Weir always prunes per message
+    assert back == config
+    work_queue = kept.StreamConfigPb(name="w")
+    work_queue.retention.work_queue.SetInParent()
+    assert mapping.stream_config_from_seed(work_queue).retention == types_pb2.RETENTION_POLICY_WORK_QUEUE
