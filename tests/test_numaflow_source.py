@@ -37,6 +37,11 @@ SEED_PROTO = Path(__file__).resolve().parent / "protocols" / "numaflow_source_se
 SHARED_SEED = ROOT.parent / "shared" / "seeds" / "004_2bfbbd140bd31416.txt"
 ACK_WAIT_MS = 2000
 SIDECAR_ENV = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": str(ACK_WAIT_MS), "WEIR_NUMAFLOW_SOURCE_FETCH_BATCH": "50"}
+# The kill tests assert that exactly the unacknowledged messages come back. A 2 s ack_wait was too
+# short for that on a loaded 2-core CI machine: an ack arriving after it settled nothing (at-least-once,
+# as designed), and the acknowledged-late messages came back too. Their ack_wait leaves room for that.
+FAULT_ACK_WAIT_MS = 8000
+FAULT_ENV = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": str(FAULT_ACK_WAIT_MS)}
 
 
 # -- the seed's proto and its stubs ---------------------------------------------------------------
@@ -283,15 +288,15 @@ async def test_a_source_killed_before_acking_has_its_messages_delivered_again(
 ) -> None:
     await sdk.create_stream(stream_config(stream_name, partitions=2))
     published = await publish(sdk, stream_name, 60, 2)
-    first = start_sidecar(cluster, sidecars, "replica-0", stream_name)
+    first = start_sidecar(cluster, sidecars, "replica-0", stream_name, **FAULT_ENV)
     async with data_plane(first, seed) as source:
         read = await read_until(source, 60)
         assert len(read) == 60
         await source.ack(read[:20])
     first.kill()  # the other 40 were read and never acknowledged
-    restarted = start_sidecar(cluster, sidecars, "replica-0", stream_name)  # the pod again, same member id
+    restarted = start_sidecar(cluster, sidecars, "replica-0", stream_name, **FAULT_ENV)  # the pod again, same member id
     async with data_plane(restarted, seed) as source:
-        again = await read_until(source, 40, timeout_s=ACK_WAIT_MS / 1000 + 20)
+        again = await read_until(source, 40, timeout_s=FAULT_ACK_WAIT_MS / 1000 + 20)
         assert sorted(datum.payload for datum in again) == sorted(datum.payload for datum in read[20:])
         assert {parse_offset(datum.offset, datum.partition_id).deliver_count for datum in again} == {2}
         await source.ack(again)
@@ -308,8 +313,8 @@ async def test_two_replicas_split_the_partitions_and_one_takes_over_when_the_oth
 ) -> None:
     await sdk.create_stream(stream_config(stream_name, partitions=4))
     published = await publish(sdk, stream_name, 200, 4)
-    left = start_sidecar(cluster, sidecars, "pipeline-in-0", stream_name)
-    right = start_sidecar(cluster, sidecars, "pipeline-in-1", stream_name)
+    left = start_sidecar(cluster, sidecars, "pipeline-in-0", stream_name, **FAULT_ENV)
+    right = start_sidecar(cluster, sidecars, "pipeline-in-1", stream_name, **FAULT_ENV)
     # One data plane per sidecar for the whole test: a data plane closing its streams is its pod
     # stopping, and pynumaflow then stops the sidecar too (server.py).
     async with data_plane(right, seed) as two:
@@ -334,7 +339,7 @@ async def test_two_replicas_split_the_partitions_and_one_takes_over_when_the_oth
             return sorted(await two.partitions()) == [0, 1, 2, 3]
 
         await eventually(took_over, 20, "the surviving replica holds every partition")
-        rest = await read_payloads(two, unacked, timeout_s=ACK_WAIT_MS / 1000 + 20)
+        rest = await read_payloads(two, unacked, timeout_s=FAULT_ACK_WAIT_MS / 1000 + 20)
         await two.ack(rest)
         assert {datum.payload for datum in rest} == unacked  # what the dead one held, and only that
     info = await sdk.consumer_info(stream_name, "numaflow")
