@@ -261,6 +261,20 @@ async def test_deliver_policies_set_the_start(client: NodeClient, stream: str) -
     assert [m.seq for m in await client.fetch(stream, "new")] == [5]
 
 
+async def test_last_per_subject_delivers_each_subjects_newest_then_every_change(
+    client: NodeClient, stream: str
+) -> None:
+    await client.create_stream(stream_config(stream, subjects=["kv.>"]))
+    for subject in ["kv.a", "kv.b", "kv.a", "kv.c", "kv.a"]:  # seqs 1..5: newest kv.b 2, kv.c 4, kv.a 5
+        await client.publish(stream, subject, subject.encode())
+    info = await client.create_consumer(stream, consumer_config("watch", deliver_policy="last_per_subject"))
+    assert [(p.last_delivered, p.num_pending, p.last_per_subject_until) for p in info.partitions] == [(0, 3, 5)]
+    assert [m.seq for m in await client.fetch(stream, "watch", batch_size=10)] == [2, 4, 5]
+    await client.publish(stream, "kv.b", b"x")
+    await client.publish(stream, "kv.b", b"y")
+    assert [(m.seq, m.payload) for m in await client.fetch(stream, "watch", batch_size=10)] == [(6, b"x"), (7, b"y")]
+
+
 # -- pull delivery ----------------------------------------------------------------------------------
 
 

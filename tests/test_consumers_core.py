@@ -244,6 +244,52 @@ async def test_delivery_policies_over_partitions(node: Node, storage: str) -> No
     }
 
 
+async def test_deliver_last_per_subject_then_every_later_message(node: Node, storage: str) -> None:
+    """Of what is stored at creation, the newest message of each subject (in seq order); after it,
+    every message, none passed over even when a later one shares its subject (a key-value watch)."""
+    await node.create_stream(stream_config("kv", subjects=["k.>"], partitions=2, storage=storage))
+    # p0: 1 k.a, 2 k.b, 3 k.a, 4 k.c, 5 k.b; p1: 1 k.a
+    await publish(node, "kv", *[entry(s, partition=0) for s in ("k.a", "k.b", "k.a", "k.c", "k.b")])
+    await publish(node, "kv", entry("k.a", partition=1))
+    created = await node.create_consumer("kv", consumer_config("c", deliver_policy="last_per_subject"))
+    assert [(p.last_per_subject_until, p.num_pending) for p in created.partitions] == [(5, 3), (1, 1)]
+    await node.create_consumer("kv", consumer_config("b", deliver_policy="last_per_subject", filter_subject="k.b"))
+    # stored after creation, before the first fetch: k.a's value at creation (3) is still delivered
+    await publish(node, "kv", entry("k.a", partition=0), entry("k.a", partition=0), entry("k.b", partition=0))
+    assert node.consumer_info("kv", "c").partitions[0].num_pending == 6  # 3, 4, 5, then 6, 7, 8
+    assert await fetch(node, "kv", "c", batch=2) == [(3, 1), (4, 1)]  # a batch counts deliveries only
+    assert node.consumer_info("kv", "c").partitions[0].num_pending == 4
+    assert await fetch(node, "kv", "c") == [(5, 1), (6, 1), (7, 1), (8, 1)]
+    assert await fetch(node, "kv", "c", 1) == [(1, 1)]
+    assert await fetch(node, "kv", "b") == [(5, 1), (8, 1)]
+    info = node.consumer_info("kv", "c")
+    assert [(p.partition, p.last_delivered, p.num_ack_pending) for p in info.partitions] == [(0, 8, 6), (1, 1, 1)]
+    # a stream empty at creation: nothing to pass over
+    await node.create_stream(stream_config("empty", subjects=["k.>"], storage=storage))
+    await node.create_consumer("empty", consumer_config("c", deliver_policy="last_per_subject"))
+    await publish(node, "empty", entry("k.a"), entry("k.a"))
+    assert await fetch(node, "empty", "c") == [(1, 1), (2, 1)]
+
+
+async def test_last_per_subject_keeps_its_horizon_across_a_restart(tmp_path: Path, clock: ManualClock) -> None:
+    core = await Node.open(settings(tmp_path), clock=clock)
+    await core.create_stream(stream_config("kv", subjects=["k.>"]))
+    await publish(core, "kv", *[entry(s) for s in ("k.a", "k.b", "k.a", "k.b", "k.c")])  # newest: 3, 4, 5
+    await core.create_consumer("kv", consumer_config("fresh", deliver_policy="last_per_subject"))  # never fetched
+    await core.create_consumer("kv", consumer_config("begun", deliver_policy="last_per_subject"))
+    assert await fetch(core, "kv", "begun", batch=1) == [(3, 1)]
+    await publish(core, "kv", entry("k.a"), entry("k.c"))  # 6, 7: after the horizon
+    await core.close()
+
+    reopened = await Node.open(settings(tmp_path), clock=clock)
+    try:
+        assert await fetch(reopened, "kv", "fresh") == [(3, 1), (4, 1), (5, 1), (6, 1), (7, 1)]  # from the catalog
+        assert await fetch(reopened, "kv", "begun") == [(4, 1), (5, 1), (6, 1), (7, 1)]  # from its stored state
+        assert reopened._stream("kv").partitions[0].consumers["begun"].last_per_subject_until == 5
+    finally:
+        await reopened.close()
+
+
 async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: str) -> None:
     await node.create_stream(stream_config("timed", partitions=3, storage=storage))
     await publish(node, "timed", entry(partition=0), entry(partition=0), entry(partition=1))

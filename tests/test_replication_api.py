@@ -889,6 +889,44 @@ async def test_replicate_consumer_state_applies_a_snapshot_and_a_tombstone_remov
     assert await info_on(placed.primary) == primary_info
 
 
+async def test_a_last_per_subject_horizon_is_the_primarys_and_the_consumer_snapshot_carries_it(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """A follower behind the primary when a DELIVER_POLICY_LAST_PER_SUBJECT consumer is created
+    starts with a horizon of its own log; the primary's consumer snapshot gives it the primary's,
+    so after a failover it would pass over exactly what the primary would have."""
+    placed = await place(manual, manual_client, stream_name)
+    async with client_port(placed.primary) as node:
+        for subject in ("orders.a", "orders.b", "orders.c"):
+            await node.publish(stream_name, subject, b"v", ack_level="leader")
+        await ship(placed, placed.first)  # the first secondary holds 1..3
+        for _ in range(3):
+            await node.publish(stream_name, "orders.a", b"v", ack_level="leader")  # 4..6: the primary only
+    await manual_client.create_consumer(stream_name, consumer_config("watch", deliver_policy="last_per_subject"))
+
+    async def horizon_and_pending(node: ClusterNode) -> tuple[int, int]:
+        async with internal(node) as client:
+            (entry,) = (await client.consumer_info(stream_name, "watch")).partitions
+        return entry.last_per_subject_until, entry.num_pending
+
+    assert await horizon_and_pending(placed.primary) == (6, 3)  # orders.b 2, orders.c 3, orders.a 6
+    assert await horizon_and_pending(placed.first) == (3, 3)  # its own log at creation: 1, 2, 3
+    async with client_port(placed.primary) as direct:
+        assert seqs(await direct.fetch(stream_name, "watch", 0, batch_size=1)) == [2]
+    async with replication(placed.primary) as primary:
+        (snapshot,) = (await primary.consumer_snapshots(stream_name, 0, placed.epoch)).snapshots
+    assert (snapshot.last_delivered, snapshot.last_per_subject_until) == (2, 6)
+
+    await ship(placed, placed.first, after_seq=3)
+    assert await horizon_and_pending(placed.first) == (3, 6)  # its own horizon: 1, 2, 3, then 4, 5, 6
+    request = internal_pb2.ReplicateConsumerStateRequest(
+        stream=stream_name, leader_epoch=placed.epoch, snapshot=snapshot
+    )
+    applied = await replicate(placed.first, "ReplicateConsumerState", request)
+    assert (applied.result_code, applied.success) == ("ok", True), applied.message
+    assert await horizon_and_pending(placed.first) == (6, 2)  # the primary's: 3, then 6
+
+
 async def config_on(node: ClusterNode, stream: str) -> types_pb2.StreamConfig:
     """The node's own copy of the stream's config (GetStreamInfo on its internal port)."""
     async with internal(node) as client:

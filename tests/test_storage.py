@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
+from weir_partition_node.catalog import Catalog
 from weir_partition_node.storage import msgids
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
 from weir_partition_node.storage.checkpoint import WalCheckpointer
@@ -506,3 +507,55 @@ def test_msg_ids_with_odd_characters_survive_a_reopen(tmp_path: Path) -> None:
     reopened = SqlitePartitionLog(tmp_path / "p", "orders", 0)
     assert reopened.recent_msg_ids(0, 10) == [(odd[0], 1, 7), (odd[1], 2, 7), (odd[2], 3, 7)]
     reopened.close()
+
+
+def test_subject_lookups_for_last_per_subject_delivery(log: PartitionLog) -> None:
+    subjects = ["k.a", "k.b", "k.a", "k.c", "k.a", "k.b"]  # seqs 1..6
+    append(log, [record(seq, subject) for seq, subject in enumerate(subjects, start=1)])
+    assert [log.next_subject_seq("k.a", after) for after in (0, 1, 3, 5)] == [1, 3, 5, 0]
+    assert log.next_subject_seq("k.none", 0) == 0
+    # newest at or below the horizon 4: k.a 3, k.b 2, k.c 4
+    assert log.count_newest_per_subject(0, 4, None) == 3
+    assert log.count_newest_per_subject(2, 4, None) == 2
+    assert log.count_newest_per_subject(2, 4, lambda subject: subject != "k.c") == 1
+    assert log.count_newest_per_subject(4, 4, None) == 0
+
+
+def test_a_log_written_before_last_per_subject_opens_with_no_horizon(tmp_path: Path) -> None:
+    directory = tmp_path / "p0"
+    directory.mkdir()
+    old = sqlite3.connect(directory / "log.sqlite")
+    old.execute(
+        "CREATE TABLE consumers (name TEXT PRIMARY KEY, incarnation INTEGER NOT NULL, ack_floor INTEGER NOT NULL, "
+        "last_delivered INTEGER NOT NULL, delivered INTEGER NOT NULL, acked INTEGER NOT NULL, redelivered INTEGER "
+        "NOT NULL, dead_lettered INTEGER NOT NULL, dropped INTEGER NOT NULL, termed INTEGER NOT NULL)"
+    )
+    old.execute("INSERT INTO consumers VALUES ('c', 7, 2, 3, 3, 2, 0, 0, 0, 0)")
+    old.commit()
+    old.close()
+    log = SqlitePartitionLog(directory, "orders", 0)
+    try:
+        stored = log.load_consumers()["c"]
+        assert (stored.incarnation, stored.last_delivered, stored.last_per_subject_until) == (7, 3, 0)
+        log.commit(CommitBatch(consumer_states=[("c", 7, 3, 4, 4, 3, 0, 0, 0, 0, 9)]))
+        assert log.load_consumers()["c"].last_per_subject_until == 9
+    finally:
+        log.close()
+
+
+async def test_a_catalog_written_before_last_per_subject_opens_with_no_horizons(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE consumers (stream TEXT NOT NULL, name TEXT NOT NULL, config BLOB NOT NULL, created_at_ms "
+        "INTEGER NOT NULL, incarnation INTEGER NOT NULL, start_seqs TEXT NOT NULL, PRIMARY KEY (stream, name))"
+    )
+    old.execute("INSERT INTO consumers VALUES ('s', 'c', x'', 1, 2, '[0, 4]')")
+    old.commit()
+    old.close()
+    catalog = await Catalog.open(path)
+    try:
+        (row,) = await catalog.load_consumers()
+        assert (row.start_seqs, row.last_per_subject_until) == ([0, 4], [])
+    finally:
+        await catalog.close()

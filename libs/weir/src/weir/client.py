@@ -603,6 +603,7 @@ DELIVER_POLICIES = {
     "by_start_seq": types_pb2.DELIVER_POLICY_BY_START_SEQ,
     "by_start_time": types_pb2.DELIVER_POLICY_BY_START_TIME,
     "new": types_pb2.DELIVER_POLICY_NEW,
+    "last_per_subject": types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT,
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS consumers (
     created_at_ms INTEGER NOT NULL,
     incarnation INTEGER NOT NULL,
     start_seqs TEXT NOT NULL,
+    last_per_subject_until TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (stream, name)
 );
 """
@@ -45,7 +46,8 @@ CREATE TABLE IF NOT EXISTS consumers (
 @dataclass(slots=True, frozen=True)
 class ConsumerRow:
     """A consumer as the catalog stores it: config, creation time, incarnation (the change seq of
-    its creation) and, per partition, the last_delivered it started from (its delivery policy)."""
+    its creation) and, per partition, the last_delivered it started from (its delivery policy) and,
+    for DELIVER_POLICY_LAST_PER_SUBJECT, the partition's last seq at creation (empty otherwise)."""
 
     stream: str
     name: str
@@ -53,6 +55,7 @@ class ConsumerRow:
     created_at_ms: int
     incarnation: int
     start_seqs: list[int]
+    last_per_subject_until: list[int] = field(default_factory=list)
 
 
 StoredChange = tuple[int, int, bytes]  # (change_seq, ts_ms, encoded weir.v1.Change)
@@ -85,6 +88,9 @@ class Catalog:
         columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(streams)")}
         if "placement" not in columns:  # a catalog written before clustering existed
             await db.execute("ALTER TABLE streams ADD COLUMN placement BLOB")
+        columns = {row[1] for row in await db.execute_fetchall("PRAGMA table_info(consumers)")}
+        if "last_per_subject_until" not in columns:  # a catalog written before that delivery policy
+            await db.execute("ALTER TABLE consumers ADD COLUMN last_per_subject_until TEXT NOT NULL DEFAULT '[]'")
         rows = list(await db.execute_fetchall("SELECT coalesce(max(change_seq), 0) FROM changes"))
         return cls(db, int(rows[0][0]))
 
@@ -214,21 +220,37 @@ class Catalog:
     async def load_consumers(self) -> list[ConsumerRow]:
         async with self._lock:
             rows = await self._db.execute_fetchall(
-                "SELECT stream, name, config, created_at_ms, incarnation, start_seqs FROM consumers "
-                "ORDER BY stream, name"
+                "SELECT stream, name, config, created_at_ms, incarnation, start_seqs, last_per_subject_until "
+                "FROM consumers ORDER BY stream, name"
             )
         return [
-            ConsumerRow(str(stream), str(name), bytes(config), int(created), int(incarnation), json.loads(starts))
-            for stream, name, config, created, incarnation, starts in rows
+            ConsumerRow(
+                str(stream),
+                str(name),
+                bytes(config),
+                int(created),
+                int(incarnation),
+                json.loads(starts),
+                json.loads(until),
+            )
+            for stream, name, config, created, incarnation, starts, until in rows
         ]
 
     async def create_consumer(self, row: ConsumerRow, change: StoredChange) -> None:
         await self._transaction(
             [
                 (
-                    "INSERT INTO consumers (stream, name, config, created_at_ms, incarnation, start_seqs) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (row.stream, row.name, row.config, row.created_at_ms, row.incarnation, json.dumps(row.start_seqs)),
+                    "INSERT INTO consumers (stream, name, config, created_at_ms, incarnation, start_seqs, "
+                    "last_per_subject_until) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        row.stream,
+                        row.name,
+                        row.config,
+                        row.created_at_ms,
+                        row.incarnation,
+                        json.dumps(row.start_seqs),
+                        json.dumps(row.last_per_subject_until),
+                    ),
                 ),
                 ("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", change),
             ]

@@ -181,6 +181,9 @@ class ConsumerCursor:
     # Per commit: seqs whose pending entry changed (upsert if still pending, else delete).
     touched: set[int] = field(default_factory=set)
     counts: CommitCounts | None = None
+    # DELIVER_POLICY_LAST_PER_SUBJECT: the partition's last seq at creation; at or below it only the
+    # newest message of each subject is delivered (0 = every policy else). Stored and replicated.
+    last_per_subject_until: int = 0
 
     @property
     def dirty(self) -> bool:

@@ -58,7 +58,13 @@ from weir_partition_node import consumers, metrics, scheduled
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
-from weir_partition_node.consumers import MAX_ACK_WAIT_MS, NEVER, ConsumerSpec, normalize_consumer_config
+from weir_partition_node.consumers import (
+    MAX_ACK_WAIT_MS,
+    NEVER,
+    ConsumerCursor,
+    ConsumerSpec,
+    normalize_consumer_config,
+)
 from weir_partition_node.dedupe import MAX_MSG_ID_BYTES
 from weir_partition_node.partition import (
     AppendOutcome,
@@ -147,6 +153,7 @@ class Consumer:
     created_at_ms: int
     spec: ConsumerSpec
     start_seqs: list[int]
+    last_per_subject_until: list[int] = field(default_factory=list)  # DELIVER_POLICY_LAST_PER_SUBJECT only
     subscribers: int = 0
     deleted: bool = False
 
@@ -981,7 +988,9 @@ class Node:
             for row in by_stream.get(stream.name, []):
                 config = types_pb2.ConsumerConfig.FromString(row.config)
                 spec = ConsumerSpec.of(config, row.incarnation, hide_scheduled=stream.config.allow_scheduled_messages)
-                stream.consumers[row.name] = Consumer(config, row.created_at_ms, spec, row.start_seqs)
+                stream.consumers[row.name] = Consumer(
+                    config, row.created_at_ms, spec, row.start_seqs, row.last_per_subject_until
+                )
             await self._attach_consumers(stream)
 
     async def _attach_consumers(self, stream: Stream) -> None:
@@ -994,10 +1003,11 @@ class Node:
                     await partition.consumer_op(partition.new_op("remove", name))
             memory = stream.config.storage == types_pb2.STORAGE_KIND_MEMORY
             for name, consumer in stream.consumers.items():
-                start = _start_of(consumer, partition.index)
+                start = _start_of(consumer.start_seqs, partition.index)
+                until = _start_of(consumer.last_per_subject_until, partition.index)
                 if memory:  # the log restarted empty (seqs from 1 again): start within it
-                    start = min(start, partition.last_seq)
-                partition.restore_consumer(consumer.spec, start, stored.get(name))
+                    start, until = min(start, partition.last_seq), min(until, partition.last_seq)
+                partition.restore_consumer(consumer.spec, start, stored.get(name), until)
 
     def _consumer(self, stream: Stream, name: str) -> Consumer:
         consumer = stream.consumers.get(name)
@@ -1015,8 +1025,8 @@ class Node:
         for partition in stream.partitions.values():
             if policy == types_pb2.DELIVER_POLICY_ALL:
                 start = 0
-            elif policy == types_pb2.DELIVER_POLICY_NEW:
-                start = partition.last_seq
+            elif policy in (types_pb2.DELIVER_POLICY_NEW, types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT):
+                start = 0 if policy == types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT else partition.last_seq
             elif policy == types_pb2.DELIVER_POLICY_LAST:
                 last = partition.log.last_matching_seq(accepts)
                 start = last - 1 if last else partition.last_seq
@@ -1059,19 +1069,22 @@ class Node:
                         )
             spec = ConsumerSpec.of(effective, 0, hide_scheduled=stream.config.allow_scheduled_messages)
             starts = self._start_positions(stream, effective, spec.accepts)
+            until = _last_per_subject_until(stream, effective)
             change_seq, now_ms, record = await self._lifecycle_change(
                 stream_name, consumer_created=types_pb2.ConsumerCreatedChange(config=effective)
             )
-            row = ConsumerRow(stream_name, effective.name, effective.SerializeToString(), now_ms, change_seq, starts)
+            row = ConsumerRow(
+                stream_name, effective.name, effective.SerializeToString(), now_ms, change_seq, starts, until
+            )
             try:
                 await self._catalog.create_consumer(row, (change_seq, now_ms, record))
             finally:
                 self.feed.settle([change_seq])
             spec.incarnation = change_seq
-            consumer = Consumer(effective, now_ms, spec, starts)
+            consumer = Consumer(effective, now_ms, spec, starts, until)
             stream.consumers[effective.name] = consumer
             for partition in stream.partitions.values():
-                partition.restore_consumer(spec, starts[partition.index], None)
+                partition.restore_consumer(spec, starts[partition.index], None, _start_of(until, partition.index))
             return self.consumer_info(stream_name, effective.name)
 
     async def delete_consumer(self, stream_name: str, name: str) -> None:
@@ -1101,7 +1114,7 @@ class Node:
             cursor = partition.consumers.get(name)
             if cursor is None:
                 continue
-            num_pending = partition.log.count_matching(cursor.last_delivered, consumer.spec.accepts)
+            num_pending = _num_pending(partition, cursor)
             redelivered = sum(1 for entry in cursor.pending.values() if entry.deliver_count > 1)
             totals = cursor.totals
             info.partitions.add(
@@ -1111,6 +1124,7 @@ class Node:
                 num_ack_pending=len(cursor.pending),
                 num_pending=num_pending,
                 num_redelivered=redelivered,
+                last_per_subject_until=cursor.last_per_subject_until,
                 delivered_total=totals.delivered,
                 acked_total=totals.acked,
                 redelivered_total=totals.redelivered,
@@ -1719,8 +1733,31 @@ def _bound(deliver_count: int) -> list[int]:
     return [deliver_count] if deliver_count else []
 
 
-def _start_of(consumer: Consumer, index: int) -> int:
-    return consumer.start_seqs[index] if index < len(consumer.start_seqs) else 0
+def _num_pending(partition: Partition, cursor: ConsumerCursor) -> int:
+    """Stored messages the consumer has still to deliver a first time: below a
+    DELIVER_POLICY_LAST_PER_SUBJECT horizon, one per subject (its newest there)."""
+    accepts, until = cursor.spec.accepts, cursor.last_per_subject_until
+    if cursor.last_delivered >= until:
+        return partition.log.count_matching(cursor.last_delivered, accepts)
+    return partition.log.count_newest_per_subject(cursor.last_delivered, until, accepts) + (
+        partition.log.count_matching(until, accepts)
+    )
+
+
+def _last_per_subject_until(stream: Stream, config: types_pb2.ConsumerConfig) -> list[int]:
+    """DELIVER_POLICY_LAST_PER_SUBJECT: each hosted partition's last seq now (the horizon below which
+    only the newest message of each subject is delivered); empty for every other policy."""
+    if config.deliver_policy != types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT:
+        return []
+    until = [0] * stream.config.partitions
+    for partition in stream.partitions.values():
+        until[partition.index] = partition.last_seq
+    return until
+
+
+def _start_of(per_partition: list[int], index: int) -> int:
+    """A per-partition position of a consumer's catalog row (0 for a partition it does not list)."""
+    return per_partition[index] if index < len(per_partition) else 0
 
 
 def _utf8_size(text: str) -> int:

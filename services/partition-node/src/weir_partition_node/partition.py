@@ -638,19 +638,27 @@ class Partition:
 
     # -- consumers (event loop) -------------------------------------------------------------------
 
-    def restore_consumer(self, spec: ConsumerSpec, start_last_delivered: int, stored: StoredConsumer | None) -> None:
+    def restore_consumer(
+        self,
+        spec: ConsumerSpec,
+        start_last_delivered: int,
+        stored: StoredConsumer | None,
+        last_per_subject_until: int = 0,
+    ) -> None:
         """Register a consumer: from its stored state when that belongs to this incarnation, else
-        fresh at `start_last_delivered` (the delivery policy's start, decided at creation)."""
+        fresh at `start_last_delivered` (the delivery policy's start, decided at creation) with
+        `last_per_subject_until` (DELIVER_POLICY_LAST_PER_SUBJECT's horizon, 0 = none)."""
         if stored is not None and stored.incarnation == spec.incarnation:
             cursor = ConsumerCursor(
                 spec,
                 stored.last_delivered,
                 {seq: Pending(at, count, due) for seq, at, count, due in stored.pending},
                 Counters(*stored.totals),
+                last_per_subject_until=stored.last_per_subject_until,
             )
             cursor.earliest_redeliver_ms = min((entry[3] for entry in stored.pending), default=consumers.NEVER)
         else:
-            cursor = ConsumerCursor(spec, start_last_delivered)
+            cursor = ConsumerCursor(spec, start_last_delivered, last_per_subject_until=last_per_subject_until)
         self.consumers[spec.name] = cursor
 
     def ready_for(self, name: str, now_ms: int) -> bool:
@@ -1248,7 +1256,13 @@ class Partition:
                 snapshot.dropped,
                 snapshot.termed,
             )
-            cursor = ConsumerCursor(item.spec, snapshot.last_delivered, pending, totals)
+            cursor = ConsumerCursor(
+                item.spec,
+                snapshot.last_delivered,
+                pending,
+                totals,
+                last_per_subject_until=snapshot.last_per_subject_until,
+            )
             cursor.earliest_redeliver_ms = min(
                 (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
             )
@@ -1301,22 +1315,60 @@ class Partition:
         if due.exhausted or due.redeliver:
             context.touched_cursors[spec.name] = cursor
         want = min(batch_size - len(deliveries), spec.max_ack_pending - len(cursor.pending))
-        visible = self.visible_last_seq()
-        if want > 0 and cursor.last_delivered < visible and used_bytes < max_bytes:
-            rows, scanned, at_end = self.log.read_matching(
-                cursor.last_delivered + 1, want, max_bytes - used_bytes, spec.accepts, _FILTER_SCAN_ROWS
+        if want > 0 and used_bytes < max_bytes:
+            self._deliver_new(
+                cursor, context, deliveries, want=want, max_bytes=max_bytes - used_bytes, ack_wait_ms=ack_wait_ms
             )
+        return deliveries
+
+    def _deliver_new(
+        self,
+        cursor: ConsumerCursor,
+        context: _CommitContext,
+        deliveries: list[Delivery],
+        *,
+        want: int,
+        max_bytes: int,
+        ack_wait_ms: int,
+    ) -> None:
+        """First deliveries of up to `want` messages after the cursor (matching its filter, within
+        `max_bytes`), appended to `deliveries`. Below a DELIVER_POLICY_LAST_PER_SUBJECT horizon the
+        messages a later one of their subject superseded are passed over, and the read goes on (at
+        most _FILTER_SCAN_ROWS rows looked at in all) so such a fetch is not answered empty."""
+        spec = cursor.spec
+        visible = self.visible_last_seq()
+        scan_budget = _FILTER_SCAN_ROWS
+        while want > 0 and max_bytes > 0 and cursor.last_delivered < visible and scan_budget > 0:
+            start = cursor.last_delivered
+            rows, scanned, at_end = self.log.read_matching(start + 1, want, max_bytes, spec.accepts, scan_budget)
+            passed_over = False
             for seq, record in rows:
                 if seq > visible:
                     break
-                consumers.deliver_new(cursor, seq, now_ms, ack_wait_ms)
+                if seq <= cursor.last_per_subject_until and self._superseded(
+                    seq, record, cursor.last_per_subject_until
+                ):
+                    passed_over = True  # passed over like a message outside the filter
+                    continue
+                consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
                 deliveries.append(Delivery(seq, record, 1, self.index))
+                want -= 1
+                max_bytes -= len(record)
             last = visible if at_end else min(scanned, visible)
-            if last > cursor.last_delivered:
-                cursor.last_delivered = last
-                cursor.commit_counts()
-                context.touched_cursors[spec.name] = cursor
-        return deliveries
+            if last <= start:
+                return
+            cursor.last_delivered = last
+            cursor.commit_counts()
+            context.touched_cursors[spec.name] = cursor
+            if not passed_over:
+                return  # the read did all it could: another one would find what it found
+            scan_budget -= last - start
+
+    def _superseded(self, seq: int, record: bytes, until: int) -> bool:
+        """DELIVER_POLICY_LAST_PER_SUBJECT: whether a later message of `seq`'s subject is stored at
+        or below the creation horizon `until` (so `seq` is not the newest of its subject there)."""
+        later = self.log.next_subject_seq(types_pb2.Message.FromString(record).subject, seq)
+        return 0 < later <= until
 
     def _seek(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> tuple[int, int]:
         """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a
@@ -1414,7 +1466,14 @@ class Partition:
         spec = cursor.spec
         name = spec.name
         batch.consumer_states.append(
-            (name, spec.incarnation, cursor.ack_floor, cursor.last_delivered, *cursor.totals.as_tuple())
+            (
+                name,
+                spec.incarnation,
+                cursor.ack_floor,
+                cursor.last_delivered,
+                *cursor.totals.as_tuple(),
+                cursor.last_per_subject_until,
+            )
         )
         pending = cursor.pending
         for seq in cursor.touched:

@@ -415,6 +415,7 @@ class ReplicaManager:
                 dead_lettered=dead_lettered,
                 dropped=dropped,
                 termed=termed,
+                last_per_subject_until=stored.last_per_subject_until,
             )
             for seq, delivered_at_ms, deliver_count, redeliver_at_ms in stored.pending:
                 snapshot.pending.add(

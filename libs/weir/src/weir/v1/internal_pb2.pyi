@@ -132,7 +132,7 @@ class GetConsumerSnapshotsResponse(_message.Message):
     def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., snapshots: _Optional[_Iterable[_Union[ConsumerSnapshot, _Mapping]]] = ...) -> None: ...
 
 class ConsumerSnapshot(_message.Message):
-    __slots__ = ("consumer", "partition", "ack_floor", "last_delivered", "pending", "delivered", "acked", "redelivered", "dead_lettered", "dropped", "termed", "tombstone")
+    __slots__ = ("consumer", "partition", "ack_floor", "last_delivered", "pending", "delivered", "acked", "redelivered", "dead_lettered", "dropped", "termed", "tombstone", "last_per_subject_until")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
@@ -145,6 +145,7 @@ class ConsumerSnapshot(_message.Message):
     DROPPED_FIELD_NUMBER: _ClassVar[int]
     TERMED_FIELD_NUMBER: _ClassVar[int]
     TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
+    LAST_PER_SUBJECT_UNTIL_FIELD_NUMBER: _ClassVar[int]
     consumer: str
     partition: int
     ack_floor: int
@@ -157,7 +158,8 @@ class ConsumerSnapshot(_message.Message):
     dropped: int
     termed: int
     tombstone: bool
-    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: _Optional[bool] = ...) -> None: ...
+    last_per_subject_until: int
+    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: _Optional[bool] = ..., last_per_subject_until: _Optional[int] = ...) -> None: ...
 
 class ReplicateResponse(_message.Message):
     __slots__ = ("success", "result_code", "message", "first_seq", "last_seq", "leader_epoch", "dropped")

@@ -30,6 +30,7 @@ class DeliverPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DELIVER_POLICY_BY_START_SEQ: _ClassVar[DeliverPolicy]
     DELIVER_POLICY_BY_START_TIME: _ClassVar[DeliverPolicy]
     DELIVER_POLICY_NEW: _ClassVar[DeliverPolicy]
+    DELIVER_POLICY_LAST_PER_SUBJECT: _ClassVar[DeliverPolicy]
 RETENTION_POLICY_LIMITS: RetentionPolicy
 RETENTION_POLICY_WORK_QUEUE: RetentionPolicy
 RETENTION_POLICY_INTEREST: RetentionPolicy
@@ -42,6 +43,7 @@ DELIVER_POLICY_LAST: DeliverPolicy
 DELIVER_POLICY_BY_START_SEQ: DeliverPolicy
 DELIVER_POLICY_BY_START_TIME: DeliverPolicy
 DELIVER_POLICY_NEW: DeliverPolicy
+DELIVER_POLICY_LAST_PER_SUBJECT: DeliverPolicy
 
 class Limits(_message.Message):
     __slots__ = ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
@@ -324,7 +326,7 @@ class PendingDelivery(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., delivered_at_ms: _Optional[int] = ..., deliver_count: _Optional[int] = ..., redeliver_at_ms: _Optional[int] = ...) -> None: ...
 
 class ConsumerPartitionState(_message.Message):
-    __slots__ = ("partition", "ack_floor", "last_delivered", "num_ack_pending", "num_pending", "num_redelivered", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total")
+    __slots__ = ("partition", "ack_floor", "last_delivered", "num_ack_pending", "num_pending", "num_redelivered", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total", "last_per_subject_until")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
     LAST_DELIVERED_FIELD_NUMBER: _ClassVar[int]
@@ -337,6 +339,7 @@ class ConsumerPartitionState(_message.Message):
     DEAD_LETTERED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     DROPPED_TOTAL_FIELD_NUMBER: _ClassVar[int]
     TERMED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    LAST_PER_SUBJECT_UNTIL_FIELD_NUMBER: _ClassVar[int]
     partition: int
     ack_floor: int
     last_delivered: int
@@ -349,7 +352,8 @@ class ConsumerPartitionState(_message.Message):
     dead_lettered_total: int
     dropped_total: int
     termed_total: int
-    def __init__(self, partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., num_redelivered: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ...) -> None: ...
+    last_per_subject_until: int
+    def __init__(self, partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., num_ack_pending: _Optional[int] = ..., num_pending: _Optional[int] = ..., num_redelivered: _Optional[int] = ..., delivered_total: _Optional[int] = ..., acked_total: _Optional[int] = ..., redelivered_total: _Optional[int] = ..., dead_lettered_total: _Optional[int] = ..., dropped_total: _Optional[int] = ..., termed_total: _Optional[int] = ..., last_per_subject_until: _Optional[int] = ...) -> None: ...
 
 class ConsumerInfo(_message.Message):
     __slots__ = ("stream", "config", "created_at_ms", "partitions", "num_ack_pending", "num_pending", "delivered_total", "acked_total", "redelivered_total", "dead_lettered_total", "dropped_total", "termed_total")

@@ -52,7 +52,9 @@ class RowInfo:
 
 # (consumer, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered,
 #  dropped, termed)
-ConsumerStateRow = tuple[str, int, int, int, int, int, int, int, int, int]
+# (consumer, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered,
+# dropped, termed, last_per_subject_until)
+ConsumerStateRow = tuple[str, int, int, int, int, int, int, int, int, int, int]
 # (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms)
 PendingRow = tuple[str, int, int, int, int]
 
@@ -68,6 +70,7 @@ class StoredConsumer:
     last_delivered: int
     totals: tuple[int, int, int, int, int, int]
     pending: list[tuple[int, int, int, int]]
+    last_per_subject_until: int = 0  # DELIVER_POLICY_LAST_PER_SUBJECT's creation horizon (0 = none)
 
 
 @dataclass(slots=True)
@@ -186,6 +189,10 @@ class PartitionLog(Protocol):
         """Seq of the newest stored message at `subject`, 0 when none."""
         ...
 
+    def next_subject_seq(self, subject: str, after_seq: int) -> int:
+        """Seq of the first stored message at `subject` after `after_seq`, 0 when none."""
+        ...
+
     def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """Distinct subjects starting with `prefix`, sorted, at most `limit`."""
         ...
@@ -223,6 +230,12 @@ class PartitionLog(Protocol):
 
     def count_matching(self, after_seq: int, accepts: Callable[[str], bool] | None) -> int:
         """Stored messages with seq > after_seq whose subject `accepts` (None = all)."""
+        ...
+
+    def count_newest_per_subject(self, after_seq: int, until_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        """Subjects (that `accepts`, None = all) whose newest stored message at or below `until_seq`
+        has seq > after_seq: what a DELIVER_POLICY_LAST_PER_SUBJECT consumer at `after_seq` has
+        still to deliver below its horizon. Costs one pass over the distinct subjects."""
         ...
 
     def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:

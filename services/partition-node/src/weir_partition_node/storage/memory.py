@@ -178,6 +178,11 @@ class MemoryPartitionLog:
         seqs = self._by_subject.get(subject)
         return seqs[-1] if seqs else 0
 
+    def next_subject_seq(self, subject: str, after_seq: int) -> int:
+        seqs = self._by_subject.get(subject, [])
+        index = bisect.bisect_right(seqs, after_seq)
+        return seqs[index] if index < len(seqs) else 0
+
     def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
         return sorted(subject for subject in self._by_subject if subject.startswith(prefix))[:limit]
 
@@ -236,6 +241,14 @@ class MemoryPartitionLog:
             return len(self._seqs) - start
         return sum(1 for seq in self._seqs[start:] if accepts(self._messages[seq].subject))
 
+    def count_newest_per_subject(self, after_seq: int, until_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        count = 0
+        for subject, seqs in self._by_subject.items():
+            below = bisect.bisect_right(seqs, until_seq)
+            if below and seqs[below - 1] > after_seq and (accepts is None or accepts(subject)):
+                count += 1
+        return count
+
     def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
         if accepts is None:
             return self._seqs[-1] if self._seqs else 0
@@ -248,7 +261,7 @@ class MemoryPartitionLog:
         result: dict[str, StoredConsumer] = {}
         for name, row in self._consumers.items():
             pending = sorted((seq, *entry) for seq, entry in self._pending.get(name, {}).items())
-            result[name] = StoredConsumer(row[0], row[1], row[2], row[3:], pending)  # type: ignore[arg-type]
+            result[name] = StoredConsumer(row[0], row[1], row[2], row[3:9], pending, row[9])  # type: ignore[arg-type]
         return result
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:

@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS consumers (
     redelivered INTEGER NOT NULL,
     dead_lettered INTEGER NOT NULL,
     dropped INTEGER NOT NULL,
-    termed INTEGER NOT NULL
+    termed INTEGER NOT NULL,
+    last_per_subject_until INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS pending (
     consumer TEXT NOT NULL,
@@ -104,6 +105,14 @@ CREATE TABLE IF NOT EXISTS msg_id_rows (
     ids BLOB NOT NULL
 );
 """
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Columns added since a log file was first written (CREATE TABLE IF NOT EXISTS keeps the old
+    table): a log of an earlier version opens with their defaults."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(consumers)")}
+    if "last_per_subject_until" not in columns:
+        db.execute("ALTER TABLE consumers ADD COLUMN last_per_subject_until INTEGER NOT NULL DEFAULT 0")
 
 
 class SqlitePartitionLog:
@@ -133,6 +142,7 @@ class SqlitePartitionLog:
         self._writer.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
         self._writer.execute("PRAGMA cache_size=-16000")
         self._writer.executescript(_SCHEMA)
+        _add_missing_columns(self._writer)
         self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._reader.execute("PRAGMA query_only=1")
         self._reader.execute("PRAGMA cache_size=-16000")
@@ -210,7 +220,8 @@ class SqlitePartitionLog:
             if batch.consumer_states:
                 db.executemany(
                     "INSERT OR REPLACE INTO consumers (name, incarnation, ack_floor, last_delivered, delivered, "
-                    "acked, redelivered, dead_lettered, dropped, termed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "acked, redelivered, dead_lettered, dropped, termed, last_per_subject_until) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     batch.consumer_states,
                 )
             if batch.pending_deletes:
@@ -335,6 +346,12 @@ class SqlitePartitionLog:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def next_subject_seq(self, subject: str, after_seq: int) -> int:
+        row = self._reader.execute(
+            "SELECT seq FROM messages WHERE subject = ? AND seq > ? ORDER BY seq LIMIT 1", (subject, _clamp(after_seq))
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def subjects_with_prefix(self, prefix: str, limit: int) -> list[str]:
         if prefix:
             # Range scan on the subject index: [prefix, prefix + U+10FFFF).
@@ -443,6 +460,12 @@ class SqlitePartitionLog:
         ).fetchall()
         return sum(int(count) for subject, count in found if accepts(subject))
 
+    def count_newest_per_subject(self, after_seq: int, until_seq: int, accepts: Callable[[str], bool] | None) -> int:
+        found = self._reader.execute(
+            "SELECT subject, max(seq) FROM messages WHERE seq <= ? GROUP BY subject", (_clamp(until_seq),)
+        ).fetchall()
+        return sum(1 for subject, newest in found if newest > after_seq and (accepts is None or accepts(subject)))
+
     def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
         if accepts is None:
             (last,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
@@ -458,11 +481,11 @@ class SqlitePartitionLog:
 
     def load_consumers(self) -> dict[str, StoredConsumer]:
         consumers: dict[str, StoredConsumer] = {}
-        for name, incarnation, floor, last, *totals in self._reader.execute(
+        for name, incarnation, floor, last, *totals, until in self._reader.execute(
             "SELECT name, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered, "
-            "dropped, termed FROM consumers"
+            "dropped, termed, last_per_subject_until FROM consumers"
         ):
-            consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [])
+            consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [], until)
         for name, seq, delivered_at, count, redeliver_at in self._reader.execute(
             "SELECT consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms FROM pending ORDER BY consumer, seq"
         ):
