@@ -372,16 +372,33 @@ class NodeClient(GrpcClient):
         return int(response.seq)
 
     async def read_messages(
-        self, stream: str, partition: int = 0, from_seq: int = 0, *, max_messages: int = 0, max_bytes: int = 0
+        self,
+        stream: str,
+        partition: int = 0,
+        from_seq: int = 0,
+        *,
+        max_messages: int = 0,
+        max_bytes: int = 0,
+        filter_subject: str = "",
+        last_per_subject_until: int = 0,
+        max_wait_ms: int = 0,
     ) -> streams_pb2.ReadMessagesResponse:
+        """ReadMessages (streams.proto): stored messages from `from_seq`, optionally only those
+        matching `filter_subject`, only each subject's newest at or below `last_per_subject_until`,
+        and waiting up to `max_wait_ms` for one. Continue from the answer's next_seq."""
         request = streams_pb2.ReadMessagesRequest(
             stream=stream,
             partition=partition,
             from_seq=from_seq,
             max_messages=max_messages,
             max_bytes=max_bytes,
+            filter_subject=filter_subject,
+            last_per_subject_until=last_per_subject_until,
+            max_wait_ms=max_wait_ms,
         )
-        return await self._call(self.stub.ReadMessages, request)  # type: ignore[no-any-return]
+        return await self._call(  # type: ignore[no-any-return]
+            self.stub.ReadMessages, request, self.timeout_s + max_wait_ms / 1000
+        )
 
     async def read_all(self, stream: str, partition: int = 0, from_seq: int = 0) -> AsyncIterator[types_pb2.Message]:
         """Every stored message of a partition from `from_seq`, up to its last seq at call time."""

@@ -48,13 +48,20 @@ from weir.errors import (
     WeirError,
 )
 from weir.partitioning import partition_for_key
-from weir.subjects import RESERVED_SUBJECT_PREFIX, SubjectFilter, patterns_overlap, validate_name, validate_subject
+from weir.subjects import (
+    RESERVED_SUBJECT_PREFIX,
+    SubjectFilter,
+    patterns_overlap,
+    validate_name,
+    validate_pattern,
+    validate_subject,
+)
 from weir.v1 import streams_pb2, types_pb2
 from weir_server.consumer_info import add_partition_totals
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 
-from weir_partition_node import consumers, metrics, scheduled
+from weir_partition_node import consumers, metrics, reads, scheduled
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
@@ -1472,27 +1479,65 @@ class Node:
         max_bytes: int,
         *,
         any_replica: bool = False,
+        filter_subject: str = "",
+        last_per_subject_until: int = 0,
     ) -> tuple[list[tuple[int, bytes]], int, int]:
-        """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored).
-        `any_replica` (internal port) reads a secondary's copy too."""
+        """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored):
+        see reads.read_range. `any_replica` (internal port) reads a secondary's copy too.
+        Errors: NoSuchStreamError / NoSuchPartitionError / NotLeaderError, InvalidArgumentError,
+        InvalidSubjectError (filter_subject)."""
         partition = (
             self.hosted_partition(stream, partition_index) if any_replica else self._partition(stream, partition_index)
         )
         if max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
         check_max_bytes(max_bytes)
-        start = max(from_seq, partition.first_seq) if from_seq else partition.first_seq
-        records = self._read(
+        accepts = None
+        if filter_subject:
+            validate_pattern(filter_subject)
+            accepts = SubjectFilter([filter_subject]).accepts
+        result = self._read(
             partition,
-            lambda: partition.log.read(start, max_messages or DEFAULT_READ_MESSAGES, max_bytes or DEFAULT_READ_BYTES),
+            lambda: reads.read_range(
+                partition,
+                from_seq,
+                max_messages or DEFAULT_READ_MESSAGES,
+                max_bytes or DEFAULT_READ_BYTES,
+                accepts=accepts,
+                last_per_subject_until=last_per_subject_until,
+            ),
         )
-        next_seq = records[-1][0] + 1 if records else max(start, partition.last_seq + 1)
-        return records, next_seq, partition.last_seq
+        return result.records, result.next_seq, result.last_seq
+
+    async def read_messages_waiting(
+        self, stream: str, partition_index: int, from_seq: int, max_messages: int, max_bytes: int, **options: Any
+    ) -> tuple[list[tuple[int, bytes]], int, int]:
+        """`read_messages`, long-polling up to `max_wait_ms` (an option, 0 = answer at once) for a
+        readable message at or after `from_seq` (after the filter): a tail reader's call. Errors:
+        those of `read_messages`; InvalidArgumentError for a max_wait_ms above MAX_FETCH_WAIT_MS."""
+        max_wait_ms = int(options.pop("max_wait_ms", 0))
+        if max_wait_ms > MAX_FETCH_WAIT_MS:
+            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            records, next_seq, last_seq = self.read_messages(
+                stream, partition_index, from_seq, max_messages, max_bytes, **options
+            )
+            remaining = deadline - loop.time()
+            if records or remaining <= 0 or self._closing:
+                return records, next_seq, last_seq
+            from_seq = next_seq  # what the filter passed over is not looked at again
+            if options.get("any_replica"):
+                partition = self.hosted_partition(stream, partition_index)
+            else:
+                partition = self._partition(stream, partition_index)
+            await partition.wait_for_work(remaining)
 
     def latest_at_subject(self, stream: str, partition_index: int, subject: str) -> bytes | None:
         partition = self._partition(stream, partition_index)
         validate_subject(subject)
-        return self._read(partition, lambda: partition.log.latest_at_subject(subject))
+        return self._read(partition, lambda: reads.latest_at_subject(partition, subject))
 
     def subjects_with_prefix(
         self, stream: str, partition_index: int, prefix: str, limit: int
@@ -1510,8 +1555,9 @@ class Node:
         limit = limit or DEFAULT_SCAN_LIMIT
         if limit > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"limit: at most {MAX_READ_MESSAGES}, got {limit}")
-        rows = self._read(partition, lambda: partition.log.scan_subject(subject, from_seq, limit, DEFAULT_READ_BYTES))
-        return [record for _, record in rows]
+        return self._read(
+            partition, lambda: reads.scan_subject(partition, subject, from_seq, limit, DEFAULT_READ_BYTES)
+        )
 
     def _read(self, partition: Partition, read: Callable[[], T]) -> T:
         try:

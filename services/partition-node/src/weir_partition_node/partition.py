@@ -49,7 +49,7 @@ from weir.v1 import types_pb2
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
-from weir_partition_node import consumers, metrics, scheduled
+from weir_partition_node import consumers, metrics, reads, scheduled
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
@@ -1345,8 +1345,8 @@ class Partition:
             for seq, record in rows:
                 if seq > visible:
                     break
-                if seq <= cursor.last_per_subject_until and self._superseded(
-                    seq, record, cursor.last_per_subject_until
+                if seq <= cursor.last_per_subject_until and reads.superseded(
+                    self, seq, record, cursor.last_per_subject_until
                 ):
                     passed_over = True  # passed over like a message outside the filter
                     continue
@@ -1363,12 +1363,6 @@ class Partition:
             if not passed_over:
                 return  # the read did all it could: another one would find what it found
             scan_budget -= last - start
-
-    def _superseded(self, seq: int, record: bytes, until: int) -> bool:
-        """DELIVER_POLICY_LAST_PER_SUBJECT: whether a later message of `seq`'s subject is stored at
-        or below the creation horizon `until` (so `seq` is not the newest of its subject there)."""
-        later = self.log.next_subject_seq(types_pb2.Message.FromString(record).subject, seq)
-        return 0 < later <= until
 
     def _seek(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> tuple[int, int]:
         """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a

@@ -323,13 +323,16 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def ReadMessages(self, request: streams_pb2.ReadMessagesRequest, context: Any) -> Any:
-        records, next_seq, last_seq = self.node.read_messages(
+        records, next_seq, last_seq = await self.node.read_messages_waiting(
             request.stream,
             request.partition,
             request.from_seq,
             request.max_messages,
             request.max_bytes,
             any_replica=self.admin and self.membership is not None,  # internal port: secondaries' copies too
+            filter_subject=request.filter_subject,
+            last_per_subject_until=request.last_per_subject_until,
+            max_wait_ms=request.max_wait_ms,
         )
         response = streams_pb2.ReadMessagesResponse(next_seq=next_seq, last_seq=last_seq)
         add = response.messages.add

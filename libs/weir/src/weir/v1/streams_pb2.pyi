@@ -251,18 +251,24 @@ class GetMessageResponse(_message.Message):
     def __init__(self, message: _Optional[_Union[_types_pb2.Message, _Mapping]] = ...) -> None: ...
 
 class ReadMessagesRequest(_message.Message):
-    __slots__ = ("stream", "partition", "from_seq", "max_messages", "max_bytes")
+    __slots__ = ("stream", "partition", "from_seq", "max_messages", "max_bytes", "filter_subject", "last_per_subject_until", "max_wait_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
     MAX_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FILTER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    LAST_PER_SUBJECT_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     from_seq: int
     max_messages: int
     max_bytes: int
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    filter_subject: str
+    last_per_subject_until: int
+    max_wait_ms: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., filter_subject: _Optional[str] = ..., last_per_subject_until: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class ReadMessagesResponse(_message.Message):
     __slots__ = ("messages", "next_seq", "last_seq")

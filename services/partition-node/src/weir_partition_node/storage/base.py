@@ -189,6 +189,10 @@ class PartitionLog(Protocol):
         """Seq of the newest stored message at `subject`, 0 when none."""
         ...
 
+    def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
+        """Seq of the newest stored message at `subject` with seq <= max_seq, 0 when none."""
+        ...
+
     def next_subject_seq(self, subject: str, after_seq: int) -> int:
         """Seq of the first stored message at `subject` after `after_seq`, 0 when none."""
         ...

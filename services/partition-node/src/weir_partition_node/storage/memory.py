@@ -178,6 +178,11 @@ class MemoryPartitionLog:
         seqs = self._by_subject.get(subject)
         return seqs[-1] if seqs else 0
 
+    def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
+        seqs = self._by_subject.get(subject, [])
+        index = bisect.bisect_right(seqs, max_seq)
+        return seqs[index - 1] if index else 0
+
     def next_subject_seq(self, subject: str, after_seq: int) -> int:
         seqs = self._by_subject.get(subject, [])
         index = bisect.bisect_right(seqs, after_seq)

@@ -346,6 +346,13 @@ class SqlitePartitionLog:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
+        row = self._reader.execute(
+            "SELECT seq FROM messages WHERE subject = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
+            (subject, _clamp(max_seq)),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def next_subject_seq(self, subject: str, after_seq: int) -> int:
         row = self._reader.execute(
             "SELECT seq FROM messages WHERE subject = ? AND seq > ? ORDER BY seq LIMIT 1", (subject, _clamp(after_seq))
