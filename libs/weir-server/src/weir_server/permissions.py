@@ -104,9 +104,33 @@ _ROUTER: dict[str, Callable[[Any], Requirement]] = {
     "ListConsumers": _on("read"),
     "GetConsumerInfo": _on("read"),
 }
+
+
+def _bucket(action: str, with_key: bool = False) -> Callable[[Any], Requirement]:
+    """A KeyValue call: `action` on the bucket's stream `kv:<bucket>` (a write: with its key's subject)."""
+
+    def rule(request: Any) -> Requirement:
+        return Requirement(action, f"kv:{request.bucket}", (request.key,) if with_key else ())
+
+    return rule
+
+
+_KEY_VALUE: dict[str, Callable[[Any], Requirement]] = {
+    "CreateBucket": _bucket("admin"),
+    "DeleteBucket": _bucket("admin"),
+    "Put": _bucket("publish", with_key=True),
+    "Create": _bucket("publish", with_key=True),
+    "Update": _bucket("publish", with_key=True),
+    "Delete": _bucket("publish", with_key=True),
+    "Get": _bucket("read"),
+    "Keys": _bucket("read"),
+    "History": _bucket("read"),
+    "Watch": _bucket("read"),
+}
 _BY_METHOD: dict[str, Callable[[Any], Requirement]] = {
     **{f"/weir.v1.Streams/{name}": rule for name, rule in _STREAMS.items()},
     **{f"/weir.v1.Router/{name}": rule for name, rule in _ROUTER.items()},
+    **{f"/weir.v1.KeyValue/{name}": rule for name, rule in _KEY_VALUE.items()},
 }
 
 

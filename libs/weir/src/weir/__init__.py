@@ -16,7 +16,8 @@
 publishes, consumer groups); `NodeClient` to one partition node. Every failure raises a
 `WeirError` subclass carrying the gRPC status, the server's `result_code` and `retryable`.
 Module by module: weir.cluster, weir.client, weir.consuming, weir.message, weir.errors,
-weir.subjects (subject and name rules), weir.partitioning (key -> partition), weir.v1 (stubs).
+weir.kv (key-value buckets), weir.subjects (subject and name rules), weir.partitioning (key -> partition),
+weir.v1 (stubs).
 """
 
 from weir.client import NodeClient, consumer_config, stream_config
@@ -31,11 +32,13 @@ from weir.errors import (
     InternalError,
     InvalidArgumentError,
     InvalidConfigError,
+    InvalidKeyError,
     InvalidNameError,
     InvalidSubjectError,
     LeaderLeaseExpiredError,
     ManagedByRouterError,
     NoMessageError,
+    NoSuchBucketError,
     NoSuchConsumerError,
     NoSuchMessageError,
     NoSuchPartitionError,
@@ -58,9 +61,11 @@ from weir.errors import (
     SubjectRejectedError,
     UnauthenticatedError,
     UnavailableError,
+    UnimplementedError,
     WeirError,
     WrongRevisionError,
 )
+from weir.kv import KeyValue
 from weir.message import Message, PublishAck
 from weir.tls import ChannelSecurity
 
@@ -76,12 +81,15 @@ __all__ = [
     "InternalError",
     "InvalidArgumentError",
     "InvalidConfigError",
+    "InvalidKeyError",
     "InvalidNameError",
     "InvalidSubjectError",
+    "KeyValue",
     "LeaderLeaseExpiredError",
     "ManagedByRouterError",
     "Message",
     "NoMessageError",
+    "NoSuchBucketError",
     "NoSuchConsumerError",
     "NoSuchMessageError",
     "NoSuchPartitionError",
@@ -107,6 +115,7 @@ __all__ = [
     "Subscription",
     "UnauthenticatedError",
     "UnavailableError",
+    "UnimplementedError",
     "WeirError",
     "WrongRevisionError",
     "consumer_config",

@@ -62,6 +62,9 @@ class ResultCode(StrEnum):
     BEING_DELETED = "being_deleted"
     UNAUTHENTICATED = "unauthenticated"
     PERMISSION_DENIED = "permission_denied"
+    NO_SUCH_BUCKET = "no_such_bucket"
+    INVALID_KEY = "invalid_key"
+    UNIMPLEMENTED = "unimplemented"
     INTERNAL = "internal"
 
 
@@ -247,6 +250,27 @@ class WrongRevisionError(WeirError):
 
     result_code = ResultCode.WRONG_REVISION
     status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class NoSuchBucketError(WeirError):
+    """A key-value bucket that does not exist (kv.proto)."""
+
+    result_code = ResultCode.NO_SUCH_BUCKET
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class InvalidKeyError(WeirError):
+    """A key-value key outside the rules of kv.proto."""
+
+    result_code = ResultCode.INVALID_KEY
+    status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class UnimplementedError(WeirError):
+    """A request field Weir does not act on yet (refused rather than ignored)."""
+
+    result_code = ResultCode.UNIMPLEMENTED
+    status_code = grpc.StatusCode.UNIMPLEMENTED
 
 
 class ChangeFeedTruncatedError(WeirError):

@@ -10,7 +10,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
-from weir.v1 import router_pb2, router_pb2_grpc
+from weir.cluster import Client
+from weir.kv import KeyValue
+from weir.v1 import kv_pb2, kv_pb2_grpc, router_pb2, router_pb2_grpc
 from weir_server import tls
 from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
@@ -19,12 +21,14 @@ from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_router.core import RouterCore
+from weir_router.kv_servicer import KeyValueServicer
 from weir_router.servicer import RouterServicer
 from weir_router.settings import RouterSettings
 from weir_router.store import MetadataStore
 
 logger = logging.getLogger(__name__)
 SERVICE = router_pb2.DESCRIPTOR.services_by_name["Router"].full_name
+KV_SERVICE = kv_pb2.DESCRIPTOR.services_by_name["KeyValue"].full_name
 
 
 class RouterProcess:
@@ -44,6 +48,7 @@ class RouterProcess:
         self._metrics_httpd: object | None = None
         self.core: RouterCore | None = None
         self._servicer: RouterServicer | None = None
+        self._kv_client: Client | None = None
 
     async def start(self) -> None:
         settings = self.settings
@@ -56,15 +61,21 @@ class RouterProcess:
         access.warn_if_exposed(not settings.plaintext)
         store = MetadataStore(access, settings.metadata_prefix)
         await store.redis.ping()  # a router that cannot reach its metadata should not start
-        self.core = RouterCore(settings, store, f"{settings.advertise_host or settings.host}:{self.port}")
+        address = f"{settings.advertise_host or settings.host}:{self.port}"
+        self.core = RouterCore(settings, store, address)
         self._servicer = RouterServicer(self.core)
+        # KeyValue runs on the SDK's cluster client, through this router's own Router service.
+        self._kv_client = Client(address)
         router_pb2_grpc.add_RouterServicer_to_server(self._servicer, self._server)
+        kv_pb2_grpc.add_KeyValueServicer_to_server(KeyValueServicer(KeyValue(self._kv_client)), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        reflection.enable_server_reflection([SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        reflection.enable_server_reflection(
+            [SERVICE, KV_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
+        )
         await self._server.start()
         await self.core.controller_tick()  # take the lease at once when nobody holds it
         self.core.start()
-        for service in ("", SERVICE):
+        for service in ("", SERVICE, KV_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         logger.info(
             "router %s serving on %s:%d (metrics %d), metadata %s, controller=%s",
@@ -79,9 +90,11 @@ class RouterProcess:
         write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
-        for service in ("", SERVICE):
+        for service in ("", SERVICE, KV_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self._server.stop(self.settings.shutdown_grace_ms / 1000)
+        if self._kv_client is not None:
+            await self._kv_client.close()
         if self._servicer is not None:
             await self._servicer.close()
         if self.core is not None:
