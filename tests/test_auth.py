@@ -6,6 +6,7 @@ with the service token, and the `weir` CLI."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -28,9 +29,10 @@ from weir import (
     consumer_config,
     stream_config,
 )
+from weir import tls as weir_tls
 from weir.client import NodeClient
 from weir.tls import ChannelSecurity
-from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
+from weir.v1 import kv_pb2, kv_pb2_grpc, router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 from weir_cli.launcher import LaunchError, LocalCluster
 from weir_server import permissions
 from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
@@ -63,7 +65,10 @@ def users(*, producer: bool = True, worker: bool = True) -> dict[str, Any]:
         {
             "name": "payer",
             "token_sha256": token_hash(PAYER),
-            "allow": [{"actions": ["publish", "consume", "read"], "streams": ["payments"]}],
+            "allow": [
+                {"actions": ["publish", "consume", "read"], "streams": ["payments"]},
+                {"actions": ["publish", "read"], "streams": ["kv:wallets"], "subjects": ["balance.>"]},
+            ],
             "rocketmq": PAYER_KEYS,
         }
     )
@@ -147,7 +152,13 @@ def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
         "consume", "orders"
     )
     assert permissions.requirement("/weir.v1.Replication/ReplicateMessage", object()) is None  # services only
-    for service, file in (("Streams", streams_pb2), ("Router", router_pb2)):
+    put = kv_pb2.KvPutRequest(bucket="wallets", key="balance.alice")
+    assert permissions.requirement("/weir.v1.KeyValue/Put", put) == permissions.Requirement(
+        "publish", "kv:wallets", ("balance.alice",)
+    )
+    watch = kv_pb2.KvWatchRequest(bucket="wallets")
+    assert permissions.requirement("/weir.v1.KeyValue/Watch", watch) == permissions.Requirement("read", "kv:wallets")
+    for service, file in (("Streams", streams_pb2), ("Router", router_pb2), ("KeyValue", kv_pb2)):
         for method in file.DESCRIPTOR.services_by_name[service].methods:
             assert permissions.known(f"/weir.v1.{service}/{method.name}"), method.name
 
@@ -689,3 +700,49 @@ def test_the_compose_certs_service_makes_an_admin_user_and_keeps_it(tmp_path: Pa
     assert admin is not None and admin.name == "admin" and admin.may("admin", "any-stream")
     assert devcerts.main([str(tmp_path), "--admin-auth"]) == 0
     assert (tmp_path / "admin.token").read_text().strip() == token
+
+
+async def test_key_value_calls_need_the_buckets_stream_permissions(cluster: LocalCluster, orders: str) -> None:
+    """KeyValue on a router: admin for the bucket, publish with the key as subject, read for reads;
+    refusals before anything is stored."""
+    address = cluster.router_addresses[0]
+
+    def stub(token: str) -> tuple[grpc.aio.Channel, kv_pb2_grpc.KeyValueStub]:
+        channel = weir_tls.aio_channel(address, security=as_user(cluster, token))
+        return channel, kv_pb2_grpc.KeyValueStub(channel)
+
+    async def refused(call: Any) -> grpc.StatusCode:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await call
+        return raised.value.code()
+
+    ops_channel, ops = stub(ADMIN)
+    payer_channel, payer = stub(PAYER)
+    dashboard_channel, dashboard = stub(DASHBOARD)
+    anonymous_channel, anonymous = stub("")
+    try:
+        await ops.CreateBucket(kv_pb2.KvCreateBucketRequest(bucket="wallets"), timeout=10)
+        revision = (await payer.Put(kv_pb2.KvPutRequest(bucket="wallets", key="balance.alice", value=b"10"))).revision
+        denied = grpc.StatusCode.PERMISSION_DENIED
+        assert await refused(payer.Put(kv_pb2.KvPutRequest(bucket="wallets", key="other", value=b"1"))) == denied
+        assert await refused(payer.CreateBucket(kv_pb2.KvCreateBucketRequest(bucket="wallets2"))) == denied
+        assert await refused(dashboard.Get(kv_pb2.KvGetRequest(bucket="wallets", key="balance.alice"))) == denied
+        assert await refused(dashboard.Watch(kv_pb2.KvWatchRequest(bucket="wallets")).read()) == denied
+        assert await refused(ops.Put(kv_pb2.KvPutRequest(bucket="wallets", key="balance.bob", value=b"1"))) == denied
+        unknown = grpc.StatusCode.UNAUTHENTICATED
+        assert (
+            await refused(anonymous.Put(kv_pb2.KvPutRequest(bucket="wallets", key="balance.x", value=b""))) == unknown
+        )
+        got = await payer.Get(kv_pb2.KvGetRequest(bucket="wallets", key="balance.alice"))
+        assert (got.entry.value, got.entry.revision) == (b"10", revision)
+        keys = await ops.Keys(kv_pb2.KvKeysRequest(bucket="wallets"))
+        assert [entry.key for entry in keys.entries] == ["balance.alice"]  # nothing refused was stored
+        watch = payer.Watch(kv_pb2.KvWatchRequest(bucket="wallets"))
+        first = await asyncio.wait_for(watch.read(), 10)
+        watch.cancel()
+        assert (first.put.key, first.put.revision) == ("balance.alice", revision)
+    finally:
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await ops.DeleteBucket(kv_pb2.KvDeleteBucketRequest(bucket="wallets"), timeout=10)
+        for channel in (ops_channel, payer_channel, dashboard_channel, anonymous_channel):
+            await channel.close()

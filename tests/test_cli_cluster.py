@@ -10,6 +10,7 @@ leave no process behind) and, as a last resort, kills the processes of this clus
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -277,6 +278,40 @@ def test_delayed_and_held_messages_from_the_command_line(cli_cluster: CliCluster
     assert gone.returncode == 1 and "no_such_message" in gone.stderr and "Traceback" not in gone.stderr
     refused = cli_cluster.run("pub", "orders", "orders.x", "x", "--delay-ms", "10", *flag)
     assert refused.returncode == 1 and "scheduling_disabled" in refused.stderr
+
+
+def test_key_value_buckets_from_the_command_line(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+    ok(cli_cluster.run("kv", "create", "settings", "--history", "2", *flag))
+    first = json.loads(ok(cli_cluster.run("--json", "kv", "put", "settings", "db.host", "alpha", *flag)))
+    assert first["key"] == "db.host"
+    assert ok(cli_cluster.run("kv", "get", "settings", "db.host", *flag)).strip() == "alpha"
+    stale = cli_cluster.run("kv", "put", "settings", "db.host", "beta", "--expected-revision", "999", *flag)
+    assert stale.returncode == 1 and "wrong_revision" in stale.stderr, stale.stderr
+    value_file = cli_cluster.root / "value.bin"
+    value_file.write_bytes(b"\xff\x00gamma")
+    ok(cli_cluster.run("kv", "put", "settings", "db.host", "--file", str(value_file), *flag))
+    got = json.loads(ok(cli_cluster.run("--json", "kv", "get", "settings", "db.host", *flag)))
+    assert base64.b64decode(got["value"]) == b"\xff\x00gamma"
+    ok(cli_cluster.run("kv", "put", "settings", "db.port", "5432", "--create", *flag))
+    ok(cli_cluster.run("kv", "del", "settings", "db.port", *flag))
+    missing = cli_cluster.run("kv", "get", "settings", "db.port", *flag)
+    assert missing.returncode == 1 and "has no value" in missing.stderr
+    keys = [
+        json.loads(line)
+        for line in ok(cli_cluster.run("--json", "kv", "keys", "settings", "--all", *flag)).splitlines()
+    ]
+    assert [(entry["key"], entry["deleted"]) for entry in keys] == [("db.host", False), ("db.port", True)]
+    history = ok(cli_cluster.run("--json", "kv", "history", "settings", "db.host", *flag)).splitlines()
+    assert len(history) == 2  # history depth 2: the newest two of three
+    events = [
+        json.loads(line)
+        for line in ok(cli_cluster.run("--json", "kv", "watch", "settings", "--count", "2", *flag)).splitlines()
+    ]
+    assert [(event["event"], event["key"]) for event in events] == [("put", "db.host"), ("delete", "db.port")]
+    bad = cli_cluster.run("kv", "put", "settings", "a..b", "x", *flag)
+    assert bad.returncode == 1 and "invalid_key" in bad.stderr
+    ok(cli_cluster.run("kv", "rm-bucket", "settings", *flag))
 
 
 def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:

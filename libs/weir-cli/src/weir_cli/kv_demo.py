@@ -1,0 +1,68 @@
+"""`weir demo`'s key-value round trip: through a router's weir.v1.KeyValue service, as a client
+generated from kv.proto would: CreateBucket, a watcher started first, a chain of compare-and-set
+Updates, a stale Update answered wrong_revision, Create, Delete, Keys, History, and the watcher
+having seen every change once and in order."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+from weir import tls as weir_tls
+from weir.v1 import kv_pb2, kv_pb2_grpc
+
+from weir_cli.output import progress
+
+BUCKET = "demo-kv"
+KEY = "demo.counter"
+
+
+async def _watch(stub: kv_pb2_grpc.KeyValueStub, count: int) -> list[tuple[str, str, int]]:
+    events: list[tuple[str, str, int]] = []
+    call = stub.Watch(kv_pb2.KvWatchRequest(bucket=BUCKET, from_revision=1))  # every change, from the first
+    try:
+        async for event in call:
+            kind = event.WhichOneof("event") or ""
+            body = getattr(event, kind)
+            events.append((kind, body.key, body.revision))
+            if len(events) == count:
+                break
+    finally:
+        call.cancel()
+    return events
+
+
+async def kv_round_trip(address: str, updates: int = 10) -> dict[str, Any]:
+    """Returns the counts and `verified`."""
+    async with weir_tls.aio_channel(address) as channel:
+        stub = kv_pb2_grpc.KeyValueStub(channel)
+        await stub.CreateBucket(kv_pb2.KvCreateBucketRequest(bucket=BUCKET, history=5), timeout=30)
+        watcher = asyncio.create_task(_watch(stub, updates + 2))
+        revision, written = 0, []
+        for number in range(updates):
+            request = kv_pb2.KvUpdateRequest(bucket=BUCKET, key=KEY, value=b"%d" % number, expected_revision=revision)
+            revision = (await stub.Update(request, timeout=30)).revision
+            written.append(("put", KEY, revision))
+        try:
+            stale = kv_pb2.KvUpdateRequest(bucket=BUCKET, key=KEY, value=b"stale", expected_revision=written[0][2])
+            await stub.Update(stale, timeout=30)
+            refused = ""
+        except grpc.aio.AioRpcError as error:
+            refused = error.code().name
+        created = await stub.Create(kv_pb2.KvCreateRequest(bucket=BUCKET, key="demo.flag", value=b"on"), timeout=30)
+        deleted = await stub.Delete(kv_pb2.KvDeleteRequest(bucket=BUCKET, key="demo.flag"), timeout=30)
+        written += [("put", "demo.flag", created.revision), ("delete", "demo.flag", deleted.revision)]
+        keys = await stub.Keys(kv_pb2.KvKeysRequest(bucket=BUCKET), timeout=30)
+        history = await stub.History(kv_pb2.KvHistoryRequest(bucket=BUCKET, key=KEY), timeout=30)
+        got = await stub.Get(kv_pb2.KvGetRequest(bucket=BUCKET, key=KEY), timeout=30)
+        seen = await asyncio.wait_for(watcher, 30)
+    progress(f"key-value: {updates} compare-and-set updates, history {len(history.entries)}, watched {len(seen)}")
+    verified = (
+        seen == written
+        and refused == "FAILED_PRECONDITION"
+        and got.entry.value == b"%d" % (updates - 1)
+        and [entry.revision for entry in history.entries] == [item[2] for item in written[updates - 5 : updates]]
+        and [(entry.key, entry.deleted) for entry in keys.entries] == [(KEY, False), ("demo.flag", True)]
+    )
+    return {"updates": updates, "watched": len(seen), "verified": verified}
