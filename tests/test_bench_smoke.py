@@ -196,6 +196,20 @@ def test_waymaker_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_kv_bench_smoke() -> None:
+    """`python -m bench.kv_bench --smoke`: put and get on Weir (through a router and with the SDK),
+    NATS JetStream KV and Redis, each with a rate and latency percentiles, and the ratios to NATS."""
+    needs_own_processes()
+    report = run_json(["bench.kv_bench", "--smoke"], timeout_s=300)
+    for system in ("weir_router", "weir_sdk", "nats_kv", "redis", "redis_hash"):
+        for operation in ("put", "get"):
+            figures = report[system][operation]
+            assert figures["operations"] > 0 and figures["ops_per_s"] > 0, (system, operation)
+            assert 0 < figures["p50_ms"] <= figures["p99_ms"], (system, operation)
+    assert report["weir_router_put_to_nats"] > 0 and report["weir_sdk_get_to_nats"] > 0
+
+
+@pytest.mark.slow
 def test_numaflow_bench_smoke() -> None:
     """`python -m bench.numaflow_bench --smoke`: every message read and acknowledged once natively and
     once through a real Numaflow source sidecar (called as Numaflow's data plane calls it), each with
