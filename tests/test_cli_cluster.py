@@ -309,6 +309,12 @@ def test_key_value_buckets_from_the_command_line(cli_cluster: CliCluster) -> Non
         for line in ok(cli_cluster.run("--json", "kv", "watch", "settings", "--count", "2", *flag)).splitlines()
     ]
     assert [(event["event"], event["key"]) for event in events] == [("put", "db.host"), ("delete", "db.port")]
+    purged = json.loads(ok(cli_cluster.run("--json", "kv", "purge", "settings", "db.host", *flag)))
+    history = [
+        json.loads(line)
+        for line in ok(cli_cluster.run("--json", "kv", "history", "settings", "db.host", *flag)).splitlines()
+    ]
+    assert [(int(entry["revision"]), entry["deleted"]) for entry in history] == [(purged["revision"], True)]
     bad = cli_cluster.run("kv", "put", "settings", "a..b", "x", *flag)
     assert bad.returncode == 1 and "invalid_key" in bad.stderr
     ok(cli_cluster.run("kv", "rm-bucket", "settings", *flag))

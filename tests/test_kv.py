@@ -13,9 +13,12 @@ from typing import Any
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
+from weir.client import NodeClient
+from weir.kv import bucket_stream
 from weir.v1 import kv_pb2, kv_pb2_grpc
+from weir_cli.launcher import LocalCluster
 
-from tests.conftest import ClusterAddresses
+from tests.conftest import ClusterAddresses, eventually
 
 
 @pytest.fixture(scope="module")
@@ -204,5 +207,41 @@ async def test_a_value_above_max_value_size_is_oversize(kv: kv_pb2_grpc.KeyValue
         code, reason, _ = await failure(kv.Put(kv_pb2.KvPutRequest(bucket=name, key="k", value=b"x" * 11)))
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "oversize")
         assert (await kv.Get(kv_pb2.KvGetRequest(bucket=name, key="k"))).entry.value == b"x" * 10
+    finally:
+        await kv.DeleteBucket(kv_pb2.KvDeleteBucketRequest(bucket=name))
+
+
+async def test_purge_leaves_one_tombstone_on_every_replica(
+    kv: kv_pb2_grpc.KeyValueStub, cluster: LocalCluster, stream_name: str
+) -> None:
+    """Purge is a rollup: the key's earlier revisions go in the same commit as its tombstone, and
+    the replicas mirror the removal."""
+    name = "purged-" + stream_name[-20:].lstrip("-_")
+    await kv.CreateBucket(kv_pb2.KvCreateBucketRequest(bucket=name, history=5, replicas=3))
+    try:
+        for value in (b"1", b"2", b"3"):
+            await kv.Put(kv_pb2.KvPutRequest(bucket=name, key="k", value=value))
+        kept = await kv.Put(kv_pb2.KvPutRequest(bucket=name, key="other", value=b"x"))
+        purged = await kv.Purge(kv_pb2.KvPurgeRequest(bucket=name, key="k"))
+        history = await kv.History(kv_pb2.KvHistoryRequest(bucket=name, key="k"))
+        assert [(e.revision, e.deleted) for e in history.entries] == [(purged.revision, True)]
+        assert not (await kv.Get(kv_pb2.KvGetRequest(bucket=name, key="k"))).HasField("entry")
+        watch = kv.Watch(kv_pb2.KvWatchRequest(bucket=name))
+        try:
+            assert await next_events(watch, 2) == [
+                ("put", "other", b"x", kept.revision),
+                ("delete", "k", b"", purged.revision),
+            ]
+        finally:
+            watch.cancel()
+
+        async def copies_equal() -> bool:
+            copies = []
+            for node in cluster.nodes:
+                async with NodeClient(node.internal_address) as internal:
+                    copies.append([m.seq async for m in internal.read_all(bucket_stream(name), 0)])
+            return all(copy == [kept.revision, purged.revision] for copy in copies)
+
+        await eventually(copies_equal, 20, "every replica holds only the other key and the purge")
     finally:
         await kv.DeleteBucket(kv_pb2.KvDeleteBucketRequest(bucket=name))

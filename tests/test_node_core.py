@@ -16,6 +16,7 @@ import pytest
 from weir.client import consumer_config, stream_config
 from weir.errors import (
     ChangeFeedTruncatedError,
+    InvalidArgumentError,
     LeaderLeaseExpiredError,
     NotEnoughReplicasError,
     NotLeaderError,
@@ -125,6 +126,42 @@ async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: s
     assert node.stream_info("kv").stats.msg_count == 4
     removes = [c.remove for c in await changes(node) if c.WhichOneof("kind") == "remove"]
     assert sum(len(r.seqs) for r in removes) == 6
+
+
+async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_commit(node: Node, storage: str) -> None:
+    await node.create_stream(stream_config("roll", subjects=["kv.>"], max_msgs_per_subject=10, storage=storage))
+    await publish(node, "roll", entry("kv.a", b"1"), entry("kv.b", b"1"), entry("kv.a", b"2"))  # 1, 2, 3
+    feed_before = len(await changes(node))
+    assert await publish(node, "roll", entry("kv.a", b"purged", rollup=True)) == [4]
+
+    def payloads(subject: str) -> list[bytes]:
+        return [types_pb2.Message.FromString(r).payload for r in node.scan_subject("roll", 0, subject, 0, 100)]
+
+    assert (payloads("kv.a"), payloads("kv.b")) == ([b"purged"], [b"1"])
+    (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
+    assert (list(remove.seqs), remove.reason) == ([1, 3], "rollup")
+    # Earlier messages of the same commit go too; a later one stays.
+    outcomes = await node.publish(
+        "roll",
+        [entry("kv.a", b"5"), entry("kv.a", b"6", rollup=True), entry("kv.a", b"7")],
+        streams_pb2.ACK_LEVEL_LEADER,
+        batch=True,
+    )
+    assert [outcome.seq for outcome in outcomes] == [5, 6, 7]
+    assert payloads("kv.a") == [b"6", b"7"]
+    assert node.stream_info("roll").stats.msg_count == 3  # kv.b 2, kv.a 6 and 7
+
+
+async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, storage: str) -> None:
+    await node.create_stream(stream_config("unbounded", storage=storage))
+    with pytest.raises(InvalidArgumentError, match=r"rollup needs a stream with limits\.max_msgs_per_subject"):
+        await publish(node, "unbounded", entry("s.a", rollup=True))
+    config = stream_config("timed", max_msgs_per_subject=5, allow_scheduled_messages=True, storage=storage)
+    await node.create_stream(config)
+    with pytest.raises(InvalidArgumentError, match="rollup cannot go with delay_ms"):
+        await publish(node, "timed", entry("s.a", rollup=True, delay_ms=1000))
+    assert node.stream_info("unbounded").stats.msg_count == 0
+    assert node.stream_info("timed").stats.msg_count == 0
 
 
 async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:

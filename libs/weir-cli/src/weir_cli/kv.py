@@ -103,6 +103,13 @@ async def delete(args: argparse.Namespace) -> int:
     return 0
 
 
+async def purge(args: argparse.Namespace) -> int:
+    async with cluster_client(args) as client:
+        revision = await KeyValue(client).purge(args.bucket, args.key)
+    emit({"key": args.key, "revision": revision, "purged": True}, args.json, f"purged {args.key} (revision {revision})")
+    return 0
+
+
 async def keys(args: argparse.Namespace) -> int:
     async with cluster_client(args) as client:
         entries, truncated = await KeyValue(client).keys(args.bucket)
@@ -150,7 +157,7 @@ async def watch(args: argparse.Namespace) -> int:
 
 
 def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
-    kv = tree.group(commands, "kv", "key-value buckets: put, get, del, keys, history, watch")
+    kv = tree.group(commands, "kv", "key-value buckets: put, get, del, purge, keys, history, watch")
     create = tree.command(kv, "create", "create a bucket (idempotent for the same settings)", bucket_create)
     create.add_argument("bucket", help="1..64 characters of A-Z a-z 0-9 - _")
     create.add_argument("--history", type=non_negative_int, default=1, help="revisions kept per key (1..64)")
@@ -167,7 +174,11 @@ def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_nega
     put_command.add_argument("--file", metavar="PATH", help="read the value from a file ('-' = standard input)")
     put_command.add_argument("--create", action="store_true", help="only if the key has no value")
     put_command.add_argument("--expected-revision", type=non_negative_int, help="only if the key is at this revision")
-    for name, help_text, handler in (("get", "a key's value", get), ("del", "delete a key (a tombstone)", delete)):
+    for name, help_text, handler in (
+        ("get", "a key's value", get),
+        ("del", "delete a key (a tombstone)", delete),
+        ("purge", "remove every revision of a key, leaving one tombstone", purge),
+    ):
         command = tree.command(kv, name, help_text, handler)
         command.add_argument("bucket")
         command.add_argument("key")

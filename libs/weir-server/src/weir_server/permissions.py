@@ -122,6 +122,7 @@ _KEY_VALUE: dict[str, Callable[[Any], Requirement]] = {
     "Create": _bucket("publish", with_key=True),
     "Update": _bucket("publish", with_key=True),
     "Delete": _bucket("publish", with_key=True),
+    "Purge": _bucket("publish", with_key=True),
     "Get": _bucket("read"),
     "Keys": _bucket("read"),
     "History": _bucket("read"),

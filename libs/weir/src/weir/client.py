@@ -311,11 +311,13 @@ class NodeClient(GrpcClient):
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
         hold: bool = False,
+        rollup: bool = False,
     ) -> PublishAck:
         """Publish one message; returns (partition, seq, duplicate, scheduled) once acknowledged per
         `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
         and answers the original seq with `duplicate` set. `delay_ms` / `deliver_at_ms` (ms since
-        the Unix epoch): delayed delivery, on a stream with allow_scheduled_messages."""
+        the Unix epoch): delayed delivery, on a stream with allow_scheduled_messages. `rollup`: the
+        message replaces every earlier one at its subject (streams.proto PublishRequest.rollup)."""
         request = streams_pb2.PublishRequest(
             stream=stream,
             subject=subject,
@@ -327,6 +329,7 @@ class NodeClient(GrpcClient):
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
             hold=hold,
+            rollup=rollup,
         )
         if key is not None:
             request.key = key

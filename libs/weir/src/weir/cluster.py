@@ -341,6 +341,7 @@ class Client:
         deliver_at_ms: int = 0,
         hold: bool = False,
         ts_ms: int = 0,
+        rollup: bool = False,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
         `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
@@ -349,6 +350,8 @@ class Client:
         ack then has `scheduled` set and the message is delivered at its time under a new seq.
         `hold`: stored as a held message (a transaction's half message), delivered or discarded by
         `release_scheduled`. `ts_ms`: the message's time (ms since the Unix epoch; 0 = the node's clock).
+        `rollup`: every earlier message at the subject is removed in the same commit (the stream
+        needs max_msgs_per_subject; streams.proto PublishRequest.rollup).
         Errors: the node's typed errors (subject_rejected, oversize, wrong_revision,
         scheduling_disabled, ...), after retries for retryable ones."""
         future = self.publish_nowait(
@@ -365,6 +368,7 @@ class Client:
             deliver_at_ms=deliver_at_ms,
             hold=hold,
             ts_ms=ts_ms,
+            rollup=rollup,
         )
         return await (await future)
 
@@ -384,6 +388,7 @@ class Client:
         deliver_at_ms: int = 0,
         hold: bool = False,
         ts_ms: int = 0,
+        rollup: bool = False,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
         waits only while the pending buffer is full). Use this to keep many publishes in flight.
@@ -406,6 +411,8 @@ class Client:
             entry.expected_last_seq = expected_last_seq
         if ts_ms:
             entry.ts_ms = ts_ms
+        if rollup:
+            entry.rollup = True
         if delay_ms or deliver_at_ms or hold:
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms

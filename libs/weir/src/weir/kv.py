@@ -2,7 +2,8 @@
 
 Bucket `B` is the one-partition stream `kv:B`; key `K` is the subject `K`; a value is a message and
 its revision the message's seq. A delete stores a tombstone (header `weir-kv-operation: DEL`, empty
-payload). History is the stream's max_msgs_per_subject, the bucket TTL its max_age_ms. The stream
+payload); a purge stores one (`PURGE`) as a rollup, which removes every earlier revision of the key in
+the same commit. History is the stream's max_msgs_per_subject, the bucket TTL its max_age_ms. The stream
 reads and delivers only up to its high watermark, and a replicated bucket's writes are
 acknowledged by its in-sync replicas (ack level all): a value once read is never taken back by a
 failover, so each key is linearisable through its primary.
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 BUCKET_STREAM_PREFIX = "kv:"
 OPERATION_HEADER = "weir-kv-operation"
 DELETE_OPERATION = "DEL"
+PURGE_OPERATION = "PURGE"
 MAX_HISTORY = 64
 MAX_KEY_BYTES = 1024
 MAX_KEYS_LISTED = 10_000
@@ -101,7 +103,11 @@ def bucket_config(request: kv_pb2.KvCreateBucketRequest) -> types_pb2.StreamConf
 
 
 def is_delete(message: types_pb2.Message) -> bool:
-    return any(header.key == OPERATION_HEADER and header.value == DELETE_OPERATION for header in message.headers)
+    """A tombstone: a delete's or a purge's marker."""
+    return any(
+        header.key == OPERATION_HEADER and header.value in (DELETE_OPERATION, PURGE_OPERATION)
+        for header in message.headers
+    )
 
 
 def watch_event(message: types_pb2.Message) -> kv_pb2.KvWatchEvent:
@@ -164,7 +170,7 @@ class KeyValue:
         *,
         ttl_ms: int = 0,
         expected_revision: int | None = None,
-        delete: bool = False,
+        operation: str = "",
     ) -> int:
         stream = bucket_stream(bucket)
         validate_key(key)
@@ -178,12 +184,18 @@ class KeyValue:
                 bucket=bucket,
                 key=key,
             )
-        headers = {OPERATION_HEADER: DELETE_OPERATION} if delete else None
+        headers = {OPERATION_HEADER: operation} if operation else None
         ack_level = "all" if config.replicas > 1 else "leader"
         try:
             with _bucket_errors(bucket):
                 ack = await self.client.publish(
-                    stream, key, value, headers=headers, expected_last_seq=expected_revision, ack_level=ack_level
+                    stream,
+                    key,
+                    value,
+                    headers=headers,
+                    expected_last_seq=expected_revision,
+                    ack_level=ack_level,
+                    rollup=operation == PURGE_OPERATION,
                 )
         except WrongRevisionError as error:
             current = int(error.metadata.get("last_seq", "0"))
@@ -219,7 +231,12 @@ class KeyValue:
 
     async def delete(self, bucket: str, key: str) -> int:
         """Store a tombstone for `key`; returns its revision."""
-        return await self._write(bucket, key, b"", delete=True)
+        return await self._write(bucket, key, b"", operation=DELETE_OPERATION)
+
+    async def purge(self, bucket: str, key: str) -> int:
+        """Remove every revision of `key`, leaving one tombstone (a rollup: atomic, replicated as one
+        removal); returns the tombstone's revision."""
+        return await self._write(bucket, key, b"", operation=PURGE_OPERATION)
 
     # -- reads ---------------------------------------------------------------------------------------
 

@@ -139,6 +139,8 @@ class PublishFields(Protocol):
     def deliver_at_ms(self) -> int: ...
     @property
     def hold(self) -> bool: ...
+    @property
+    def rollup(self) -> bool: ...
     def HasField(self, field_name: str, /) -> bool: ...
 
 
@@ -838,6 +840,8 @@ class Node:
         entry = PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key)
         if fields.delay_ms or fields.deliver_at_ms or fields.hold:
             entry.deliver_at_ms = self._deliver_at_ms(stream, fields, expected)
+        if fields.rollup:
+            entry.rollup = _check_rollup(stream, entry)
         return partition, entry, size
 
     def _deliver_at_ms(self, stream: Stream, fields: PublishFields, expected_last_seq: int | None) -> int:
@@ -1483,9 +1487,9 @@ class Node:
         last_per_subject_until: int = 0,
     ) -> tuple[list[tuple[int, bytes]], int, int]:
         """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored):
-        see reads.read_range. `any_replica` (internal port) reads a secondary's copy too.
-        Errors: NoSuchStreamError / NoSuchPartitionError / NotLeaderError, InvalidArgumentError,
-        InvalidSubjectError (filter_subject)."""
+        see reads.read_range. `any_replica` (internal port) reads a secondary's copy too, whole (up to
+        its last seq, whatever its high watermark: for inspection). Errors: NoSuchStreamError /
+        NoSuchPartitionError / NotLeaderError, InvalidArgumentError, InvalidSubjectError (filter_subject)."""
         partition = (
             self.hosted_partition(stream, partition_index) if any_replica else self._partition(stream, partition_index)
         )
@@ -1505,6 +1509,7 @@ class Node:
                 max_bytes or DEFAULT_READ_BYTES,
                 accepts=accepts,
                 last_per_subject_until=last_per_subject_until,
+                whole_copy=any_replica,
             ),
         )
         return result.records, result.next_seq, result.last_seq
@@ -1777,6 +1782,25 @@ def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
 def _bound(deliver_count: int) -> list[int]:
     """A single settle's deliver_counts: bound to that delivery, or (0) to any."""
     return [deliver_count] if deliver_count else []
+
+
+def _check_rollup(stream: Stream, entry: PreparedEntry) -> bool:
+    """A rollup publish's preconditions (streams.proto PublishRequest.rollup). Errors:
+    InvalidArgumentError."""
+    limits = stream.config.limits
+    if not (limits.HasField("max_msgs_per_subject") and limits.max_msgs_per_subject):
+        raise InvalidArgumentError(
+            f"rollup needs a stream with limits.max_msgs_per_subject (it bounds what one rollup removes); "
+            f"stream {stream.name!r} has none",
+            stream=stream.name,
+        )
+    if entry.deliver_at_ms:
+        raise InvalidArgumentError(
+            "rollup cannot go with delay_ms / deliver_at_ms / hold: a rollup replaces its subject's messages "
+            "when it is stored",
+            stream=stream.name,
+        )
+    return True
 
 
 def _num_pending(partition: Partition, cursor: ConsumerCursor) -> int:

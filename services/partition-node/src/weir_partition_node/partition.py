@@ -74,6 +74,7 @@ class PreparedEntry:
     msg_id: str = ""  # idempotence key; "" = none
     key: bytes | None = None  # the publisher's partitioning key, stored with the message
     deliver_at_ms: int = 0  # > 0: store as a schedule record due then (scheduled.py)
+    rollup: bool = False  # every earlier message at the subject goes in the same commit
 
 
 @dataclass(slots=True)
@@ -224,6 +225,9 @@ class _CommitContext:
     scheduled_discarded: list[int] = field(default_factory=list)
     # Records whose stored bytes the scrub found damaged, put back from another copy.
     repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
+    # Primary: rollup publishes of this commit, subject -> the rollup's seq (earlier ones at the
+    # subject are removed, reason "rollup").
+    rollups: dict[str, int] = field(default_factory=dict)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -1052,6 +1056,8 @@ class Partition:
             seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
             if msg_id:
                 context.msg_ids.append((seq, msg_id, now_ms))
+            if entry.rollup:
+                context.rollups[entry.subject] = seq
             outcomes.append(AppendOutcome(seq, leader_epoch=epoch))
         if window is not None:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
@@ -1428,6 +1434,8 @@ class Partition:
             removals["scheduled"] = self.log.rows(context.scheduled_delivered)
         if context.scheduled_discarded:
             removals["discarded"] = self.log.rows(context.scheduled_discarded)
+        if context.rollups:
+            removals["rollup"] = self._rolled_up(context)
         keep_from = 0
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
@@ -1452,6 +1460,18 @@ class Partition:
             removals=removals,
             purge_before_seq=context.purge_before_seq,
         )
+
+    def _rolled_up(self, context: _CommitContext) -> list[RowInfo]:
+        """The messages this commit's rollups remove: every stored one at a rolled-up subject, and
+        the ones appended earlier in this commit at it (bounded by the stream's max_msgs_per_subject)."""
+        rows: list[RowInfo] = []
+        for subject in context.rollups:
+            rows.extend(self.log.subject_excess(subject, 0))
+        for seq, ts_ms, subject, size, _, _ in context.records:
+            rollup_seq = context.rollups.get(subject)
+            if rollup_seq is not None and seq < rollup_seq:
+                rows.append(RowInfo(seq, size, ts_ms))
+        return rows
 
     def _store_cursor(
         self, cursor: ConsumerCursor, batch: CommitBatch

@@ -49,12 +49,15 @@ def read_range(
     *,
     accepts: Callable[[str], bool] | None = None,
     last_per_subject_until: int = 0,
+    whole_copy: bool = False,
 ) -> ReadResult:
     """Up to `max_messages` stored messages from `from_seq` (0 = the first stored), within
     `max_bytes` (at least one when any is readable), whose subject `accepts` (None = every one),
-    passing over those superseded at or below `last_per_subject_until` (0 = none)."""
+    passing over those superseded at or below `last_per_subject_until` (0 = none). `whole_copy`
+    (an internal-port read of a copy, for inspection): up to the copy's last seq, whatever its
+    high watermark."""
     start = max(from_seq, partition.first_seq) if from_seq else partition.first_seq
-    visible = partition.visible_last_seq()
+    visible = partition.last_seq if whole_copy else partition.visible_last_seq()
     if start > visible:
         return ReadResult([], start, visible)
     if accepts is None and not last_per_subject_until:

@@ -89,6 +89,10 @@ class KeyValueServicer(kv_pb2_grpc.KeyValueServicer):
         return kv_pb2.KvDeleteResponse(revision=await self.kv.delete(request.bucket, request.key))
 
     @unary
+    async def Purge(self, request: kv_pb2.KvPurgeRequest, context: Any) -> Any:
+        return kv_pb2.KvDeleteResponse(revision=await self.kv.purge(request.bucket, request.key))
+
+    @unary
     async def Keys(self, request: kv_pb2.KvKeysRequest, context: Any) -> Any:
         entries, truncated = await self.kv.keys(request.bucket)
         return kv_pb2.KvKeysResponse(entries=entries, truncated=truncated)

@@ -114,6 +114,14 @@ class KvDeleteRequest(_message.Message):
     key: str
     def __init__(self, bucket: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
+class KvPurgeRequest(_message.Message):
+    __slots__ = ("bucket", "key")
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    bucket: str
+    key: str
+    def __init__(self, bucket: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
 class KvDeleteResponse(_message.Message):
     __slots__ = ("revision",)
     REVISION_FIELD_NUMBER: _ClassVar[int]

@@ -69,6 +69,11 @@ class KeyValueStub:
                 request_serializer=weir_dot_v1_dot_kv__pb2.KvDeleteRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
                 _registered_method=True)
+        self.Purge = channel.unary_unary(
+                '/weir.v1.KeyValue/Purge',
+                request_serializer=weir_dot_v1_dot_kv__pb2.KvPurgeRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
+                _registered_method=True)
         self.Keys = channel.unary_unary(
                 '/weir.v1.KeyValue/Keys',
                 request_serializer=weir_dot_v1_dot_kv__pb2.KvKeysRequest.SerializeToString,
@@ -145,6 +150,15 @@ class KeyValueServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Purge(self, request, context):
+        """Remove every revision of the key and store one tombstone in their place, in one commit
+        (JetStream's KV purge; Weir's rollup publish): History then shows only the purge, Watch a
+        delete. Returns the tombstone's revision. Errors: as Put. Not in the seed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Keys(self, request, context):
         """Every key with its current revision, deleted ones marked, sorted. Errors: no_such_bucket.
         """
@@ -206,6 +220,11 @@ def add_KeyValueServicer_to_server(servicer, server):
             'Delete': grpc.unary_unary_rpc_method_handler(
                     servicer.Delete,
                     request_deserializer=weir_dot_v1_dot_kv__pb2.KvDeleteRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.SerializeToString,
+            ),
+            'Purge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Purge,
+                    request_deserializer=weir_dot_v1_dot_kv__pb2.KvPurgeRequest.FromString,
                     response_serializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.SerializeToString,
             ),
             'Keys': grpc.unary_unary_rpc_method_handler(
@@ -412,6 +431,33 @@ class KeyValue:
             target,
             '/weir.v1.KeyValue/Delete',
             weir_dot_v1_dot_kv__pb2.KvDeleteRequest.SerializeToString,
+            weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Purge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.KeyValue/Purge',
+            weir_dot_v1_dot_kv__pb2.KvPurgeRequest.SerializeToString,
             weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
             options,
             channel_credentials,
