@@ -310,11 +310,16 @@ def test_key_value_buckets_from_the_command_line(cli_cluster: CliCluster) -> Non
     ]
     assert [(event["event"], event["key"]) for event in events] == [("put", "db.host"), ("delete", "db.port")]
     purged = json.loads(ok(cli_cluster.run("--json", "kv", "purge", "settings", "db.host", *flag)))
-    history = [
+    left = [
         json.loads(line)
         for line in ok(cli_cluster.run("--json", "kv", "history", "settings", "db.host", *flag)).splitlines()
     ]
-    assert [(int(entry["revision"]), entry["deleted"]) for entry in history] == [(purged["revision"], True)]
+    assert [(int(entry["revision"]), entry["deleted"]) for entry in left] == [(purged["revision"], True)]
+    leased = json.loads(
+        ok(cli_cluster.run("--json", "kv", "put", "settings", "lease", "me", "--ttl-ms", "60000", *flag))
+    )
+    touched = json.loads(ok(cli_cluster.run("--json", "kv", "touch", "settings", "lease", "--ttl-ms", "1000", *flag)))
+    assert touched["revision"] > leased["revision"]
     bad = cli_cluster.run("kv", "put", "settings", "a..b", "x", *flag)
     assert bad.returncode == 1 and "invalid_key" in bad.stderr
     ok(cli_cluster.run("kv", "rm-bucket", "settings", *flag))

@@ -182,7 +182,8 @@ async def test_bucket_lifecycle_and_bad_requests(kv: kv_pb2_grpc.KeyValueStub, b
         (kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="k" * 1025, value=b"")), "invalid_key"),
         (kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="a b")), "invalid_key"),
         (kv.Watch(kv_pb2.KvWatchRequest(bucket=bucket, key="a>")).read(), "invalid_key"),
-        (kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="a", value=b"", ttl_ms=1000)), "unimplemented"),
+        (kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="a", value=b"", ttl_ms=31_622_400_001)), "invalid_argument"),
+        (kv.Touch(kv_pb2.KvTouchRequest(bucket=bucket, key="never", ttl_ms=1000)), "no_such_key"),
         (kv.Get(kv_pb2.KvGetRequest(bucket="missing-bucket", key="a")), "no_such_bucket"),
         (kv.Put(kv_pb2.KvPutRequest(bucket="missing-bucket", key="a", value=b"")), "no_such_bucket"),
         (kv.Keys(kv_pb2.KvKeysRequest(bucket="missing-bucket")), "no_such_bucket"),
@@ -245,3 +246,34 @@ async def test_purge_leaves_one_tombstone_on_every_replica(
         await eventually(copies_equal, 20, "every replica holds only the other key and the purge")
     finally:
         await kv.DeleteBucket(kv_pb2.KvDeleteBucketRequest(bucket=name))
+
+
+async def test_a_value_with_a_ttl_replaces_the_history_and_goes_when_it_runs_out(
+    kv: kv_pb2_grpc.KeyValueStub, bucket: str
+) -> None:
+    for value in (b"1", b"2"):
+        await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="session", value=value))
+    await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="stays", value=b"x"))
+    expiring = await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="session", value=b"3", ttl_ms=1500))
+    history = await kv.History(kv_pb2.KvHistoryRequest(bucket=bucket, key="session"))
+    assert [(e.value, e.revision) for e in history.entries] == [(b"3", expiring.revision)]
+    assert (await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="session"))).entry.value == b"3"
+
+    async def expired() -> bool:
+        return not (await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="session"))).HasField("entry")
+
+    await eventually(expired, 10, "the value gone once its TTL ran out")
+    keys = await kv.Keys(kv_pb2.KvKeysRequest(bucket=bucket))
+    assert [e.key for e in keys.entries] == ["stays"]  # nothing left of the key
+
+
+async def test_touch_stores_the_value_again_with_a_new_ttl(kv: kv_pb2_grpc.KeyValueStub, bucket: str) -> None:
+    first = await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="lease", value=b"holder-1", ttl_ms=1000))
+    touched = await kv.Touch(kv_pb2.KvTouchRequest(bucket=bucket, key="lease", ttl_ms=60_000))
+    assert touched.revision > first.revision
+    await asyncio.sleep(1.5)  # past the first TTL: the touched value stays
+    got = await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="lease"))
+    assert (got.entry.value, got.entry.revision) == (b"holder-1", touched.revision)
+    await kv.Delete(kv_pb2.KvDeleteRequest(bucket=bucket, key="lease"))
+    _, reason, _ = await failure(kv.Touch(kv_pb2.KvTouchRequest(bucket=bucket, key="lease", ttl_ms=1000)))
+    assert reason == "no_such_key"

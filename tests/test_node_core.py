@@ -164,6 +164,64 @@ async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, st
     assert node.stream_info("timed").stats.msg_count == 0
 
 
+async def test_a_message_with_a_ttl_is_removed_when_it_runs_out(node: Node, clock: ManualClock, storage: str) -> None:
+    await node.create_stream(stream_config("ttl", storage=storage))
+    stored_at = clock.now_ms()
+    assert await publish(node, "ttl", entry(ttl_ms=1000), entry(), entry(ttl_ms=3000)) == [1, 2, 3]
+    records, _, _ = node.read_messages("ttl", 0, 1, 1, 0)
+    assert types_pb2.Message.FromString(records[0][1]).expires_at_ms == stored_at + 1000
+    feed_before = len(await changes(node))
+    clock.advance(999)
+    assert await node.sweep_once() == 0
+    clock.advance(1)
+    assert await node.sweep_once() == 1
+    assert [seq for seq, _ in node.read_messages("ttl", 0, 0, 100, 0)[0]] == [2, 3]
+    (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
+    assert (list(remove.seqs), remove.reason) == ([1], "ttl")
+    clock.advance(2000)
+    assert await node.sweep_once() == 1
+    assert [seq for seq, _ in node.read_messages("ttl", 0, 0, 100, 0)[0]] == [2]
+    assert node.hosted_partition("ttl", 0).earliest_expiry_ms == 0
+
+
+async def test_ttls_survive_a_restart_and_a_promoted_copy_expires_what_it_replicated(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    core = await Node.open(settings(tmp_path), clock=clock)
+    await core.create_stream(stream_config("kept"))
+    await publish(core, "kept", entry(ttl_ms=5000), entry())
+    await core.create_stream(stream_config("copy"))
+    partition = core.hosted_partition("copy", 0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    message = types_pb2.Message(seq=1, ts_ms=clock.now_ms(), subject="s", expires_at_ms=clock.now_ms() + 5000)
+    replicated = (1, message.ts_ms, "s", message.SerializeToString(), "", 0, message.expires_at_ms)
+    assert await partition.replicate(0, [replicated], 10) == ("ok", "")
+    await core.close()
+
+    reopened = await Node.open(settings(tmp_path), clock=clock)
+    try:
+        copy = reopened.hosted_partition("copy", 0)
+        copy.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+        clock.advance(5000)
+        assert await reopened.sweep_once() == 1  # "kept": its TTL index was stored; the copy follows
+        assert [seq for seq, _ in reopened.read_messages("kept", 0, 0, 100, 0)[0]] == [2]
+        assert copy.msg_count == 1  # a secondary never expires anything itself
+        copy.set_role(leading=True, leader_epoch=3, tracker=None, min_insync=1)
+        assert await reopened.sweep_once() == 1
+        assert copy.msg_count == 0
+    finally:
+        await reopened.close()
+
+
+async def test_bad_ttls_are_refused(node: Node) -> None:
+    await node.create_stream(stream_config("bad-ttl", allow_scheduled_messages=True))
+    with pytest.raises(InvalidArgumentError, match=r"ttl_ms: at most 31622400000 \(366 days\)"):
+        await publish(node, "bad-ttl", entry(ttl_ms=31_622_400_001))
+    with pytest.raises(InvalidArgumentError, match="ttl_ms cannot go with delay_ms"):
+        await publish(node, "bad-ttl", entry(ttl_ms=10, delay_ms=10))
+    assert node.stream_info("bad-ttl").stats.msg_count == 0
+
+
 async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:
     await node.create_stream(stream_config("cas", storage=storage))
     outcomes = await node.publish(
@@ -629,7 +687,15 @@ async def test_a_secondary_with_a_damaged_last_record_keeps_replicating(node: No
     partition = node.hosted_partition("damaged-tail", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     records = [
-        (seq, 1, "s", types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=b"p%d" % seq).SerializeToString(), "", 0)
+        (
+            seq,
+            1,
+            "s",
+            types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=b"p%d" % seq).SerializeToString(),
+            "",
+            0,
+            0,
+        )
         for seq in (1, 2, 3)
     ]
     assert await partition.replicate(0, records[:2], 10) == ("ok", "")
@@ -650,9 +716,9 @@ async def test_a_secondary_appends_only_records_that_follow_the_primarys_record_
     partition = node.hosted_partition("matching", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
 
-    def record(seq: int, payload: bytes) -> tuple[int, int, str, bytes, str, int]:
+    def record(seq: int, payload: bytes) -> tuple[int, int, str, bytes, str, int, int]:
         encoded = types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=payload).SerializeToString()
-        return (seq, 1, "s", encoded, "", 0)
+        return (seq, 1, "s", encoded, "", 0, 0)
 
     first = record(1, b"one")
     assert await partition.replicate(0, [first], 10) == ("ok", "")
@@ -707,7 +773,7 @@ async def test_an_unreadable_replicated_partition_file_is_moved_aside_and_rebuil
         partition = node._streams["cut"].partitions[0]
         assert not partition.finish_rebuild(primary_through_seq=1)  # holds nothing yet
         records = [
-            (seq, seq, "s.a", types_pb2.Message(seq=seq, subject="s.a", ts_ms=seq).SerializeToString(), "", 0)
+            (seq, seq, "s.a", types_pb2.Message(seq=seq, subject="s.a", ts_ms=seq).SerializeToString(), "", 0, 0)
             for seq in (1, 2)
         ]
         code, _ = await partition.replicate(0, records, 100, None)

@@ -319,8 +319,9 @@ async def test_a_scheduled_message_is_delivered_once_by_the_new_primary_after_a_
 # -- a secondary, and a secondary promoted (in-process) ----------------------------------------------
 
 
-def replicated(message: types_pb2.Message) -> tuple[int, int, str, bytes, str, int]:
-    return (message.seq, message.ts_ms, message.subject, message.SerializeToString(), "", message.scheduled_seq)
+def replicated(message: types_pb2.Message) -> tuple[int, int, str, bytes, str, int, int]:
+    encoded = message.SerializeToString()
+    return (message.seq, message.ts_ms, message.subject, encoded, "", message.scheduled_seq, message.expires_at_ms)
 
 
 async def test_a_secondary_removes_the_schedule_record_with_the_delivered_message_and_a_promotion_resumes(

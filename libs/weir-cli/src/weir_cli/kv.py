@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree
 
 MAX_VALUE_FILE_BYTES = 64 * 1024 * 1024  # a value file larger than this is refused before it is read
+BUCKET_HELP = "the bucket's name"
+KEY_HELP = "the key (A-Z a-z 0-9 - _ / = and '.' between tokens)"
 
 
 def _value(args: argparse.Namespace) -> bytes:
@@ -76,11 +78,11 @@ async def put(args: argparse.Namespace) -> int:
     async with cluster_client(args) as client:
         kv = KeyValue(client)
         if args.create:
-            revision = await kv.create(args.bucket, args.key, value)
+            revision = await kv.create(args.bucket, args.key, value, args.ttl_ms)
         elif args.expected_revision is not None:
-            revision = await kv.update(args.bucket, args.key, value, args.expected_revision)
+            revision = await kv.update(args.bucket, args.key, value, args.expected_revision, args.ttl_ms)
         else:
-            revision = await kv.put(args.bucket, args.key, value)
+            revision = await kv.put(args.bucket, args.key, value, args.ttl_ms)
     emit({"key": args.key, "revision": revision}, args.json, f"{args.key} = revision {revision}")
     return 0
 
@@ -100,6 +102,13 @@ async def delete(args: argparse.Namespace) -> int:
     emit(
         {"key": args.key, "revision": revision, "deleted": True}, args.json, f"deleted {args.key} (revision {revision})"
     )
+    return 0
+
+
+async def touch(args: argparse.Namespace) -> int:
+    async with cluster_client(args) as client:
+        revision = await KeyValue(client).touch(args.bucket, args.key, args.ttl_ms)
+    emit({"key": args.key, "revision": revision}, args.json, f"{args.key} = revision {revision} (ttl {args.ttl_ms} ms)")
     return 0
 
 
@@ -157,7 +166,7 @@ async def watch(args: argparse.Namespace) -> int:
 
 
 def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
-    kv = tree.group(commands, "kv", "key-value buckets: put, get, del, purge, keys, history, watch")
+    kv = tree.group(commands, "kv", "key-value buckets: put, get, del, purge, touch, keys, history, watch")
     create = tree.command(kv, "create", "create a bucket (idempotent for the same settings)", bucket_create)
     create.add_argument("bucket", help="1..64 characters of A-Z a-z 0-9 - _")
     create.add_argument("--history", type=non_negative_int, default=1, help="revisions kept per key (1..64)")
@@ -166,32 +175,41 @@ def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_nega
     create.add_argument("--max-value-size", type=non_negative_int, default=0, help="largest value (0 = 1 MiB)")
     create.add_argument("--max-age-ms", type=non_negative_int, default=0, help="bucket TTL (0 = none)")
     create.add_argument("--ephemeral", action="store_true", help="in memory only")
-    tree.command(kv, "rm-bucket", "delete a bucket and every key in it", bucket_delete).add_argument("bucket")
+    tree.command(kv, "rm-bucket", "delete a bucket and every key in it", bucket_delete).add_argument(
+        "bucket", help=BUCKET_HELP
+    )
     put_command = tree.command(kv, "put", "store a value (--create: only if absent; --expected-revision: CAS)", put)
-    put_command.add_argument("bucket")
-    put_command.add_argument("key")
+    put_command.add_argument("bucket", help=BUCKET_HELP)
+    put_command.add_argument("key", help=KEY_HELP)
     put_command.add_argument("value", nargs="?", help="the value as text (or --file)")
     put_command.add_argument("--file", metavar="PATH", help="read the value from a file ('-' = standard input)")
     put_command.add_argument("--create", action="store_true", help="only if the key has no value")
     put_command.add_argument("--expected-revision", type=non_negative_int, help="only if the key is at this revision")
+    put_command.add_argument(
+        "--ttl-ms", type=non_negative_int, default=0, help="the value expires this long after (0 = never)"
+    )
     for name, help_text, handler in (
         ("get", "a key's value", get),
         ("del", "delete a key (a tombstone)", delete),
         ("purge", "remove every revision of a key, leaving one tombstone", purge),
     ):
         command = tree.command(kv, name, help_text, handler)
-        command.add_argument("bucket")
-        command.add_argument("key")
+        command.add_argument("bucket", help=BUCKET_HELP)
+        command.add_argument("key", help=KEY_HELP)
+    touch_command = tree.command(kv, "touch", "store a key's value again with a new TTL", touch)
+    touch_command.add_argument("bucket", help=BUCKET_HELP)
+    touch_command.add_argument("key", help=KEY_HELP)
+    touch_command.add_argument("--ttl-ms", type=non_negative_int, required=True, help="from now (0 = never expire)")
     keys_command = tree.command(kv, "keys", "the bucket's keys with their revisions", keys)
-    keys_command.add_argument("bucket")
+    keys_command.add_argument("bucket", help=BUCKET_HELP)
     keys_command.add_argument("--all", action="store_true", help="deleted keys too")
     history_command = tree.command(kv, "history", "a key's kept revisions, oldest first", history)
-    history_command.add_argument("bucket")
-    history_command.add_argument("key")
+    history_command.add_argument("bucket", help=BUCKET_HELP)
+    history_command.add_argument("key", help=KEY_HELP)
     history_command.add_argument("--from-revision", type=non_negative_int, default=0, help="start here")
     history_command.add_argument("--limit", type=non_negative_int, default=0, help="at most this many (0 = 1,000)")
     watch_command = tree.command(kv, "watch", "each key's value, then every change (Ctrl-C ends)", watch)
-    watch_command.add_argument("bucket")
+    watch_command.add_argument("bucket", help=BUCKET_HELP)
     watch_command.add_argument("key", nargs="?", help="only this key")
     watch_command.add_argument("--from-revision", type=non_negative_int, default=0, help="every change from here")
     watch_command.add_argument("--count", type=non_negative_int, default=0, help="stop after this many events")

@@ -123,6 +123,7 @@ _KEY_VALUE: dict[str, Callable[[Any], Requirement]] = {
     "Update": _bucket("publish", with_key=True),
     "Delete": _bucket("publish", with_key=True),
     "Purge": _bucket("publish", with_key=True),
+    "Touch": _bucket("publish", with_key=True),
     "Get": _bucket("read"),
     "Keys": _bucket("read"),
     "History": _bucket("read"),

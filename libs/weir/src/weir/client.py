@@ -312,12 +312,14 @@ class NodeClient(GrpcClient):
         deliver_at_ms: int = 0,
         hold: bool = False,
         rollup: bool = False,
+        ttl_ms: int = 0,
     ) -> PublishAck:
         """Publish one message; returns (partition, seq, duplicate, scheduled) once acknowledged per
         `ack_level`. With `msg_id`, a repeat within the stream's duplicate window stores nothing
         and answers the original seq with `duplicate` set. `delay_ms` / `deliver_at_ms` (ms since
         the Unix epoch): delayed delivery, on a stream with allow_scheduled_messages. `rollup`: the
-        message replaces every earlier one at its subject (streams.proto PublishRequest.rollup)."""
+        message replaces every earlier one at its subject (streams.proto PublishRequest.rollup);
+        `ttl_ms`: it is removed this long after it is stored (PublishRequest.ttl_ms)."""
         request = streams_pb2.PublishRequest(
             stream=stream,
             subject=subject,
@@ -330,6 +332,7 @@ class NodeClient(GrpcClient):
             deliver_at_ms=deliver_at_ms,
             hold=hold,
             rollup=rollup,
+            ttl_ms=ttl_ms,
         )
         if key is not None:
             request.key = key

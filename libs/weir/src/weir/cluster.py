@@ -342,6 +342,7 @@ class Client:
         hold: bool = False,
         ts_ms: int = 0,
         rollup: bool = False,
+        ttl_ms: int = 0,
     ) -> PublishAck:
         """Publish one message through the batcher; returns once it is acknowledged per
         `ack_level` ("leader", "all", "none"). `msg_id`: the idempotence key (default: one generated
@@ -351,7 +352,8 @@ class Client:
         `hold`: stored as a held message (a transaction's half message), delivered or discarded by
         `release_scheduled`. `ts_ms`: the message's time (ms since the Unix epoch; 0 = the node's clock).
         `rollup`: every earlier message at the subject is removed in the same commit (the stream
-        needs max_msgs_per_subject; streams.proto PublishRequest.rollup).
+        needs max_msgs_per_subject; streams.proto PublishRequest.rollup). `ttl_ms`: the message is
+        removed this long after it is stored (streams.proto PublishRequest.ttl_ms).
         Errors: the node's typed errors (subject_rejected, oversize, wrong_revision,
         scheduling_disabled, ...), after retries for retryable ones."""
         future = self.publish_nowait(
@@ -369,6 +371,7 @@ class Client:
             hold=hold,
             ts_ms=ts_ms,
             rollup=rollup,
+            ttl_ms=ttl_ms,
         )
         return await (await future)
 
@@ -389,6 +392,7 @@ class Client:
         hold: bool = False,
         ts_ms: int = 0,
         rollup: bool = False,
+        ttl_ms: int = 0,
     ) -> asyncio.Future[PublishAck]:
         """Queue one message and return a future of its PublishAck (awaiting the call itself
         waits only while the pending buffer is full). Use this to keep many publishes in flight.
@@ -413,6 +417,8 @@ class Client:
             entry.ts_ms = ts_ms
         if rollup:
             entry.rollup = True
+        if ttl_ms:
+            entry.ttl_ms = ttl_ms
         if delay_ms or deliver_at_ms or hold:
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms

@@ -64,6 +64,7 @@ class ResultCode(StrEnum):
     PERMISSION_DENIED = "permission_denied"
     NO_SUCH_BUCKET = "no_such_bucket"
     INVALID_KEY = "invalid_key"
+    NO_SUCH_KEY = "no_such_key"
     UNIMPLEMENTED = "unimplemented"
     INTERNAL = "internal"
 
@@ -264,6 +265,13 @@ class InvalidKeyError(WeirError):
 
     result_code = ResultCode.INVALID_KEY
     status_code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NoSuchKeyError(WeirError):
+    """A key-value key without a value (never written, deleted or expired) where one is needed (Touch)."""
+
+    result_code = ResultCode.NO_SUCH_KEY
+    status_code = grpc.StatusCode.NOT_FOUND
 
 
 class UnimplementedError(WeirError):

@@ -11,8 +11,12 @@ failover, so each key is linearisable through its primary.
 Source: the streams seed's KV messages and result codes (KvPutRequest ... KvDeleteEvent); NATS
 JetStream's KV where the seed is silent (key characters, Create over a deleted key, watch order).
 Errors: NoSuchBucketError, InvalidKeyError, InvalidConfigError, WrongRevisionError (metadata
-"revision": the key's current revision), OversizeError, UnimplementedError (per-key TTL), and the
-cluster client's errors after its retries.
+"revision": the key's current revision), OversizeError, NoSuchKeyError (Touch), and the cluster
+client's errors after its retries.
+
+Per-key TTL: a value put with ttl_ms is stored with that message TTL and as a rollup (it replaces
+the key's earlier revisions), so once it expires the key has no value at all; the expiry removes it
+(a remove change, reason ttl) and is not a watch event.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from weir.errors import (
     InvalidConfigError,
     InvalidKeyError,
     NoSuchBucketError,
+    NoSuchKeyError,
     NoSuchStreamError,
     OversizeError,
-    UnimplementedError,
     WrongRevisionError,
 )
 from weir.v1 import kv_pb2, types_pb2
@@ -174,8 +178,6 @@ class KeyValue:
     ) -> int:
         stream = bucket_stream(bucket)
         validate_key(key)
-        if ttl_ms:
-            raise UnimplementedError("ttl_ms: per-key TTL is not stored yet; use the bucket's max_age_ms", key=key)
         config = await self._config(bucket)
         if config.max_msg_bytes and len(value) > config.max_msg_bytes - ENVELOPE_BYTES:
             raise OversizeError(
@@ -195,7 +197,10 @@ class KeyValue:
                     headers=headers,
                     expected_last_seq=expected_revision,
                     ack_level=ack_level,
-                    rollup=operation == PURGE_OPERATION,
+                    # A purge, and a value with a TTL (so that once it expires the key has none),
+                    # replace every earlier revision of the key.
+                    rollup=operation == PURGE_OPERATION or ttl_ms > 0,
+                    ttl_ms=ttl_ms,
                 )
         except WrongRevisionError as error:
             current = int(error.metadata.get("last_seq", "0"))
@@ -228,6 +233,15 @@ class KeyValue:
                     f"key {key!r} already has a value (revision {current})", bucket=bucket, key=key, revision=current
                 ) from None
             return await self._write(bucket, key, value, ttl_ms=ttl_ms, expected_revision=current)
+
+    async def touch(self, bucket: str, key: str, ttl_ms: int) -> int:
+        """Store the key's current value again with `ttl_ms` from now (0: it no longer expires);
+        returns the new revision. Errors: NoSuchKeyError (no value), WrongRevisionError (a write
+        came in between: touch again)."""
+        latest = await self._latest(bucket, key)
+        if latest is None or is_delete(latest):
+            raise NoSuchKeyError(f"key {key!r} has no value in bucket {bucket!r}", bucket=bucket, key=key)
+        return await self._write(bucket, key, latest.payload, ttl_ms=ttl_ms, expected_revision=latest.seq)
 
     async def delete(self, bucket: str, key: str) -> int:
         """Store a tombstone for `key`; returns its revision."""

@@ -141,6 +141,8 @@ class PublishFields(Protocol):
     def hold(self) -> bool: ...
     @property
     def rollup(self) -> bool: ...
+    @property
+    def ttl_ms(self) -> int: ...
     def HasField(self, field_name: str, /) -> bool: ...
 
 
@@ -842,6 +844,8 @@ class Node:
             entry.deliver_at_ms = self._deliver_at_ms(stream, fields, expected)
         if fields.rollup:
             entry.rollup = _check_rollup(stream, entry)
+        if fields.ttl_ms:
+            entry.ttl_ms = _check_ttl(stream, entry, fields.ttl_ms)
         return partition, entry, size
 
     def _deliver_at_ms(self, stream: Stream, fields: PublishFields, expected_last_seq: int | None) -> int:
@@ -1709,11 +1713,12 @@ class Node:
         the change feed; returns messages removed."""
         removed = 0
         await self.expire_exhausted()
+        now_ms = self._clock.now_ms()
         for stream in list(self._streams.values()):
-            if stream.view.bounds.max_age_ms:
-                for partition in stream.partitions.values():
-                    if partition.msg_count and partition.leading:
-                        removed += await partition.sweep()
+            by_age = bool(stream.view.bounds.max_age_ms)
+            for partition in stream.partitions.values():
+                if partition.msg_count and partition.leading and (by_age or partition.expiry_due(now_ms)):
+                    removed += await partition.sweep()
         metrics.CHANGE_FEED_LAST_SEQ.set(self.feed.horizon)
         excess_floor = self.feed.horizon - self.settings.change_feed_max_changes
         if excess_floor > self._change_floor:
@@ -1782,6 +1787,20 @@ def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
 def _bound(deliver_count: int) -> list[int]:
     """A single settle's deliver_counts: bound to that delivery, or (0) to any."""
     return [deliver_count] if deliver_count else []
+
+
+def _check_ttl(stream: Stream, entry: PreparedEntry, ttl_ms: int) -> int:
+    """A per-message TTL's bounds (streams.proto PublishRequest.ttl_ms). Errors: InvalidArgumentError."""
+    if ttl_ms > scheduled.MAX_SCHEDULE_DELAY_MS:
+        raise InvalidArgumentError(
+            f"ttl_ms: at most {scheduled.MAX_SCHEDULE_DELAY_MS} (366 days), got {ttl_ms}", stream=stream.name
+        )
+    if entry.deliver_at_ms:
+        raise InvalidArgumentError(
+            "ttl_ms cannot go with delay_ms / deliver_at_ms / hold: a message's TTL starts when it is stored",
+            stream=stream.name,
+        )
+    return ttl_ms
 
 
 def _check_rollup(stream: Stream, entry: PreparedEntry) -> bool:

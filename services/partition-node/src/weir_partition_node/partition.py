@@ -75,6 +75,7 @@ class PreparedEntry:
     key: bytes | None = None  # the publisher's partitioning key, stored with the message
     deliver_at_ms: int = 0  # > 0: store as a schedule record due then (scheduled.py)
     rollup: bool = False  # every earlier message at the subject goes in the same commit
+    ttl_ms: int = 0  # > 0: removed this long after it is stored (reason "ttl")
 
 
 @dataclass(slots=True)
@@ -148,7 +149,8 @@ class _ConsumerOp:
 
 # One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
 # msg_id ("" = none), scheduled_seq (0 = none: else the schedule record it delivers, removed with it)).
-ReplicatedRecord = tuple[int, int, str, bytes, str, int]
+# expires_at_ms (0 = no TTL) last.
+ReplicatedRecord = tuple[int, int, str, bytes, str, int, int]
 
 
 @dataclass(slots=True)
@@ -184,6 +186,7 @@ class _ReplicaEdit:
 
 _Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver | _Release
 PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
+_EXPIRE_ROWS = 10_000  # expired messages one commit removes at most (the rest at the next sweep)
 _FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
@@ -228,6 +231,8 @@ class _CommitContext:
     # Primary: rollup publishes of this commit, subject -> the rollup's seq (earlier ones at the
     # subject are removed, reason "rollup").
     rollups: dict[str, int] = field(default_factory=dict)
+    # Per-message TTLs of this commit's records: (seq, expires_at_ms).
+    expiries: list[tuple[int, int]] = field(default_factory=list)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -299,6 +304,8 @@ class Partition:
         self.leader_epoch = 0
         self.replica_epoch = 0
         self.high_watermark = self.last_seq
+        # The soonest per-message TTL among stored messages (0 = none): retention removes what is due.
+        self.earliest_expiry_ms = log.earliest_expiry_ms()
         self.tracker: InSyncTracker | None = None
         self.min_insync = 1
         # The log was started empty in place of an unreadable file (storage/rebuild.py): it follows
@@ -634,6 +641,10 @@ class Partition:
             if not future.done():
                 future.set_exception(error)
 
+    def expiry_due(self, now_ms: int) -> bool:
+        """Whether a stored message's TTL ran out (the primary removes it at its next commit)."""
+        return 0 < self.earliest_expiry_ms <= now_ms and self.leading
+
     def visible_last_seq(self) -> int:
         """The last seq consumers may be delivered (the high watermark when the stream asks)."""
         if self.stream.deliver_up_to_high_watermark:
@@ -902,6 +913,7 @@ class Partition:
             msg_ids=context.msg_ids,
             msg_ids_after=context.msg_ids_after,
             repairs=context.repairs,
+            expiries=context.expiries,
         )
         prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= _MSG_ID_PRUNE_INTERVAL_MS
         if prune_msg_ids:
@@ -955,6 +967,11 @@ class Partition:
         elif batch.remove_seqs and self.first_seq in batch.remove_seqs:
             oldest = self.log.oldest(self.first_seq, 1)  # single removals took the first message
             self.first_seq = oldest[0].seq if oldest else self.last_seq + 1
+        if context.expiries:
+            soonest = min(at for _, at in context.expiries)
+            self.earliest_expiry_ms = min(self.earliest_expiry_ms or soonest, soonest)
+        if self.earliest_expiry_ms and (batch.remove_seqs or batch.truncate_before):
+            self.earliest_expiry_ms = self.log.earliest_expiry_ms()  # one of them may have had the soonest
         if change_seqs:
             self.last_change_seq = change_seqs[-1]
             for change_seq, change in zip(change_seqs, change_kinds, strict=True):
@@ -1053,7 +1070,11 @@ class Partition:
                 message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
             if entry.key is not None:
                 message.key = entry.key
+            if entry.ttl_ms:
+                message.expires_at_ms = now_ms + entry.ttl_ms
             seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
+            if entry.ttl_ms:
+                context.expiries.append((seq, message.expires_at_ms))
             if msg_id:
                 context.msg_ids.append((seq, msg_id, now_ms))
             if entry.rollup:
@@ -1178,15 +1199,17 @@ class Partition:
             held = self._held(item.after_seq)  # log matching: these records must follow the same record
             if held is not None and zlib.crc32(held) != item.after_crc32:
                 return "divergence", f"seq {item.after_seq} holds another record than the primary's"
-        for seq, _, _, record, _, _ in item.records:  # a replay must match what this replica holds
+        for seq, _, _, record, _, _, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
             stored = self._held(seq)
             if stored is not None and stored != record:
                 return "divergence", f"seq {seq} holds another record than the primary's"
-        for seq, ts_ms, subject, record, msg_id, scheduled_seq in item.records:
+        for seq, ts_ms, subject, record, msg_id, scheduled_seq, expires_at_ms in item.records:
             if seq > end:
                 context.append_record(seq, ts_ms, subject, record)
+                if expires_at_ms:  # indexed as on the primary: a copy that takes over expires it
+                    context.expiries.append((seq, expires_at_ms))
                 if scheduled_seq:  # a delivered schedule record: it goes in this commit, as on the primary
                     context.replica_removals.setdefault("scheduled", []).append(scheduled_seq)
                 elif msg_id:  # (a delivered message's msg_id is its schedule record's, already indexed)
@@ -1436,6 +1459,8 @@ class Partition:
             removals["discarded"] = self.log.rows(context.scheduled_discarded)
         if context.rollups:
             removals["rollup"] = self._rolled_up(context)
+        if self.expiry_due(context.now_ms):
+            removals["ttl"] = self.log.rows(self.log.expired_seqs(context.now_ms, _EXPIRE_ROWS))
         keep_from = 0
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)

@@ -634,5 +634,15 @@ def _decode_records(after_seq: int, records: Sequence[bytes], crc32s: Sequence[i
                 "(seqs must increase, above after_seq)"
             )
         previous = message.seq
-        decoded.append((message.seq, message.ts_ms, message.subject, record, message.msg_id, message.scheduled_seq))
+        decoded.append(
+            (
+                message.seq,
+                message.ts_ms,
+                message.subject,
+                record,
+                message.msg_id,
+                message.scheduled_seq,
+                message.expires_at_ms,
+            )
+        )
     return decoded

@@ -47,7 +47,9 @@ class NodeSettings(MetadataRedisSettings, AccessSettings):
         "(0 = SQLite's automatic checkpoint inside the commit that crosses 1,000 pages, a 10-15 ms stall).",
     )
     storage_threads: int = Field(4, ge=1, le=64, description="Worker threads for commits.")
-    retention_sweep_interval_ms: int = Field(1000, ge=10, description="How often max_age_ms is enforced.")
+    retention_sweep_interval_ms: int = Field(
+        1000, ge=10, description="How often max_age_ms and per-message TTLs are enforced."
+    )
     change_feed_max_changes: int = Field(1_000_000, ge=1000, description="Changes kept in the node's feed.")
     scrub_bytes_per_second: int = Field(
         4 * 1024 * 1024,

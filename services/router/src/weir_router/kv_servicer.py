@@ -89,6 +89,10 @@ class KeyValueServicer(kv_pb2_grpc.KeyValueServicer):
         return kv_pb2.KvDeleteResponse(revision=await self.kv.delete(request.bucket, request.key))
 
     @unary
+    async def Touch(self, request: kv_pb2.KvTouchRequest, context: Any) -> Any:
+        return kv_pb2.KvPutResponse(revision=await self.kv.touch(request.bucket, request.key, request.ttl_ms))
+
+    @unary
     async def Purge(self, request: kv_pb2.KvPurgeRequest, context: Any) -> Any:
         return kv_pb2.KvDeleteResponse(revision=await self.kv.purge(request.bucket, request.key))
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10weir/v1/kv.proto\x12\x07weir.v1\"\x9c\x01\n\x15KvCreateBucketRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x11\n\tmax_bytes\x18\x02 \x01(\x04\x12\x16\n\x0emax_value_size\x18\x03 \x01(\x04\x12\x12\n\nmax_age_ms\x18\x04 \x01(\x04\x12\x11\n\tephemeral\x18\x05 \x01(\x08\x12\x0f\n\x07history\x18\x06 \x01(\r\x12\x10\n\x08replicas\x18\x07 \x01(\r\"\x1e\n\x16KvCreateBucketResponseJ\x04\x08\x01\x10\x04\"\'\n\x15KvDeleteBucketRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\"\x1e\n\x16KvDeleteBucketResponseJ\x04\x08\x01\x10\x04\"J\n\x0cKvPutRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"M\n\x0fKvCreateRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"h\n\x0fKvUpdateRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x19\n\x11\x65xpected_revision\x18\x04 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x05 \x01(\x04\"\'\n\rKvPutResponse\x12\x10\n\x08revision\x18\x04 \x01(\x04J\x04\x08\x01\x10\x04\"+\n\x0cKvGetRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"E\n\rKvGetResponse\x12$\n\x05\x65ntry\x18\x04 \x01(\x0b\x32\x10.weir.v1.KvEntryH\x00\x88\x01\x01\x42\x08\n\x06_entryJ\x04\x08\x01\x10\x04\"9\n\x07KvEntry\x12\r\n\x05value\x18\x01 \x01(\x0c\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\".\n\x0fKvDeleteRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"-\n\x0eKvPurgeRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"*\n\x10KvDeleteResponse\x12\x10\n\x08revision\x18\x04 \x01(\x04J\x04\x08\x01\x10\x04\"\x1f\n\rKvKeysRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\"O\n\x0eKvKeysResponse\x12$\n\x07\x65ntries\x18\x04 \x03(\x0b\x32\x13.weir.v1.KvKeyEntry\x12\x11\n\ttruncated\x18\x05 \x01(\x08J\x04\x08\x01\x10\x04\"<\n\nKvKeyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"U\n\x10KvHistoryRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfrom_revision\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\x04\"C\n\x11KvHistoryResponse\x12(\n\x07\x65ntries\x18\x04 \x03(\x0b\x32\x17.weir.v1.KvHistoryEntryJ\x04\x08\x01\x10\x04\"Q\n\x0eKvHistoryEntry\x12\r\n\x05value\x18\x01 \x01(\x0c\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x08\"D\n\x0eKvWatchRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfrom_revision\x18\x03 \x01(\x04\"e\n\x0cKvWatchEvent\x12\"\n\x03put\x18\x01 \x01(\x0b\x32\x13.weir.v1.KvPutEventH\x00\x12(\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x16.weir.v1.KvDeleteEventH\x00\x42\x07\n\x05\x65vent\"I\n\nKvPutEvent\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x10\n\x08revision\x18\x03 \x01(\x04\x12\r\n\x05ts_ms\x18\x04 \x01(\x03\"=\n\rKvDeleteEvent\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\x32\xc2\x05\n\x08KeyValue\x12O\n\x0c\x43reateBucket\x12\x1e.weir.v1.KvCreateBucketRequest\x1a\x1f.weir.v1.KvCreateBucketResponse\x12O\n\x0c\x44\x65leteBucket\x12\x1e.weir.v1.KvDeleteBucketRequest\x1a\x1f.weir.v1.KvDeleteBucketResponse\x12\x34\n\x03Put\x12\x15.weir.v1.KvPutRequest\x1a\x16.weir.v1.KvPutResponse\x12:\n\x06\x43reate\x12\x18.weir.v1.KvCreateRequest\x1a\x16.weir.v1.KvPutResponse\x12:\n\x06Update\x12\x18.weir.v1.KvUpdateRequest\x1a\x16.weir.v1.KvPutResponse\x12\x34\n\x03Get\x12\x15.weir.v1.KvGetRequest\x1a\x16.weir.v1.KvGetResponse\x12=\n\x06\x44\x65lete\x12\x18.weir.v1.KvDeleteRequest\x1a\x19.weir.v1.KvDeleteResponse\x12;\n\x05Purge\x12\x17.weir.v1.KvPurgeRequest\x1a\x19.weir.v1.KvDeleteResponse\x12\x37\n\x04Keys\x12\x16.weir.v1.KvKeysRequest\x1a\x17.weir.v1.KvKeysResponse\x12@\n\x07History\x12\x19.weir.v1.KvHistoryRequest\x1a\x1a.weir.v1.KvHistoryResponse\x12\x39\n\x05Watch\x12\x17.weir.v1.KvWatchRequest\x1a\x15.weir.v1.KvWatchEvent0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10weir/v1/kv.proto\x12\x07weir.v1\"\x9c\x01\n\x15KvCreateBucketRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x11\n\tmax_bytes\x18\x02 \x01(\x04\x12\x16\n\x0emax_value_size\x18\x03 \x01(\x04\x12\x12\n\nmax_age_ms\x18\x04 \x01(\x04\x12\x11\n\tephemeral\x18\x05 \x01(\x08\x12\x0f\n\x07history\x18\x06 \x01(\r\x12\x10\n\x08replicas\x18\x07 \x01(\r\"\x1e\n\x16KvCreateBucketResponseJ\x04\x08\x01\x10\x04\"\'\n\x15KvDeleteBucketRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\"\x1e\n\x16KvDeleteBucketResponseJ\x04\x08\x01\x10\x04\"J\n\x0cKvPutRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"M\n\x0fKvCreateRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\x04\"h\n\x0fKvUpdateRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x0c\x12\x19\n\x11\x65xpected_revision\x18\x04 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x05 \x01(\x04\"\'\n\rKvPutResponse\x12\x10\n\x08revision\x18\x04 \x01(\x04J\x04\x08\x01\x10\x04\"+\n\x0cKvGetRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"E\n\rKvGetResponse\x12$\n\x05\x65ntry\x18\x04 \x01(\x0b\x32\x10.weir.v1.KvEntryH\x00\x88\x01\x01\x42\x08\n\x06_entryJ\x04\x08\x01\x10\x04\"9\n\x07KvEntry\x12\r\n\x05value\x18\x01 \x01(\x0c\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\".\n\x0fKvDeleteRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"=\n\x0eKvTouchRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\x04\"-\n\x0eKvPurgeRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\"*\n\x10KvDeleteResponse\x12\x10\n\x08revision\x18\x04 \x01(\x04J\x04\x08\x01\x10\x04\"\x1f\n\rKvKeysRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\"O\n\x0eKvKeysResponse\x12$\n\x07\x65ntries\x18\x04 \x03(\x0b\x32\x13.weir.v1.KvKeyEntry\x12\x11\n\ttruncated\x18\x05 \x01(\x08J\x04\x08\x01\x10\x04\"<\n\nKvKeyEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\x08\"U\n\x10KvHistoryRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfrom_revision\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\x04\"C\n\x11KvHistoryResponse\x12(\n\x07\x65ntries\x18\x04 \x03(\x0b\x32\x17.weir.v1.KvHistoryEntryJ\x04\x08\x01\x10\x04\"Q\n\x0eKvHistoryEntry\x12\r\n\x05value\x18\x01 \x01(\x0c\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\x12\x0f\n\x07\x64\x65leted\x18\x04 \x01(\x08\"D\n\x0eKvWatchRequest\x12\x0e\n\x06\x62ucket\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x15\n\rfrom_revision\x18\x03 \x01(\x04\"e\n\x0cKvWatchEvent\x12\"\n\x03put\x18\x01 \x01(\x0b\x32\x13.weir.v1.KvPutEventH\x00\x12(\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x16.weir.v1.KvDeleteEventH\x00\x42\x07\n\x05\x65vent\"I\n\nKvPutEvent\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c\x12\x10\n\x08revision\x18\x03 \x01(\x04\x12\r\n\x05ts_ms\x18\x04 \x01(\x03\"=\n\rKvDeleteEvent\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x04\x12\r\n\x05ts_ms\x18\x03 \x01(\x03\x32\xfc\x05\n\x08KeyValue\x12O\n\x0c\x43reateBucket\x12\x1e.weir.v1.KvCreateBucketRequest\x1a\x1f.weir.v1.KvCreateBucketResponse\x12O\n\x0c\x44\x65leteBucket\x12\x1e.weir.v1.KvDeleteBucketRequest\x1a\x1f.weir.v1.KvDeleteBucketResponse\x12\x34\n\x03Put\x12\x15.weir.v1.KvPutRequest\x1a\x16.weir.v1.KvPutResponse\x12:\n\x06\x43reate\x12\x18.weir.v1.KvCreateRequest\x1a\x16.weir.v1.KvPutResponse\x12:\n\x06Update\x12\x18.weir.v1.KvUpdateRequest\x1a\x16.weir.v1.KvPutResponse\x12\x34\n\x03Get\x12\x15.weir.v1.KvGetRequest\x1a\x16.weir.v1.KvGetResponse\x12=\n\x06\x44\x65lete\x12\x18.weir.v1.KvDeleteRequest\x1a\x19.weir.v1.KvDeleteResponse\x12\x38\n\x05Touch\x12\x17.weir.v1.KvTouchRequest\x1a\x16.weir.v1.KvPutResponse\x12;\n\x05Purge\x12\x17.weir.v1.KvPurgeRequest\x1a\x19.weir.v1.KvDeleteResponse\x12\x37\n\x04Keys\x12\x16.weir.v1.KvKeysRequest\x1a\x17.weir.v1.KvKeysResponse\x12@\n\x07History\x12\x19.weir.v1.KvHistoryRequest\x1a\x1a.weir.v1.KvHistoryResponse\x12\x39\n\x05Watch\x12\x17.weir.v1.KvWatchRequest\x1a\x15.weir.v1.KvWatchEvent0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -55,30 +55,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_KVENTRY']._serialized_end=768
   _globals['_KVDELETEREQUEST']._serialized_start=770
   _globals['_KVDELETEREQUEST']._serialized_end=816
-  _globals['_KVPURGEREQUEST']._serialized_start=818
-  _globals['_KVPURGEREQUEST']._serialized_end=863
-  _globals['_KVDELETERESPONSE']._serialized_start=865
-  _globals['_KVDELETERESPONSE']._serialized_end=907
-  _globals['_KVKEYSREQUEST']._serialized_start=909
-  _globals['_KVKEYSREQUEST']._serialized_end=940
-  _globals['_KVKEYSRESPONSE']._serialized_start=942
-  _globals['_KVKEYSRESPONSE']._serialized_end=1021
-  _globals['_KVKEYENTRY']._serialized_start=1023
-  _globals['_KVKEYENTRY']._serialized_end=1083
-  _globals['_KVHISTORYREQUEST']._serialized_start=1085
-  _globals['_KVHISTORYREQUEST']._serialized_end=1170
-  _globals['_KVHISTORYRESPONSE']._serialized_start=1172
-  _globals['_KVHISTORYRESPONSE']._serialized_end=1239
-  _globals['_KVHISTORYENTRY']._serialized_start=1241
-  _globals['_KVHISTORYENTRY']._serialized_end=1322
-  _globals['_KVWATCHREQUEST']._serialized_start=1324
-  _globals['_KVWATCHREQUEST']._serialized_end=1392
-  _globals['_KVWATCHEVENT']._serialized_start=1394
-  _globals['_KVWATCHEVENT']._serialized_end=1495
-  _globals['_KVPUTEVENT']._serialized_start=1497
-  _globals['_KVPUTEVENT']._serialized_end=1570
-  _globals['_KVDELETEEVENT']._serialized_start=1572
-  _globals['_KVDELETEEVENT']._serialized_end=1633
-  _globals['_KEYVALUE']._serialized_start=1636
-  _globals['_KEYVALUE']._serialized_end=2342
+  _globals['_KVTOUCHREQUEST']._serialized_start=818
+  _globals['_KVTOUCHREQUEST']._serialized_end=879
+  _globals['_KVPURGEREQUEST']._serialized_start=881
+  _globals['_KVPURGEREQUEST']._serialized_end=926
+  _globals['_KVDELETERESPONSE']._serialized_start=928
+  _globals['_KVDELETERESPONSE']._serialized_end=970
+  _globals['_KVKEYSREQUEST']._serialized_start=972
+  _globals['_KVKEYSREQUEST']._serialized_end=1003
+  _globals['_KVKEYSRESPONSE']._serialized_start=1005
+  _globals['_KVKEYSRESPONSE']._serialized_end=1084
+  _globals['_KVKEYENTRY']._serialized_start=1086
+  _globals['_KVKEYENTRY']._serialized_end=1146
+  _globals['_KVHISTORYREQUEST']._serialized_start=1148
+  _globals['_KVHISTORYREQUEST']._serialized_end=1233
+  _globals['_KVHISTORYRESPONSE']._serialized_start=1235
+  _globals['_KVHISTORYRESPONSE']._serialized_end=1302
+  _globals['_KVHISTORYENTRY']._serialized_start=1304
+  _globals['_KVHISTORYENTRY']._serialized_end=1385
+  _globals['_KVWATCHREQUEST']._serialized_start=1387
+  _globals['_KVWATCHREQUEST']._serialized_end=1455
+  _globals['_KVWATCHEVENT']._serialized_start=1457
+  _globals['_KVWATCHEVENT']._serialized_end=1558
+  _globals['_KVPUTEVENT']._serialized_start=1560
+  _globals['_KVPUTEVENT']._serialized_end=1633
+  _globals['_KVDELETEEVENT']._serialized_start=1635
+  _globals['_KVDELETEEVENT']._serialized_end=1696
+  _globals['_KEYVALUE']._serialized_start=1699
+  _globals['_KEYVALUE']._serialized_end=2463
 # @@protoc_insertion_point(module_scope)

@@ -114,6 +114,16 @@ class KvDeleteRequest(_message.Message):
     key: str
     def __init__(self, bucket: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
+class KvTouchRequest(_message.Message):
+    __slots__ = ("bucket", "key", "ttl_ms")
+    BUCKET_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    bucket: str
+    key: str
+    ttl_ms: int
+    def __init__(self, bucket: _Optional[str] = ..., key: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
 class KvPurgeRequest(_message.Message):
     __slots__ = ("bucket", "key")
     BUCKET_FIELD_NUMBER: _ClassVar[int]

@@ -69,6 +69,11 @@ class KeyValueStub:
                 request_serializer=weir_dot_v1_dot_kv__pb2.KvDeleteRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
                 _registered_method=True)
+        self.Touch = channel.unary_unary(
+                '/weir.v1.KeyValue/Touch',
+                request_serializer=weir_dot_v1_dot_kv__pb2.KvTouchRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_kv__pb2.KvPutResponse.FromString,
+                _registered_method=True)
         self.Purge = channel.unary_unary(
                 '/weir.v1.KeyValue/Purge',
                 request_serializer=weir_dot_v1_dot_kv__pb2.KvPurgeRequest.SerializeToString,
@@ -111,8 +116,8 @@ class KeyValueServicer:
 
     def Put(self, request, context):
         """Store a value; returns its revision. Errors: no_such_bucket (NOT_FOUND), invalid_key
-        (INVALID_ARGUMENT), oversize (INVALID_ARGUMENT: above max_value_size), unimplemented
-        (UNIMPLEMENTED) for a per-key ttl_ms, which Weir does not store yet.
+        (INVALID_ARGUMENT), oversize (INVALID_ARGUMENT: above max_value_size), invalid_argument (a
+        ttl_ms above 366 days).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -145,6 +150,15 @@ class KeyValueServicer:
     def Delete(self, request, context):
         """Store a tombstone: Get answers no entry, History and Watch show the delete. Returns its
         revision. Errors: as Put.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Touch(self, request, context):
+        """Store the key's current value again with ttl_ms from now (0: it no longer expires); returns the
+        new revision. Errors: as Put, no_such_key (NOT_FOUND) when the key has no value, wrong_revision
+        when a write came in between (touch again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -221,6 +235,11 @@ def add_KeyValueServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=weir_dot_v1_dot_kv__pb2.KvDeleteRequest.FromString,
                     response_serializer=weir_dot_v1_dot_kv__pb2.KvDeleteResponse.SerializeToString,
+            ),
+            'Touch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Touch,
+                    request_deserializer=weir_dot_v1_dot_kv__pb2.KvTouchRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_kv__pb2.KvPutResponse.SerializeToString,
             ),
             'Purge': grpc.unary_unary_rpc_method_handler(
                     servicer.Purge,
@@ -432,6 +451,33 @@ class KeyValue:
             '/weir.v1.KeyValue/Delete',
             weir_dot_v1_dot_kv__pb2.KvDeleteRequest.SerializeToString,
             weir_dot_v1_dot_kv__pb2.KvDeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Touch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.KeyValue/Touch',
+            weir_dot_v1_dot_kv__pb2.KvTouchRequest.SerializeToString,
+            weir_dot_v1_dot_kv__pb2.KvPutResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -131,7 +131,7 @@ class UpdateStreamResponse(_message.Message):
     def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., pruned: _Optional[int] = ...) -> None: ...
 
 class PublishRequest(_message.Message):
-    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms", "delay_ms", "deliver_at_ms", "hold", "rollup")
+    __slots__ = ("stream", "subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "ack_level", "msg_id", "timeout_ms", "delay_ms", "deliver_at_ms", "hold", "rollup", "ttl_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -147,6 +147,7 @@ class PublishRequest(_message.Message):
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_FIELD_NUMBER: _ClassVar[int]
     ROLLUP_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     subject: str
     payload: bytes
@@ -162,7 +163,8 @@ class PublishRequest(_message.Message):
     deliver_at_ms: int
     hold: bool
     rollup: bool
-    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ...) -> None: ...
+    ttl_ms: int
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResponse(_message.Message):
     __slots__ = ("partition", "seq", "duplicate", "scheduled")
@@ -177,7 +179,7 @@ class PublishResponse(_message.Message):
     def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
 
 class PublishEntry(_message.Message):
-    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms", "hold", "rollup")
+    __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms", "hold", "rollup", "ttl_ms")
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     HEADERS_FIELD_NUMBER: _ClassVar[int]
@@ -190,6 +192,7 @@ class PublishEntry(_message.Message):
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     HOLD_FIELD_NUMBER: _ClassVar[int]
     ROLLUP_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
     subject: str
     payload: bytes
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
@@ -202,7 +205,8 @@ class PublishEntry(_message.Message):
     deliver_at_ms: int
     hold: bool
     rollup: bool
-    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ...) -> None: ...
+    ttl_ms: int
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class PublishBatchRequest(_message.Message):
     __slots__ = ("stream", "entries", "ack_level", "timeout_ms")

@@ -96,7 +96,7 @@ class Header(_message.Message):
     def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id", "key", "deliver_at_ms", "scheduled_subject", "scheduled_seq")
+    __slots__ = ("seq", "subject", "ts_ms", "headers", "payload", "deliver_count", "partition", "msg_id", "key", "deliver_at_ms", "scheduled_subject", "scheduled_seq", "expires_at_ms")
     SEQ_FIELD_NUMBER: _ClassVar[int]
     SUBJECT_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
@@ -109,6 +109,7 @@ class Message(_message.Message):
     DELIVER_AT_MS_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_SUBJECT_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
     seq: int
     subject: str
     ts_ms: int
@@ -121,7 +122,8 @@ class Message(_message.Message):
     deliver_at_ms: int
     scheduled_subject: str
     scheduled_seq: int
-    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., key: _Optional[bytes] = ..., deliver_at_ms: _Optional[int] = ..., scheduled_subject: _Optional[str] = ..., scheduled_seq: _Optional[int] = ...) -> None: ...
+    expires_at_ms: int
+    def __init__(self, seq: _Optional[int] = ..., subject: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[Header, _Mapping]]] = ..., payload: _Optional[bytes] = ..., deliver_count: _Optional[int] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., key: _Optional[bytes] = ..., deliver_at_ms: _Optional[int] = ..., scheduled_subject: _Optional[str] = ..., scheduled_seq: _Optional[int] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class PartitionStats(_message.Message):
     __slots__ = ("partition", "first_seq", "last_seq", "msg_count", "bytes", "role", "leader_epoch", "high_watermark", "in_sync_node_ids")

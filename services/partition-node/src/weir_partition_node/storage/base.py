@@ -104,6 +104,9 @@ class CommitBatch:
     msg_ids: list[tuple[int, str, int]] = field(default_factory=list)
     msg_ids_after: int | None = None
     msg_id_retention: tuple[int, int] | None = None
+    # Per-message TTLs of this commit's records, (seq, expires_at_ms); a removed message's expiry
+    # goes with it.
+    expiries: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True, frozen=True)
@@ -187,6 +190,14 @@ class PartitionLog(Protocol):
 
     def subject_last_seq(self, subject: str) -> int:
         """Seq of the newest stored message at `subject`, 0 when none."""
+        ...
+
+    def expired_seqs(self, now_ms: int, limit: int) -> list[int]:
+        """Stored messages whose TTL ran out at or before `now_ms`, soonest first, at most `limit`."""
+        ...
+
+    def earliest_expiry_ms(self) -> int:
+        """The soonest expiry of a stored message with a TTL, 0 when none has one."""
         ...
 
     def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:

@@ -45,6 +45,7 @@ class MemoryPartitionLog:
         self._consumers: dict[str, tuple[int, ...]] = {}  # name -> state row without the name
         self._pending: dict[str, dict[int, tuple[int, int, int]]] = {}
         self._msg_id_rows: list[msgids.MsgIdRow] = []  # ascending by seq, as the SQLite log keeps them
+        self._expiries: dict[int, int] = {}  # seq -> expires_at_ms, for stored messages with a TTL
 
     def commit(self, batch: CommitBatch) -> None:
         # Validate first so a failing batch changes nothing (atomicity).
@@ -60,6 +61,7 @@ class MemoryPartitionLog:
             msgids.check_appended([seq for seq, _, _ in batch.msg_ids], stored_through)
         for record in batch.records:
             self._insert(record)
+        self._expiries.update(batch.expiries)
         for seq in batch.remove_seqs:
             self._remove(seq)
         if batch.truncate_before > 0:
@@ -119,6 +121,7 @@ class MemoryPartitionLog:
 
     def _remove_index(self, seq: int) -> None:
         stored = self._messages.pop(seq)
+        self._expiries.pop(seq, None)
         seqs = self._by_subject[stored.subject]
         seqs.pop(bisect.bisect_left(seqs, seq))
         if not seqs:
@@ -177,6 +180,13 @@ class MemoryPartitionLog:
     def subject_last_seq(self, subject: str) -> int:
         seqs = self._by_subject.get(subject)
         return seqs[-1] if seqs else 0
+
+    def expired_seqs(self, now_ms: int, limit: int) -> list[int]:
+        due = sorted((at, seq) for seq, at in self._expiries.items() if at <= now_ms)
+        return [seq for _, seq in due[:limit]]
+
+    def earliest_expiry_ms(self) -> int:
+        return min(self._expiries.values(), default=0)
 
     def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
         seqs = self._by_subject.get(subject, [])

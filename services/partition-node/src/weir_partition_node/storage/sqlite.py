@@ -70,6 +70,8 @@ CREATE TABLE IF NOT EXISTS messages (
     record BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS messages_by_subject ON messages (subject, seq);
+CREATE TABLE IF NOT EXISTS expiries (seq INTEGER PRIMARY KEY, expires_at_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS expiries_by_time ON expiries (expires_at_ms, seq);
 CREATE TABLE IF NOT EXISTS changes (
     change_seq INTEGER PRIMARY KEY,
     ts_ms INTEGER NOT NULL,
@@ -205,10 +207,15 @@ class SqlitePartitionLog:
                     "UPDATE messages SET record = ? WHERE seq = ? AND crc = ?",
                     [(record, seq, crc) for seq, crc, record in batch.repairs],
                 )
+            if batch.expiries:
+                db.executemany("INSERT OR REPLACE INTO expiries (seq, expires_at_ms) VALUES (?, ?)", batch.expiries)
             if batch.remove_seqs:
-                db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq in batch.remove_seqs])
+                removed = [(seq,) for seq in batch.remove_seqs]
+                db.executemany("DELETE FROM messages WHERE seq = ?", removed)
+                db.executemany("DELETE FROM expiries WHERE seq = ?", removed)
             if batch.truncate_before > 0:
                 db.execute("DELETE FROM messages WHERE seq < ?", (batch.truncate_before,))
+                db.execute("DELETE FROM expiries WHERE seq < ?", (batch.truncate_before,))
             if batch.changes:
                 db.executemany("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", batch.changes)
             if batch.drop_changes_before > 0:
@@ -345,6 +352,17 @@ class SqlitePartitionLog:
             "SELECT seq FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1", (subject,)
         ).fetchone()
         return int(row[0]) if row else 0
+
+    def expired_seqs(self, now_ms: int, limit: int) -> list[int]:
+        rows = self._reader.execute(
+            "SELECT seq FROM expiries WHERE expires_at_ms <= ? ORDER BY expires_at_ms, seq LIMIT ?",
+            (_clamp(now_ms), limit),
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def earliest_expiry_ms(self) -> int:
+        (earliest,) = self._reader.execute("SELECT coalesce(min(expires_at_ms), 0) FROM expiries").fetchone()
+        return int(earliest)
 
     def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
         row = self._reader.execute(
