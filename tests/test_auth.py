@@ -32,7 +32,7 @@ from weir import (
 from weir import tls as weir_tls
 from weir.client import NodeClient
 from weir.tls import ChannelSecurity
-from weir.v1 import kv_pb2, kv_pb2_grpc, router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
+from weir.v1 import collections_pb2, kv_pb2, kv_pb2_grpc, router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 from weir_cli.launcher import LaunchError, LocalCluster
 from weir_server import permissions
 from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
@@ -158,7 +158,21 @@ def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
     )
     watch = kv_pb2.KvWatchRequest(bucket="wallets")
     assert permissions.requirement("/weir.v1.KeyValue/Watch", watch) == permissions.Requirement("read", "kv:wallets")
-    for service, file in (("Streams", streams_pb2), ("Router", router_pb2), ("KeyValue", kv_pb2)):
+    pop = collections_pb2.QueuePopRequest(bucket="jobs")
+    assert permissions.requirement("/weir.v1.Collections/QueuePop", pop) == permissions.Requirement(
+        "consume", "queue:jobs"
+    )
+    create_store = collections_pb2.CreateHashStoreRequest(name="users")
+    assert permissions.requirement("/weir.v1.Collections/CreateHashStore", create_store) == permissions.Requirement(
+        "admin", "hash:users"
+    )
+    services = (
+        ("Streams", streams_pb2),
+        ("Router", router_pb2),
+        ("KeyValue", kv_pb2),
+        ("Collections", collections_pb2),
+    )
+    for service, file in services:
         for method in file.DESCRIPTOR.services_by_name[service].methods:
             assert permissions.known(f"/weir.v1.{service}/{method.name}"), method.name
 

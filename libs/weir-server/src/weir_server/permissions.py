@@ -129,10 +129,36 @@ _KEY_VALUE: dict[str, Callable[[Any], Requirement]] = {
     "History": _bucket("read"),
     "Watch": _bucket("read"),
 }
+
+
+def _store(action: str, prefix: str, field: str = "bucket") -> Callable[[Any], Requirement]:
+    """A Collections call: `action` on the store's stream `<prefix><name>` (the subject-level
+    grant of a publish is not checked: a store's subjects are encoded keys, not names people write)."""
+    return lambda request: Requirement(action, prefix + getattr(request, field))
+
+
+_COLLECTIONS: dict[str, Callable[[Any], Requirement]] = {
+    **{
+        f"Create{kind}": _store("admin", prefix, "name")
+        for kind, prefix in (("HashStore", "hash:"), ("SetStore", "set:"), ("Queue", "queue:"))
+    },
+    **{
+        f"Delete{kind}": _store("admin", prefix, "name")
+        for kind, prefix in (("HashStore", "hash:"), ("SetStore", "set:"), ("Queue", "queue:"))
+    },
+    **{name: _store("publish", "hash:") for name in ("HashSet", "HashDelete")},
+    **{name: _store("read", "hash:") for name in ("HashGet", "HashExists", "HashGetAll", "HashFields", "HashLen")},
+    **{name: _store("publish", "set:") for name in ("SetAdd", "SetRemove")},
+    **{name: _store("read", "set:") for name in ("SetIsMember", "SetMembers", "SetLen")},
+    "QueuePush": _store("publish", "queue:"),
+    "QueuePop": _store("consume", "queue:"),
+    **{name: _store("read", "queue:") for name in ("QueueRange", "QueueLen")},
+}
 _BY_METHOD: dict[str, Callable[[Any], Requirement]] = {
     **{f"/weir.v1.Streams/{name}": rule for name, rule in _STREAMS.items()},
     **{f"/weir.v1.Router/{name}": rule for name, rule in _ROUTER.items()},
     **{f"/weir.v1.KeyValue/{name}": rule for name, rule in _KEY_VALUE.items()},
+    **{f"/weir.v1.Collections/{name}": rule for name, rule in _COLLECTIONS.items()},
 }
 
 

@@ -429,6 +429,18 @@ class NodeClient(GrpcClient):
         response = await self._call(self.stub.ListSubjectsByPrefix, request)
         return list(response.subjects)
 
+    async def latest_by_prefix(
+        self, stream: str, prefix: str = "", partition: int = 0, limit: int = 0
+    ) -> tuple[list[types_pb2.Message], bool]:
+        """ListSubjectsByPrefix with include_latest: the newest readable message of each subject
+        starting with `prefix`, sorted by subject, and whether `limit` (0 = 10,000) or 4 MiB cut
+        the list."""
+        request = streams_pb2.ListSubjectsByPrefixRequest(
+            stream=stream, prefix=prefix, partition=partition, limit=limit, include_latest=True
+        )
+        response = await self._call(self.stub.ListSubjectsByPrefix, request)
+        return list(response.latest), bool(response.truncated)
+
     async def scan_subject(
         self, stream: str, subject: str, partition: int = 0, from_seq: int = 0, limit: int = 0
     ) -> list[types_pb2.Message]:

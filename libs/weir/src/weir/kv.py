@@ -272,15 +272,11 @@ class KeyValue:
         list stopped at MAX_KEYS_LISTED)."""
         stream = bucket_stream(bucket)
         with _bucket_errors(bucket):
-            subjects = await self.client.on_leader(
-                stream, 0, lambda node: node.list_subjects(stream, limit=MAX_KEYS_LISTED)
+            latest, truncated = await self.client.on_leader(
+                stream, 0, lambda node: node.latest_by_prefix(stream, limit=MAX_KEYS_LISTED)
             )
-        entries: list[kv_pb2.KvKeyEntry] = []
-        for subject in subjects:
-            latest = await self._latest(bucket, subject)
-            if latest is not None:  # not yet under the high watermark: not readable yet
-                entries.append(kv_pb2.KvKeyEntry(key=subject, revision=latest.seq, deleted=is_delete(latest)))
-        return entries, len(subjects) >= MAX_KEYS_LISTED
+        entries = [kv_pb2.KvKeyEntry(key=m.subject, revision=m.seq, deleted=is_delete(m)) for m in latest]
+        return entries, truncated
 
     async def history(
         self, bucket: str, key: str, from_revision: int = 0, limit: int = 0

@@ -1558,6 +1558,17 @@ class Node:
         subjects = partition.log.subjects_with_prefix(prefix, limit + 1)
         return subjects[:limit], len(subjects) > limit
 
+    def latest_by_prefix(
+        self, stream: str, partition_index: int, prefix: str, limit: int
+    ) -> tuple[list[str], list[bytes], bool]:
+        """ListSubjectsByPrefix with include_latest: see reads.latest_by_prefix. Errors: those of
+        `subjects_with_prefix`."""
+        partition = self._partition(stream, partition_index)
+        limit = limit or DEFAULT_SUBJECT_LIST_LIMIT
+        if limit > DEFAULT_SUBJECT_LIST_LIMIT:
+            raise InvalidArgumentError(f"limit: at most {DEFAULT_SUBJECT_LIST_LIMIT}, got {limit}")
+        return self._read(partition, lambda: reads.latest_by_prefix(partition, prefix, limit, DEFAULT_READ_BYTES))
+
     def scan_subject(self, stream: str, partition_index: int, subject: str, from_seq: int, limit: int) -> list[bytes]:
         partition = self._partition(stream, partition_index)
         validate_subject(subject)

@@ -119,6 +119,28 @@ def latest_at_subject(partition: Partition, subject: str) -> bytes | None:
     return partition.log.get(newest) if newest else None
 
 
+def latest_by_prefix(
+    partition: Partition, prefix: str, limit: int, max_bytes: int
+) -> tuple[list[str], list[bytes], bool]:
+    """(subjects, each one's newest readable message, truncated): the subjects starting with
+    `prefix` (at most `limit`), stopping at `max_bytes` of messages (at least one subject)."""
+    subjects = partition.log.subjects_with_prefix(prefix, limit + 1)
+    truncated = len(subjects) > limit
+    kept: list[str] = []
+    records: list[bytes] = []
+    total = 0
+    for subject in subjects[:limit]:
+        record = latest_at_subject(partition, subject)
+        if record is None:
+            continue
+        if records and total + len(record) > max_bytes:
+            return kept, records, True
+        total += len(record)
+        kept.append(subject)
+        records.append(record)
+    return kept, records, truncated
+
+
 def scan_subject(partition: Partition, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[bytes]:
     """Readable messages at exactly `subject` from `from_seq`, in seq order (see the storage's
     scan_subject for the bounds)."""

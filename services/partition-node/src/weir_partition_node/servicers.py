@@ -350,10 +350,19 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def ListSubjectsByPrefix(self, request: streams_pb2.ListSubjectsByPrefixRequest, context: Any) -> Any:
-        subjects, truncated = self.node.subjects_with_prefix(
+        if not request.include_latest:
+            subjects, truncated = self.node.subjects_with_prefix(
+                request.stream, request.partition, request.prefix, request.limit
+            )
+            return streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
+        subjects, records, truncated = self.node.latest_by_prefix(
             request.stream, request.partition, request.prefix, request.limit
         )
-        return streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
+        response = streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
+        add = response.latest.add
+        for record in records:
+            add().MergeFromString(record)
+        return response
 
     @unary
     async def ScanExactAtSubject(self, request: streams_pb2.ScanExactAtSubjectRequest, context: Any) -> Any:

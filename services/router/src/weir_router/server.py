@@ -11,8 +11,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir.cluster import Client
+from weir.collections import Collections
 from weir.kv import KeyValue
-from weir.v1 import kv_pb2, kv_pb2_grpc, router_pb2, router_pb2_grpc
+from weir.v1 import collections_pb2, collections_pb2_grpc, kv_pb2, kv_pb2_grpc, router_pb2, router_pb2_grpc
 from weir_server import tls
 from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
@@ -20,6 +21,7 @@ from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
+from weir_router.collections_servicer import CollectionsServicer
 from weir_router.core import RouterCore
 from weir_router.kv_servicer import KeyValueServicer
 from weir_router.servicer import RouterServicer
@@ -29,6 +31,8 @@ from weir_router.store import MetadataStore
 logger = logging.getLogger(__name__)
 SERVICE = router_pb2.DESCRIPTOR.services_by_name["Router"].full_name
 KV_SERVICE = kv_pb2.DESCRIPTOR.services_by_name["KeyValue"].full_name
+COLLECTIONS_SERVICE = collections_pb2.DESCRIPTOR.services_by_name["Collections"].full_name
+SERVICES = (SERVICE, KV_SERVICE, COLLECTIONS_SERVICE)
 
 
 class RouterProcess:
@@ -64,18 +68,17 @@ class RouterProcess:
         address = f"{settings.advertise_host or settings.host}:{self.port}"
         self.core = RouterCore(settings, store, address)
         self._servicer = RouterServicer(self.core)
-        # KeyValue runs on the SDK's cluster client, through this router's own Router service.
-        self._kv_client = Client(address)
+        # KeyValue and Collections run on the SDK's cluster client, through this router's own Router service.
+        self._kv_client = client = Client(address)
         router_pb2_grpc.add_RouterServicer_to_server(self._servicer, self._server)
-        kv_pb2_grpc.add_KeyValueServicer_to_server(KeyValueServicer(KeyValue(self._kv_client)), self._server)
+        kv_pb2_grpc.add_KeyValueServicer_to_server(KeyValueServicer(KeyValue(client)), self._server)
+        collections_pb2_grpc.add_CollectionsServicer_to_server(CollectionsServicer(Collections(client)), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
-        reflection.enable_server_reflection(
-            [SERVICE, KV_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
-        )
+        reflection.enable_server_reflection([*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
         await self._server.start()
         await self.core.controller_tick()  # take the lease at once when nobody holds it
         self.core.start()
-        for service in ("", SERVICE, KV_SERVICE):
+        for service in ("", *SERVICES):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         logger.info(
             "router %s serving on %s:%d (metrics %d), metadata %s, controller=%s",
@@ -90,7 +93,7 @@ class RouterProcess:
         write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
-        for service in ("", SERVICE, KV_SERVICE):
+        for service in ("", *SERVICES):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self._server.stop(self.settings.shutdown_grace_ms / 1000)
         if self._kv_client is not None:

@@ -305,24 +305,28 @@ class ReadLatestAtSubjectResponse(_message.Message):
     def __init__(self, latest: _Optional[_Union[_types_pb2.Message, _Mapping]] = ...) -> None: ...
 
 class ListSubjectsByPrefixRequest(_message.Message):
-    __slots__ = ("stream", "prefix", "partition", "limit")
+    __slots__ = ("stream", "prefix", "partition", "limit", "include_latest")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PREFIX_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_LATEST_FIELD_NUMBER: _ClassVar[int]
     stream: str
     prefix: str
     partition: int
     limit: int
-    def __init__(self, stream: _Optional[str] = ..., prefix: _Optional[str] = ..., partition: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+    include_latest: bool
+    def __init__(self, stream: _Optional[str] = ..., prefix: _Optional[str] = ..., partition: _Optional[int] = ..., limit: _Optional[int] = ..., include_latest: _Optional[bool] = ...) -> None: ...
 
 class ListSubjectsByPrefixResponse(_message.Message):
-    __slots__ = ("subjects", "truncated")
+    __slots__ = ("subjects", "truncated", "latest")
     SUBJECTS_FIELD_NUMBER: _ClassVar[int]
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    LATEST_FIELD_NUMBER: _ClassVar[int]
     subjects: _containers.RepeatedScalarFieldContainer[str]
     truncated: bool
-    def __init__(self, subjects: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    latest: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
+    def __init__(self, subjects: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ..., latest: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class ScanExactAtSubjectRequest(_message.Message):
     __slots__ = ("stream", "subject", "partition", "from_seq", "limit")
