@@ -9,12 +9,15 @@ compare-and-set register:
 - the kept revisions (the bucket keeps 64) form one chain: each value is the one before it plus
   one, written over the revision before it by an update that was acknowledged or whose call
   failed (its outcome unknown to the client), and no acknowledged update since is missing;
-- no read is older than an update acknowledged before the read started.
+- no read is older than an update acknowledged before the read started;
+- a watcher of the key, reconnecting after the last revision it saw whenever its call ends, sees
+  every acknowledged update once and in revision order, each with its value.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -26,7 +29,7 @@ from weir.cluster import Client as WeirClient
 from weir.kv import bucket_stream
 from weir.v1 import kv_pb2, kv_pb2_grpc
 
-from tests.conftest import start_cluster
+from tests.conftest import eventually, start_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -96,6 +99,40 @@ def check(history: History, stored: list[kv_pb2.KvHistoryEntry], initial: int) -
         assert revision >= max(acknowledged_before, default=initial), "a read went back in time"
 
 
+async def watch_into(
+    stub: kv_pb2_grpc.KeyValueStub, bucket: str, from_revision: int, seen: list[tuple[int, int]]
+) -> None:
+    """Put every (revision, value) a watcher from `from_revision` sees into `seen`, reconnecting
+    after the last revision it saw when its call fails (as a client does across a failover). Runs
+    until cancelled."""
+    while True:
+        call = stub.Watch(kv_pb2.KvWatchRequest(bucket=bucket, key=KEY, from_revision=from_revision))
+        try:
+            async for event in call:
+                seen.append((event.put.revision, int(event.put.value)))
+                from_revision = event.put.revision + 1
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.2)  # reconnect from the revision after the last one seen
+        finally:
+            call.cancel()
+
+
+def check_watch(seen: list[tuple[int, int]], history: History, stored: list[kv_pb2.KvHistoryEntry]) -> None:
+    """Once each, in order, nothing acknowledged missing, every value the one its revision holds."""
+    revisions = [revision for revision, _ in seen]
+    assert revisions == sorted(set(revisions)), "the watcher saw a revision twice or out of order"
+    acknowledged = {update[3]: update[4] for update in history.updates}
+    missing = sorted(set(acknowledged) - set(revisions))
+    assert not missing, f"the watcher missed acknowledged revisions {missing[:5]}"
+    for revision, value in seen:
+        if revision in acknowledged:
+            assert acknowledged[revision] == value, revision
+    kept = {entry.revision: int(entry.value) for entry in stored}
+    for revision, value in seen:
+        if revision in kept:
+            assert kept[revision] == value, revision
+
+
 async def test_compare_and_set_stays_linearisable_across_a_primary_kill(tmp_path: Path) -> None:
     cluster = start_cluster(tmp_path)
     try:
@@ -105,6 +142,8 @@ async def test_compare_and_set_stays_linearisable_across_a_primary_kill(tmp_path
             await stub.CreateBucket(kv_pb2.KvCreateBucketRequest(bucket=bucket, replicas=3, history=64))
             initial = (await stub.Put(kv_pb2.KvPutRequest(bucket=bucket, key=KEY, value=b"0"))).revision
             history = History()
+            seen: list[tuple[int, int]] = []
+            watcher = asyncio.create_task(watch_into(stub, bucket, initial + 1, seen))
             stop_at = time.monotonic() + 12
             clients = [asyncio.create_task(client_loop(stub, bucket, history, stop_at)) for _ in range(4)]
             await asyncio.sleep(3)
@@ -120,6 +159,18 @@ async def test_compare_and_set_stays_linearisable_across_a_primary_kill(tmp_path
             stored = (
                 await stub.History(kv_pb2.KvHistoryRequest(bucket=bucket, key=KEY), timeout=CALL_TIMEOUT_S)
             ).entries
+            last = stored[-1].revision
+
+            async def caught_up() -> bool:
+                return bool(seen) and seen[-1][0] >= last
+
+            try:
+                await eventually(caught_up, CALL_TIMEOUT_S, f"the watcher at revision {last}")
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
         check(history, list(stored), initial)
+        check_watch(seen, history, list(stored))
     finally:
         cluster.stop()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from weir.client import consumer_config, stream_config
 from weir.errors import (
+    CatchingUpError,
     ChangeFeedTruncatedError,
     InvalidArgumentError,
     LeaderLeaseExpiredError,
@@ -522,6 +523,44 @@ def three_copies(high_watermark: int) -> InSyncTracker:
     return InSyncTracker.start(
         "lead", ["lead", "f1", "f2"], ["lead", "f1", "f2"], lag_max_ms=1000, now_ms=0, high_watermark=high_watermark
     )
+
+
+async def test_a_new_primary_answers_point_reads_of_a_high_watermark_stream_once_it_covers_its_log(
+    node: Node,
+) -> None:
+    """Found by the key-value fault test: a follower promoted with records its old watermark did not
+    cover would answer a Get from below the watermark and miss a write the old primary had
+    acknowledged. Until this epoch's watermark covers the log it took over with, point reads are
+    refused as catching_up (retryable); tail reads wait instead."""
+    await node.create_stream(stream_config("promoted", deliver_up_to_high_watermark=True))
+    partition = node.hosted_partition("promoted", 0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    records = [
+        (
+            seq,
+            1,
+            "k",
+            types_pb2.Message(seq=seq, ts_ms=1, subject="k", payload=b"v%d" % seq).SerializeToString(),
+            "",
+            0,
+            0,
+        )
+        for seq in (1, 2)
+    ]
+    assert await partition.replicate(0, records, 10) == ("ok", "")
+    partition.set_role(leading=True, leader_epoch=3, tracker=three_copies(high_watermark=1), min_insync=2)
+    assert partition.high_watermark == 1  # the followers have not reported to the new epoch yet
+    with pytest.raises(CatchingUpError, match="confirming what the previous one acknowledged"):
+        node.latest_at_subject("promoted", 0, "k")
+    with pytest.raises(CatchingUpError):
+        node.scan_subject("promoted", 0, "k", 0, 10)
+    assert [seq for seq, _ in node.read_messages("promoted", 0, 0, 10, 0)[0]] == [1]  # a tail read waits
+    assert partition.tracker is not None
+    for follower in ("f1", "f2"):
+        partition.tracker.report(follower, 2, 2, now_ms=1)
+    partition.update_high_watermark()
+    latest = node.latest_at_subject("promoted", 0, "k")
+    assert latest is not None and types_pb2.Message.FromString(latest).seq == 2
 
 
 async def test_an_ack_all_wait_from_an_older_epoch_never_completes_when_the_node_leads_again(node: Node) -> None:

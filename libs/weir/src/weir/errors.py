@@ -66,6 +66,7 @@ class ResultCode(StrEnum):
     INVALID_KEY = "invalid_key"
     NO_SUCH_KEY = "no_such_key"
     UNIMPLEMENTED = "unimplemented"
+    CATCHING_UP = "catching_up"
     INTERNAL = "internal"
 
 
@@ -382,6 +383,16 @@ class ReplicationTimeoutError(WeirError):
     WEIR_NODE_REPLICATION_TIMEOUT_MS. The message is stored on the primary; retrying may duplicate."""
 
     result_code = ResultCode.REPLICATION_TIMEOUT
+    status_code = grpc.StatusCode.UNAVAILABLE
+    retryable = True
+
+
+class CatchingUpError(WeirError):
+    """A primary that has just taken over does not yet know that its followers hold what the
+    previous primary may have acknowledged, so it cannot answer a point read of a high-watermark
+    stream without perhaps missing an acknowledged write: retry shortly (the SDK does)."""
+
+    result_code = ResultCode.CATCHING_UP
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
 

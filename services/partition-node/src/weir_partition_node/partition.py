@@ -304,6 +304,7 @@ class Partition:
         self.leader_epoch = 0
         self.replica_epoch = 0
         self.high_watermark = self.last_seq
+        self.epoch_start_seq = 0  # the log's end when this node last became primary (set_role)
         # The soonest per-message TTL among stored messages (0 = none): retention removes what is due.
         self.earliest_expiry_ms = log.earliest_expiry_ms()
         self.tracker: InSyncTracker | None = None
@@ -419,6 +420,10 @@ class Partition:
         if leading != was_leading:
             self._duplicates = None  # a new primary rebuilds it from what its log holds
             self._load_schedule()
+        if leading and (not was_leading or leader_epoch != previous_epoch):
+            # What an earlier primary may have acknowledged ends at most here: point reads of a
+            # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
+            self.epoch_start_seq = self.last_seq
         self.leader_epoch = leader_epoch
         self.tracker = tracker
         self.min_insync = min_insync

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from weir.errors import CatchingUpError
 from weir.v1 import types_pb2
 
 if TYPE_CHECKING:
@@ -109,9 +110,32 @@ def _read_matching(
     return ReadResult(records, position, visible)
 
 
+def check_point_read(partition: Partition) -> None:
+    """A point read (latest, scan, listing) of a high-watermark stream answers only what every
+    acknowledged write is in: on a primary whose lease lapsed it is refused (another node may lead
+    and have acknowledged newer writes), and on a primary that just took over until its watermark
+    covers what the previous primary may have acknowledged (its log's end then). Without this a
+    key-value Get could miss an acknowledged write. Errors: LeaderLeaseExpiredError, CatchingUpError
+    (both retryable)."""
+    if not (partition.stream.deliver_up_to_high_watermark and partition.leading):
+        return
+    refusal = partition.lease_refusal() if partition.lease_refusal is not None else None
+    if refusal is not None:
+        raise refusal
+    if partition.high_watermark < partition.epoch_start_seq:
+        raise CatchingUpError(
+            f"partition {partition.index} of {partition.stream.name!r}: the new primary is confirming what "
+            f"the previous one acknowledged (high watermark {partition.high_watermark} of "
+            f"{partition.epoch_start_seq}); retry",
+            stream=partition.stream.name,
+            partition=partition.index,
+        )
+
+
 def latest_at_subject(partition: Partition, subject: str) -> bytes | None:
     """The newest readable message at `subject` (at or below the high watermark when the stream
-    asks), or None."""
+    asks), or None. Errors: those of check_point_read."""
+    check_point_read(partition)
     visible = partition.visible_last_seq()
     if partition.log.subject_last_seq(subject) <= visible:
         return partition.log.latest_at_subject(subject)
@@ -123,7 +147,9 @@ def latest_by_prefix(
     partition: Partition, prefix: str, limit: int, max_bytes: int
 ) -> tuple[list[str], list[bytes], bool]:
     """(subjects, each one's newest readable message, truncated): the subjects starting with
-    `prefix` (at most `limit`), stopping at `max_bytes` of messages (at least one subject)."""
+    `prefix` (at most `limit`), stopping at `max_bytes` of messages (at least one subject). Errors:
+    those of check_point_read."""
+    check_point_read(partition)
     subjects = partition.log.subjects_with_prefix(prefix, limit + 1)
     truncated = len(subjects) > limit
     kept: list[str] = []
@@ -143,6 +169,7 @@ def latest_by_prefix(
 
 def scan_subject(partition: Partition, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[bytes]:
     """Readable messages at exactly `subject` from `from_seq`, in seq order (see the storage's
-    scan_subject for the bounds)."""
+    scan_subject for the bounds). Errors: those of check_point_read."""
+    check_point_read(partition)
     visible = partition.visible_last_seq()
     return [record for seq, record in partition.log.scan_subject(subject, from_seq, limit, max_bytes) if seq <= visible]
