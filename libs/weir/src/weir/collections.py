@@ -18,12 +18,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from weir.client import consumer_config
-from weir.errors import InvalidArgumentError, NoSuchBucketError, NoSuchStreamError, NotPendingError
-from weir.kv import DELETE_OPERATION, OPERATION_HEADER, is_delete, validate_bucket
+from weir.errors import InvalidArgumentError, NotPendingError
+from weir.kv import DELETE_OPERATION, OPERATION_HEADER, is_delete, missing_stream_is_missing_bucket, validate_bucket
 from weir.v1 import collections_pb2, types_pb2
 
 if TYPE_CHECKING:
@@ -107,12 +106,8 @@ def queue_config(request: collections_pb2.CreateQueueRequest) -> types_pb2.Strea
     return config
 
 
-@contextlib.contextmanager
-def _store_errors(name: str) -> Iterator[None]:
-    try:
-        yield
-    except NoSuchStreamError:
-        raise NoSuchBucketError(f"store {name!r} does not exist", bucket=name) from None
+def _store_errors(name: str) -> contextlib.AbstractContextManager[None]:
+    return missing_stream_is_missing_bucket(name, "store")
 
 
 class Collections:

@@ -126,12 +126,12 @@ def watch_event(message: types_pb2.Message) -> kv_pb2.KvWatchEvent:
 
 
 @contextlib.contextmanager
-def _bucket_errors(bucket: str) -> Iterator[None]:
-    """A missing bucket stream is the bucket's no_such_bucket."""
+def missing_stream_is_missing_bucket(bucket: str, what: str = "bucket") -> Iterator[None]:
+    """A bucket's (or store's, `what`) missing stream is its no_such_bucket."""
     try:
         yield
     except NoSuchStreamError:
-        raise NoSuchBucketError(f"bucket {bucket!r} does not exist", bucket=bucket) from None
+        raise NoSuchBucketError(f"{what} {bucket!r} does not exist", bucket=bucket) from None
 
 
 class KeyValue:
@@ -151,7 +151,7 @@ class KeyValue:
         self._configs.pop(request.bucket, None)
 
     async def delete_bucket(self, bucket: str) -> None:
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             await self.client.delete_stream(bucket_stream(bucket))
         self._configs.pop(bucket, None)
 
@@ -159,7 +159,7 @@ class KeyValue:
         cached = self._configs.get(bucket)
         if cached is not None and time.monotonic() - cached[1] < CONFIG_TTL_S:
             return cached[0]
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             config = (await self.client.stream_info(bucket_stream(bucket))).config
         self._configs[bucket] = (config, time.monotonic())
         return config
@@ -189,7 +189,7 @@ class KeyValue:
         headers = {OPERATION_HEADER: operation} if operation else None
         ack_level = "all" if config.replicas > 1 else "leader"
         try:
-            with _bucket_errors(bucket):
+            with missing_stream_is_missing_bucket(bucket):
                 ack = await self.client.publish(
                     stream,
                     key,
@@ -257,7 +257,7 @@ class KeyValue:
     async def _latest(self, bucket: str, key: str) -> types_pb2.Message | None:
         stream = bucket_stream(bucket)
         validate_key(key)
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             return await self.client.on_leader(stream, 0, lambda node: node.latest_at_subject(stream, key))
 
     async def get(self, bucket: str, key: str) -> kv_pb2.KvEntry | None:
@@ -271,7 +271,7 @@ class KeyValue:
         """(every key with its current revision and whether it is deleted, sorted; whether the
         list stopped at MAX_KEYS_LISTED)."""
         stream = bucket_stream(bucket)
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             latest, truncated = await self.client.on_leader(
                 stream, 0, lambda node: node.latest_by_prefix(stream, limit=MAX_KEYS_LISTED)
             )
@@ -284,7 +284,7 @@ class KeyValue:
         """The key's kept revisions from `from_revision`, oldest first (at most `limit`, 0 = 1,000)."""
         stream = bucket_stream(bucket)
         validate_key(key)
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             messages = await self.client.on_leader(
                 stream, 0, lambda node: node.scan_subject(stream, key, from_seq=from_revision, limit=limit)
             )
@@ -300,7 +300,7 @@ class KeyValue:
         if key:
             validate_key(key)
         position, horizon = from_revision, 0
-        with _bucket_errors(bucket):
+        with missing_stream_is_missing_bucket(bucket):
             if not from_revision:  # the moment whose values come first
                 first = await self.client.on_leader(stream, 0, lambda node: node.read_messages(stream, max_messages=1))
                 horizon = first.last_seq
