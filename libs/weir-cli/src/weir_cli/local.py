@@ -27,7 +27,7 @@ from weir.tls import ChannelSecurity
 from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
-from weir_cli.kv_demo import kv_round_trip
+from weir_cli.kv_demo import collections_round_trip, kv_round_trip
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
@@ -239,7 +239,17 @@ async def demo(args: argparse.Namespace) -> int:
             summary["numaflow"] = await numaflow_round_trip(cluster)
             summary["waymaker_streams"] = await waymaker_round_trip(cluster.gateways[0].waymaker_streams_address)
             summary["key_value"] = await kv_round_trip(cluster.router_addresses[0])
-            parts = ("security", "kafka_pixy", "delayed", "rocketmq", "numaflow", "waymaker_streams", "key_value")
+            summary["collections"] = await collections_round_trip(cluster.router_addresses[0])
+            parts = (
+                "security",
+                "kafka_pixy",
+                "delayed",
+                "rocketmq",
+                "numaflow",
+                "waymaker_streams",
+                "key_value",
+                "collections",
+            )
             summary["verified"] = all(summary[part]["verified"] for part in parts) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
