@@ -325,6 +325,30 @@ def test_key_value_buckets_from_the_command_line(cli_cluster: CliCluster) -> Non
     ok(cli_cluster.run("kv", "rm-bucket", "settings", *flag))
 
 
+def test_hash_set_and_queue_stores_from_the_command_line(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+    for kind in ("hash", "set", "queue"):
+        ok(cli_cluster.run(kind, "create", "demo", *flag))
+    ok(cli_cluster.run("hash", "set", "demo", "user:1", "name", "Ada", *flag))
+    ok(cli_cluster.run("hash", "set", "demo", "user:1", "lang", "en", *flag))
+    assert ok(cli_cluster.run("hash", "get", "demo", "user:1", "name", *flag)).strip() == "Ada"
+    every = json.loads(ok(cli_cluster.run("--json", "hash", "getall", "demo", "user:1", *flag)))
+    assert [(entry["field"], entry["value"]) for entry in every] == [("lang", "en"), ("name", "Ada")]
+    ok(cli_cluster.run("set", "add", "demo", "tags", "blue", *flag))
+    ok(cli_cluster.run("set", "add", "demo", "tags", "blue", *flag))
+    assert ok(cli_cluster.run("set", "members", "demo", "tags", *flag)).split() == ["blue"]
+    assert cli_cluster.run("set", "ismember", "demo", "tags", "red", *flag).returncode == 1
+    for job in ("first", "second"):
+        ok(cli_cluster.run("queue", "push", "demo", job, *flag))
+    assert ok(cli_cluster.run("queue", "len", "demo", *flag)).strip() == "2"
+    assert ok(cli_cluster.run("queue", "pop", "demo", *flag)).strip() == "first"
+    assert ok(cli_cluster.run("queue", "pop", "demo", *flag)).strip() == "second"
+    empty = cli_cluster.run("queue", "pop", "demo", *flag)
+    assert empty.returncode == 1 and "is empty" in empty.stderr
+    for kind in ("hash", "set", "queue"):
+        ok(cli_cluster.run(kind, "rm-store", "demo", *flag))
+
+
 def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:
     flag = cli_cluster.dir_flag
 

@@ -223,6 +223,21 @@ async def test_bad_ttls_are_refused(node: Node) -> None:
     assert node.stream_info("bad-ttl").stats.msg_count == 0
 
 
+async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storage: str) -> None:
+    await node.create_stream(stream_config("del", storage=storage))
+    await publish(node, "del", *[entry() for _ in range(5)])
+    feed_before = len(await changes(node))
+    assert await node.purge_partition("del", 0, None, [4, 2, 9, 2]) == (2, 1)  # 9 is not stored
+    assert [seq for seq, _ in node.read_messages("del", 0, 0, 100, 0)[0]] == [1, 3, 5]
+    (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
+    assert (list(remove.seqs), remove.reason) == ([2, 4], "deleted")
+    assert await node.purge_partition("del", 0, None, [1]) == (1, 3)  # the first one: first_seq moves
+    with pytest.raises(InvalidArgumentError, match="seqs and keep_from_seq: give one of them"):
+        await node.purge_partition("del", 0, 3, [5])
+    with pytest.raises(InvalidArgumentError, match="seqs: at most 10000"):
+        await node.purge_partition("del", 0, None, list(range(1, 10_002)))
+
+
 async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:
     await node.create_stream(stream_config("cas", storage=storage))
     outcomes = await node.publish(

@@ -42,6 +42,7 @@ from weir.errors import (
     NoSuchConsumerError,
     NoSuchKeyError,
     NoSuchMessageError,
+    NoSuchObjectError,
     NoSuchPartitionError,
     NoSuchStreamError,
     NotEnoughNodesError,
@@ -56,6 +57,7 @@ from weir.errors import (
     ReplicationTimeoutError,
     ResultCode,
     SchedulingDisabledError,
+    ShaMismatchError,
     ShuttingDownError,
     StillPlacedError,
     StorageFailedError,
@@ -68,6 +70,7 @@ from weir.errors import (
 )
 from weir.kv import KeyValue
 from weir.message import Message, PublishAck
+from weir.objects import ObjectStore
 from weir.tls import ChannelSecurity
 
 __all__ = [
@@ -94,6 +97,7 @@ __all__ = [
     "NoSuchConsumerError",
     "NoSuchKeyError",
     "NoSuchMessageError",
+    "NoSuchObjectError",
     "NoSuchPartitionError",
     "NoSuchStreamError",
     "NodeClient",
@@ -101,6 +105,7 @@ __all__ = [
     "NotEnoughReplicasError",
     "NotLeaderError",
     "NotPendingError",
+    "ObjectStore",
     "OverloadedError",
     "OversizeError",
     "PermissionDeniedError",
@@ -110,6 +115,7 @@ __all__ = [
     "ReplicationTimeoutError",
     "ResultCode",
     "SchedulingDisabledError",
+    "ShaMismatchError",
     "ShuttingDownError",
     "StillPlacedError",
     "StorageFailedError",

@@ -592,11 +592,12 @@ class NodeClient(GrpcClient):
         return await self._call(self.stub.SeekConsumer, request)  # type: ignore[no-any-return]
 
     async def purge_partition(
-        self, stream: str, partition: int, *, keep_from_seq: int | None = None
+        self, stream: str, partition: int, *, keep_from_seq: int | None = None, seqs: Sequence[int] = ()
     ) -> streams_pb2.PurgePartitionResponse:
         """PurgePartition on this node (the partition's primary): remove messages below
-        `keep_from_seq` (None: all). Returns purged and first_seq. Errors: NotLeaderError, ..."""
-        request = streams_pb2.PurgePartitionRequest(stream=stream, partition=partition)
+        `keep_from_seq` (None: all), or exactly `seqs`. Returns purged and first_seq. Errors:
+        NotLeaderError, ..."""
+        request = streams_pb2.PurgePartitionRequest(stream=stream, partition=partition, seqs=seqs)
         if keep_from_seq is not None:
             request.keep_from_seq = keep_from_seq
         return await self._call(self.stub.PurgePartition, request)  # type: ignore[no-any-return]

@@ -712,6 +712,15 @@ class Client:
             purged += (await self.on_leader(stream, index, purge)).purged
         return purged
 
+    async def delete_messages(self, stream: str, partition: int, seqs: Sequence[int]) -> int:
+        """Remove exactly these messages of one partition (PurgePartition with seqs; JetStream's
+        DeleteMsg); returns how many were stored and went."""
+
+        async def delete(client: NodeClient) -> streams_pb2.PurgePartitionResponse:
+            return await client.purge_partition(stream, partition, seqs=seqs)
+
+        return int((await self.on_leader(stream, partition, delete)).purged)
+
     def group_consumer(
         self,
         stream: str,

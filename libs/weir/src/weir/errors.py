@@ -67,6 +67,8 @@ class ResultCode(StrEnum):
     NO_SUCH_KEY = "no_such_key"
     UNIMPLEMENTED = "unimplemented"
     CATCHING_UP = "catching_up"
+    NO_SUCH_OBJECT = "no_such_object"
+    SHA_MISMATCH = "sha_mismatch"
     INTERNAL = "internal"
 
 
@@ -273,6 +275,21 @@ class NoSuchKeyError(WeirError):
 
     result_code = ResultCode.NO_SUCH_KEY
     status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchObjectError(WeirError):
+    """An object store name without a live object (never put, or deleted)."""
+
+    result_code = ResultCode.NO_SUCH_OBJECT
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class ShaMismatchError(WeirError):
+    """An object's content does not match its sha256 (the one a Put named, or the stored one on a
+    Get): the seed answers it ABORTED."""
+
+    result_code = ResultCode.SHA_MISMATCH
+    status_code = grpc.StatusCode.ABORTED
 
 
 class UnimplementedError(WeirError):

@@ -1291,13 +1291,20 @@ class Node:
         result: tuple[int, int] = await partition.consumer_op(partition.new_op("seek", name, seqs=[seq]))
         return result
 
-    async def purge_partition(self, stream_name: str, index: int, keep_from_seq: int | None) -> tuple[int, int]:
-        """Remove the partition's messages below `keep_from_seq` (None: all stored now). Returns
-        (purged, first_seq afterwards). Errors: PositionOutOfRangeError (keep_from_seq beyond the next
-        seq, as Kafka's DeleteRecords), NoSuchStreamError, NoSuchPartitionError, NotLeaderError,
-        ShuttingDownError."""
+    async def purge_partition(
+        self, stream_name: str, index: int, keep_from_seq: int | None, seqs: Sequence[int] = ()
+    ) -> tuple[int, int]:
+        """Remove the partition's messages below `keep_from_seq` (None: all stored now), or with
+        `seqs` exactly those (at most MAX_ACK_BATCH). Returns (purged, first_seq afterwards).
+        Errors: PositionOutOfRangeError (keep_from_seq beyond the next seq, as Kafka's
+        DeleteRecords), InvalidArgumentError (seqs with keep_from_seq, or too many),
+        NoSuchStreamError, NoSuchPartitionError, NotLeaderError, ShuttingDownError."""
         self._check_open()
         partition = self._partition(stream_name, index)
+        if seqs and keep_from_seq is not None:
+            raise InvalidArgumentError("seqs and keep_from_seq: give one of them", stream=stream_name)
+        if len(seqs) > MAX_ACK_BATCH:
+            raise InvalidArgumentError(f"seqs: at most {MAX_ACK_BATCH}, got {len(seqs)}", stream=stream_name)
         if keep_from_seq is not None and keep_from_seq > partition.last_seq + 1:
             raise PositionOutOfRangeError(
                 f"keep_from_seq {keep_from_seq} is beyond partition {index} of {stream_name!r}: its next seq is "
@@ -1305,7 +1312,7 @@ class Node:
                 stream=stream_name,
                 partition=index,
             )
-        purged = await partition.purge(keep_from_seq)
+        purged = await partition.purge(keep_from_seq, seqs)
         return purged, partition.first_seq
 
     async def in_progress(self, stream_name: str, name: str, index: int, seq: int) -> int:

@@ -26,7 +26,7 @@ import itertools
 import logging
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,6 +101,8 @@ class _Sweep:
     size: int = 0
     # PurgePartition: remove every seq below this (PURGE_ALL: every message stored when decided).
     purge_before_seq: int = 0
+    # PurgePartition with seqs: remove exactly these (reason "deleted").
+    delete_seqs: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -233,6 +235,8 @@ class _CommitContext:
     rollups: dict[str, int] = field(default_factory=dict)
     # Per-message TTLs of this commit's records: (seq, expires_at_ms).
     expiries: list[tuple[int, int]] = field(default_factory=list)
+    # PurgePartition with seqs (primary only): these go, reason "deleted".
+    deleted_seqs: list[int] = field(default_factory=list)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -369,12 +373,16 @@ class Partition:
         await self._put(_Sweep(future))
         return await future
 
-    async def purge(self, keep_from_seq: int | None) -> int:
+    async def purge(self, keep_from_seq: int | None, seqs: Sequence[int] = ()) -> int:
         """Remove every message below `keep_from_seq` (None: every message stored when the commit
-        decides); returns how many were removed. The truncation reaches the secondaries through
-        the change feed as retention does. Errors: NotLeaderError (this node stopped leading)."""
+        decides), or with `seqs` exactly those (reason "deleted"); returns how many were removed.
+        The removal reaches the secondaries through the change feed as retention does. Errors:
+        NotLeaderError (this node stopped leading)."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._put(_Sweep(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
+        if seqs:
+            await self._put(_Sweep(future, delete_seqs=sorted(set(seqs))))
+        else:
+            await self._put(_Sweep(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
         return await future
 
     async def drop_changes_before(self, change_seq: int) -> None:
@@ -850,12 +858,15 @@ class Partition:
                     results.append(self._decide_release(item, context))
                 except WeirError as error:
                     results.append(error)
-            elif isinstance(item, _Sweep) and item.purge_before_seq:
+            elif isinstance(item, _Sweep) and (item.purge_before_seq or item.delete_seqs):
                 if not self.leading:
                     results.append(self._not_leading())
                     continue
-                before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
-                context.purge_before_seq = max(context.purge_before_seq, before)
+                if item.delete_seqs:
+                    context.deleted_seqs.extend(item.delete_seqs)
+                else:
+                    before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
+                    context.purge_before_seq = max(context.purge_before_seq, before)
                 results.append(None)
             else:
                 results.append(None)
@@ -1464,6 +1475,8 @@ class Partition:
             removals["discarded"] = self.log.rows(context.scheduled_discarded)
         if context.rollups:
             removals["rollup"] = self._rolled_up(context)
+        if context.deleted_seqs:
+            removals["deleted"] = self.log.rows(sorted(set(context.deleted_seqs)))
         if self.expiry_due(context.now_ms):
             removals["ttl"] = self.log.rows(self.log.expired_seqs(context.now_ms, _EXPIRE_ROWS))
         keep_from = 0

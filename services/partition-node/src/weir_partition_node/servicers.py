@@ -253,7 +253,9 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def PurgePartition(self, request: streams_pb2.PurgePartitionRequest, context: Any) -> Any:
         keep_from_seq = request.keep_from_seq if request.HasField("keep_from_seq") else None
-        purged, first_seq = await self.node.purge_partition(request.stream, request.partition, keep_from_seq)
+        purged, first_seq = await self.node.purge_partition(
+            request.stream, request.partition, keep_from_seq, list(request.seqs)
+        )
         return streams_pb2.PurgePartitionResponse(purged=purged, first_seq=first_seq)
 
     @unary

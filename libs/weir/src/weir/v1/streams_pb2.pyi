@@ -105,14 +105,16 @@ class UpdateStreamRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msg_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ...) -> None: ...
 
 class PurgePartitionRequest(_message.Message):
-    __slots__ = ("stream", "partition", "keep_from_seq")
+    __slots__ = ("stream", "partition", "keep_from_seq", "seqs")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     KEEP_FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     keep_from_seq: int
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., keep_from_seq: _Optional[int] = ...) -> None: ...
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., keep_from_seq: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PurgePartitionResponse(_message.Message):
     __slots__ = ("purged", "first_seq")
