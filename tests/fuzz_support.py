@@ -24,7 +24,7 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2
 from hypothesis import strategies as st
-from weir.v1 import collections_pb2, internal_pb2, kv_pb2, router_pb2, streams_pb2
+from weir.v1 import collections_pb2, internal_pb2, kv_pb2, objects_pb2, router_pb2, streams_pb2
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2
 from weir_gateway.rocketmq_v1.pb import service_pb2 as rocketmq_service_pb2
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2
@@ -39,6 +39,7 @@ REPLICATION = internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name
 ROUTER = router_pb2.DESCRIPTOR.services_by_name["Router"].full_name
 KEY_VALUE = kv_pb2.DESCRIPTOR.services_by_name["KeyValue"].full_name
 COLLECTIONS = collections_pb2.DESCRIPTOR.services_by_name["Collections"].full_name
+OBJECTS = objects_pb2.DESCRIPTOR.services_by_name["ObjectStore"].full_name
 KAFKA_PIXY = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
 ROCKETMQ = rocketmq_service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
 WAYMAKER_STREAMS = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
@@ -56,7 +57,7 @@ NODE_CLIENT, NODE_INTERNAL, ROUTER_PORT, KAFKA_PIXY_PORT, ROCKETMQ_PORT, WAYMAKE
 PORT_SERVICES: dict[str, tuple[str, ...]] = {
     NODE_CLIENT: (STREAMS, HEALTH, REFLECTION),
     NODE_INTERNAL: (STREAMS, CHANGE_FEED, REPLICATION, HEALTH, REFLECTION),
-    ROUTER_PORT: (ROUTER, KEY_VALUE, COLLECTIONS, HEALTH, REFLECTION),
+    ROUTER_PORT: (ROUTER, KEY_VALUE, COLLECTIONS, OBJECTS, HEALTH, REFLECTION),
     KAFKA_PIXY_PORT: (KAFKA_PIXY, HEALTH, REFLECTION),
     ROCKETMQ_PORT: (ROCKETMQ, HEALTH, REFLECTION),
     WAYMAKER_STREAMS_PORT: (WAYMAKER_STREAMS, HEALTH, REFLECTION),

@@ -32,7 +32,17 @@ from weir import (
 from weir import tls as weir_tls
 from weir.client import NodeClient
 from weir.tls import ChannelSecurity
-from weir.v1 import collections_pb2, kv_pb2, kv_pb2_grpc, router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
+from weir.v1 import (
+    collections_pb2,
+    kv_pb2,
+    kv_pb2_grpc,
+    objects_pb2,
+    objects_pb2_grpc,
+    router_pb2,
+    streams_pb2,
+    streams_pb2_grpc,
+    types_pb2,
+)
 from weir_cli.launcher import LaunchError, LocalCluster
 from weir_server import permissions
 from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
@@ -68,6 +78,7 @@ def users(*, producer: bool = True, worker: bool = True) -> dict[str, Any]:
             "allow": [
                 {"actions": ["publish", "consume", "read"], "streams": ["payments"]},
                 {"actions": ["publish", "read"], "streams": ["kv:wallets"], "subjects": ["balance.>"]},
+                {"actions": ["publish", "read"], "streams": ["obj:media"]},
             ],
             "rocketmq": PAYER_KEYS,
         }
@@ -162,6 +173,10 @@ def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
     assert permissions.requirement("/weir.v1.Collections/QueuePop", pop) == permissions.Requirement(
         "consume", "queue:jobs"
     )
+    stream_put = objects_pb2.PutObjectStreamFrame(start=objects_pb2.PutObjectStart(bucket="media"))
+    assert permissions.requirement("/weir.v1.ObjectStore/PutObjectStream", stream_put) == permissions.Requirement(
+        "publish", "obj:media"
+    )
     create_store = collections_pb2.CreateHashStoreRequest(name="users")
     assert permissions.requirement("/weir.v1.Collections/CreateHashStore", create_store) == permissions.Requirement(
         "admin", "hash:users"
@@ -171,6 +186,7 @@ def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
         ("Router", router_pb2),
         ("KeyValue", kv_pb2),
         ("Collections", collections_pb2),
+        ("ObjectStore", objects_pb2),
     )
     for service, file in services:
         for method in file.DESCRIPTOR.services_by_name[service].methods:
@@ -759,4 +775,33 @@ async def test_key_value_calls_need_the_buckets_stream_permissions(cluster: Loca
         with contextlib.suppress(grpc.aio.AioRpcError):
             await ops.DeleteBucket(kv_pb2.KvDeleteBucketRequest(bucket="wallets"), timeout=10)
         for channel in (ops_channel, payer_channel, dashboard_channel, anonymous_channel):
+            await channel.close()
+
+
+async def test_a_streamed_object_put_is_authorized_by_its_first_frame(cluster: LocalCluster, orders: str) -> None:
+    """PutObjectStream's later frames carry only data: each is checked against the first frame's
+    bucket, so a permitted user streams many frames and an unpermitted one is refused."""
+    address = cluster.router_addresses[0]
+    ops_channel = weir_tls.aio_channel(address, security=as_user(cluster, ADMIN))
+    payer_channel = weir_tls.aio_channel(address, security=as_user(cluster, PAYER))
+    dashboard_channel = weir_tls.aio_channel(address, security=as_user(cluster, DASHBOARD))
+    ops = objects_pb2_grpc.ObjectStoreStub(ops_channel)
+
+    async def frames() -> AsyncIterator[objects_pb2.PutObjectStreamFrame]:
+        yield objects_pb2.PutObjectStreamFrame(start=objects_pb2.PutObjectStart(bucket="media", name="clip"))
+        for _ in range(3):
+            yield objects_pb2.PutObjectStreamFrame(data=b"x" * 100_000)
+        yield objects_pb2.PutObjectStreamFrame(finish=True)
+
+    try:
+        await ops.CreateObjectBucket(objects_pb2.CreateObjectBucketRequest(bucket="media"), timeout=10)
+        stored = await objects_pb2_grpc.ObjectStoreStub(payer_channel).PutObjectStream(frames(), timeout=30)
+        assert stored.info.total_bytes == 300_000
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await objects_pb2_grpc.ObjectStoreStub(dashboard_channel).PutObjectStream(frames(), timeout=30)
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await ops.DeleteObjectBucket(objects_pb2.DeleteObjectBucketRequest(bucket="media"), timeout=10)
+        for channel in (ops_channel, payer_channel, dashboard_channel):
             await channel.close()

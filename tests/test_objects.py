@@ -5,13 +5,21 @@ by the garbage collection while a live object's stay; bad requests refused."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from weir import Client, ObjectStore
 from weir.errors import InvalidArgumentError, NoSuchBucketError, NoSuchObjectError, ShaMismatchError
 from weir.objects import bucket_stream, chunk_range, chunk_subject
+from weir.v1 import objects_pb2 as pb
+from weir.v1 import objects_pb2_grpc, types_pb2
+from weir_cli.launcher import LocalCluster
 
 from tests.conftest import ClusterAddresses
 
@@ -120,3 +128,139 @@ async def test_bad_requests_are_refused(store: ObjectStore, bucket: str) -> None
         await store.put("missing-bucket", "x", b"data")
     with pytest.raises(NoSuchObjectError):
         await store.get_range(bucket, "never", 0, 10)
+
+
+# -- through a router, with the stubs generated from objects.proto ------------------------------------
+
+
+@pytest.fixture
+async def stub(cluster_addresses: ClusterAddresses) -> AsyncIterator[objects_pb2_grpc.ObjectStoreStub]:
+    async with grpc.aio.insecure_channel(
+        cluster_addresses.router_addresses[0], options=[("grpc.max_receive_message_length", 8 * 1024 * 1024)]
+    ) as channel:
+        yield objects_pb2_grpc.ObjectStoreStub(channel)
+
+
+async def test_the_object_store_service_answers_as_the_seed_says(
+    stub: objects_pb2_grpc.ObjectStoreStub, stream_name: str
+) -> None:
+    bucket = "svc-" + stream_name[-30:].lstrip("-_")
+    await stub.CreateObjectBucket(pb.CreateObjectBucketRequest(bucket=bucket, history=3))
+    try:
+        payload = b"0123456789" * 1000
+        put = await stub.PutObject(
+            pb.PutObjectRequest(
+                bucket=bucket,
+                name="a.txt",
+                payload=payload,
+                chunk_size=4096,
+                headers=[types_pb2.Header(key="k", value="v")],
+            )
+        )
+        assert (put.info.total_bytes, put.info.chunk_count, put.info.sha256) == (
+            10_000,
+            3,
+            hashlib.sha256(payload).hexdigest(),
+        )
+        got = await stub.GetObject(pb.GetObjectRequest(bucket=bucket, name="a.txt"))
+        assert got.payload == payload and [(h.key, h.value) for h in got.info.headers] == [("k", "v")]
+        ranged = await stub.GetObjectRange(pb.GetObjectRangeRequest(bucket=bucket, name="a.txt", offset=9_995, len=100))
+        assert (ranged.payload, ranged.actual_offset) == (payload[9_995:], 9_995)
+        frames = [frame async for frame in stub.GetObjectStream(pb.GetObjectRequest(bucket=bucket, name="a.txt"))]
+        assert frames[0].HasField("info") and frames[-1].done
+        assert b"".join(frame.data for frame in frames) == payload
+        listed = await stub.ListObjects(pb.ListObjectsRequest(bucket=bucket))
+        assert [(e.name, e.total_bytes) for e in listed.entries] == [("a.txt", 10_000)]
+        deleted = await stub.DeleteObject(pb.DeleteObjectRequest(bucket=bucket, name="a.txt"))
+        info = await stub.GetObjectInfo(pb.GetObjectInfoRequest(bucket=bucket, name="a.txt"))
+        assert not info.HasField("info") and info.deleted
+        revisions = await stub.ListObjectRevisions(pb.ListObjectRevisionsRequest(bucket=bucket, name="a.txt"))
+        assert [(r.metadata_seq, r.deleted) for r in revisions.revisions] == [
+            (put.info.metadata_seq, False),
+            (deleted.tombstone_seq, True),
+        ]
+        for call, expected in [
+            (stub.GetObject(pb.GetObjectRequest(bucket=bucket, name="a.txt")), "no_such_object"),
+            (stub.GetObject(pb.GetObjectRequest(bucket="nobody", name="a.txt")), "no_such_bucket"),
+            (
+                stub.PutObject(pb.PutObjectRequest(bucket=bucket, name="b", payload=b"x", sha256="ab" * 32)),
+                "sha_mismatch",
+            ),
+            (stub.GetObjectRange(pb.GetObjectRangeRequest(bucket=bucket, name="a", len=5_000_000)), "invalid_argument"),
+        ]:
+            assert await reason_of(call) == expected
+        assert (await stub.ListObjects(pb.ListObjectsRequest(bucket=bucket))).entries == []
+    finally:
+        await stub.DeleteObjectBucket(pb.DeleteObjectBucketRequest(bucket=bucket))
+
+
+async def test_a_put_stream_that_ends_without_finish_stores_no_object(
+    stub: objects_pb2_grpc.ObjectStoreStub, stream_name: str
+) -> None:
+    bucket = "cut-" + stream_name[-30:].lstrip("-_")
+    await stub.CreateObjectBucket(pb.CreateObjectBucketRequest(bucket=bucket))
+    try:
+
+        async def frames() -> AsyncIterator[pb.PutObjectStreamFrame]:
+            yield pb.PutObjectStreamFrame(start=pb.PutObjectStart(bucket=bucket, name="partial"))
+            yield pb.PutObjectStreamFrame(data=b"x" * 300_000)  # no finish
+
+        assert await reason_of(stub.PutObjectStream(frames())) == "invalid_argument"
+        info = await stub.GetObjectInfo(pb.GetObjectInfoRequest(bucket=bucket, name="partial"))
+        assert not info.HasField("info") and not info.deleted
+        collected = await stub.CollectGarbage(pb.CollectGarbageRequest(bucket=bucket, grace_ms=1))
+        assert collected.removed == 0  # the failed put removed its own chunks already
+    finally:
+        await stub.DeleteObjectBucket(pb.DeleteObjectBucketRequest(bucket=bucket))
+
+
+async def reason_of(call: Any) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call
+    for key, value in raised.value.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            for detail in status_pb2.Status.FromString(value).details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    return str(info.reason)
+    return str(raised.value.code().name)
+
+
+@pytest.mark.slow
+async def test_a_200_mib_object_streams_in_and_out_of_a_router_in_bounded_memory(
+    cluster: LocalCluster, stream_name: str
+) -> None:
+    """PutObjectStream and GetObjectStream of 200 MiB through a router: its RSS grows by less than
+    32 MiB (it holds a few chunks, not the object), and the content comes back intact."""
+    router = cluster.routers[0]
+    size = 200 * 1024 * 1024
+    piece = bytes(range(256)) * 256  # 64 KiB frames
+    bucket = "big-" + stream_name[-30:].lstrip("-_")
+    async with grpc.aio.insecure_channel(router.address) as channel:
+        big = objects_pb2_grpc.ObjectStoreStub(channel)
+        await big.CreateObjectBucket(pb.CreateObjectBucketRequest(bucket=bucket))
+        try:
+            clear_refs = Path(f"/proc/{router.pid}/clear_refs")
+            await asyncio.to_thread(clear_refs.write_text, "5")  # its peak RSS starts over at its size now
+            baseline = router.peak_rss_bytes()
+            expected = hashlib.sha256()
+
+            async def frames() -> AsyncIterator[pb.PutObjectStreamFrame]:
+                yield pb.PutObjectStreamFrame(start=pb.PutObjectStart(bucket=bucket, name="big.bin"))
+                for _ in range(size // len(piece)):
+                    expected.update(piece)
+                    yield pb.PutObjectStreamFrame(data=piece)
+                yield pb.PutObjectStreamFrame(finish=True)
+
+            put = await big.PutObjectStream(frames(), timeout=600)
+            assert (put.info.total_bytes, put.info.sha256) == (size, expected.hexdigest())
+            received = hashlib.sha256()
+            count = 0
+            async for frame in big.GetObjectStream(pb.GetObjectRequest(bucket=bucket, name="big.bin"), timeout=600):
+                received.update(frame.data)
+                count += len(frame.data)
+            assert (count, received.hexdigest()) == (size, expected.hexdigest())
+            grown = router.peak_rss_bytes() - baseline
+            assert grown < 32 * 1024 * 1024, f"the router's peak RSS grew by {grown / 2**20:.1f} MiB"
+        finally:
+            await big.DeleteObjectBucket(pb.DeleteObjectBucketRequest(bucket=bucket))

@@ -155,8 +155,11 @@ class AuthInterceptor(MethodWrappingInterceptor):
             # Per item, the caller too: a long-lived stream ends once its token is revoked. Checked
             # after an item arrived, not when the call opens: an abort racing the client's first
             # write reaches grpc.aio's client as INTERNAL instead of the status.
+            first: Any = None
             async for request in requests:
-                await self.authorize(method, await self.principal(method, context), request, context)
+                if first is None or not permissions.first_item_names_it(method):
+                    first = request
+                await self.authorize(method, await self.principal(method, context), first, context)
                 yield request
 
         if kind == "stream_stream" and inspect.isasyncgenfunction(behavior):

@@ -154,12 +154,39 @@ _COLLECTIONS: dict[str, Callable[[Any], Requirement]] = {
     "QueuePop": _store("consume", "queue:"),
     **{name: _store("read", "queue:") for name in ("QueueRange", "QueueLen")},
 }
+_OBJECTS: dict[str, Callable[[Any], Requirement]] = {
+    **{name: _store("admin", "obj:") for name in ("CreateObjectBucket", "DeleteObjectBucket", "CollectGarbage")},
+    **{name: _store("publish", "obj:") for name in ("PutObject", "DeleteObject")},
+    "PutObjectStream": lambda request: Requirement("publish", "obj:" + request.start.bucket),
+    **{
+        name: _store("read", "obj:")
+        for name in (
+            "GetObject",
+            "GetObjectStream",
+            "GetObjectInfo",
+            "ListObjects",
+            "ListObjectRevisions",
+            "GetObjectRange",
+        )
+    },
+}
 _BY_METHOD: dict[str, Callable[[Any], Requirement]] = {
     **{f"/weir.v1.Streams/{name}": rule for name, rule in _STREAMS.items()},
     **{f"/weir.v1.Router/{name}": rule for name, rule in _ROUTER.items()},
     **{f"/weir.v1.KeyValue/{name}": rule for name, rule in _KEY_VALUE.items()},
     **{f"/weir.v1.Collections/{name}": rule for name, rule in _COLLECTIONS.items()},
+    **{f"/weir.v1.ObjectStore/{name}": rule for name, rule in _OBJECTS.items()},
 }
+
+
+# Request streams whose first item names what the whole call acts on (later items carry only data):
+# every item is checked against the first one's requirement.
+_FIRST_ITEM_NAMES_IT = frozenset({"/weir.v1.ObjectStore/PutObjectStream"})
+
+
+def first_item_names_it(method: str) -> bool:
+    """Whether `method`'s request stream is authorized by its first item for every item."""
+    return method in _FIRST_ITEM_NAMES_IT
 
 
 def known(method: str) -> bool:

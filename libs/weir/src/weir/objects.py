@@ -221,7 +221,8 @@ class ObjectStore:
         try:
             await self._store_chunks(stream, meta, rechunk(pieces, chunk_size), digest, ack_level)
         except BaseException:
-            await self._forget_chunks(stream, meta)
+            if not meta.deduped:  # (deduped chunks may be shared: the garbage collection decides)
+                await self._forget_chunks(stream, meta)
             raise
         meta.sha256 = digest.hexdigest()
         if sha256 and sha256.lower() != meta.sha256:
@@ -230,8 +231,9 @@ class ObjectStore:
                 f"the content's sha256 is {meta.sha256}, the request said {sha256}", bucket=bucket, name=name
             )
         previous = await self.info(bucket, name)
+        meta.ts_ms = int(time.time() * 1000)
         with missing_stream_is_missing_bucket(bucket):
-            ack = await self.client.publish(stream, subject, meta.encode(), ack_level=ack_level)
+            ack = await self.client.publish(stream, subject, meta.encode(), ack_level=ack_level, ts_ms=meta.ts_ms)
         meta.revision = ack.seq
         if previous is not None and not previous.deduped:
             await self._forget_chunks(stream, previous)
@@ -241,23 +243,29 @@ class ObjectStore:
         self, stream: str, meta: ObjectMeta, chunks: AsyncIterator[bytes], digest: Any, ack_level: str
     ) -> None:
         """Store each chunk (at most UPLOAD_WINDOW at once), recording where in `meta`."""
-        pending: list[asyncio.Task[int]] = []
-        async for chunk in chunks:
-            digest.update(chunk)
-            meta.total_bytes += len(chunk)
-            index = meta.chunk_count
-            meta.chunk_count += 1
-            if meta.deduped:
-                chunk_digest = hashlib.sha256(chunk).hexdigest()
-                meta.hashes.append(chunk_digest)
-                pending.append(asyncio.ensure_future(self._store_deduped(stream, chunk_digest, chunk, ack_level)))
-            else:
-                subject = chunk_subject(meta.name, meta.upload, index)
-                pending.append(asyncio.ensure_future(self._store_chunk(stream, subject, chunk, ack_level)))
-            if len(pending) >= UPLOAD_WINDOW:
-                meta.seqs.extend(await asyncio.gather(*pending))
-                pending = []
-        meta.seqs.extend(await asyncio.gather(*pending))
+        pending: list[asyncio.Future[int]] = []
+        try:
+            async for chunk in chunks:
+                digest.update(chunk)
+                meta.total_bytes += len(chunk)
+                index = meta.chunk_count
+                meta.chunk_count += 1
+                if meta.deduped:
+                    chunk_digest = hashlib.sha256(chunk).hexdigest()
+                    meta.hashes.append(chunk_digest)
+                    pending.append(asyncio.ensure_future(self._store_deduped(stream, chunk_digest, chunk, ack_level)))
+                else:
+                    subject = chunk_subject(meta.name, meta.upload, index)
+                    pending.append(asyncio.ensure_future(self._store_chunk(stream, subject, chunk, ack_level)))
+                if len(pending) >= UPLOAD_WINDOW:
+                    meta.seqs.extend(await asyncio.gather(*pending))
+                    pending = []
+            meta.seqs.extend(await asyncio.gather(*pending))
+        except BaseException:
+            # Whatever was stored meanwhile is recorded, so that the caller removes it too.
+            stored = await asyncio.gather(*pending, return_exceptions=True)
+            meta.seqs.extend(seq for seq in stored if isinstance(seq, int))
+            raise
         if meta.deduped:
             meta.seqs = []  # deduped chunks are found by hash
 

@@ -13,7 +13,17 @@ from prometheus_client import start_http_server
 from weir.cluster import Client
 from weir.collections import Collections
 from weir.kv import KeyValue
-from weir.v1 import collections_pb2, collections_pb2_grpc, kv_pb2, kv_pb2_grpc, router_pb2, router_pb2_grpc
+from weir.objects import ObjectStore
+from weir.v1 import (
+    collections_pb2,
+    collections_pb2_grpc,
+    kv_pb2,
+    kv_pb2_grpc,
+    objects_pb2,
+    objects_pb2_grpc,
+    router_pb2,
+    router_pb2_grpc,
+)
 from weir_server import tls
 from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
@@ -24,6 +34,7 @@ from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_router.collections_servicer import CollectionsServicer
 from weir_router.core import RouterCore
 from weir_router.kv_servicer import KeyValueServicer
+from weir_router.objects_servicer import ObjectStoreServicer
 from weir_router.servicer import RouterServicer
 from weir_router.settings import RouterSettings
 from weir_router.store import MetadataStore
@@ -32,7 +43,8 @@ logger = logging.getLogger(__name__)
 SERVICE = router_pb2.DESCRIPTOR.services_by_name["Router"].full_name
 KV_SERVICE = kv_pb2.DESCRIPTOR.services_by_name["KeyValue"].full_name
 COLLECTIONS_SERVICE = collections_pb2.DESCRIPTOR.services_by_name["Collections"].full_name
-SERVICES = (SERVICE, KV_SERVICE, COLLECTIONS_SERVICE)
+OBJECTS_SERVICE = objects_pb2.DESCRIPTOR.services_by_name["ObjectStore"].full_name
+SERVICES = (SERVICE, KV_SERVICE, COLLECTIONS_SERVICE, OBJECTS_SERVICE)
 
 
 class RouterProcess:
@@ -68,11 +80,13 @@ class RouterProcess:
         address = f"{settings.advertise_host or settings.host}:{self.port}"
         self.core = RouterCore(settings, store, address)
         self._servicer = RouterServicer(self.core)
-        # KeyValue and Collections run on the SDK's cluster client, through this router's own Router service.
+        # KeyValue, Collections and ObjectStore run on the SDK's cluster client (through this router's own
+        # Router service for routes).
         self._kv_client = client = Client(address)
         router_pb2_grpc.add_RouterServicer_to_server(self._servicer, self._server)
         kv_pb2_grpc.add_KeyValueServicer_to_server(KeyValueServicer(KeyValue(client)), self._server)
         collections_pb2_grpc.add_CollectionsServicer_to_server(CollectionsServicer(Collections(client)), self._server)
+        objects_pb2_grpc.add_ObjectStoreServicer_to_server(ObjectStoreServicer(ObjectStore(client)), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection([*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
         await self._server.start()
