@@ -349,6 +349,30 @@ def test_hash_set_and_queue_stores_from_the_command_line(cli_cluster: CliCluster
         ok(cli_cluster.run(kind, "rm-store", "demo", *flag))
 
 
+def test_objects_stream_from_and_to_files_from_the_command_line(cli_cluster: CliCluster) -> None:
+    flag = cli_cluster.dir_flag
+    ok(cli_cluster.run("object", "create", "files", *flag))
+    original = os.urandom(700_000)
+    source = cli_cluster.root / "upload.bin"
+    source.write_bytes(original)
+    put = json.loads(ok(cli_cluster.run("--json", "object", "put", "files", "a/b.bin", str(source), *flag)))
+    assert (put["total_bytes"], put["chunk_count"]) == (700_000, 3)
+    target = cli_cluster.root / "download.bin"
+    ok(cli_cluster.run("object", "get", "files", "a/b.bin", str(target), *flag))
+    assert target.read_bytes() == original and not (cli_cluster.root / "download.bin.partial").exists()
+    listed = [json.loads(line) for line in ok(cli_cluster.run("--json", "object", "ls", "files", *flag)).splitlines()]
+    assert listed == [{"name": "a/b.bin", "total_bytes": 700_000, "deleted": False}]
+    assert (
+        json.loads(ok(cli_cluster.run("--json", "object", "info", "files", "a/b.bin", *flag)))["sha256"]
+        == put["sha256"]
+    )
+    ok(cli_cluster.run("object", "rm", "files", "a/b.bin", *flag))
+    missing = cli_cluster.run("object", "get", "files", "a/b.bin", str(target), *flag)
+    assert missing.returncode == 1 and "no_such_object" in missing.stderr
+    assert json.loads(ok(cli_cluster.run("--json", "object", "gc", "files", *flag)))["removed"] == 0
+    ok(cli_cluster.run("object", "rm-bucket", "files", *flag))
+
+
 def test_errors_exit_1_with_the_result_code(cli_cluster: CliCluster) -> None:
     flag = cli_cluster.dir_flag
 

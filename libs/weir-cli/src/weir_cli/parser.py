@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from weir.client import DELIVER_POLICIES
 
-from weir_cli import consumers, doctor, kv, local, scheduled, stores, streams
+from weir_cli import consumers, doctor, kv, local, objects, scheduled, stores, streams
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
@@ -182,6 +182,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     _consumer_commands(tree, commands)
     kv.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     stores.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
+    objects.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     _name_numbers(parser)
     completion = commands.add_parser(
         "completion",
