@@ -10,7 +10,7 @@ GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -81,6 +81,7 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	$(UV) run python -m bench.rocketmq_bench --out bench-results/rocketmq.json
 	$(UV) run python -m bench.waymaker_bench --out bench-results/waymaker.json
 	$(UV) run python -m bench.kv_bench --out bench-results/kv.json
+	$(UV) run python -m bench.objects_bench --out bench-results/objects.json
 	$(UV) run python -m bench.numaflow_bench --out bench-results/numaflow.json
 	$(UV) run python -m bench.analytics_bench --out bench-results/analytics.json
 	$(UV) run python -m bench.security_bench --out bench-results/security.json
@@ -97,6 +98,9 @@ bench-waymaker: setup  ## the streams seed's front door (waymaker.streams) next 
 
 bench-kv: setup  ## key-value put and get: Weir's buckets (router and SDK) next to NATS JetStream KV and Redis, same run: JSON on stdout
 	$(UV) run python -m bench.kv_bench
+
+bench-objects: setup  ## object put and get MiB/s: Weir's object store (SDK and router) next to NATS JetStream's, same run: JSON on stdout
+	$(UV) run python -m bench.objects_bench
 
 bench-numaflow: setup  ## the Numaflow source sidecar (read + ack through source.v1) next to the native SDK's consume, same run: JSON on stdout
 	$(UV) run python -m bench.numaflow_bench

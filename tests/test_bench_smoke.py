@@ -210,6 +210,18 @@ def test_kv_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_objects_bench_smoke() -> None:
+    """`python -m bench.objects_bench --smoke`: objects put and got back through Weir's SDK and router
+    and NATS's object store, each with a rate, and the ratios to NATS."""
+    needs_own_processes()
+    report = run_json(["bench.objects_bench", "--smoke"], timeout_s=300)
+    for system in ("weir_sdk", "weir_router", "nats"):
+        for operation in ("put", "get"):
+            assert report[system][operation]["mib_per_s"] > 0, (system, operation)
+    assert report["weir_sdk_put_to_nats"] > 0 and report["weir_router_get_to_nats"] > 0
+
+
+@pytest.mark.slow
 def test_numaflow_bench_smoke() -> None:
     """`python -m bench.numaflow_bench --smoke`: every message read and acknowledged once natively and
     once through a real Numaflow source sidecar (called as Numaflow's data plane calls it), each with

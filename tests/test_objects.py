@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from weir.v1 import objects_pb2 as pb
 from weir.v1 import objects_pb2_grpc, types_pb2
 from weir_cli.launcher import LocalCluster
 
-from tests.conftest import ClusterAddresses
+from tests.conftest import ClusterAddresses, eventually
 
 
 @pytest.fixture
@@ -264,3 +265,51 @@ async def test_a_200_mib_object_streams_in_and_out_of_a_router_in_bounded_memory
             assert grown < 32 * 1024 * 1024, f"the router's peak RSS grew by {grown / 2**20:.1f} MiB"
         finally:
             await big.DeleteObjectBucket(pb.DeleteObjectBucketRequest(bucket=bucket))
+
+
+UPLOADER = """
+import asyncio, sys
+from weir import Client, ObjectStore
+
+async def main():
+    async with Client(sys.argv[1].split(",")) as client:
+        async def endless():
+            while True:
+                yield b"u" * 65536
+                await asyncio.sleep(0.001)
+        await ObjectStore(client).put(sys.argv[2], "half", endless())
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.slow
+async def test_a_killed_upload_leaves_no_object_and_the_gc_reclaims_its_chunks(
+    cluster: LocalCluster, store: ObjectStore, bucket: str
+) -> None:
+    """An uploader SIGKILLed mid-put: no object is visible, its chunks are garbage once past the
+    grace period, and a live object's chunks stay."""
+    await store.put(bucket, "kept", b"k" * 600_000)
+    stream = bucket_stream(bucket)
+    uploader = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", UPLOADER, ",".join(cluster.router_addresses), bucket
+    )
+    try:
+
+        async def chunks_stored() -> bool:
+            leader = await store.client.leader(stream, 0)
+            subjects = [message.subject async for message in leader.read_all(stream)]
+            return sum(1 for subject in subjects if subject.startswith("c.")) >= 3 + 10  # the kept object's 3
+
+        await eventually(chunks_stored, 60, "the uploader storing chunks")
+    finally:
+        uploader.kill()
+        await uploader.wait()
+    assert await store.info(bucket, "half") is None and not await store.is_deleted(bucket, "half")
+    assert await store.collect_garbage(bucket) == 0  # within the grace period: could still be running
+    removed = await store.collect_garbage(bucket, grace_ms=0)
+    assert removed >= 10
+    leader = await store.client.leader(stream, 0)
+    left = [message.subject async for message in leader.read_all(stream)]
+    assert sum(1 for subject in left if subject.startswith("c.")) == 3  # the live object's three chunks
+    assert await content(store, bucket, "kept") == b"k" * 600_000
