@@ -68,6 +68,18 @@ async def test_an_object_round_trips_whole_and_by_range(store: ObjectStore, buck
     assert (await store.get_range(bucket, "reports/2026 Q4.pdf", 20_000, 10))[1] == b""
 
 
+async def test_a_1_mib_range_from_the_middle_of_an_8_mib_object_reads_only_its_chunks(
+    store: ObjectStore, bucket: str
+) -> None:
+    payload = bytes(range(256)) * (8 * 4096)  # 8 MiB in 32 chunks of 256 KiB
+    await store.put(bucket, "big", payload)
+    before = store.chunks_read
+    offset = 3 * 1024 * 1024 + 100  # not on a chunk boundary: 5 chunks overlap the range
+    _, middle = await store.get_range(bucket, "big", offset, 1024 * 1024)
+    assert middle == payload[offset : offset + 1024 * 1024]
+    assert store.chunks_read - before == 5
+
+
 async def test_a_streamed_put_replaces_the_revision_and_removes_its_chunks(store: ObjectStore, bucket: str) -> None:
     first = await store.put(bucket, "log", b"a" * 3000, chunk_size=1000)
 
