@@ -94,6 +94,7 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     assert summary["waymaker_streams"] == {"published": 20, "received": 20, "verified": True}
     assert summary["key_value"] == {"updates": 10, "watched": 12, "verified": True}
     assert summary["collections"] == {"popped": 20, "verified": True}
+    assert summary["objects"] == {"bytes": 3 * 1024 * 1024, "verified": True}
 
 
 def test_preflight_names_each_missing_tool_and_how_to_install_it(tmp_path: Path) -> None:

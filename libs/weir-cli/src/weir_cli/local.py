@@ -27,7 +27,7 @@ from weir.tls import ChannelSecurity
 from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
-from weir_cli.kv_demo import collections_round_trip, kv_round_trip
+from weir_cli.kv_demo import collections_round_trip, kv_round_trip, objects_round_trip
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
@@ -240,6 +240,7 @@ async def demo(args: argparse.Namespace) -> int:
             summary["waymaker_streams"] = await waymaker_round_trip(cluster.gateways[0].waymaker_streams_address)
             summary["key_value"] = await kv_round_trip(cluster.router_addresses[0])
             summary["collections"] = await collections_round_trip(cluster.router_addresses[0])
+            summary["objects"] = await objects_round_trip(cluster.router_addresses[0])
             parts = (
                 "security",
                 "kafka_pixy",
@@ -249,6 +250,7 @@ async def demo(args: argparse.Namespace) -> int:
                 "waymaker_streams",
                 "key_value",
                 "collections",
+                "objects",
             )
             summary["verified"] = all(summary[part]["verified"] for part in parts) and bool(summary["verified"])
             summary["cluster"] = {
