@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import grpc
 import pytest
+from google.rpc import error_details_pb2, status_pb2
 from weir.client import NodeClient
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle, RedisHandle, start_node
@@ -277,3 +279,17 @@ def router_addresses(cluster_addresses: ClusterAddresses) -> list[str]:
 async def weir_client(router_addresses: list[str]) -> AsyncIterator[WeirClient]:
     async with WeirClient(router_addresses) as cluster_client:
         yield cluster_client
+
+
+async def reason_of(call: Any) -> str:
+    """The ErrorInfo reason (Weir's result code) of a gRPC call that must fail; its status code's
+    name when it carries none."""
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call
+    for key, value in raised.value.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            for detail in status_pb2.Status.FromString(value).details:
+                info = error_details_pb2.ErrorInfo()
+                if detail.Unpack(info):
+                    return str(info.reason)
+    return str(raised.value.code().name)

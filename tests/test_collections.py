@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from weir.v1 import collections_pb2 as pb
 from weir.v1 import collections_pb2_grpc
 
-from tests.conftest import ClusterAddresses
+from tests.conftest import ClusterAddresses, reason_of
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +25,6 @@ async def stores(cluster_addresses: ClusterAddresses) -> AsyncIterator[collectio
 @pytest.fixture
 def name(stream_name: str) -> str:
     return stream_name[-40:].lstrip("-_")
-
-
-async def reason_of(call: Any) -> str:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call
-    for key, value in raised.value.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            for detail in status_pb2.Status.FromString(value).details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return str(info.reason)
-    return str(raised.value.code().name)
 
 
 async def test_a_hash_keeps_the_latest_value_of_each_field(

@@ -10,11 +10,9 @@ import hashlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2, status_pb2
 from weir import Client, ObjectStore
 from weir.errors import InvalidArgumentError, NoSuchBucketError, NoSuchObjectError, ShaMismatchError
 from weir.objects import bucket_stream, chunk_range, chunk_subject
@@ -22,7 +20,7 @@ from weir.v1 import objects_pb2 as pb
 from weir.v1 import objects_pb2_grpc, types_pb2
 from weir_cli.launcher import LocalCluster
 
-from tests.conftest import ClusterAddresses, eventually
+from tests.conftest import ClusterAddresses, eventually, reason_of
 
 
 @pytest.fixture
@@ -225,18 +223,6 @@ async def test_a_put_stream_that_ends_without_finish_stores_no_object(
         assert collected.removed == 0  # the failed put removed its own chunks already
     finally:
         await stub.DeleteObjectBucket(pb.DeleteObjectBucketRequest(bucket=bucket))
-
-
-async def reason_of(call: Any) -> str:
-    with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call
-    for key, value in raised.value.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            for detail in status_pb2.Status.FromString(value).details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return str(info.reason)
-    return str(raised.value.code().name)
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from weir.kv import KeyValue
 from weir.v1 import kv_pb2
 
-from weir_cli.output import emit, proto_dict, table
+from weir_cli.output import emit, proto_dict, table, text_or_size
 from weir_cli.target import CliError, cluster_client, with_progress
 
 if TYPE_CHECKING:
@@ -41,13 +41,6 @@ def _value(args: argparse.Namespace) -> bytes:
     if path.stat().st_size > MAX_VALUE_FILE_BYTES:
         raise CliError(f"weir kv put: {path} is larger than {MAX_VALUE_FILE_BYTES} bytes", status=2)
     return path.read_bytes()
-
-
-def _text(value: bytes) -> str:
-    try:
-        return value.decode()
-    except UnicodeDecodeError:
-        return f"<{len(value)} bytes, not UTF-8; --json shows them as base64>"
 
 
 async def bucket_create(args: argparse.Namespace) -> int:
@@ -92,7 +85,7 @@ async def get(args: argparse.Namespace) -> int:
         entry = await KeyValue(client).get(args.bucket, args.key)
     if entry is None:
         raise CliError(f"key {args.key!r} has no value in bucket {args.bucket!r}", status=1)
-    emit(proto_dict(entry) | {"key": args.key}, args.json, _text(entry.value))
+    emit(proto_dict(entry) | {"key": args.key}, args.json, text_or_size(entry.value))
     return 0
 
 
@@ -141,7 +134,7 @@ async def history(args: argparse.Namespace) -> int:
         for entry in entries:
             emit(entry, True)
     else:
-        rows = [(e.revision, e.ts_ms, "(deleted)" if e.deleted else _text(e.value)) for e in entries]
+        rows = [(e.revision, e.ts_ms, "(deleted)" if e.deleted else text_or_size(e.value)) for e in entries]
         print(table(["REVISION", "TS_MS", "VALUE"], rows))
     return 0
 
@@ -156,7 +149,7 @@ async def watch(args: argparse.Namespace) -> int:
             if args.json:
                 emit(proto_dict(body) | {"event": kind}, True)
             elif kind == "put":
-                print(f"{body.revision}  put     {body.key} = {_text(body.value)}", flush=True)
+                print(f"{body.revision}  put     {body.key} = {text_or_size(body.value)}", flush=True)
             else:
                 print(f"{body.revision}  delete  {body.key}", flush=True)
             seen += 1

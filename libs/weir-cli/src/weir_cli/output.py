@@ -209,3 +209,11 @@ def consumer_summary(info: types_pb2.ConsumerInfo) -> str:
 def progress(text: str) -> None:
     """A progress line on stderr."""
     print(text, file=sys.stderr, flush=True)
+
+
+def text_or_size(value: bytes) -> str:
+    """A value for a person: its text when it is UTF-8, else its size."""
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        return f"<{len(value)} bytes, not UTF-8>"

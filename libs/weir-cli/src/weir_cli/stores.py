@@ -9,20 +9,13 @@ from typing import TYPE_CHECKING, Any
 from weir.collections import Collections
 from weir.v1 import collections_pb2 as pb
 
-from weir_cli.output import emit, table
+from weir_cli.output import emit, table, text_or_size
 from weir_cli.target import CliError, cluster_client
 
 if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree
 
 STORE_HELP = "the store's name (1..64 characters of A-Z a-z 0-9 - _)"
-
-
-def _text(value: bytes) -> str:
-    try:
-        return value.decode()
-    except UnicodeDecodeError:
-        return f"<{len(value)} bytes, not UTF-8>"
 
 
 async def _run(args: argparse.Namespace) -> Any:
@@ -70,7 +63,7 @@ async def _queue_pop(collections: Collections, args: argparse.Namespace) -> byte
 
 
 def _print_value(args: argparse.Namespace, value: bytes) -> None:
-    emit({"value": _text(value)}, args.json, _text(value))
+    emit({"value": text_or_size(value)}, args.json, text_or_size(value))
 
 
 def _print_lines(args: argparse.Namespace, lines: list[str]) -> None:
@@ -82,7 +75,7 @@ def _print_lines(args: argparse.Namespace, lines: list[str]) -> None:
 
 
 def _print_entries(args: argparse.Namespace, entries: list[pb.HashFieldEntry]) -> None:
-    rows = [(entry.field, entry.revision, _text(entry.value)) for entry in entries]
+    rows = [(entry.field, entry.revision, text_or_size(entry.value)) for entry in entries]
     if args.json:
         emit([{"field": field, "revision": revision, "value": value} for field, revision, value in rows], True)
     else:
@@ -181,7 +174,7 @@ def _queue_commands(tree: _Tree, group: Commands, non_negative_int: Any) -> None
     ranged.add_argument("--limit", type=non_negative_int, default=0, help="at most this many (0 = 100)")
     ranged.set_defaults(
         operation=lambda c, a: c.queue_range(a.name, a.from_sequence, a.limit),
-        show=lambda a, values: _print_lines(a, [_text(value) for value in values]),
+        show=lambda a, values: _print_lines(a, [text_or_size(value) for value in values]),
     )
     _subcommand(tree, group, "len", "how many elements are queued", ()).set_defaults(
         operation=lambda c, a: c.queue_len(a.name), show=lambda a, count: emit({"count": count}, a.json, str(count))
