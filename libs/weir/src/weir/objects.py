@@ -40,6 +40,7 @@ from weir.errors import (
     WrongRevisionError,
 )
 from weir.kv import (
+    CONFIG_TTL_S,
     DELETE_OPERATION,
     MAX_HISTORY,
     OPERATION_HEADER,
@@ -167,7 +168,7 @@ class ObjectStore:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.chunks_read = 0
-        self._replicas: dict[str, int] = {}
+        self._replicas: dict[str, tuple[int, float]] = {}  # bucket -> (replicas, when asked)
 
     # -- buckets -------------------------------------------------------------------------------------
 
@@ -184,12 +185,12 @@ class ObjectStore:
         self._replicas.pop(bucket, None)
 
     async def _ack_level(self, bucket: str) -> str:
-        replicas = self._replicas.get(bucket)
-        if replicas is None:
+        cached = self._replicas.get(bucket)
+        if cached is None or time.monotonic() - cached[1] >= CONFIG_TTL_S:
             with missing_stream_is_missing_bucket(bucket):
                 replicas = (await self.client.stream_info(bucket_stream(bucket))).config.replicas
-            self._replicas[bucket] = replicas
-        return "all" if replicas > 1 else "leader"
+            cached = self._replicas[bucket] = (replicas, time.monotonic())
+        return "all" if cached[0] > 1 else "leader"
 
     # -- put -----------------------------------------------------------------------------------------
 
