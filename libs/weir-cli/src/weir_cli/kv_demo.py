@@ -7,11 +7,12 @@ object streamed in and out of the object store."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from typing import Any
 
 import grpc
 from weir import tls as weir_tls
-from weir.v1 import kv_pb2, kv_pb2_grpc
+from weir.v1 import collections_pb2, collections_pb2_grpc, kv_pb2, kv_pb2_grpc, objects_pb2, objects_pb2_grpc
 
 from weir_cli.output import progress
 
@@ -72,32 +73,35 @@ async def kv_round_trip(address: str, updates: int = 10) -> dict[str, Any]:
 async def collections_round_trip(address: str, elements: int = 20) -> dict[str, Any]:
     """Through a router's weir.v1.Collections service: a hash, a set and a queue whose elements two
     concurrent poppers take, each once. Returns the counts and `verified`."""
-    from weir.v1 import collections_pb2 as pb
-    from weir.v1 import collections_pb2_grpc
-
     async with weir_tls.aio_channel(address) as channel:
         stub = collections_pb2_grpc.CollectionsStub(channel)
-        await stub.CreateHashStore(pb.CreateHashStoreRequest(name="demo-users"), timeout=30)
-        await stub.CreateSetStore(pb.CreateSetStoreRequest(name="demo-tags"), timeout=30)
-        await stub.CreateQueue(pb.CreateQueueRequest(name="demo-jobs"), timeout=30)
+        await stub.CreateHashStore(collections_pb2.CreateHashStoreRequest(name="demo-users"), timeout=30)
+        await stub.CreateSetStore(collections_pb2.CreateSetStoreRequest(name="demo-tags"), timeout=30)
+        await stub.CreateQueue(collections_pb2.CreateQueueRequest(name="demo-jobs"), timeout=30)
         for field, value in (("name", b"Ada"), ("lang", b"en"), ("name", b"Ada L.")):
-            await stub.HashSet(pb.HashSetRequest(bucket="demo-users", hash_key="user:1", field=field, value=value))
+            await stub.HashSet(
+                collections_pb2.HashSetRequest(bucket="demo-users", hash_key="user:1", field=field, value=value)
+            )
         for member in ("blue", "green", "blue"):
-            await stub.SetAdd(pb.SetAddRequest(bucket="demo-tags", set_key="user:1", member=member))
+            await stub.SetAdd(collections_pb2.SetAddRequest(bucket="demo-tags", set_key="user:1", member=member))
         for number in range(elements):
-            await stub.QueuePush(pb.QueuePushRequest(bucket="demo-jobs", value=b"job-%d" % number))
+            await stub.QueuePush(collections_pb2.QueuePushRequest(bucket="demo-jobs", value=b"job-%d" % number))
         popped: list[bytes] = []
 
         async def popper() -> None:
             while True:
-                answer = await stub.QueuePop(pb.QueuePopRequest(bucket="demo-jobs"), timeout=30)
+                answer = await stub.QueuePop(collections_pb2.QueuePopRequest(bucket="demo-jobs"), timeout=30)
                 if not answer.HasField("value"):
                     return
                 popped.append(answer.value)
 
         await asyncio.gather(popper(), popper())
-        fields = await stub.HashGetAll(pb.HashGetAllRequest(bucket="demo-users", hash_key="user:1"), timeout=30)
-        members = await stub.SetMembers(pb.SetMembersRequest(bucket="demo-tags", set_key="user:1"), timeout=30)
+        fields = await stub.HashGetAll(
+            collections_pb2.HashGetAllRequest(bucket="demo-users", hash_key="user:1"), timeout=30
+        )
+        members = await stub.SetMembers(
+            collections_pb2.SetMembersRequest(bucket="demo-tags", set_key="user:1"), timeout=30
+        )
     progress(f"collections: hash of {len(fields.entries)} fields, set of {len(members.members)}, popped {len(popped)}")
     verified = (
         [(entry.field, entry.value) for entry in fields.entries] == [("lang", b"en"), ("name", b"Ada L.")]
@@ -110,29 +114,28 @@ async def collections_round_trip(address: str, elements: int = 20) -> dict[str, 
 async def objects_round_trip(address: str, mib: int = 3) -> dict[str, Any]:
     """Through a router's weir.v1.ObjectStore service: an object streamed in and out (its sha256
     checked) and a range from its middle. Returns the size and `verified`."""
-    import hashlib
-
-    from weir.v1 import objects_pb2 as pb
-    from weir.v1 import objects_pb2_grpc
-
     content = hashlib.sha256(b"weir demo").digest() * (mib * 1024 * 1024 // 32)
     async with weir_tls.aio_channel(address) as channel:
         stub = objects_pb2_grpc.ObjectStoreStub(channel)
-        await stub.CreateObjectBucket(pb.CreateObjectBucketRequest(bucket="demo-files"), timeout=30)
+        await stub.CreateObjectBucket(objects_pb2.CreateObjectBucketRequest(bucket="demo-files"), timeout=30)
 
         async def frames() -> Any:
-            yield pb.PutObjectStreamFrame(start=pb.PutObjectStart(bucket="demo-files", name="demo.bin"))
+            yield objects_pb2.PutObjectStreamFrame(
+                start=objects_pb2.PutObjectStart(bucket="demo-files", name="demo.bin")
+            )
             for start in range(0, len(content), 64 * 1024):
-                yield pb.PutObjectStreamFrame(data=content[start : start + 64 * 1024])
-            yield pb.PutObjectStreamFrame(finish=True)
+                yield objects_pb2.PutObjectStreamFrame(data=content[start : start + 64 * 1024])
+            yield objects_pb2.PutObjectStreamFrame(finish=True)
 
         put = await stub.PutObjectStream(frames(), timeout=120)
         back = bytearray()
-        async for frame in stub.GetObjectStream(pb.GetObjectRequest(bucket="demo-files", name="demo.bin"), timeout=120):
+        async for frame in stub.GetObjectStream(
+            objects_pb2.GetObjectRequest(bucket="demo-files", name="demo.bin"), timeout=120
+        ):
             back += frame.data
         middle = len(content) // 2
         ranged = await stub.GetObjectRange(
-            pb.GetObjectRangeRequest(bucket="demo-files", name="demo.bin", offset=middle, len=1000), timeout=30
+            objects_pb2.GetObjectRangeRequest(bucket="demo-files", name="demo.bin", offset=middle, len=1000), timeout=30
         )
     progress(f"object store: {len(content)} bytes streamed in and out, {put.info.chunk_count} chunks")
     verified = (

@@ -1018,8 +1018,8 @@ class Node:
                     await partition.consumer_op(partition.new_op("remove", name))
             memory = stream.config.storage == types_pb2.STORAGE_KIND_MEMORY
             for name, consumer in stream.consumers.items():
-                start = _start_of(consumer.start_seqs, partition.index)
-                until = _start_of(consumer.last_per_subject_until, partition.index)
+                start = _of_partition(consumer.start_seqs, partition.index)
+                until = _of_partition(consumer.last_per_subject_until, partition.index)
                 if memory:  # the log restarted empty (seqs from 1 again): start within it
                     start, until = min(start, partition.last_seq), min(until, partition.last_seq)
                 partition.restore_consumer(consumer.spec, start, stored.get(name), until)
@@ -1038,10 +1038,10 @@ class Node:
         policy = config.deliver_policy
         starts: list[int] = [0] * stream.config.partitions  # 0 for partitions hosted elsewhere
         for partition in stream.partitions.values():
-            if policy == types_pb2.DELIVER_POLICY_ALL:
-                start = 0
-            elif policy in (types_pb2.DELIVER_POLICY_NEW, types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT):
-                start = 0 if policy == types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT else partition.last_seq
+            if policy in (types_pb2.DELIVER_POLICY_ALL, types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT):
+                start = 0  # (last per subject: its horizon passes over what a later message superseded)
+            elif policy == types_pb2.DELIVER_POLICY_NEW:
+                start = partition.last_seq
             elif policy == types_pb2.DELIVER_POLICY_LAST:
                 last = partition.log.last_matching_seq(accepts)
                 start = last - 1 if last else partition.last_seq
@@ -1099,7 +1099,7 @@ class Node:
             consumer = Consumer(effective, now_ms, spec, starts, until)
             stream.consumers[effective.name] = consumer
             for partition in stream.partitions.values():
-                partition.restore_consumer(spec, starts[partition.index], None, _start_of(until, partition.index))
+                partition.restore_consumer(spec, starts[partition.index], None, _of_partition(until, partition.index))
             return self.consumer_info(stream_name, effective.name)
 
     async def delete_consumer(self, stream_name: str, name: str) -> None:
@@ -1485,6 +1485,13 @@ class Node:
         seq = self._read(partition, lambda: partition.log.first_seq_at_time(time_ms))
         return seq or last_seq + 1, last_seq
 
+    def _read_partition(self, stream: str, partition_index: int, any_replica: bool) -> Partition:
+        """The partition a read addresses: its primary's copy, or with `any_replica` (internal port)
+        any copy this node holds."""
+        if any_replica:
+            return self.hosted_partition(stream, partition_index)
+        return self._partition(stream, partition_index)
+
     def read_messages(
         self,
         stream: str,
@@ -1501,9 +1508,7 @@ class Node:
         see reads.read_range. `any_replica` (internal port) reads a secondary's copy too, whole (up to
         its last seq, whatever its high watermark: for inspection). Errors: NoSuchStreamError /
         NoSuchPartitionError / NotLeaderError, InvalidArgumentError, InvalidSubjectError (filter_subject)."""
-        partition = (
-            self.hosted_partition(stream, partition_index) if any_replica else self._partition(stream, partition_index)
-        )
+        partition = self._read_partition(stream, partition_index, any_replica)
         if max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
         check_max_bytes(max_bytes)
@@ -1526,29 +1531,41 @@ class Node:
         return result.records, result.next_seq, result.last_seq
 
     async def read_messages_waiting(
-        self, stream: str, partition_index: int, from_seq: int, max_messages: int, max_bytes: int, **options: Any
+        self,
+        stream: str,
+        partition_index: int,
+        from_seq: int,
+        max_messages: int,
+        max_bytes: int,
+        *,
+        max_wait_ms: int = 0,
+        any_replica: bool = False,
+        filter_subject: str = "",
+        last_per_subject_until: int = 0,
     ) -> tuple[list[tuple[int, bytes]], int, int]:
-        """`read_messages`, long-polling up to `max_wait_ms` (an option, 0 = answer at once) for a
-        readable message at or after `from_seq` (after the filter): a tail reader's call. Errors:
-        those of `read_messages`; InvalidArgumentError for a max_wait_ms above MAX_FETCH_WAIT_MS."""
-        max_wait_ms = int(options.pop("max_wait_ms", 0))
+        """`read_messages`, long-polling up to `max_wait_ms` (0 = answer at once) for a readable
+        message at or after `from_seq` (after the filter): a tail reader's call. Errors: those of
+        `read_messages`; InvalidArgumentError for a max_wait_ms above MAX_FETCH_WAIT_MS."""
         if max_wait_ms > MAX_FETCH_WAIT_MS:
             raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
             records, next_seq, last_seq = self.read_messages(
-                stream, partition_index, from_seq, max_messages, max_bytes, **options
+                stream,
+                partition_index,
+                from_seq,
+                max_messages,
+                max_bytes,
+                any_replica=any_replica,
+                filter_subject=filter_subject,
+                last_per_subject_until=last_per_subject_until,
             )
             remaining = deadline - loop.time()
             if records or remaining <= 0 or self._closing:
                 return records, next_seq, last_seq
             from_seq = next_seq  # what the filter passed over is not looked at again
-            if options.get("any_replica"):
-                partition = self.hosted_partition(stream, partition_index)
-            else:
-                partition = self._partition(stream, partition_index)
-            await partition.wait_for_work(remaining)
+            await self._read_partition(stream, partition_index, any_replica).wait_for_work(remaining)
 
     def latest_at_subject(self, stream: str, partition_index: int, subject: str) -> bytes | None:
         partition = self._partition(stream, partition_index)
@@ -1862,8 +1879,9 @@ def _last_per_subject_until(stream: Stream, config: types_pb2.ConsumerConfig) ->
     return until
 
 
-def _start_of(per_partition: list[int], index: int) -> int:
-    """A per-partition position of a consumer's catalog row (0 for a partition it does not list)."""
+def _of_partition(per_partition: list[int], index: int) -> int:
+    """A per-partition position of a consumer's catalog row (start seq or last-per-subject
+    horizon; 0 for a partition it does not list)."""
     return per_partition[index] if index < len(per_partition) else 0
 
 

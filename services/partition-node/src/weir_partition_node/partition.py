@@ -189,7 +189,6 @@ class _ReplicaEdit:
 _Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver | _Release
 PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
 _EXPIRE_ROWS = 10_000  # expired messages one commit removes at most (the rest at the next sweep)
-_FILTER_SCAN_ROWS = 4096  # messages a filtered fetch looks at per call (bounds one commit's work)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
 
@@ -380,7 +379,7 @@ class Partition:
         NotLeaderError (this node stopped leading)."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if seqs:
-            await self._put(_Sweep(future, delete_seqs=sorted(set(seqs))))
+            await self._put(_Sweep(future, delete_seqs=list(seqs)))
         else:
             await self._put(_Sweep(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
         return await future
@@ -1376,38 +1375,25 @@ class Partition:
         max_bytes: int,
         ack_wait_ms: int,
     ) -> None:
-        """First deliveries of up to `want` messages after the cursor (matching its filter, within
-        `max_bytes`), appended to `deliveries`. Below a DELIVER_POLICY_LAST_PER_SUBJECT horizon the
-        messages a later one of their subject superseded are passed over, and the read goes on (at
-        most _FILTER_SCAN_ROWS rows looked at in all) so such a fetch is not answered empty."""
-        spec = cursor.spec
-        visible = self.visible_last_seq()
-        scan_budget = _FILTER_SCAN_ROWS
-        while want > 0 and max_bytes > 0 and cursor.last_delivered < visible and scan_budget > 0:
-            start = cursor.last_delivered
-            rows, scanned, at_end = self.log.read_matching(start + 1, want, max_bytes, spec.accepts, scan_budget)
-            passed_over = False
-            for seq, record in rows:
-                if seq > visible:
-                    break
-                if seq <= cursor.last_per_subject_until and reads.superseded(
-                    self, seq, record, cursor.last_per_subject_until
-                ):
-                    passed_over = True  # passed over like a message outside the filter
-                    continue
-                consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
-                deliveries.append(Delivery(seq, record, 1, self.index))
-                want -= 1
-                max_bytes -= len(record)
-            last = visible if at_end else min(scanned, visible)
-            if last <= start:
-                return
-            cursor.last_delivered = last
+        """First deliveries of up to `want` messages after the cursor, within `max_bytes`, appended
+        to `deliveries`: what a ReadMessages from there with the consumer's filter and
+        last-per-subject horizon returns (reads.read_range: it stops at the high watermark when the
+        stream asks, looks at a bounded number of rows, and says where it stopped)."""
+        read = reads.read_range(
+            self,
+            cursor.last_delivered + 1,
+            want,
+            max_bytes,
+            accepts=cursor.spec.accepts,
+            last_per_subject_until=cursor.last_per_subject_until,
+        )
+        for seq, record in read.records:
+            consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
+            deliveries.append(Delivery(seq, record, 1, self.index))
+        if read.next_seq - 1 > cursor.last_delivered:  # delivered, or passed over (filter, superseded)
+            cursor.last_delivered = read.next_seq - 1
             cursor.commit_counts()
-            context.touched_cursors[spec.name] = cursor
-            if not passed_over:
-                return  # the read did all it could: another one would find what it found
-            scan_budget -= last - start
+            context.touched_cursors[cursor.spec.name] = cursor
 
     def _seek(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> tuple[int, int]:
         """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a
