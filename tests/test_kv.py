@@ -269,10 +269,15 @@ async def test_a_value_with_a_ttl_replaces_the_history_and_goes_when_it_runs_out
 
 async def test_touch_stores_the_value_again_with_a_new_ttl(kv: kv_pb2_grpc.KeyValueStub, bucket: str) -> None:
     first = await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="lease", value=b"holder-1", ttl_ms=1000))
+    await kv.Put(kv_pb2.KvPutRequest(bucket=bucket, key="probe", value=b"p", ttl_ms=1000))  # not touched
     touched = await kv.Touch(kv_pb2.KvTouchRequest(bucket=bucket, key="lease", ttl_ms=60_000))
     assert touched.revision > first.revision
-    await asyncio.sleep(1.5)  # past the first TTL: the touched value stays
-    got = await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="lease"))
+
+    async def probe_expired() -> bool:  # a sweep ran past the first TTL
+        return not (await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="probe"))).HasField("entry")
+
+    await eventually(probe_expired, 10, "the untouched key gone once its TTL ran out")
+    got = await kv.Get(kv_pb2.KvGetRequest(bucket=bucket, key="lease"))  # the touched one stays
     assert (got.entry.value, got.entry.revision) == (b"holder-1", touched.revision)
     await kv.Delete(kv_pb2.KvDeleteRequest(bucket=bucket, key="lease"))
     _, reason, _ = await failure(kv.Touch(kv_pb2.KvTouchRequest(bucket=bucket, key="lease", ttl_ms=1000)))
