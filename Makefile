@@ -8,9 +8,12 @@ GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
 # RocketMQ v1 imports google/rpc/*.proto: googleapis-common-protos (installed with grpcio-status) ships them.
 GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
-GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb
+# The Restate service protocol (the seed laid out on lines), generated into the invoker's package.
+INVOKER_PROTO_OUT := services/invoker/src
+INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
+GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -21,6 +24,8 @@ proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
 		--grpc_python_out=$(PROTO_OUT) $(PROTOS)
 	$(UV) run python -m grpc_tools.protoc -I proto/gateway -I $(GOOGLE_RPC_PROTOS) --python_out=$(GATEWAY_PROTO_OUT) \
 		--pyi_out=$(GATEWAY_PROTO_OUT) --grpc_python_out=$(GATEWAY_PROTO_OUT) $(GATEWAY_PROTOS)
+	$(UV) run python -m grpc_tools.protoc -I proto/invoker --python_out=$(INVOKER_PROTO_OUT) \
+		--pyi_out=$(INVOKER_PROTO_OUT) $(INVOKER_PROTOS)
 
 proto-check: proto  ## fail when the committed stubs differ from what proto/ generates
 	@git diff --exit-code -- $(GENERATED) || { echo "stubs are stale: run 'make proto' and commit"; exit 1; }
@@ -30,7 +35,7 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
-		services/spark-analytics/src services/gateway/src services/numaflow-source/src tests bench
+		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
 
 compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON
 	docker-compose -f deploy/docker-compose.yml config -q
@@ -69,6 +74,9 @@ router: setup  ## run one router in the foreground (settings from WEIR_ROUTER_* 
 
 replicator: setup  ## run one replicator in the foreground (settings from WEIR_REPLICATOR_* variables)
 	$(UV) run weir-replicator
+
+invoker: setup  ## run one invoker in the foreground (settings from WEIR_INVOKER_* variables; routers 127.0.0.1:7501 unless WEIR_INVOKER_ROUTERS)
+	$(UV) run weir-invoker
 
 analytics: setup  ## run the spark-analytics job in the foreground (WEIR_ANALYTICS_* variables; needs Java 17+)
 	$(UV) run weir-analytics

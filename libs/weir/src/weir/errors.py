@@ -69,6 +69,12 @@ class ResultCode(StrEnum):
     CATCHING_UP = "catching_up"
     NO_SUCH_OBJECT = "no_such_object"
     SHA_MISMATCH = "sha_mismatch"
+    NO_SUCH_DEPLOYMENT = "no_such_deployment"
+    NO_SUCH_SUBSCRIPTION = "no_such_subscription"
+    NO_SUCH_INVOCATION = "no_such_invocation"
+    NO_SUCH_HANDLER = "no_such_handler"
+    DISCOVERY_FAILED = "discovery_failed"
+    FAILED_PRECONDITION = "failed_precondition"
     INTERNAL = "internal"
 
 
@@ -290,6 +296,51 @@ class ShaMismatchError(WeirError):
 
     result_code = ResultCode.SHA_MISMATCH
     status_code = grpc.StatusCode.ABORTED
+
+
+class NoSuchDeploymentError(WeirError):
+    """A handler deployment the invoker has not registered (invoker.proto)."""
+
+    result_code = ResultCode.NO_SUCH_DEPLOYMENT
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchSubscriptionError(WeirError):
+    """A subscription the invoker does not have (invoker.proto)."""
+
+    result_code = ResultCode.NO_SUCH_SUBSCRIPTION
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchInvocationError(WeirError):
+    """An invocation the invoker does not know (never existed, or finished longer ago than its
+    retention) (invoker.proto)."""
+
+    result_code = ResultCode.NO_SUCH_INVOCATION
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class NoSuchHandlerError(WeirError):
+    """A service/handler no registered deployment serves (invoker.proto)."""
+
+    result_code = ResultCode.NO_SUCH_HANDLER
+    status_code = grpc.StatusCode.NOT_FOUND
+
+
+class DiscoveryFailedError(WeirError):
+    """A deployment URL did not answer a usable endpoint manifest (unreachable, 404, 415, a protocol
+    version this invoker does not speak); the message says which (invoker.proto)."""
+
+    result_code = ResultCode.DISCOVERY_FAILED
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class FailedPreconditionError(WeirError):
+    """The request is valid but the state it acts on does not allow it (a finished invocation
+    cancelled, an awakeable completed twice, a deployment removed while a subscription uses it)."""
+
+    result_code = ResultCode.FAILED_PRECONDITION
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 
 class UnimplementedError(WeirError):

@@ -1,0 +1,1 @@
+"""Weir invoker: durable handlers over streams (Restate service protocol V2)."""
