@@ -725,11 +725,12 @@ class Client:
         self,
         stream: str,
         group: str,
-        handler: Callable[[Message], Awaitable[None]],
+        handler: Callable[[Message], Awaitable[None]] | None,
         **options: Any,
     ) -> GroupConsumer:
         """A consumer-group member calling `handler(message)` for each message (callback form; see
-        `GroupConsumer` for options). `start()` it, `await stop()` it."""
+        `GroupConsumer` for options, and `batch_handler` for a whole batch at once). `start()` it,
+        `await stop()` it."""
         return GroupConsumer(self, stream, group, handler, **options)
 
     def consume(

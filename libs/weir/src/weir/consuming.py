@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from weir.client import endpoints_of
-from weir.errors import WeirError
+from weir.errors import InvalidArgumentError, WeirError
 from weir.message import Message
 from weir.v1 import router_pb2, types_pb2
 
@@ -37,6 +37,11 @@ class GroupConsumer:
     raises the message is nak'ed (redelivered, to this or another member) — unless the handler
     settled it itself (`message.ack()` etc.) or `auto_settle` is False (the caller settles every
     message). `run()` runs until `stop()`; `start()` runs it in a task.
+
+    `batch_handler(messages)` instead: awaited once per fetched batch (the messages of one
+    partition, in order); when it returns the batch is acked (what it did not settle itself), when
+    it raises every unsettled message of the batch is nak'ed. For a handler that works on a batch
+    at once (the invoker admits a batch's invocations concurrently and schedules them in order).
     """
 
     def __init__(
@@ -44,8 +49,9 @@ class GroupConsumer:
         client: Client,
         stream: str,
         group: str,
-        handler: Callable[[Message], Awaitable[None]],
+        handler: Callable[[Message], Awaitable[None]] | None,
         *,
+        batch_handler: Callable[[list[Message]], Awaitable[None]] | None = None,
         client_id: str | None = None,
         consumer_config: types_pb2.ConsumerConfig | None = None,
         batch_size: int = 100,
@@ -56,7 +62,10 @@ class GroupConsumer:
         self.client = client
         self.stream = stream
         self.group = group
+        if (handler is None) == (batch_handler is None):
+            raise InvalidArgumentError("give a handler or a batch_handler (one of them)")
         self.handler = handler
+        self.batch_handler = batch_handler
         self.client_id = client_id or f"{group}-{uuid.uuid4().hex[:12]}"
         self.consumer_config = consumer_config or types_pb2.ConsumerConfig()
         self.batch_size = batch_size
@@ -155,9 +164,34 @@ class GroupConsumer:
             if messages:
                 await self._handle(partition, messages)
 
+    async def _handle_batch(self, partition: int, messages: list[types_pb2.Message]) -> None:
+        assert self.batch_handler is not None
+        batch = [Message.from_proto(self.stream, proto, consumer=self.group, settler=self.client) for proto in messages]
+        try:
+            await self.batch_handler(batch)
+        except Exception as error:  # the handler refused the batch: redeliver what it did not settle
+            logger.warning("member %s: batch handler failed on partition %d: %s", self.client_id, partition, error)
+            if self.auto_settle:
+                for message in batch:
+                    if not message.settled:
+                        with contextlib.suppress(WeirError):
+                            await self.client.nak(self.stream, self.group, partition, message.seq)
+            return
+        done = [message.seq for message in batch if not message.settled]
+        if self.auto_settle and done:
+            try:
+                await self.client.ack_batch(self.stream, self.group, partition, done)
+                self.processed += len(done)
+            except WeirError as error:  # redelivered after ack_wait: at least once
+                logger.warning("member %s partition %d: ack failed: %s", self.client_id, partition, error)
+
     async def _handle(self, partition: int, messages: list[types_pb2.Message]) -> None:
         """Hand a fetched batch to the handler; settle what it left unsettled (with auto_settle)."""
         client = self.client
+        if self.batch_handler is not None:
+            await self._handle_batch(partition, messages)
+            return
+        assert self.handler is not None
         done: list[int] = []
         for proto in messages:
             message = Message.from_proto(self.stream, proto, consumer=self.group, settler=client)

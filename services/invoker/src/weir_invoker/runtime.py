@@ -1,0 +1,551 @@
+"""The invoker's core (transport-neutral): invocations from admission to their end.
+
+An invocation is admitted once (its record created in `invoker-invocations`; admitting the same id
+again returns the stored one), then driven by one task: attempts (attempt.py) until one ends with
+End, suspending between attempts until an awaited entry is completed, and backing off after a failed
+attempt (exponential, or the SDK's next_retry_delay). Invocations of an exclusive handler of one
+object or workflow key run one at a time, in admission order; a suspended one keeps its key. When
+an invocation ends its record keeps the output (or failure) for completed_retention_ms and its
+journal is deleted; a caller waiting on it is completed, and a subscription's invocation is
+dead-lettered (terminal failure) or replied to (output) as its subscription says.
+
+Every unfinished invocation is in memory (bounded by max_unfinished_invocations: admission waits) and
+in the store; a restarted invoker finds them in the store and drives them on from their journals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from weir.cluster import Client
+from weir.errors import (
+    FailedPreconditionError,
+    NoSuchBucketError,
+    NoSuchHandlerError,
+    NoSuchInvocationError,
+    NoSuchStreamError,
+    WeirError,
+)
+from weir.v1 import invoker_pb2
+
+from weir_invoker import ids, metrics
+from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
+from weir_invoker.entries import EntryActions, completion_of
+from weir_invoker.http2 import Connection, DeploymentUnreachable, Endpoint
+from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, ProtocolViolation, encode
+from weir_invoker.registry import Registry, Target
+from weir_invoker.restate.pb import protocol_pb2 as pb
+from weir_invoker.store import (
+    PROMISE_STORE,
+    STATE_STORE,
+    InvocationStore,
+    Journal,
+    JournalConflict,
+    JournalStore,
+    RegistryStore,
+    StateStore,
+)
+
+logger = logging.getLogger(__name__)
+Status = invoker_pb2.InvocationStatus
+TERMINAL = (Status.INVOCATION_STATUS_COMPLETED, Status.INVOCATION_STATUS_FAILED, Status.INVOCATION_STATUS_CANCELLED)
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    replicas: int = 1
+    journal_partitions: int = 4
+    max_concurrent_attempts: int = 64
+    max_unfinished_invocations: int = 10_000
+    inactivity_timeout_ms: int = 60_000
+    retry_initial_delay_ms: int = 100
+    retry_factor: float = 2.0
+    retry_max_delay_ms: int = 30_000
+    max_attempts: int = 0  # 0 = retry until it succeeds or fails terminally (Restate's default)
+    completed_retention_ms: int = 24 * 3600 * 1000
+
+
+@dataclass
+class Active:
+    """An unfinished invocation in memory."""
+
+    record: invoker_pb2.Invocation
+    journal: Journal | None = None
+    completed: set[int] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # orders completions with an attempt's set-up
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    attempt: Attempt | None = None
+    cancelled: bool = False
+    failures_in_row: int = 0
+    state_synced: bool = False
+    last_stored_ms: int = 0
+    task: asyncio.Task[None] | None = None
+
+
+def completed_indexes(journal: Journal) -> set[int]:
+    """Entries of `journal` an SDK no longer waits on (pure): those with their result, and every
+    entry that takes none (stored means acknowledged: a request-response SDK that suspended on a
+    Run entry's ack resumes once the entry is stored)."""
+    done = {index for index, frame in enumerate(journal.entries) if frame.completed or frame.type not in COMPLETABLE}
+    return done | {index for index in journal.completions if index < len(journal.entries)}
+
+
+class Invoker:
+    def __init__(self, client: Client, settings: RuntimeSettings) -> None:
+        self.client = client
+        self.settings = settings
+        self.journals = JournalStore(client, settings.replicas, settings.journal_partitions)
+        self.invocations = InvocationStore(client, settings.replicas)
+        self.registry = Registry(RegistryStore(client, settings.replicas))
+        self.entries = EntryActions(
+            self,
+            StateStore(client, STATE_STORE, settings.replicas),
+            StateStore(client, PROMISE_STORE, settings.replicas),
+        )
+        self.active: dict[str, Active] = {}
+        self.on_finished: list[Callable[[invoker_pb2.Invocation], object]] = []  # ingress: dead letters, replies
+        self._keys: dict[tuple[str, str], collections.deque[Active]] = {}
+        self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._promise_waiters: dict[tuple[str, str, str], set[tuple[str, int]]] = {}
+        self._connections: dict[str, Connection] = {}
+        self._attempt_slots = asyncio.Semaphore(settings.max_concurrent_attempts)
+        self._room = asyncio.Condition()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._order = 0
+        self._stores_ready = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the registry and resume every unfinished invocation. The invoker's streams are
+        created when the first deployment is registered (`ensure_stores`), so a cluster that never
+        used the invoker has none of them."""
+        with contextlib.suppress(NoSuchBucketError, NoSuchStreamError):
+            await self.registry.load()
+        if not self.registry.deployments:
+            return
+        await self.ensure_stores()
+        unfinished = [record async for record in self.invocations.scan() if record.status not in TERMINAL]
+        for record in sorted(unfinished, key=lambda item: item.ingest_order):
+            self._schedule(Active(record))
+        logger.info("invoker: %d unfinished invocations resumed", len(unfinished))
+
+    async def ensure_stores(self) -> None:
+        """Create the journal stream, the buckets and the hash stores (idempotent)."""
+        if self._stores_ready:
+            return
+        for store in (self.journals, self.invocations, self.registry.store, self.entries.state, self.entries.promises):
+            await store.ensure()
+        self._stores_ready = True
+
+    async def stop(self) -> None:
+        for task in [*self._tasks, *self._timers.values()]:
+            task.cancel()
+        for task in [*self._tasks, *self._timers.values()]:
+            with contextlib.suppress(BaseException):
+                await task
+        for connection in self._connections.values():
+            connection.close()
+
+    def _spawn(self, coroutine: object, name: str) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine, name=name)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # -- admission and scheduling --------------------------------------------------------------------
+
+    async def admit(self, record: invoker_pb2.Invocation) -> tuple[invoker_pb2.Invocation, bool]:
+        """Store and start `record` unless its id is known: (the stored record, created). Waits while
+        max_unfinished_invocations are unfinished."""
+        [result] = await self.admit_many([record])
+        return result
+
+    async def admit_many(self, records: list[invoker_pb2.Invocation]) -> list[tuple[invoker_pb2.Invocation, bool]]:
+        """Admit `records` together (their records stored concurrently) and start them in the given
+        order, which is the order their invocations of one key run in."""
+        for record in records:
+            self._order = max(self._order + 1, time.time_ns() // 1000)
+            record.ingest_order = self._order
+        results = await asyncio.gather(*(self._store(record) for record in records))
+        for stored, created in results:
+            await self._start(stored, created)
+        return list(results)
+
+    async def _store(self, record: invoker_pb2.Invocation) -> tuple[invoker_pb2.Invocation, bool]:
+        if record.id in self.active:
+            return self.active[record.id].record, False
+        async with self._room:
+            await self._room.wait_for(lambda: len(self.active) < self.settings.max_unfinished_invocations)
+        moment = now_ms()
+        record.status = Status.INVOCATION_STATUS_PENDING
+        record.created_at_ms = record.created_at_ms or moment
+        record.modified_at_ms = moment
+        return await self.invocations.create(record)
+
+    async def _start(self, stored: invoker_pb2.Invocation, created: bool) -> None:
+        if stored.status in TERMINAL:
+            if stored.parent_id and stored.parent_awaits:  # a call whose completion may not have reached its parent
+                await self._complete_parent(stored)
+            return
+        if stored.id not in self.active:
+            # a record created just now has no journal yet: its first attempt need not read one
+            self._schedule(Active(stored, journal=Journal() if created else None))
+
+    def _schedule(self, active: Active) -> None:
+        record = active.record
+        self.active[record.id] = active
+        metrics.UNFINISHED.set(len(self.active))
+        try:
+            exclusive = self.registry.target(record.service, record.handler).exclusive
+        except NoSuchHandlerError:
+            exclusive = bool(record.key)  # decided again when a deployment serves it; a key serialises
+        if not exclusive:
+            active.task = self._spawn(self._drive(active), f"invocation-{record.id}")
+            return
+        key = (record.service, record.key)
+        queue = self._keys.get(key)
+        if queue is not None:
+            queue.append(active)
+            return
+        self._keys[key] = collections.deque([active])
+        self._spawn(self._drive_key(key), f"key-{record.service}/{record.key}")
+
+    async def _drive_key(self, key: tuple[str, str]) -> None:
+        queue = self._keys[key]
+        try:
+            while queue:
+                active = queue[0]
+                await self._drive(active)
+                queue.popleft()
+        finally:
+            del self._keys[key]
+
+    # -- driving -------------------------------------------------------------------------------------
+
+    async def _drive(self, active: Active) -> None:
+        record = active.record
+        try:
+            if record.status == Status.INVOCATION_STATUS_SUSPENDED:
+                await self._wait_for_completion(active, list(record.waiting_on_entries), resumed=True)
+            elif record.status == Status.INVOCATION_STATUS_BACKING_OFF:
+                await self._sleep_until(active, record.next_retry_at_ms)
+            await self._sleep_until(active, record.not_before_ms)
+            while not active.cancelled:
+                outcome = await self._attempt(active)
+                if outcome.kind == "ended":
+                    await self._ended(active)
+                    return
+                if outcome.kind == "suspended":
+                    await self._suspend(active, outcome.waiting_on)
+                elif outcome.kind == "failed" and not active.cancelled and await self._failed(active, outcome):
+                    return
+            await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a bug or a store that stays down: the invocation resumes at the next start
+            logger.exception("invocation %s: driver stopped", record.id)
+
+    async def _sleep_until(self, active: Active, deadline_ms: int) -> None:
+        while not active.cancelled and (wait := deadline_ms - now_ms()) > 0:
+            active.wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(active.wakeup.wait(), wait / 1000)
+
+    async def _attempt(self, active: Active) -> Outcome:
+        record = active.record
+        try:
+            target = self.registry.target(record.service, record.handler)
+        except NoSuchHandlerError as error:
+            return Outcome("failed", error=error.message)
+        async with self._attempt_slots:
+            attempt: Attempt | None = None
+            outcome = Outcome("aborted")
+            try:
+                async with active.lock:
+                    attempt, plan = await self._prepare(active, target)
+                    if plan is None:
+                        return Outcome("ended")
+                    active.attempt = attempt
+                    record.deployment_id = target.deployment.id
+                    record.attempts += 1
+                    record.status = Status.INVOCATION_STATUS_RUNNING
+                    metrics.ATTEMPTS.inc()
+                    await attempt.start(plan)
+                with metrics.RUNNING.track_inprogress():
+                    outcome = await attempt.run(len(plan.entries))
+            except JournalConflict as error:
+                logger.warning("invocation %s: %s; replaying the stored journal", record.id, error)
+                outcome = Outcome("aborted", error=str(error))
+            except (DeploymentUnreachable, ProtocolViolation, WeirError) as error:
+                outcome = Outcome("failed", error=str(error))
+            finally:
+                active.attempt = None
+                if attempt is not None:
+                    await attempt.close(abort=outcome.kind not in ("ended", "suspended"))
+        return outcome
+
+    async def _prepare(self, active: Active, target: Target) -> tuple[Attempt, StartPlan | None]:
+        """Load the journal (storing the Input entry first time), re-arm what it waits on, and plan
+        the replay; plan None when the journal already holds the output (nothing to invoke)."""
+        record = active.record
+        if active.journal is not None and not active.journal.entries:  # admitted just now: nothing stored
+            journal = active.journal
+            journal.partition = await self.journals.partition_of(record.id)
+        else:
+            journal = await self.journals.load(record.id)
+        if not journal.entries:
+            input_entry = pb.InputEntryMessage(value=record.input)
+            input_entry.headers.extend(pb.Header(key=h.key, value=h.value) for h in record.headers)
+            frame = Frame(MessageType.INPUT, 0, input_entry.SerializeToString())
+            await self.journals.append_entry(journal, record.id, 0, frame)
+            journal.entries.append(frame)
+        active.journal = journal
+        active.completed = completed_indexes(journal)
+        if not active.state_synced and target.keyed:
+            await self.entries.reapply_state(active)
+            active.state_synced = True
+        await self.entries.rearm(active)
+        connection = await self._connection(target)
+        attempt = Attempt(
+            connection,
+            service=record.service,
+            handler=record.handler,
+            bidi=target.bidi,
+            inactivity_timeout_s=self.settings.inactivity_timeout_ms / 1000,
+            on_entry=lambda index, frame: self.entries.handle(active, index, frame),
+        )
+        if any(frame.type == MessageType.OUTPUT for frame in journal.entries):
+            return attempt, None
+        state = await self.entries.state.get_all(record.service, record.key) if target.keyed else None
+        since = now_ms() - active.last_stored_ms if active.last_stored_ms else 0
+        start = start_message(
+            raw_id=ids.raw_of(record.id),
+            invocation_id=record.id,
+            key=record.key,
+            known_entries=len(journal),
+            state=state,
+            retry_count=active.failures_in_row,
+            since_last_stored_ms=since,
+        )
+        return attempt, StartPlan(start, journal.entries, journal.completions)
+
+    async def _connection(self, target: Target) -> Connection:
+        connection = self._connections.get(target.deployment.id)
+        if connection is None or connection.closed:
+            connection = await Connection.open(Endpoint.parse(target.deployment.url))
+            self._connections[target.deployment.id] = connection
+        return connection
+
+    async def _suspend(self, active: Active, waiting_on: list[int]) -> None:
+        record = active.record
+        active.failures_in_row = 0
+        if any(index in active.completed for index in waiting_on):
+            return  # a completion arrived while the SDK was suspending: resume at once
+        record.status = Status.INVOCATION_STATUS_SUSPENDED
+        del record.waiting_on_entries[:]
+        record.waiting_on_entries.extend(waiting_on)
+        record.wake_up_at_ms = self._earliest_timer(active, waiting_on)
+        record.modified_at_ms = now_ms()
+        await self.invocations.put(record)
+        await self._wait_for_completion(active, waiting_on, resumed=False)
+
+    def _earliest_timer(self, active: Active, waiting_on: list[int]) -> int:
+        if active.journal is None:
+            return 0
+        times = [
+            active.journal.entries[index].decode().wake_up_time  # type: ignore[attr-defined]
+            for index in waiting_on
+            if index < len(active.journal.entries) and active.journal.entries[index].type == MessageType.SLEEP
+        ]
+        return min(times, default=0)
+
+    async def _wait_for_completion(self, active: Active, waiting_on: list[int], resumed: bool) -> None:
+        if resumed:  # a restarted invoker: load the journal and arm its timers, calls and promises again
+            async with active.lock:
+                active.journal = await self.journals.load(active.record.id)
+                active.completed = completed_indexes(active.journal)
+                await self.entries.rearm(active)
+        with metrics.SUSPENDED.track_inprogress():
+            while not active.cancelled and not any(index in active.completed for index in waiting_on):
+                active.wakeup.clear()
+                await active.wakeup.wait()
+
+    async def _failed(self, active: Active, outcome: Outcome) -> bool:
+        """Back off after a failed attempt; True when the invocation ended (max_attempts)."""
+        record = active.record
+        active.failures_in_row = 1 if outcome.stored_entries else active.failures_in_row + 1
+        record.last_failure = outcome.error[:4096]
+        metrics.RETRIES.inc()
+        settings = self.settings
+        if settings.max_attempts and record.attempts >= settings.max_attempts:
+            message = f"gave up after {record.attempts} attempts: {outcome.error}"
+            await self.finish(active, Status.INVOCATION_STATUS_FAILED, pb.Failure(code=500, message=message[:4096]))
+            return True
+        delay = ids.retry_delay_ms(
+            active.failures_in_row,
+            settings.retry_initial_delay_ms,
+            settings.retry_factor,
+            settings.retry_max_delay_ms,
+            outcome.retry_delay_ms,
+        )
+        logger.info(
+            "invocation %s: attempt %d failed (%s); next in %d ms", record.id, record.attempts, outcome.error, delay
+        )
+        record.status = Status.INVOCATION_STATUS_BACKING_OFF
+        record.next_retry_at_ms = now_ms() + delay
+        record.modified_at_ms = now_ms()
+        await self.invocations.put(record)
+        await self._sleep_until(active, record.next_retry_at_ms)
+        return False
+
+    async def _ended(self, active: Active) -> None:
+        assert active.journal is not None
+        outputs = [frame for frame in active.journal.entries if frame.type == MessageType.OUTPUT]
+        output = outputs[-1].decode() if outputs else pb.OutputEntryMessage(value=b"")
+        assert isinstance(output, pb.OutputEntryMessage)
+        if output.HasField("failure"):
+            await self.finish(active, Status.INVOCATION_STATUS_FAILED, output.failure)
+        else:
+            await self.finish(active, Status.INVOCATION_STATUS_COMPLETED, output.value)
+
+    async def finish(self, active: Active, status: int, result: bytes | pb.Failure) -> None:
+        """End an invocation: record its result (kept completed_retention_ms), notify its caller and
+        its subscription, delete its journal, free its key."""
+        record = active.record
+        record.status = status  # type: ignore[assignment]
+        if isinstance(result, bytes):
+            record.output = result
+        else:
+            record.failure.CopyFrom(invoker_pb2.InvocationFailure(code=result.code, message=result.message))
+        record.journal_length = len(active.journal) if active.journal else 0
+        record.modified_at_ms = now_ms()
+        del record.waiting_on_entries[:]
+        for hook in self.on_finished:
+            await hook(record)  # type: ignore[misc]
+        record.ClearField("input")
+        if record.parent_id and record.parent_awaits:
+            await self._complete_parent(record)
+        await self.invocations.put(record, ttl_ms=self.settings.completed_retention_ms)
+        if active.journal is not None:
+            with contextlib.suppress(WeirError):
+                await self.journals.delete(active.journal)
+        metrics.FINISHED.labels(
+            invoker_pb2.InvocationStatus.Name(status).removeprefix("INVOCATION_STATUS_").lower()
+        ).inc()
+        metrics.JOURNAL_ENTRIES.observe(record.journal_length)
+        for timer_key in [key for key in self._timers if key[0] == record.id]:
+            self._timers.pop(timer_key).cancel()
+        self.active.pop(record.id, None)
+        metrics.UNFINISHED.set(len(self.active))
+        async with self._room:
+            self._room.notify_all()
+
+    async def _complete_parent(self, record: invoker_pb2.Invocation) -> None:
+        with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
+            await self.complete(record.parent_id, record.parent_entry_index, completion_of(record))
+
+    # -- completions ---------------------------------------------------------------------------------
+
+    async def complete(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> bool:
+        """Store the completion of entry `index` and hand it to the invocation (on its open stream,
+        or by waking it). False when that entry was completed already. Errors:
+        NoSuchInvocationError (not unfinished here), FailedPreconditionError (not a completable entry)."""
+        active = self.active.get(invocation_id)
+        if active is None:
+            raise NoSuchInvocationError(f"invocation {invocation_id} is not running here (finished or unknown)")
+        async with active.lock:
+            if active.journal is None:
+                active.journal = await self.journals.load(invocation_id)
+                active.completed = completed_indexes(active.journal)
+            if index in active.completed:
+                return False
+            if index >= len(active.journal.entries) or active.journal.entries[index].type not in COMPLETABLE:
+                raise FailedPreconditionError(f"entry {index} of invocation {invocation_id} takes no completion")
+            payload = completion.SerializeToString()
+            await self.journals.append_completion(active.journal, invocation_id, index, payload)
+            active.journal.completions[index] = payload
+            active.completed.add(index)
+            completion.entry_index = index
+            if active.attempt is not None:
+                active.attempt.send(encode(MessageType.COMPLETION, completion))
+            active.wakeup.set()
+        return True
+
+    async def complete_awakeable(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> None:
+        """Errors: NoSuchInvocationError, FailedPreconditionError (completed already, not an awakeable)."""
+        active = self.active.get(invocation_id)
+        if active is None:
+            raise NoSuchInvocationError(f"invocation {invocation_id} of that awakeable has finished or never existed")
+        journal = active.journal
+        if (
+            journal is not None
+            and index < len(journal.entries)
+            and journal.entries[index].type != MessageType.AWAKEABLE
+        ):
+            raise FailedPreconditionError(f"entry {index} of {invocation_id} is not an awakeable")
+        if not await self.complete(invocation_id, index, completion):
+            raise FailedPreconditionError(f"awakeable {index} of {invocation_id} was completed already")
+
+    def arm_timer(self, invocation_id: str, index: int, wake_up_time_ms: int) -> None:
+        if (invocation_id, index) in self._timers:
+            return
+
+        async def fire() -> None:
+            await asyncio.sleep(max(0, wake_up_time_ms - now_ms()) / 1000)
+            with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
+                await self.complete(invocation_id, index, _empty())
+            self._timers.pop((invocation_id, index), None)
+
+        self._timers[(invocation_id, index)] = asyncio.get_running_loop().create_task(fire())
+
+    def wait_for_promise(self, service: str, key: str, name: str, invocation_id: str, index: int) -> None:
+        self._promise_waiters.setdefault((service, key, name), set()).add((invocation_id, index))
+
+    async def promise_completed(self, service: str, key: str, name: str, result: pb.CompletionMessage) -> None:
+        for invocation_id, index in self._promise_waiters.pop((service, key, name), set()):
+            with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
+                await self.complete(invocation_id, index, result)
+
+    # -- operator calls ------------------------------------------------------------------------------
+
+    async def cancel(self, invocation_id: str) -> invoker_pb2.Invocation:
+        """Errors: NoSuchInvocationError, FailedPreconditionError (finished)."""
+        active = self.active.get(invocation_id)
+        if active is None:
+            stored = await self.invocations.get(invocation_id)
+            if stored is None:
+                raise NoSuchInvocationError(f"invocation {invocation_id} does not exist", invocation=invocation_id)
+            raise FailedPreconditionError(f"invocation {invocation_id} has finished ({Status.Name(stored.status)})")
+        if active.cancelled or active.record.status in TERMINAL:
+            raise FailedPreconditionError(f"invocation {invocation_id} is ending ({Status.Name(active.record.status)})")
+        active.cancelled = True
+        active.wakeup.set()
+        if active.attempt is not None:
+            active.attempt.abort("cancelled")
+        queue = self._keys.get((active.record.service, active.record.key))
+        if queue is not None and active in queue and queue[0] is not active:  # waiting for its key: ends now
+            queue.remove(active)
+            await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
+        return active.record
+
+    async def record_of(self, invocation_id: str) -> invoker_pb2.Invocation:
+        active = self.active.get(invocation_id)
+        if active is not None:
+            return active.record
+        stored = await self.invocations.get(invocation_id)
+        if stored is None:
+            raise NoSuchInvocationError(f"invocation {invocation_id} does not exist", invocation=invocation_id)
+        return stored
+
+
+def _empty() -> pb.CompletionMessage:
+    completion = pb.CompletionMessage()
+    completion.empty.SetInParent()
+    return completion

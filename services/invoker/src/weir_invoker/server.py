@@ -1,0 +1,96 @@
+"""The invoker process: the runtime, the subscriptions, weir.v1.Invoker with health and reflection
+on one gRPC port, Prometheus /metrics, and a clean stop on SIGTERM/SIGINT (open attempts are
+abandoned: each resumes from its journal at the next start)."""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import start_http_server
+from weir import Client
+from weir.v1 import invoker_pb2, invoker_pb2_grpc
+from weir_server import tls
+from weir_server.health_service import HealthServicer
+from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.service import wait_for_stop_signal, write_ready_file
+
+from weir_invoker.ingress import Ingress
+from weir_invoker.operations import Operations
+from weir_invoker.runtime import Invoker
+from weir_invoker.servicer import InvokerServicer
+from weir_invoker.settings import InvokerSettings
+
+logger = logging.getLogger(__name__)
+INVOKER_SERVICE = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"].full_name
+
+
+class InvokerProcess:
+    def __init__(self, settings: InvokerSettings) -> None:
+        self.settings = settings
+        self.port = 0
+        self.metrics_port = 0
+        self._health = HealthServicer()
+        self._server = grpc.aio.server(
+            options=[("grpc.so_reuseport", 0)], interceptors=[UndecodableRequestInterceptor()]
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        reflection.enable_server_reflection(
+            [INVOKER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
+        )
+        self._metrics_httpd: object | None = None
+        self.client: Client | None = None
+        self.invoker: Invoker | None = None
+        self.ingress: Ingress | None = None
+
+    async def start(self) -> None:
+        settings = self.settings
+        tls.configure(settings, f"invoker {settings.invoker_id}")
+        self.client = Client(settings.routers)
+        self.invoker = Invoker(self.client, settings.runtime())
+        self.ingress = Ingress(self.invoker, self.client, settings.invoker_id)
+        await self.invoker.start()
+        for subscription in self.invoker.registry.subscriptions.values():
+            self.ingress.start(subscription)
+        operations = Operations(self.invoker, self.ingress, self.client)
+        invoker_pb2_grpc.add_InvokerServicer_to_server(InvokerServicer(operations), self._server)
+        self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+        await self._server.start()
+        for service in ("", INVOKER_SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
+        logger.info(
+            "invoker %s serving weir.v1.Invoker on %s:%d (metrics %d), cluster at %s",
+            settings.invoker_id,
+            settings.host,
+            self.port,
+            self.metrics_port,
+            settings.routers,
+        )
+        ready = {"invoker_id": settings.invoker_id, "port": self.port, "metrics_port": self.metrics_port}
+        write_ready_file(settings.ready_file, ready)
+
+    async def stop(self) -> None:
+        for service in ("", INVOKER_SERVICE):
+            await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._server.stop(self.settings.shutdown_grace_ms / 1000)
+        if self.ingress is not None:
+            await self.ingress.stop_all()
+        if self.invoker is not None:
+            await self.invoker.stop()
+        if self.client is not None:
+            await self.client.close()
+        if self._metrics_httpd is not None:
+            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
+        logger.info("invoker %s stopped", self.settings.invoker_id)
+
+
+async def serve(settings: InvokerSettings) -> None:
+    process = InvokerProcess(settings)
+    await process.start()
+    await wait_for_stop_signal()
+    await process.stop()

@@ -1,0 +1,54 @@
+"""Test harness for the invoker: handler deployments (the SDK handlers of tests.invoker.handlers,
+served by hypercorn in a process of their own) and waiting on weir.v1.Invoker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from weir.v1 import invoker_pb2, invoker_pb2_grpc
+from weir_cli.asgi_serve import AsgiProcess
+
+APP = "tests.invoker.handlers:app"
+APP_REQUEST_RESPONSE = "tests.invoker.handlers:app_request_response"
+
+
+@dataclass
+class Deployment(AsgiProcess):
+    """Test handlers (`app`: APP or APP_REQUEST_RESPONSE); what they record goes to files in
+    `directory` (WEIR_TEST_HANDLER_DIR)."""
+
+    def start(self) -> Deployment:
+        self.env = {**self.env, "WEIR_TEST_HANDLER_DIR": str(self.directory)}
+        super().start()
+        return self
+
+    def lines(self, name: str) -> list[str]:
+        path = self.directory / name
+        return path.read_text().splitlines() if path.exists() else []
+
+
+def invoker_stub(address: str) -> tuple[grpc.aio.Channel, invoker_pb2_grpc.InvokerStub]:
+    channel = grpc.aio.insecure_channel(address)
+    return channel, invoker_pb2_grpc.InvokerStub(channel)
+
+
+async def wait_for_status(
+    stub: invoker_pb2_grpc.InvokerStub, invocation_id: str, statuses: set[Any], timeout_s: float = 30
+) -> invoker_pb2.Invocation:
+    deadline = time.monotonic() + timeout_s
+    last: invoker_pb2.Invocation | None = None
+    while time.monotonic() < deadline:
+        try:
+            response = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=invocation_id))
+            last = response.invocation
+            if last.status in statuses:
+                return last
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"invocation {invocation_id} did not reach {statuses} in {timeout_s} s: {last}")

@@ -1,0 +1,310 @@
+"""The invoker runs handlers written with Restate's Python SDK (restate-sdk 0.4.1, service
+protocol V2) from Weir streams (issue 31): a real cluster, a real invoker process, handler
+deployments under hypercorn, all over their real transports (gRPC to the invoker, HTTP/2 from the
+invoker to the deployments)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from weir import Client, stream_config
+from weir.v1 import invoker_pb2, invoker_pb2_grpc
+from weir_cli.launcher import InvokerHandle, LocalCluster
+
+from tests.conftest import eventually, start_cluster
+from tests.invoker.harness import APP, APP_REQUEST_RESPONSE, Deployment, invoker_stub, wait_for_status
+
+pytestmark = pytest.mark.timeout(180)
+
+Status = invoker_pb2.InvocationStatus
+FINISHED = {Status.INVOCATION_STATUS_COMPLETED, Status.INVOCATION_STATUS_FAILED, Status.INVOCATION_STATUS_CANCELLED}
+INVOKER_ENV = {
+    "WEIR_INVOKER_INACTIVITY_TIMEOUT_MS": "1000",
+    "WEIR_INVOKER_RETRY_INITIAL_DELAY_MS": "200",
+    "WEIR_INVOKER_RETRY_MAX_DELAY_MS": "2000",
+}
+
+
+@pytest.fixture(scope="module")
+def invoker_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    local = start_cluster(tmp_path_factory.mktemp("invoker-cluster"), nodes=3, routers=1)
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="module")
+def invoker(invoker_cluster: LocalCluster) -> Iterator[InvokerHandle]:
+    handle = invoker_cluster.start_invoker(env=INVOKER_ENV)
+    yield handle
+    handle.kill()
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    started = Deployment(APP, directory=tmp_path_factory.mktemp("handlers")).start()
+    yield started
+    started.kill()
+
+
+@pytest.fixture(scope="module")
+async def stub(invoker: InvokerHandle, deployment: Deployment) -> AsyncIterator[invoker_pb2_grpc.InvokerStub]:
+    channel, invoker_stub_ = invoker_stub(invoker.address)
+    await invoker_stub_.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))
+    yield invoker_stub_
+    await channel.close()
+
+
+@pytest.fixture(scope="module")
+async def sdk(invoker_cluster: LocalCluster) -> AsyncIterator[Client]:
+    async with Client(invoker_cluster.router_addresses) as client:
+        yield client
+
+
+async def invoke(
+    stub: invoker_pb2_grpc.InvokerStub, target: str, value: object, key: str = "", timeout_s: float = 30
+) -> invoker_pb2.Invocation:
+    service, handler = target.split("/")
+    request = invoker_pb2.InvokeRequest(service=service, handler=handler, key=key, input=json.dumps(value).encode())
+    started = await stub.Invoke(request)
+    return await wait_for_status(stub, started.invocation.id, FINISHED, timeout_s)
+
+
+async def status_code(call: object) -> grpc.StatusCode:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call  # type: ignore[misc]
+    return raised.value.code()
+
+
+def test_the_kept_proto_is_the_seed_laid_out_on_lines() -> None:
+    import re
+
+    seed = next(Path(__file__).resolve().parents[2].glob("shared/seeds/002_*.txt"), None)
+    kept = Path(__file__).resolve().parents[1] / "proto/invoker/weir_invoker/restate/pb/protocol.proto"
+    if seed is None:
+        pytest.skip("the seeds are not beside this checkout")
+    assert re.sub(r"\s+", " ", seed.read_text()).strip() == re.sub(r"\s+", " ", kept.read_text()).strip()
+
+
+async def test_discovery_registers_what_the_deployment_serves(stub: invoker_pb2_grpc.InvokerStub) -> None:
+    listed = await stub.ListDeployments(invoker_pb2.ListDeploymentsRequest())
+    [deployment] = listed.deployments
+    assert deployment.protocol_mode == "BIDI_STREAM"
+    assert (deployment.min_protocol_version, deployment.max_protocol_version) == (2, 2)
+    kinds = {service.name: service.kind for service in deployment.services}
+    assert kinds == {"counter": "VIRTUAL_OBJECT", "effects": "SERVICE", "order_flow": "WORKFLOW"}
+    handlers = {(s.name, h.name): h.kind for s in deployment.services for h in s.handlers}
+    assert handlers[("counter", "add")] == "EXCLUSIVE" and handlers[("counter", "current")] == "SHARED"
+    assert deployment.server.startswith("restate-sdk-python/0.4")
+
+
+async def test_a_counter_object_runs_each_key_in_partition_order(
+    stub: invoker_pb2_grpc.InvokerStub, sdk: Client
+) -> None:
+    await sdk.create_stream(stream_config("deltas", subjects=["deltas.>"], partitions=2))
+    subscription = invoker_pb2.Subscription(stream="deltas", service="counter", handler="add")
+    created = await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+    assert created.subscription.id == "deltas-counter-add" and created.subscription.consumer == "deltas-counter-add"
+    sent: dict[str, list[int]] = {}
+    for n in range(1, 31):
+        key = f"k{n % 3}"
+        sent.setdefault(key, []).append(n)
+        await sdk.publish("deltas", "deltas.add", json.dumps(n).encode(), key=key.encode())
+
+    async def all_done() -> bool:
+        listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter"))
+        done = [i for i in listed.invocations if i.subscription_id == "deltas-counter-add" and i.status in FINISHED]
+        return len(done) == 30
+
+    await eventually(all_done, 60, "30 invocations of counter/add")
+    listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter"))
+    outputs: dict[str, list[int]] = {}
+    for invocation in sorted(listed.invocations, key=lambda i: (i.source_partition, i.source_seq)):
+        assert invocation.status == Status.INVOCATION_STATUS_COMPLETED, invocation
+        outputs.setdefault(invocation.key, []).append(json.loads(invocation.output))
+    for key, deltas in sent.items():
+        running = [sum(deltas[: i + 1]) for i in range(len(deltas))]
+        assert outputs[key] == running, key  # one at a time, in publish order: each saw the one before
+        current = await invoke(stub, "counter/current", None, key=key)
+        assert json.loads(current.output) == sum(deltas)
+
+
+async def test_a_side_effect_runs_once_and_a_sleep_sleeps(
+    stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment
+) -> None:
+    charged = await invoke(stub, "effects/charge", "order-1")
+    assert json.loads(charged.output) == "charged-order-1"
+    assert deployment.lines("charges").count("order-1") == 1
+    started = time.monotonic()
+    napped = await invoke(stub, "effects/nap", 1500)  # longer than the inactivity timeout: it suspends
+    assert json.loads(napped.output) == "slept 1500"
+    assert time.monotonic() - started >= 1.5
+    assert napped.attempts >= 2, "it suspended during the sleep and was resumed by the timer"
+
+
+async def test_an_awakeable_waits_until_it_is_resolved(
+    stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment
+) -> None:
+    request = invoker_pb2.InvokeRequest(service="effects", handler="wait_for_approval", input=b'"order-7"')
+    started = await stub.Invoke(request)
+
+    async def published() -> bool:
+        return any(line.startswith("order-7 ") for line in deployment.lines("awakeables"))
+
+    await eventually(published, 20, "the handler's awakeable id")
+    awakeable_id = next(line.split()[1] for line in deployment.lines("awakeables") if line.startswith("order-7 "))
+    await wait_for_status(stub, started.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    shown = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=started.invocation.id))
+    assert [entry.type_name for entry in shown.journal] == ["Input", "Awakeable"]
+    assert shown.journal[1].summary == awakeable_id  # what an operator resolves it with
+    await stub.CompleteAwakeable(invoker_pb2.CompleteAwakeableRequest(id=awakeable_id, value=b'"approved"'))
+    done = await wait_for_status(stub, started.invocation.id, FINISHED)
+    assert json.loads(done.output) == "order-7: approved"
+    again = stub.CompleteAwakeable(invoker_pb2.CompleteAwakeableRequest(id=awakeable_id, value=b'"twice"'))
+    assert await status_code(again) == grpc.StatusCode.NOT_FOUND  # its invocation has finished
+
+
+async def test_a_handler_calls_an_object(stub: invoker_pb2_grpc.InvokerStub) -> None:
+    first = await invoke(stub, "effects/count_via_object", "called")
+    second = await invoke(stub, "effects/count_via_object", "called")
+    assert (json.loads(first.output), json.loads(second.output)) == (10, 20)
+
+
+async def test_a_failing_handler_is_retried_with_backoff_until_it_succeeds(
+    stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment
+) -> None:
+    done = await invoke(stub, "effects/flaky", "f1")
+    assert json.loads(done.output) == "ok after 3"
+    assert done.attempts == 3 and "flaky failure 2 of f1" in done.last_failure
+
+
+async def test_a_terminal_failure_is_dead_lettered(stub: invoker_pb2_grpc.InvokerStub, sdk: Client) -> None:
+    await sdk.create_stream(stream_config("refusals", subjects=["refusals.>"]))
+    await sdk.create_stream(stream_config("refusals-dead", subjects=["refusals.>"]))
+    subscription = invoker_pb2.Subscription(
+        stream="refusals", service="effects", handler="refuse", dead_letter_stream="refusals-dead"
+    )
+    await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+    await sdk.publish("refusals", "refusals.one", b'"r1"', headers={"trace": "t-1"})
+
+    async def dead_lettered() -> bool:
+        info = await sdk.stream_info("refusals-dead")
+        return info.stats.msg_count >= 1
+
+    await eventually(dead_lettered, 30, "the dead letter")
+    async with sdk.consume("refusals-dead", "check") as messages:
+        message = await anext(aiter(messages))
+        await message.ack()
+    assert (message.subject, message.payload) == ("refusals.one", b'"r1"')
+    assert message.headers["trace"] == "t-1"
+    assert message.headers["weir-invoker-failure-code"] == "422"
+    assert message.headers["weir-invoker-failure-message"] == "refused r1"
+    failed = await wait_for_status(stub, message.headers["weir-invoker-invocation"], FINISHED)
+    assert failed.status == Status.INVOCATION_STATUS_FAILED and failed.attempts == 1
+
+
+async def test_a_workflow_waits_on_its_promise(stub: invoker_pb2_grpc.InvokerStub) -> None:
+    request = invoker_pb2.InvokeRequest(service="order_flow", handler="run", key="o-1", input=b'"o-1"')
+    run = await stub.Invoke(request)
+    await wait_for_status(stub, run.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    await invoke(stub, "order_flow/ship", "dhl", key="o-1")
+    done = await wait_for_status(stub, run.invocation.id, FINISHED)
+    assert json.loads(done.output) == "o-1 shipped by dhl"
+
+
+async def test_a_cancelled_invocation_ends_with_409(stub: invoker_pb2_grpc.InvokerStub) -> None:
+    started = await stub.Invoke(invoker_pb2.InvokeRequest(service="effects", handler="nap", input=b"600000"))
+    await wait_for_status(stub, started.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    await stub.CancelInvocation(invoker_pb2.CancelInvocationRequest(id=started.invocation.id))
+    done = await wait_for_status(stub, started.invocation.id, FINISHED)
+    assert done.status == Status.INVOCATION_STATUS_CANCELLED
+    assert (done.failure.code, done.failure.message) == (409, "cancelled")
+    again = stub.CancelInvocation(invoker_pb2.CancelInvocationRequest(id=started.invocation.id))
+    assert await status_code(again) == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_a_running_invocation_is_cancelled_at_once(stub: invoker_pb2_grpc.InvokerStub, tmp_path: Path) -> None:
+    """An open attempt (the handler awaits an awakeable; cancelled as soon as it is seen running,
+    well inside the 1 s inactivity timeout) is stopped at once, not waited out."""
+    started = await stub.Invoke(invoker_pb2.InvokeRequest(service="effects", handler="wait_for_approval", input=b'"x"'))
+    running = await wait_for_status(stub, started.invocation.id, {Status.INVOCATION_STATUS_RUNNING}, 20)
+    assert running.deployment_id.startswith("dp_")
+    began = time.monotonic()
+    await stub.CancelInvocation(invoker_pb2.CancelInvocationRequest(id=started.invocation.id))
+    done = await wait_for_status(stub, started.invocation.id, FINISHED, 10)
+    assert done.status == Status.INVOCATION_STATUS_CANCELLED and time.monotonic() - began < 5
+
+
+async def test_bad_requests_get_clear_errors(stub: invoker_pb2_grpc.InvokerStub, invoker: InvokerHandle) -> None:
+    cases = [
+        (
+            stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url="ftp://x")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (
+            stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url="http://127.0.0.1:1")),
+            grpc.StatusCode.FAILED_PRECONDITION,
+        ),
+        (
+            stub.RegisterDeployment(
+                invoker_pb2.RegisterDeploymentRequest(url=f"http://127.0.0.1:{invoker.metrics_port}")
+            ),
+            grpc.StatusCode.FAILED_PRECONDITION,
+        ),
+        (
+            stub.CreateSubscription(
+                invoker_pb2.CreateSubscriptionRequest(
+                    subscription=invoker_pb2.Subscription(stream="nowhere", service="effects", handler="charge")
+                )
+            ),
+            grpc.StatusCode.NOT_FOUND,
+        ),
+        (
+            stub.CreateSubscription(
+                invoker_pb2.CreateSubscriptionRequest(
+                    subscription=invoker_pb2.Subscription(stream="deltas", service="effects", handler="nothing")
+                )
+            ),
+            grpc.StatusCode.NOT_FOUND,
+        ),
+        (stub.Invoke(invoker_pb2.InvokeRequest(service="counter", handler="add")), grpc.StatusCode.INVALID_ARGUMENT),
+        (
+            stub.Invoke(invoker_pb2.InvokeRequest(service="effects", handler="charge", key="k")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (stub.GetInvocation(invoker_pb2.GetInvocationRequest(id="inv_zz")), grpc.StatusCode.INVALID_ARGUMENT),
+        (stub.GetInvocation(invoker_pb2.GetInvocationRequest(id="inv_" + "0" * 32)), grpc.StatusCode.NOT_FOUND),
+        (
+            stub.CompleteAwakeable(invoker_pb2.CompleteAwakeableRequest(id="prom_1xyz")),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (stub.DeleteSubscription(invoker_pb2.DeleteSubscriptionRequest(id="none")), grpc.StatusCode.NOT_FOUND),
+        (stub.RemoveDeployment(invoker_pb2.RemoveDeploymentRequest(id="dp_none")), grpc.StatusCode.NOT_FOUND),
+    ]
+    for call, expected in cases:
+        assert await status_code(call) == expected
+
+
+async def test_request_response_deployments_suspend_and_resume(
+    stub: invoker_pb2_grpc.InvokerStub, tmp_path: Path, deployment: Deployment
+) -> None:
+    request_response = Deployment(directory=tmp_path / "rr", app=APP_REQUEST_RESPONSE).start()
+    try:
+        registered = await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=request_response.url))
+        assert registered.deployment.protocol_mode == "REQUEST_RESPONSE"
+        charged = await invoke(stub, "effects/charge", "order-rr")
+        assert json.loads(charged.output) == "charged-order-rr"
+        assert request_response.lines("charges") == ["order-rr"] and "order-rr" not in deployment.lines("charges")
+        napped = await invoke(stub, "effects/nap", 300)
+        assert json.loads(napped.output) == "slept 300"
+        counted = await invoke(stub, "effects/count_via_object", "rr")
+        assert json.loads(counted.output) == 10
+    finally:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))  # services move back
+        request_response.kill()
+        await asyncio.sleep(0)

@@ -1,0 +1,249 @@
+"""The invoker's pure parts (issue 31): the service protocol's framing, replayed completions,
+invocation and awakeable ids, the retry schedule, manifests, subscriptions and the journal fold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameError
+from weir.v1 import invoker_pb2, types_pb2
+from weir_invoker import ids
+from weir_invoker.attempt import StartPlan, start_message
+from weir_invoker.discovery import deployment_id, parse_manifest
+from weir_invoker.http2 import Endpoint
+from weir_invoker.operations import describe_journal
+from weir_invoker.protocol import (
+    COMPLETED_FLAG,
+    HEADER_BYTES,
+    MAX_MESSAGE_BYTES,
+    REQUIRES_ACK_FLAG,
+    Frame,
+    FrameDecoder,
+    MessageType,
+    ProtocolViolation,
+    complete_entry,
+    encode,
+    entry_result,
+    parse_header,
+)
+from weir_invoker.registry import normalized_subscription
+from weir_invoker.restate.pb import protocol_pb2 as pb
+from weir_invoker.runtime import completed_indexes
+from weir_invoker.store import (
+    COMPLETION_RECORD,
+    ENTRY_RECORD,
+    FLAGS_HEADER,
+    INDEX_HEADER,
+    RECORD_HEADER,
+    TYPE_HEADER,
+    Journal,
+    add_record,
+)
+
+
+def test_a_frame_is_an_eight_byte_header_and_the_message() -> None:
+    message = pb.RunEntryMessage(value=b'"x"', name="charge")
+    framed = encode(MessageType.RUN, message, REQUIRES_ACK_FLAG)
+    assert framed[:HEADER_BYTES] == bytes([0x0C, 0x05, 0x80, 0x00]) + len(message.SerializeToString()).to_bytes(
+        4, "big"
+    )
+    [frame] = list(FrameDecoder().feed(framed))
+    assert (frame.type, frame.requires_ack, frame.completed) == (MessageType.RUN, True, False)
+    assert frame.decode() == message
+
+
+def test_frames_arrive_in_any_chunks_and_a_cut_one_is_left_pending() -> None:
+    stream = encode(MessageType.START, pb.StartMessage(id=b"i", known_entries=1)) + encode(
+        MessageType.INPUT, pb.InputEntryMessage(value=b"42")
+    )
+    decoder = FrameDecoder()
+    frames = [frame for byte in stream for frame in decoder.feed(bytes([byte]))]
+    assert [frame.type for frame in frames] == [MessageType.START, MessageType.INPUT]
+    assert decoder.pending_bytes == 0
+    assert list(decoder.feed(stream[:5])) == [] and decoder.pending_bytes == 5
+
+
+def test_an_oversized_or_unknown_message_is_a_protocol_violation() -> None:
+    header = (0x0401).to_bytes(2, "big") + b"\x00\x00" + (MAX_MESSAGE_BYTES + 1).to_bytes(4, "big")
+    with pytest.raises(ProtocolViolation, match="over"):
+        parse_header(header)
+    with pytest.raises(ProtocolViolation, match="0x0ABC"):
+        Frame(0x0ABC, 0, b"").decode()
+    with pytest.raises(ProtocolViolation, match="does not decode"):
+        Frame(MessageType.OUTPUT, 0, b"\xff\xff\xff").decode()
+
+
+def test_the_state_message_ids_are_the_seeds_not_the_specifications_table() -> None:
+    assert (MessageType.SET_STATE, MessageType.CLEAR_STATE, MessageType.CLEAR_ALL_STATE) == (0x0801, 0x0802, 0x0803)
+    assert int(MessageType.GET_STATE_KEYS) == 0x0804
+
+
+def test_a_replayed_entry_carries_its_completion_and_the_completed_flag() -> None:
+    sleep = Frame(MessageType.SLEEP, 0, pb.SleepEntryMessage(wake_up_time=5).SerializeToString())
+    done = pb.CompletionMessage()
+    done.empty.SetInParent()
+    completed = complete_entry(sleep, done)
+    assert completed.flags & COMPLETED_FLAG and completed.decode().HasField("empty")
+    keys = Frame(MessageType.GET_STATE_KEYS, 0, b"")
+    listed = pb.GetStateKeysEntryMessage.StateKeys(keys=[b"a", b"b"]).SerializeToString()
+    with_keys = complete_entry(keys, pb.CompletionMessage(value=listed))
+    assert list(with_keys.decode().value.keys) == [b"a", b"b"]  # type: ignore[attr-defined]
+    assert entry_result(with_keys) == pb.CompletionMessage(value=listed)
+    call = Frame(MessageType.CALL, 0, pb.CallEntryMessage(service_name="s").SerializeToString())
+    failed = complete_entry(call, pb.CompletionMessage(failure=pb.Failure(code=404, message="no")))
+    assert failed.decode().failure.code == 404  # type: ignore[attr-defined]
+    with pytest.raises(ProtocolViolation, match="not completable"):
+        complete_entry(Frame(MessageType.RUN, 0, b""), done)
+
+
+def test_a_start_plan_replays_the_journal_with_completions_filled_in() -> None:
+    start = start_message(
+        raw_id=b"\x01" * 16,
+        invocation_id="inv_" + "01" * 16,
+        key="k",
+        known_entries=2,
+        state={b"count": b"3"},
+        retry_count=1,
+        since_last_stored_ms=10,
+    )
+    assert (start.partial_state, [entry.key for entry in start.state_map]) == (False, [b"count"])
+    entries = [
+        Frame(MessageType.INPUT, 0, pb.InputEntryMessage(value=b"1").SerializeToString()),
+        Frame(MessageType.SLEEP, 0, pb.SleepEntryMessage(wake_up_time=9).SerializeToString()),
+    ]
+    done = pb.CompletionMessage()
+    done.empty.SetInParent()
+    frames = StartPlan(start, entries, {1: done.SerializeToString()}).replay_frames()
+    decoded = [frame for chunk in frames for frame in FrameDecoder().feed(chunk)]
+    assert [frame.type for frame in decoded] == [MessageType.START, MessageType.INPUT, MessageType.SLEEP]
+    assert decoded[2].completed and not decoded[1].completed
+
+
+def test_invocation_ids_come_from_their_source() -> None:
+    one = ids.for_message("sub", "orders", 2, 41)
+    assert one == ids.for_message("sub", "orders", 2, 41) != ids.for_message("sub", "orders", 2, 42)
+    assert one.startswith("inv_") and len(ids.raw_of(one)) == 16
+    assert ids.for_call(one, 3) != ids.for_call(one, 4)
+    assert ids.for_request("s", "h", "", "key-1") == ids.for_request("s", "h", "", "key-1")
+    assert ids.for_request("s", "h", "", "") != ids.for_request("s", "h", "", "")
+    for bad in ("inv_zz", "inv_" + "0" * 30, "0" * 32, ""):
+        with pytest.raises(InvalidArgumentError, match="inv_"):
+            ids.raw_of(bad)
+
+
+def test_an_awakeable_id_names_its_invocation_and_entry() -> None:
+    invocation = ids.for_message("s", "t", 0, 1)
+    awakeable = ids.awakeable_id(invocation, 7)
+    assert awakeable.startswith("prom_1") and ids.parse_awakeable(awakeable) == (invocation, 7)
+    for bad in ("prom_1", "prom_1!!!!", "prom_2" + awakeable[6:], awakeable + "AAAA"):
+        with pytest.raises(InvalidArgumentError, match="awakeable"):
+            ids.parse_awakeable(bad)
+
+
+def test_retries_back_off_exponentially_unless_the_sdk_says_when() -> None:
+    delays = [ids.retry_delay_ms(n, 100, 2.0, 1000, None) for n in range(1, 7)]
+    assert delays == [100, 200, 400, 800, 1000, 1000]
+    assert ids.retry_delay_ms(3, 100, 2.0, 1000, 50) == 50
+    assert ids.retry_delay_ms(3, 100, 2.0, 1000, 10**9) == 1000
+
+
+def manifest(**changes: object) -> bytes:
+    base: dict[str, object] = {
+        "protocolMode": "BIDI_STREAM",
+        "minProtocolVersion": 2,
+        "maxProtocolVersion": 2,
+        "services": [{"name": "counter", "ty": "VIRTUAL_OBJECT", "handlers": [{"name": "add"}]}],
+    }
+    base.update(changes)
+    return json.dumps(base).encode()
+
+
+def test_a_manifest_becomes_a_deployment() -> None:
+    deployment = parse_manifest("http://h:9080/", manifest(), "restate-sdk-python/0.4.1")
+    assert deployment.url == "http://h:9080" and deployment.id == deployment_id("http://h:9080")
+    [service] = deployment.services
+    assert (service.name, service.kind, service.handlers[0].kind) == ("counter", "VIRTUAL_OBJECT", "EXCLUSIVE")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "not JSON"),
+        (b"[]", "not an object"),
+        (manifest(minProtocolVersion=3, maxProtocolVersion=4), "versions 3..4"),
+        (manifest(protocolMode="CARRIER_PIGEON"), "protocolMode"),
+        (manifest(services=[]), "no services"),
+        (manifest(services=[{"name": "x", "ty": "ACTOR", "handlers": []}]), "kind"),
+        (manifest(maxProtocolVersion="2"), "maxProtocolVersion"),
+    ],
+)
+def test_a_bad_manifest_says_what_is_wrong(body: bytes, message: str) -> None:
+    with pytest.raises(DiscoveryFailedError, match=message):
+        parse_manifest("http://h:1", body)
+
+
+def test_deployment_urls_are_http_or_https_with_a_host() -> None:
+    assert Endpoint.parse("http://127.0.0.1:9080/prefix/") == Endpoint("http", "127.0.0.1", 9080, "/prefix")
+    assert Endpoint.parse("https://h").port == 443
+    for bad in ("ftp://h", "http://", "http://h:99999", "http://h?x=1", "http://u:p@h"):
+        with pytest.raises(ValueError, match="deployment URL"):
+            Endpoint.parse(bad)
+
+
+def test_a_subscription_gets_its_defaults_and_bad_ones_are_refused() -> None:
+    done = normalized_subscription(invoker_pb2.Subscription(stream="orders", service="counter", handler="add"))
+    assert (done.id, done.consumer, done.start) == ("orders-counter-add", "orders-counter-add", "earliest")
+    with pytest.raises(InvalidArgumentError, match="stream, service and handler"):
+        normalized_subscription(invoker_pb2.Subscription(stream="orders"))
+    with pytest.raises(InvalidArgumentError, match="start"):
+        normalized_subscription(invoker_pb2.Subscription(stream="o", service="s", handler="h", start="middle"))
+    with pytest.raises(InvalidArgumentError, match="subscription id"):
+        normalized_subscription(invoker_pb2.Subscription(stream="o", service="s", handler="h", id="a b"))
+    with pytest.raises(InvalidNameError):
+        normalized_subscription(invoker_pb2.Subscription(stream="o o", service="s", handler="h"))
+
+
+def stored(seq: int, kind: str, index: int, frame: Frame | None = None, payload: bytes = b"") -> types_pb2.Message:
+    headers = {RECORD_HEADER: kind, INDEX_HEADER: str(index)}
+    if frame is not None:
+        headers[TYPE_HEADER] = str(frame.type)
+        if frame.flags:
+            headers[FLAGS_HEADER] = str(frame.flags)
+        payload = frame.body
+    return types_pb2.Message(
+        seq=seq, payload=payload, headers=[types_pb2.Header(key=k, value=v) for k, v in headers.items()]
+    )
+
+
+def test_a_journal_folds_its_stored_messages_first_copy_wins() -> None:
+    input_entry = Frame(MessageType.INPUT, 0, pb.InputEntryMessage(value=b"1").SerializeToString())
+    sleep = Frame(MessageType.SLEEP, 0, pb.SleepEntryMessage(wake_up_time=9).SerializeToString())
+    run = Frame(MessageType.RUN, REQUIRES_ACK_FLAG, pb.RunEntryMessage(value=b"x").SerializeToString())
+    done = pb.CompletionMessage()
+    done.empty.SetInParent()
+    journal = Journal()
+    for message in [
+        stored(1, ENTRY_RECORD, 0, input_entry),
+        stored(2, ENTRY_RECORD, 1, sleep),
+        stored(3, ENTRY_RECORD, 1, run),  # a second copy of index 1 (a late retry): ignored
+        stored(4, COMPLETION_RECORD, 1, payload=done.SerializeToString()),
+        stored(5, ENTRY_RECORD, 2, run),
+        stored(6, COMPLETION_RECORD, 1, payload=b"later"),
+    ]:
+        add_record(journal, message)
+    assert [frame.type for frame in journal.entries] == [MessageType.INPUT, MessageType.SLEEP, MessageType.RUN]
+    assert journal.entries[2].requires_ack and journal.completions[1] == done.SerializeToString()
+    assert journal.seqs == [1, 2, 3, 4, 5, 6]
+    assert completed_indexes(journal) == {0, 1, 2}
+    described = describe_journal(journal, ids.for_message("s", "t", 0, 1))
+    assert [(entry.type_name, entry.completed) for entry in described] == [
+        ("Input", True),
+        ("Sleep", True),
+        ("Run", True),
+    ]
+    assert described[1].summary.startswith("until 1970-01-01T00:00:00.009")
+    awaiting = Journal(entries=[input_entry, Frame(MessageType.AWAKEABLE, 0, b"")])
+    [_, awakeable] = describe_journal(awaiting, ids.for_message("s", "t", 0, 1))
+    assert ids.parse_awakeable(awakeable.summary) == (ids.for_message("s", "t", 0, 1), 1)
+    assert not awakeable.completed

@@ -1,0 +1,148 @@
+"""The invoker's durability under SIGKILL (issue 31): a killed handler deployment replays its
+invocations without repeating a stored side effect; a killed invoker together with the node holding
+the journal's primary loses nothing, and every message's invocation takes effect exactly once."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from weir import Client, stream_config
+from weir.v1 import invoker_pb2
+from weir_cli.launcher import LocalCluster
+
+from tests.conftest import eventually, start_cluster
+from tests.invoker.harness import APP, Deployment, invoker_stub
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+Status = invoker_pb2.InvocationStatus
+FINISHED = {Status.INVOCATION_STATUS_COMPLETED, Status.INVOCATION_STATUS_FAILED, Status.INVOCATION_STATUS_CANCELLED}
+INVOKER_ENV = {"WEIR_INVOKER_RETRY_INITIAL_DELAY_MS": "100", "WEIR_INVOKER_RETRY_MAX_DELAY_MS": "1000"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    local = start_cluster(tmp_path / "cluster", nodes=3, routers=1)
+    yield local
+    local.stop()
+
+
+async def finished_of(stub: object, subscription_id: str) -> list[invoker_pb2.Invocation]:
+    listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(limit=1000))  # type: ignore[attr-defined]
+    return [i for i in listed.invocations if i.subscription_id == subscription_id and i.status in FINISHED]
+
+
+async def test_a_killed_deployment_replays_without_repeating_a_stored_side_effect(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    directory = tmp_path / "handlers"
+    handler_env = {"WEIR_TEST_PAUSE_AFTER_RUN_MS": "3000"}  # the same code after the restart (else: a journal mismatch)
+    deployment = Deployment(APP, directory=directory, env=handler_env).start()
+    invoker = cluster.start_invoker(env=INVOKER_ENV)
+    channel, stub = invoker_stub(invoker.address)
+    try:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))
+        async with Client(cluster.router_addresses) as sdk:
+            await sdk.create_stream(stream_config("orders", subjects=["orders.>"], partitions=2, replicas=3))
+            subscription = invoker_pb2.Subscription(stream="orders", service="effects", handler="charge")
+            created = await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+            orders = [f"order-{n}" for n in range(12)]
+            for order in orders:
+                await sdk.publish("orders", "orders.new", json.dumps(order).encode(), key=order.encode())
+
+        async def all_sleeping() -> bool:
+            listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="effects"))
+            if len(listed.invocations) < len(orders):
+                return False
+            for invocation in listed.invocations:
+                shown = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=invocation.id))
+                if [entry.type_name for entry in shown.journal][:3] != ["Input", "Run", "Sleep"]:
+                    return False
+            return True
+
+        await eventually(all_sleeping, 60, "every order charged and sleeping")
+        assert sorted(deployment.lines("charges")) == sorted(orders)
+        deployment.kill()  # SIGKILL, mid-invocation: each is in its sleep, its charge stored
+        replacement = Deployment(APP, directory=directory, env=handler_env, port=deployment.port).start()
+        try:
+
+            async def all_done() -> bool:
+                return len(await finished_of(stub, created.subscription.id)) == len(orders)
+
+            await eventually(all_done, 60, "every order's invocation finished")
+            done = await finished_of(stub, created.subscription.id)
+            assert {json.loads(i.output) for i in done} == {f"charged-{order}" for order in orders}
+            assert all(i.status == Status.INVOCATION_STATUS_COMPLETED for i in done)
+            assert sorted(replacement.lines("charges")) == sorted(orders), "a stored side effect ran again"
+        finally:
+            replacement.kill()
+    finally:
+        await channel.close()
+        invoker.kill()
+        deployment.kill()
+
+
+async def test_a_killed_invoker_and_journal_primary_lose_nothing(cluster: LocalCluster, tmp_path: Path) -> None:
+    deployment = Deployment(APP, directory=tmp_path / "handlers", env={"WEIR_TEST_SLOW_ADD_MS": "1500"}).start()
+    env = {**INVOKER_ENV, "WEIR_INVOKER_REPLICAS": "3", "WEIR_INVOKER_INACTIVITY_TIMEOUT_MS": "500"}
+    invoker = cluster.start_invoker(env=env)
+    channel, stub = invoker_stub(invoker.address)
+    sent: dict[str, list[int]] = {}
+    try:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))
+        async with Client(cluster.router_addresses) as sdk:
+            await sdk.create_stream(stream_config("deltas", subjects=["deltas.>"], partitions=2, replicas=3))
+            subscription = invoker_pb2.Subscription(stream="deltas", service="counter", handler="add_slowly")
+            created = await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+            for n in range(1, 25):
+                key = f"k{n % 4}"
+                sent.setdefault(key, []).append(n)
+                await sdk.publish("deltas", "deltas.add", json.dumps(n).encode(), key=key.encode(), ack_level="all")
+
+            async def some_mid_way() -> bool:
+                listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter"))
+                suspended = [i for i in listed.invocations if i.status == Status.INVOCATION_STATUS_SUSPENDED]
+                return len(suspended) >= 3 and len(await finished_of(stub, created.subscription.id)) >= 2
+
+            await eventually(some_mid_way, 60, "invocations finished and others mid-way")
+            route = await sdk.route("invoker:journal", refresh=True)
+            primary = route.partitions[0].primary.node_id
+            [node] = [handle for handle in cluster.nodes if handle.name == primary]
+            invoker.process.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+            invoker.process.wait(10)  # type: ignore[union-attr]
+            node.kill()
+            await channel.close()
+            invoker = cluster.start_invoker("invoker-2", env=env)
+            channel, stub = invoker_stub(invoker.address)
+
+            async def all_done() -> bool:
+                return len(await finished_of(stub, created.subscription.id)) == 24
+
+            await eventually(all_done, 120, "all 24 invocations finished after the failover")
+            done = await finished_of(stub, created.subscription.id)
+            assert all(i.status == Status.INVOCATION_STATUS_COMPLETED for i in done), [i.last_failure for i in done]
+            outputs: dict[str, list[int]] = {}
+            for invocation in sorted(done, key=lambda i: (i.source_partition, i.source_seq)):
+                outputs.setdefault(invocation.key, []).append(json.loads(invocation.output))
+            for key, deltas in sent.items():
+                assert outputs[key] == [sum(deltas[: i + 1]) for i in range(len(deltas))], key
+                request = invoker_pb2.InvokeRequest(service="counter", handler="current", key=key, input=b"null")
+                current = await stub.Invoke(request)
+
+                async def answered(invocation_id: str = current.invocation.id) -> bool:
+                    got = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=invocation_id))
+                    return bool(got.invocation.status == Status.INVOCATION_STATUS_COMPLETED)
+
+                await eventually(answered, 30, f"counter {key}")
+                got = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=current.invocation.id))
+                assert json.loads(got.invocation.output) == sum(deltas), (
+                    f"state of {key} took an effect twice or lost one"
+                )
+    finally:
+        await channel.close()
+        invoker.kill()
+        deployment.kill()
