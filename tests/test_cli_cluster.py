@@ -1,5 +1,6 @@
 """The `weir` command line end to end, each command a real subprocess (`python -m weir_cli.cli`):
-`weir cluster up` starts a local cluster (redis-server, 2 routers, 3 partition nodes) that outlives
+`weir cluster up` starts a local cluster (redis-server, 2 routers, 3 partition nodes, a replicator,
+a gateway and an invoker, whose streams appear only once a deployment is registered) that outlives
 the command, the other commands find its routers through ``cluster.json`` under ``--data-dir``,
 and `weir cluster down` stops every process it started.
 
@@ -58,8 +59,8 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def state_pids(state: dict[str, Any]) -> list[int]:
-    """Every pid an up-JSON / cluster.json names: routers, nodes, replicators, gateways, redis."""
-    groups = ("routers", "nodes", "replicators", "gateways")
+    """Every pid an up-JSON / cluster.json names: routers, nodes, replicators, gateways, invokers, redis."""
+    groups = ("routers", "nodes", "replicators", "gateways", "invokers")
     pids = [int(entry["pid"]) for group in groups for entry in state.get(group, []) or []]
     pids.append(int(state.get("redis", {}).get("pid", 0)))
     return [pid for pid in pids if pid > 0]
@@ -138,7 +139,9 @@ def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliClu
     assert up["router_address"].startswith("127.0.0.1:")
     assert up["redis"]["url"].startswith("redis://127.0.0.1:")
     assert [gateway["gateway_id"] for gateway in up["gateways"]] == ["gateway-1"]
-    assert len(set(cli_cluster.pids)) == 8
+    assert [invoker["invoker_id"] for invoker in up["invokers"]] == ["invoker-1"]
+    assert up["invokers"][0]["address"].startswith("127.0.0.1:")
+    assert len(set(cli_cluster.pids)) == 9
     # The command has returned; its processes keep serving.
     assert all(pid_alive(pid) for pid in cli_cluster.pids), cli_cluster.pids
     assert "starting the local cluster under" in cli_cluster.up_stderr
@@ -182,6 +185,8 @@ def test_cluster_status_shows_live_nodes_and_a_controller(cli_cluster: CliCluste
     assert processes["redis"]["running"] is True
     assert processes["routers"] == {"router-1": True, "router-2": True}
     assert processes["nodes"] == {"node-1": True, "node-2": True, "node-3": True}
+    assert processes["gateways"] == {"gateway-1": True}
+    assert processes["invokers"] == {"invoker-1": True}
 
 
 def _messages(stdout: str) -> list[dict[str, Any]]:
@@ -401,6 +406,7 @@ def _names(state: dict[str, Any]) -> dict[str, int]:
     """process name (its log is <name>.log) -> pid."""
     names = {entry["router_id"]: int(entry["pid"]) for entry in state["routers"]}
     names.update({entry["node_id"]: int(entry["pid"]) for entry in state["nodes"]})
+    names.update({entry["invoker_id"]: int(entry["pid"]) for entry in state["invokers"]})
     names["redis"] = int(state["redis"]["pid"])
     return names
 
@@ -419,7 +425,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     result = cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag)
 
     summary = json.loads(ok(result))
-    assert summary["stopped"] == 8
+    assert summary["stopped"] == 9
     killed = summary["killed_after_timeout"]
     assert killed == [], (
         "did not stop within 20 s of SIGTERM (drain, flush, close) and had to be killed:\n"
@@ -431,7 +437,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     )
     assert [pid for pid in pids if pid_alive(pid)] == []
     assert not (cli_cluster.data_dir / "cluster.json").exists()
-    for name in ("redis", "router-1", "router-2", "node-1", "node-2", "node-3", "gateway-1"):
+    for name in ("redis", "router-1", "router-2", "node-1", "node-2", "node-3", "gateway-1", "invoker-1"):
         assert (cli_cluster.data_dir / name).is_dir(), name
     # Down again: nothing to stop, still a success.
     assert json.loads(ok(cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag))) == {"stopped": 0}

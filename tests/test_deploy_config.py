@@ -1,5 +1,7 @@
 """Every setting the services read is set in deploy/docker-compose.yml and documented in README.md;
-the example Numaflow pipeline (deploy/numaflow/pipeline.yaml) gives its source sidecar only real settings.
+the example Numaflow pipeline (deploy/numaflow/pipeline.yaml) gives its source sidecar only real settings;
+every Weir service of compose has a development certificate and every metrics port in compose is
+scraped by deploy/prometheus/prometheus.yml.
 
 The variables come from the pydantic-settings classes themselves: field `x` of a class whose
 `model_config["env_prefix"]` is `WEIR_NODE_` is `WEIR_NODE_X`. A compose service runs a program when
@@ -21,6 +23,7 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 from weir_analytics.settings import AnalyticsSettings
 from weir_gateway.settings import GatewaySettings
+from weir_invoker.settings import InvokerSettings
 from weir_numaflow_source.settings import NumaflowSourceSettings
 from weir_partition_node.settings import NodeSettings
 from weir_replicator.settings import ReplicatorSettings
@@ -29,6 +32,7 @@ from weir_router.settings import RouterSettings
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "deploy" / "docker-compose.yml"
 NUMAFLOW_PIPELINE_FILE = ROOT / "deploy" / "numaflow" / "pipeline.yaml"
+PROMETHEUS_FILE = ROOT / "deploy" / "prometheus" / "prometheus.yml"
 README_FILE = ROOT / "README.md"
 
 
@@ -47,6 +51,7 @@ PROGRAMS = [
     Program("replicator", ReplicatorSettings, "weir/replicator", "Configuration (replicator)"),
     Program("spark-analytics", AnalyticsSettings, "weir/spark-analytics", "Configuration (analytics)"),
     Program("gateway", GatewaySettings, "weir/gateway", "Configuration (gateway)"),
+    Program("invoker", InvokerSettings, "weir/invoker", "Configuration (invoker)"),
 ]
 # Not in compose: Numaflow runs it in a source vertex's pods (deploy/numaflow/pipeline.yaml).
 NUMAFLOW_SOURCE = Program(
@@ -63,6 +68,7 @@ COMPOSE_EXEMPT = {
     "WEIR_REPLICATOR_READY_FILE",
     "WEIR_ANALYTICS_READY_FILE",
     "WEIR_GATEWAY_READY_FILE",
+    "WEIR_INVOKER_READY_FILE",
     # Tests only: replaces the node's clock with one moved by the TestClock service.
     "WEIR_NODE_TEST_CLOCK",
     # A one-shot mode (process what the feeds hold, then exit), not a long-running service.
@@ -211,6 +217,43 @@ def test_exemptions_are_real_variables() -> None:
     every = {variable for program in PROGRAMS for variable in variables(program)}
     stale = sorted(COMPOSE_EXEMPT - every)
     assert not stale, f"COMPOSE_EXEMPT names variables no settings class reads: {stale}"
+
+
+def weir_services() -> dict[str, dict[str, Any]]:
+    """The compose services running one of PROGRAMS (not the certs job, not the Spark daemons)."""
+    return {name: service for program in PROGRAMS for name, service in compose_services(program).items()}
+
+
+def test_every_weir_service_has_a_development_certificate_for_its_name() -> None:
+    """The certs service names every Weir service (`devcerts --name`), so its certificate is valid
+    for the host name the others dial it by."""
+    entrypoint = [str(part) for part in load_compose()["services"]["certs"]["entrypoint"]]
+    named = {entrypoint[index + 1] for index, part in enumerate(entrypoint[:-1]) if part == "--name"}
+    missing = sorted(set(weir_services()) - named)
+    assert not missing, f"the certs service makes no certificate for: {missing}"
+
+
+def test_prometheus_scrapes_every_metrics_port_of_compose() -> None:
+    """Each Weir service's WEIR_*_METRICS_PORT, as `<service>:<port>`, is a target of
+    deploy/prometheus/prometheus.yml; and every target names a compose service."""
+    config = yaml.safe_load(PROMETHEUS_FILE.read_text())
+    targets = {
+        str(target)
+        for job in config["scrape_configs"]
+        for static in job.get("static_configs", [])
+        for target in static.get("targets", [])
+    }
+    expected = {
+        f"{name}:{value}"
+        for name, service in weir_services().items()
+        for variable, value in environment(service).items()
+        if variable.startswith("WEIR_") and variable.endswith("_METRICS_PORT")
+    }
+    assert expected, "no WEIR_*_METRICS_PORT in compose"
+    assert not expected - targets, f"{PROMETHEUS_FILE.name} does not scrape: {sorted(expected - targets)}"
+    services = set(load_compose()["services"])
+    unknown = sorted(target for target in targets if target.rsplit(":", 1)[0] not in services)
+    assert not unknown, f"{PROMETHEUS_FILE.name} scrapes hosts compose does not run: {unknown}"
 
 
 # -- the example Numaflow pipeline ----------------------------------------------------------------

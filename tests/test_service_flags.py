@@ -24,6 +24,7 @@ SERVICES = [
     ("weir_replicator", "weir-replicator", "--snapshot-interval-ms", "WEIR_REPLICATOR_METRICS_PORT", "--metrics-port"),
     ("weir_gateway", "weir-gateway", "--kafka-pixy-port", "WEIR_GATEWAY_KAFKA_PIXY_PORT", "--kafka-pixy-port"),
     ("weir_analytics", "weir-analytics", "--stats-stream", "WEIR_ANALYTICS_METRICS_PORT", "--metrics-port"),
+    ("weir_invoker", "weir-invoker", "--journal-partitions", "WEIR_INVOKER_PORT", "--port"),
 ]
 IDS = [service[1] for service in SERVICES]
 

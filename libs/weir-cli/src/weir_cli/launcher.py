@@ -353,6 +353,32 @@ class NumaflowSourceHandle(ProcessHandle):
         self.metrics_port = int(str(ready["metrics_port"]))
 
 
+class InvokerHandle(ProcessHandle):
+    """The invoker: durable handlers over streams (weir.v1.Invoker on `address`), speaking the
+    Restate service protocol V2 to handler deployments."""
+
+    port: int = 0
+    metrics_port: int = 0
+
+    module: ClassVar[str] = "weir_invoker"
+    env_prefix: ClassVar[str] = "WEIR_INVOKER_"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def _settings(self, reuse_ports: bool) -> dict[str, str]:
+        return {
+            "WEIR_INVOKER_INVOKER_ID": self.name,
+            "WEIR_INVOKER_PORT": str(self.port if reuse_ports else 0),
+            "WEIR_INVOKER_METRICS_PORT": str(self.metrics_port if reuse_ports else 0),
+        }
+
+    def _take_ports(self, ready: dict[str, object]) -> None:
+        self.port = int(str(ready["port"]))
+        self.metrics_port = int(str(ready["metrics_port"]))
+
+
 class AnalyticsHandle(ProcessHandle):
     """The spark-analytics job (a JVM and Python workers; starting takes 15-30 s)."""
 
@@ -619,10 +645,11 @@ ProgressCallback = Callable[[str], None]
 @dataclass
 class LocalCluster:
     """The DESIGN §8 topology as local processes: one redis-server, `routers` routers, `nodes`
-    partition nodes and `replicators` replicators, with data and logs under `data_dir` (``redis/``,
-    ``router-N/``, ``node-N/``, ``replicator-N/``, ``*.log``) and the addresses in ``cluster.json``.
-    The environment variables are the ones the compose file sets (`WEIR_NODE_*`, `WEIR_ROUTER_*`,
-    `WEIR_REPLICATOR_*`)."""
+    partition nodes, `replicators` replicators, `gateways` gateways and `invokers` invokers, with data
+    and logs under `data_dir` (``redis/``, ``router-N/``, ``node-N/``, ``replicator-N/``,
+    ``gateway-N/``, ``invoker-N/``, ``*.log``) and the addresses in ``cluster.json``. The environment
+    variables are the ones the compose file sets (`WEIR_NODE_*`, `WEIR_ROUTER_*`, `WEIR_REPLICATOR_*`,
+    `WEIR_GATEWAY_*`, `WEIR_INVOKER_*`)."""
 
     data_dir: Path
     redis: RedisHandle
@@ -631,6 +658,7 @@ class LocalCluster:
     replicators: list[ReplicatorHandle] = field(default_factory=list)
     analytics: AnalyticsHandle | None = None
     gateways: list[GatewayHandle] = field(default_factory=list)
+    invokers: list[InvokerHandle] = field(default_factory=list)
     # With TLS: the development CA and certificates every process uses (weir_server.devcerts).
     tls_dir: Path | None = None
     # With an auth file: the users the routers', nodes' and gateways' client ports serve.
@@ -660,6 +688,8 @@ class LocalCluster:
         analytics_env: Mapping[str, str] | None = None,
         gateways: int = 0,
         gateway_env: Mapping[str, str] | None = None,
+        invokers: int = 0,
+        invoker_env: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
         progress: ProgressCallback | None = None,
         memory_limit_bytes: int | None = None,
@@ -667,8 +697,10 @@ class LocalCluster:
         auth_file: Path | None = None,
     ) -> LocalCluster:
         """Start Redis, then the routers, then the nodes (which register with Redis), then the
-        replicators, then (with `analytics`) the spark-analytics job; returns once every process
-        serves. On failure everything started is stopped again. `memory_limit_bytes` limits the
+        replicators, the gateways, the invokers and (with `analytics`) the spark-analytics job; returns
+        once every process serves. An invoker keeps its journals, records and state in the cluster with
+        `min(3, nodes)` replicas (1 without a replicator: nothing would copy them), unless `invoker_env`
+        sets WEIR_INVOKER_REPLICAS. On failure everything started is stopped again. `memory_limit_bytes` limits the
         address space of each router, node and replicator. `tls`: every gRPC port with TLS and the
         internal ports with mutual TLS, from a development CA made under `<data_dir>/tls` (kept
         across restarts); else every process runs with its explicit plaintext setting. `auth_file`
@@ -749,6 +781,15 @@ class LocalCluster:
                     f"gateway-{index} serving kafka-pixy at {gateway.kafka_pixy_address}, "
                     f"RocketMQ v1 at {gateway.rocketmq_address}"
                 )
+            shared_invoker = {
+                "WEIR_INVOKER_REPLICAS": str(min(3, nodes) if replicators and nodes else 1),
+                **(invoker_env or {}),
+            }
+            for index in range(1, invokers + 1):
+                cluster.invokers.append(
+                    cluster.start_invoker(f"invoker-{index}", shared_invoker, die_with_parent=die_with_parent)
+                )
+                say(f"invoker-{index} serving weir.v1.Invoker at {cluster.invokers[-1].address}")
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -790,6 +831,15 @@ class LocalCluster:
         handle.start()
         return handle
 
+    def start_invoker(
+        self, name: str = "invoker", env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
+    ) -> InvokerHandle:
+        """Start an invoker against this cluster's routers (not added to the cluster's processes)."""
+        settings = {"WEIR_INVOKER_ROUTERS": ",".join(self.router_addresses), **(env or {})}
+        handle = InvokerHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
+        handle.start()
+        return handle
+
     def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
         settings = {"WEIR_ANALYTICS_ROUTER": ",".join(self.router_addresses), **(env or {})}
@@ -821,6 +871,10 @@ class LocalCluster:
                 }
                 for g in self.gateways
             ],
+            "invokers": [
+                {"invoker_id": i.name, "address": i.address, "metrics_port": i.metrics_port, "pid": i.pid}
+                for i in self.invokers
+            ],
             "nodes": [
                 {
                     "node_id": n.name,
@@ -849,10 +903,12 @@ class LocalCluster:
         temporary.replace(self.data_dir / CLUSTER_STATE_FILE)
 
     def stop(self) -> None:
-        """SIGTERM every process (analytics, replicators, routers, then nodes, then Redis) and wait
-        for each."""
+        """SIGTERM every process (analytics, invokers, gateways, replicators, routers, then nodes,
+        then Redis) and wait for each."""
         if self.analytics is not None:
             self.analytics.stop(timeout_s=60.0)
+        for invoker in self.invokers:
+            invoker.stop()
         for gateway in self.gateways:
             gateway.stop()
         for replicator in self.replicators:

@@ -36,7 +36,7 @@ from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
 from weir_cli.waymaker_demo import waymaker_round_trip
 
-_PROCESS_GROUPS = ("gateways", "replicators", "routers", "nodes")
+_PROCESS_GROUPS = ("invokers", "gateways", "replicators", "routers", "nodes")
 DEMO_STREAM = "demo"
 
 
@@ -85,6 +85,8 @@ async def cluster_up(args: argparse.Namespace) -> int:
         routers=args.routers,
         replicators=args.replicators,
         gateways=args.gateways,
+        # one invoker unless the parser gives `--invokers N` (it has no such flag yet)
+        invokers=getattr(args, "invokers", 1),
         analytics=args.analytics,
         tls=args.tls or bool(args.auth_file),
         auth_file=Path(args.auth_file) if args.auth_file else None,
@@ -104,6 +106,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
                 f"RocketMQ v1 at {gateway.rocketmq_address}, waymaker.streams at {gateway.waymaker_streams_address}"
                 for gateway in cluster.gateways
             ),
+            *(f"  {invoker.name}: weir.v1.Invoker at {invoker.address}" for invoker in cluster.invokers),
             "commands find it from this directory, or anywhere as the last cluster started; elsewhere:",
             f"  weir stream list --router {routers}",
         ]
@@ -129,7 +132,7 @@ async def cluster_down(args: argparse.Namespace) -> int:
     if state is None:
         emit({"stopped": 0}, args.json, f"no cluster under {data_dir}")
         return 0
-    order = _pids(state)  # analytics, gateways, replicators, routers, nodes; Redis last
+    order = _pids(state)  # analytics, invokers, gateways, replicators, routers, nodes; Redis last
     progress(f"stopping {len(order)} cluster process(es) (SIGTERM: drain, flush, close) ...")
     killed = await asyncio.to_thread(stop_pids, order)
     redis_pid = int(state.get("redis", {}).get("pid", 0))
@@ -151,6 +154,7 @@ async def cluster_status(args: argparse.Namespace) -> int:
             "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
             "replicators": {r["replicator_id"]: pid_alive(int(r["pid"])) for r in state.get("replicators", [])},
             "gateways": {g["gateway_id"]: pid_alive(int(g["pid"])) for g in state.get("gateways", []) or []},
+            "invokers": {i["invoker_id"]: pid_alive(int(i["pid"])) for i in state.get("invokers", []) or []},
         }
         if state.get("analytics"):
             summary["local_processes"]["analytics"] = pid_alive(int(state["analytics"]["pid"]))
@@ -180,7 +184,7 @@ async def cluster_status(args: argparse.Namespace) -> int:
 def _local_processes(processes: dict[str, Any]) -> str:
     """`local processes: redis up, router-1 DOWN, ...`."""
     states = [("redis", processes["redis"]["running"])]
-    for group in ("routers", "nodes", "replicators", "gateways"):
+    for group in ("routers", "nodes", "replicators", "gateways", "invokers"):
         states += list(processes.get(group, {}).items())
     return "local processes: " + ", ".join(f"{name} {'up' if up else 'DOWN'}" for name, up in states)
 
