@@ -8,6 +8,11 @@
     weir consumer create|info|list|delete|seek|reset
     weir fetch STREAM CONSUMER     a batch from every partition (--ack acknowledges it)
     weir sub STREAM GROUP          consume as a group member; print and acknowledge (Ctrl-C leaves)
+    weir deployments register|ls|rm    the invoker's handler deployments (--invoker HOST:PORT)
+    weir subscriptions create|ls|rm    bind a stream's messages to a handler
+    weir invoke SERVICE/HANDLER        start an invocation (--wait: print its output)
+    weir invocations ls|show|cancel    invocations with their journals
+    weir awakeables resolve|reject     complete a handler's awakeable
     weir stats | changes | completion bash|zsh|fish | bench [--router HOST:PORT]
 
 Output is for people unless `--json` (one JSON value per line). Global options go before or after
@@ -28,7 +33,16 @@ from typing import Any
 
 import argcomplete
 from argcomplete.shell_integration import shellcode
-from weir.errors import NoSuchConsumerError, NoSuchStreamError, UnavailableError, WeirError
+from weir.errors import (
+    NoSuchConsumerError,
+    NoSuchDeploymentError,
+    NoSuchHandlerError,
+    NoSuchInvocationError,
+    NoSuchStreamError,
+    NoSuchSubscriptionError,
+    UnavailableError,
+    WeirError,
+)
 
 from weir_cli.parser import GLOBAL_DEFAULTS, GLOBAL_WITH_VALUE, build_parser
 from weir_cli.target import CliError
@@ -84,12 +98,20 @@ def bench_arguments(arguments: list[str]) -> list[str] | None:
     return rest
 
 
+# What lists the names a "no such" error is about.
+_LISTED_BY: dict[type[WeirError], str] = {
+    NoSuchStreamError: " ('weir stream list' shows the streams)",
+    NoSuchDeploymentError: " ('weir deployments ls' shows them)",
+    NoSuchHandlerError: " ('weir deployments ls' shows the services the deployments serve)",
+    NoSuchSubscriptionError: " ('weir subscriptions ls' shows them)",
+    NoSuchInvocationError: " ('weir invocations ls' shows them)",
+}
+
+
 def _describe(error: WeirError, args: argparse.Namespace) -> str:
     """One line for a server's error: its result code, its message, and a hint for a mistyped name."""
-    hint = ""
-    if isinstance(error, NoSuchStreamError):
-        hint = " ('weir stream list' shows the streams)"
-    elif isinstance(error, NoSuchConsumerError):
+    hint = next((hint for kind, hint in _LISTED_BY.items() if isinstance(error, kind)), "")
+    if isinstance(error, NoSuchConsumerError):
         hint = f" ('weir consumer list {getattr(args, 'stream', None) or 'STREAM'}' shows its consumers)"
     elif isinstance(error, UnavailableError) and "failed to connect" in error.message:
         return f"{error.result_code}: could not connect ({error.message.rsplit(': ', 1)[-1]})"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from weir.client import DELIVER_POLICIES
 
-from weir_cli import consumers, doctor, kv, local, objects, scheduled, stores, streams
+from weir_cli import consumers, doctor, invoker, kv, local, objects, scheduled, stores, streams
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
@@ -31,6 +31,7 @@ GLOBAL_DEFAULTS = {
     "tls_cert": None,
     "tls_key": None,
     "token_file": None,
+    "invoker": None,
 }
 # the global options that take a value
 GLOBAL_WITH_VALUE = {
@@ -42,6 +43,7 @@ GLOBAL_WITH_VALUE = {
     "--tls-cert",
     "--tls-key",
     "--token-file",
+    "--invoker",
 }
 
 
@@ -175,6 +177,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     options = _global_options()
     parser = Parser(prog="weir", description="The Weir command line.", parents=[options])
     parser.add_argument("--version", action="version", version=f"weir {version}", help="print the version and exit")
+    invoker.add_invoker_option(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     tree = _Tree(options)
     _local_commands(tree, commands)
@@ -183,6 +186,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     kv.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     stores.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     objects.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
+    invoker.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     _name_numbers(parser)
     completion = commands.add_parser(
         "completion",

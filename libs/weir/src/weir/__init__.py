@@ -16,8 +16,8 @@
 publishes, consumer groups); `NodeClient` to one partition node. Every failure raises a
 `WeirError` subclass carrying the gRPC status, the server's `result_code` and `retryable`.
 Module by module: weir.cluster, weir.client, weir.consuming, weir.message, weir.errors,
-weir.kv (key-value buckets), weir.subjects (subject and name rules), weir.partitioning (key -> partition),
-weir.v1 (stubs).
+weir.kv (key-value buckets), weir.invoker (the invoker's operator API: `InvokerClient`),
+weir.subjects (subject and name rules), weir.partitioning (key -> partition), weir.v1 (stubs).
 """
 
 from weir.client import NodeClient, consumer_config, stream_config
@@ -29,6 +29,8 @@ from weir.errors import (
     ChangeFeedTruncatedError,
     ConsumerBoundError,
     CorruptRecordError,
+    DiscoveryFailedError,
+    FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
     InvalidConfigError,
@@ -40,11 +42,15 @@ from weir.errors import (
     NoMessageError,
     NoSuchBucketError,
     NoSuchConsumerError,
+    NoSuchDeploymentError,
+    NoSuchHandlerError,
+    NoSuchInvocationError,
     NoSuchKeyError,
     NoSuchMessageError,
     NoSuchObjectError,
     NoSuchPartitionError,
     NoSuchStreamError,
+    NoSuchSubscriptionError,
     NotEnoughNodesError,
     NotEnoughReplicasError,
     NotLeaderError,
@@ -68,6 +74,7 @@ from weir.errors import (
     WeirError,
     WrongRevisionError,
 )
+from weir.invoker import InvokerClient
 from weir.kv import KeyValue
 from weir.message import Message, PublishAck
 from weir.objects import ObjectStore
@@ -81,6 +88,8 @@ __all__ = [
     "Client",
     "ConsumerBoundError",
     "CorruptRecordError",
+    "DiscoveryFailedError",
+    "FailedPreconditionError",
     "GroupConsumer",
     "InternalError",
     "InvalidArgumentError",
@@ -88,6 +97,7 @@ __all__ = [
     "InvalidKeyError",
     "InvalidNameError",
     "InvalidSubjectError",
+    "InvokerClient",
     "KeyValue",
     "LeaderLeaseExpiredError",
     "ManagedByRouterError",
@@ -95,11 +105,15 @@ __all__ = [
     "NoMessageError",
     "NoSuchBucketError",
     "NoSuchConsumerError",
+    "NoSuchDeploymentError",
+    "NoSuchHandlerError",
+    "NoSuchInvocationError",
     "NoSuchKeyError",
     "NoSuchMessageError",
     "NoSuchObjectError",
     "NoSuchPartitionError",
     "NoSuchStreamError",
+    "NoSuchSubscriptionError",
     "NodeClient",
     "NotEnoughNodesError",
     "NotEnoughReplicasError",
