@@ -13,7 +13,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -91,6 +91,7 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	$(UV) run python -m bench.kv_bench --out bench-results/kv.json
 	$(UV) run python -m bench.objects_bench --out bench-results/objects.json
 	$(UV) run python -m bench.numaflow_bench --out bench-results/numaflow.json
+	$(UV) run python -m bench.invoker_bench --out bench-results/invoker.json
 	$(UV) run python -m bench.analytics_bench --out bench-results/analytics.json
 	$(UV) run python -m bench.security_bench --out bench-results/security.json
 	$(UV) run python -m bench.scrub_bench --out bench-results/scrub.json
@@ -109,6 +110,9 @@ bench-kv: setup  ## key-value put and get: Weir's buckets (router and SDK) next 
 
 bench-objects: setup  ## object put and get MiB/s: Weir's object store (SDK and router) next to NATS JetStream's, same run: JSON on stdout
 	$(UV) run python -m bench.objects_bench
+
+bench-invoker: setup  ## invocations/s through the invoker (Restate SDK handlers from a stream; journal replicated 3 ways): JSON on stdout
+	$(UV) run python -m bench.invoker_bench
 
 bench-numaflow: setup  ## the Numaflow source sidecar (read + ack through source.v1) next to the native SDK's consume, same run: JSON on stdout
 	$(UV) run python -m bench.numaflow_bench

@@ -95,6 +95,12 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     assert summary["key_value"] == {"updates": 10, "watched": 12, "verified": True}
     assert summary["collections"] == {"popped": 20, "verified": True}
     assert summary["objects"] == {"bytes": 3 * 1024 * 1024, "verified": True}
+    invoker = summary["invoker"]
+    assert (invoker["invocations"], invoker["in_order_per_key"], invoker["awakeable"]) == (
+        40,
+        True,
+        "order-1: approved",
+    )
 
 
 def test_preflight_names_each_missing_tool_and_how_to_install_it(tmp_path: Path) -> None:

@@ -222,6 +222,20 @@ def test_objects_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_invoker_bench_smoke() -> None:
+    """`python -m bench.invoker_bench --smoke`: every invocation of both phases completes (a trivial
+    handler, one with a ctx.run) through a real invoker with a 3-way replicated journal, each with a
+    rate and CPU per invocation."""
+    needs_own_processes()
+    report = run_json(["bench.invoker_bench", "--smoke"], timeout_s=300)
+    for phase in ("trivial", "one_run"):
+        figures = report[phase]
+        assert figures["invocations"] == report["settings"]["invocations"]
+        assert figures["invocations_per_s"] > 0 and figures["invoker_cpu_us_per_invocation"] > 0, phase
+    assert report["settings"]["replicas"] == 3 and report["one_run_to_trivial_throughput"] > 0
+
+
+@pytest.mark.slow
 def test_numaflow_bench_smoke() -> None:
     """`python -m bench.numaflow_bench --smoke`: every message read and acknowledged once natively and
     once through a real Numaflow source sidecar (called as Numaflow's data plane calls it), each with

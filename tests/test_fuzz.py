@@ -1,10 +1,12 @@
 """Fuzzing every RPC's decoder and handler on every port of a running local cluster (the security
 issue's "no crash, no hang, a clear status, no state change").
 
-One cluster of this module's own (redis-server, a router, two nodes, a replicator, a gateway) is
-fuzzed through every gRPC method of every port: a node's client and internal ports, the router's,
-the gateway's kafka-pixy and RocketMQ v1 ports. The methods come from the generated service
-descriptors (`tests.fuzz_support.endpoints`), checked against each port's server reflection. Each
+One cluster of this module's own (redis-server, a router, two nodes, a replicator, a gateway, an
+invoker) is fuzzed through every gRPC method of every port: a node's client and internal ports, the
+router's, the gateway's kafka-pixy, RocketMQ v1 and streams seed ports, the invoker's (but
+RegisterDeployment, which dials the URL it is given: `fuzz_support.NOT_FUZZED`). The methods come
+from the generated service descriptors (`tests.fuzz_support.endpoints`), checked against each port's
+server reflection. Each
 hypothesis example sends a method two requests as raw bytes: random bytes (or a valid encoding cut
 short or with junk appended), and a random well-typed message built by walking the request's
 descriptor. Every call must answer within a bound (a server stream may stay open), with a status a
@@ -96,7 +98,8 @@ class FuzzedCluster:
 
 
 def port_addresses(local: LocalCluster) -> dict[str, str]:
-    """Where each fuzzed port is: the first node's two ports, the router's, the gateway's three."""
+    """Where each fuzzed port is: the first node's two ports, the router's, the gateway's three, the
+    invoker's."""
     node, gateway = local.nodes[0], local.gateways[0]
     return {
         fuzz.NODE_CLIENT: node.client_address,
@@ -105,6 +108,7 @@ def port_addresses(local: LocalCluster) -> dict[str, str]:
         fuzz.KAFKA_PIXY_PORT: gateway.kafka_pixy_address,
         fuzz.ROCKETMQ_PORT: gateway.rocketmq_address,
         fuzz.WAYMAKER_STREAMS_PORT: gateway.waymaker_streams_address,
+        fuzz.INVOKER_PORT: local.invokers[0].address,
     }
 
 
@@ -141,6 +145,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzedCluster]:
         replicator_env=CLUSTER_REPLICATOR_ENV,
         gateways=1,
         gateway_env=GATEWAY_ENV,
+        invokers=1,
     )
     try:
         with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:

@@ -339,3 +339,11 @@ def test_the_sdk_exports_the_client_and_the_invokers_errors() -> None:
     ):
         assert name in weir.__all__ and getattr(weir, name) is not None
     assert weir.WeirError.for_code("discovery_failed", "x").__class__ is weir.DiscoveryFailedError
+
+
+def test_a_full_option_name_is_never_read_as_an_abbreviation() -> None:
+    """`cluster up --tls` is its own flag, not an ambiguous --tls-ca/--tls-cert/--tls-key at the
+    levels above it (every level sees the words of the levels below)."""
+    parser = build_parser("test")
+    assert parser.parse_args(["cluster", "up", "--tls"]).tls is True
+    assert parser.parse_args(["--tls-ca", "ca.pem", "stream", "list"]).tls_ca == "ca.pem"

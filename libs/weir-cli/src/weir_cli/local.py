@@ -27,6 +27,7 @@ from weir.tls import ChannelSecurity
 from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
+from weir_cli.invoker_demo import invoker_round_trip
 from weir_cli.kv_demo import collections_round_trip, kv_round_trip, objects_round_trip
 from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
 from weir_cli.numaflow_demo import numaflow_round_trip
@@ -86,7 +87,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         replicators=args.replicators,
         gateways=args.gateways,
         # one invoker unless the parser gives `--invokers N` (it has no such flag yet)
-        invokers=getattr(args, "invokers", 1),
+        invokers=args.invokers,
         analytics=args.analytics,
         tls=args.tls or bool(args.auth_file),
         auth_file=Path(args.auth_file) if args.auth_file else None,
@@ -245,6 +246,7 @@ async def demo(args: argparse.Namespace) -> int:
             summary["key_value"] = await kv_round_trip(cluster.router_addresses[0])
             summary["collections"] = await collections_round_trip(cluster.router_addresses[0])
             summary["objects"] = await objects_round_trip(cluster.router_addresses[0])
+            summary["invoker"] = await invoker_round_trip(cluster, root / "invoker-demo")
             parts = (
                 "security",
                 "kafka_pixy",
@@ -255,6 +257,7 @@ async def demo(args: argparse.Namespace) -> int:
                 "key_value",
                 "collections",
                 "objects",
+                "invoker",
             )
             summary["verified"] = all(summary[part]["verified"] for part in parts) and bool(summary["verified"])
             summary["cluster"] = {

@@ -51,6 +51,13 @@ class Parser(argparse.ArgumentParser):
     """argparse with mistakes in one line: `weir fetch: --batch: must be 1 or more, got -1 (see
     'weir fetch --help')`, exit status 2."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviated options: each level also sees the words meant for the levels below, so
+        # `cluster up --tls` would be an ambiguous --tls-ca/--tls-cert/--tls-key to `weir` and
+        # `weir cluster`; a full name is what scripts should write anyway.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         mistyped = re.fullmatch(r"argument ([^:]+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if mistyped:
@@ -222,13 +229,21 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     up = tree.command(
         cluster,
         "up",
-        "start redis-server, routers, nodes, a replicator and a gateway; returns once serving",
+        "start redis-server, routers, nodes, a replicator, a gateway and an invoker; returns once serving",
         local.cluster_up,
     )
     up.add_argument("--nodes", type=positive_int, default=3, help="partition nodes to start")
     up.add_argument("--routers", type=positive_int, default=2, help="routers to start")
     up.add_argument("--replicators", type=non_negative_int, default=1, help="replicators to start")
     up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
+    up.add_argument(
+        "--invokers",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="start the invoker (1) or not (0): durable handlers, Restate SDK deployments run from streams "
+        "(one invoker per cluster for now)",
+    )
     up.add_argument(
         "--analytics",
         action="store_true",
