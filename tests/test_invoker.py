@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -169,6 +171,41 @@ async def test_an_awakeable_waits_until_it_is_resolved(
     assert await status_code(again) == grpc.StatusCode.NOT_FOUND  # its invocation has finished
 
 
+def weir_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "weir_cli.cli", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_an_awakeable_is_resolved_from_the_command_line(
+    stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment, invoker: InvokerHandle
+) -> None:
+    """The operator's path: `weir invocations show` prints the awakeable's id, `weir awakeables
+    resolve` completes it, `weir invoke --wait` prints an output."""
+    started = await stub.Invoke(
+        invoker_pb2.InvokeRequest(service="effects", handler="wait_for_approval", input=b'"o-9"')
+    )
+    await wait_for_status(stub, started.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    shown = await asyncio.to_thread(
+        weir_cli, "--json", "--invoker", invoker.address, "invocations", "show", started.invocation.id
+    )
+    assert shown.returncode == 0, shown.stderr
+    awakeable_id = next(line.split()[1] for line in deployment.lines("awakeables") if line.startswith("o-9 "))
+    assert awakeable_id in shown.stdout
+    resolved = await asyncio.to_thread(
+        weir_cli, "--invoker", invoker.address, "awakeables", "resolve", awakeable_id, '"signed"'
+    )
+    assert resolved.returncode == 0, resolved.stderr
+    done = await wait_for_status(stub, started.invocation.id, FINISHED)
+    assert json.loads(done.output) == "o-9: signed"
+    invoked = await asyncio.to_thread(
+        weir_cli, "--invoker", invoker.address, "invoke", "effects/charge", "--data", '"cli-1"', "--wait"
+    )
+    assert invoked.returncode == 0, invoked.stderr
+    assert "charged-cli-1" in invoked.stdout
+    refused = await asyncio.to_thread(weir_cli, "--invoker", invoker.address, "awakeables", "resolve", "prom_1x", "1")
+    assert refused.returncode != 0 and "awakeable id" in refused.stderr
+
+
 async def test_a_handler_calls_an_object(stub: invoker_pb2_grpc.InvokerStub) -> None:
     first = await invoke(stub, "effects/count_via_object", "called")
     second = await invoke(stub, "effects/count_via_object", "called")
@@ -240,7 +277,9 @@ async def test_a_running_invocation_is_cancelled_at_once(stub: invoker_pb2_grpc.
     assert done.status == Status.INVOCATION_STATUS_CANCELLED and time.monotonic() - began < 5
 
 
-async def test_bad_requests_get_clear_errors(stub: invoker_pb2_grpc.InvokerStub, invoker: InvokerHandle) -> None:
+async def test_bad_requests_get_clear_errors(
+    stub: invoker_pb2_grpc.InvokerStub, invoker: InvokerHandle, deployment: Deployment
+) -> None:
     cases = [
         (
             stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url="ftp://x")),
@@ -288,6 +327,9 @@ async def test_bad_requests_get_clear_errors(stub: invoker_pb2_grpc.InvokerStub,
     ]
     for call, expected in cases:
         assert await status_code(call) == expected
+    with pytest.raises(grpc.aio.AioRpcError) as not_an_sdk:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url + "/elsewhere"))
+    assert "answered 404" in (not_an_sdk.value.details() or "")
 
 
 async def test_request_response_deployments_suspend_and_resume(

@@ -9,6 +9,7 @@ import signal
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from weir import Client, stream_config
 from weir.v1 import invoker_pb2
@@ -145,4 +146,68 @@ async def test_a_killed_invoker_and_journal_primary_lose_nothing(cluster: LocalC
     finally:
         await channel.close()
         invoker.kill()
+        deployment.kill()
+
+
+async def test_a_standby_takes_over_from_a_paused_invoker_which_then_stops(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Two invokers: the active one drives, the other stands by (and refuses what needs the
+    active one, naming it). SIGSTOP the active one past its lease: the standby takes the lease and
+    finishes every invocation; the paused one, continued, finds its lease gone and exits (3)."""
+    deployment = Deployment(APP, directory=tmp_path / "handlers", env={"WEIR_TEST_SLOW_ADD_MS": "1000"}).start()
+    env = {**INVOKER_ENV, "WEIR_INVOKER_LEASE_MS": "2000", "WEIR_INVOKER_INACTIVITY_TIMEOUT_MS": "500"}
+    first = cluster.start_invoker("invoker-a", env=env)
+    channel, stub = invoker_stub(first.address)
+    second = cluster.start_invoker("invoker-b", env=env)
+    standby_channel, standby = invoker_stub(second.address)
+    try:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))
+
+        async def standby_knows() -> bool:  # it reloads the registry every lease_ms / 3
+            listed = await standby.ListDeployments(invoker_pb2.ListDeploymentsRequest())
+            return len(listed.deployments) == 1
+
+        await eventually(standby_knows, 10, "the standby reading the registry")
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await standby.Invoke(invoker_pb2.InvokeRequest(service="counter", handler="add", key="k", input=b"1"))
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "the active invoker is invoker-a" in (refused.value.details() or "")
+        async with Client(cluster.router_addresses) as sdk:
+            await sdk.create_stream(stream_config("steps", subjects=["steps.>"], partitions=2, replicas=3))
+            subscription = invoker_pb2.Subscription(stream="steps", service="counter", handler="add_slowly")
+            created = await standby.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+            for n in range(1, 13):
+                await sdk.publish("steps", "steps.add", json.dumps(n).encode(), key=f"k{n % 3}".encode())
+
+        async def started() -> bool:  # the active one picked the subscription up from the registry
+            listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter"))
+            return len(listed.invocations) >= 3
+
+        await eventually(started, 30, "the active invoker running the subscription")
+        first.process.send_signal(signal.SIGSTOP)  # type: ignore[union-attr]
+        try:
+
+            async def all_done() -> bool:
+                return len(await finished_of(standby, created.subscription.id)) == 12
+
+            await eventually(all_done, 90, "the standby finishing every invocation")
+        finally:
+            first.process.send_signal(signal.SIGCONT)  # type: ignore[union-attr]
+        assert first.process.wait(30) == 3, "the paused invoker did not stop after losing its lease"  # type: ignore[union-attr]
+        done = await finished_of(standby, created.subscription.id)
+        assert all(i.status == Status.INVOCATION_STATUS_COMPLETED for i in done), [i.last_failure for i in done]
+        for key in ("k0", "k1", "k2"):
+            outputs = [
+                json.loads(i.output)
+                for i in sorted(done, key=lambda i: (i.source_partition, i.source_seq))
+                if i.key == key
+            ]
+            deltas = [n for n in range(1, 13) if f"k{n % 3}" == key]
+            assert outputs == [sum(deltas[: i + 1]) for i in range(len(deltas))], key
+    finally:
+        await channel.close()
+        await standby_channel.close()
+        first.kill()
+        second.kill()
         deployment.kill()

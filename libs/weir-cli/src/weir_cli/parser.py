@@ -238,11 +238,10 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
     up.add_argument(
         "--invokers",
-        type=int,
-        choices=(0, 1),
+        type=non_negative_int,
         default=1,
-        help="start the invoker (1) or not (0): durable handlers, Restate SDK deployments run from streams "
-        "(one invoker per cluster for now)",
+        help="invokers to start (durable handlers: Restate SDK deployments run from streams; one is active, "
+        "the others stand by)",
     )
     up.add_argument(
         "--analytics",

@@ -119,6 +119,7 @@ class Ingress:
     async def _publish(
         self, stream: str, record: invoker_pb2.Invocation, payload: bytes, headers: list[tuple[str, str]], what: str
     ) -> None:
+        self.invoker.fence.check()
         with contextlib.suppress(WeirError) if what == "reply" else contextlib.nullcontext():
             await self.client.publish(
                 stream,

@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime
 
 from weir.cluster import Client
-from weir.errors import InvalidArgumentError, NoSuchInvocationError
+from weir.errors import InvalidArgumentError, NoSuchInvocationError, UnavailableError
 from weir.v1 import invoker_pb2
 
 from weir_invoker import discovery, ids, metrics
 from weir_invoker.http2 import Endpoint
 from weir_invoker.ingress import Ingress
+from weir_invoker.leadership import Leadership
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, ProtocolViolation, type_name
 from weir_invoker.registry import normalized_subscription
 from weir_invoker.restate.pb import protocol_pb2 as pb
@@ -24,10 +25,21 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 
 
 class Operations:
-    def __init__(self, invoker: Invoker, ingress: Ingress, client: Client) -> None:
+    """Registry calls work on any invoker (the store is the truth; the active one reloads it); calls
+    that act on running invocations (Invoke, CancelInvocation, CompleteAwakeable) need the active
+    one: a standby answers UNAVAILABLE naming it."""
+
+    def __init__(self, invoker: Invoker, ingress: Ingress, client: Client, leadership: Leadership) -> None:
         self.invoker = invoker
         self.ingress = ingress
         self.client = client
+        self.leadership = leadership
+
+    async def _require_active(self) -> None:
+        if not self.leadership.active:
+            holder = await self.leadership.holder()
+            where = f"the active invoker is {holder}" if holder else "no invoker is active yet (register a deployment)"
+            raise UnavailableError(f"invoker {self.leadership.lease.holder} is standing by; {where}", active=holder)
 
     async def register_deployment(self, url: str) -> invoker_pb2.Deployment:
         """Errors: InvalidArgumentError (a bad URL), DiscoveryFailedError."""
@@ -38,6 +50,7 @@ class Operations:
         deployment = await discovery.discover(url)
         await self.invoker.ensure_stores()
         await self.invoker.registry.add_deployment(deployment)
+        await self.leadership.tick_now()  # the first deployment: an invoker can now take the lease
         return deployment
 
     async def create_subscription(self, requested: invoker_pb2.Subscription) -> invoker_pb2.Subscription:
@@ -50,7 +63,8 @@ class Operations:
             if other:
                 await self.client.stream_info(other)
         stored, _ = await self.invoker.registry.add_subscription(subscription)
-        self.ingress.start(stored)
+        if self.leadership.active:
+            self.ingress.start(stored)  # else the active invoker starts it when it reloads the registry
         return stored
 
     async def delete_subscription(self, subscription_id: str) -> None:
@@ -58,7 +72,8 @@ class Operations:
         await self.ingress.stop(subscription_id)
 
     async def invoke(self, request: invoker_pb2.InvokeRequest) -> invoker_pb2.Invocation:
-        """Errors: NoSuchHandlerError, InvalidArgumentError."""
+        """Errors: NoSuchHandlerError, InvalidArgumentError, UnavailableError (a standby)."""
+        await self._require_active()
         target = self.invoker.registry.target(request.service, request.handler)
         if target.keyed and not request.key:
             raise InvalidArgumentError(f"{request.service} is a {target.service.kind.lower()}: give a key")
@@ -112,10 +127,12 @@ class Operations:
 
     async def cancel(self, invocation_id: str) -> invoker_pb2.Invocation:
         ids.raw_of(invocation_id)
+        await self._require_active()
         return await self.invoker.cancel(invocation_id)
 
     async def complete_awakeable(self, request: invoker_pb2.CompleteAwakeableRequest) -> None:
         invocation_id, index = ids.parse_awakeable(request.id)
+        await self._require_active()
         if request.WhichOneof("result") == "failure":
             completion = pb.CompletionMessage(
                 failure=pb.Failure(code=request.failure.code, message=request.failure.message)

@@ -91,7 +91,9 @@ class Registry:
         self._services: dict[str, tuple[str, invoker_pb2.DeployedService]] = {}  # name -> (deployment id, service)
 
     async def load(self) -> None:
+        """Read the registry from the store again (what another invoker registered included)."""
         deployments, subscriptions = await self.store.load()
+        self.deployments, self._services = {}, {}
         for deployment in sorted(deployments, key=lambda item: item.registered_at_ms):
             self._add(deployment)
         self.subscriptions = {subscription.id: subscription for subscription in subscriptions}

@@ -44,6 +44,7 @@ from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import (
     PROMISE_STORE,
     STATE_STORE,
+    Fence,
     InvocationStore,
     Journal,
     JournalConflict,
@@ -100,13 +101,14 @@ class Invoker:
     def __init__(self, client: Client, settings: RuntimeSettings) -> None:
         self.client = client
         self.settings = settings
-        self.journals = JournalStore(client, settings.replicas, settings.journal_partitions)
-        self.invocations = InvocationStore(client, settings.replicas)
+        self.fence = Fence()  # the server points it at the lease: only the active invoker writes
+        self.journals = JournalStore(client, settings.replicas, settings.journal_partitions, self.fence)
+        self.invocations = InvocationStore(client, settings.replicas, self.fence)
         self.registry = Registry(RegistryStore(client, settings.replicas))
         self.entries = EntryActions(
             self,
-            StateStore(client, STATE_STORE, settings.replicas),
-            StateStore(client, PROMISE_STORE, settings.replicas),
+            StateStore(client, STATE_STORE, settings.replicas, self.fence),
+            StateStore(client, PROMISE_STORE, settings.replicas, self.fence),
         )
         self.active: dict[str, Active] = {}
         self.on_finished: list[Callable[[invoker_pb2.Invocation], object]] = []  # ingress: dead letters, replies
@@ -123,13 +125,11 @@ class Invoker:
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Load the registry and resume every unfinished invocation. The invoker's streams are
-        created when the first deployment is registered (`ensure_stores`), so a cluster that never
-        used the invoker has none of them."""
+        """Load the registry and resume every unfinished invocation (called when this invoker takes
+        the lease, which exists once a deployment was registered: the invoker's streams are created
+        then (`ensure_stores`), so a cluster that never used the invoker has none of them)."""
         with contextlib.suppress(NoSuchBucketError, NoSuchStreamError):
             await self.registry.load()
-        if not self.registry.deployments:
-            return
         await self.ensure_stores()
         unfinished = [record async for record in self.invocations.scan() if record.status not in TERMINAL]
         for record in sorted(unfinished, key=lambda item: item.ingest_order):

@@ -1,9 +1,12 @@
-"""The invoker process: the runtime, the subscriptions, weir.v1.Invoker with health and reflection
-on one gRPC port, Prometheus /metrics, and a clean stop on SIGTERM/SIGINT (open attempts are
-abandoned: each resumes from its journal at the next start)."""
+"""The invoker process: the lease (one active invoker per cluster, the others stand by), the
+runtime and the subscriptions while it holds it, weir.v1.Invoker with health and reflection on one
+gRPC port, Prometheus /metrics, and a clean stop on SIGTERM/SIGINT (open attempts are abandoned:
+each resumes from its journal under the next active invoker)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 
 import grpc
@@ -11,6 +14,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 from weir import Client
+from weir.errors import NoSuchBucketError, NoSuchStreamError
+from weir.kv import KeyValue
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_server import tls
 from weir_server.health_service import HealthServicer
@@ -18,12 +23,15 @@ from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_invoker.ingress import Ingress
+from weir_invoker.leadership import Leadership
+from weir_invoker.lease import Lease
 from weir_invoker.operations import Operations
 from weir_invoker.runtime import Invoker
 from weir_invoker.servicer import InvokerServicer
 from weir_invoker.settings import InvokerSettings
 
 logger = logging.getLogger(__name__)
+EXIT_LEASE_LOST = 3
 INVOKER_SERVICE = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"].full_name
 
 
@@ -44,6 +52,8 @@ class InvokerProcess:
         self.client: Client | None = None
         self.invoker: Invoker | None = None
         self.ingress: Ingress | None = None
+        self.leadership: Leadership | None = None
+        self._leadership_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         settings = self.settings
@@ -51,10 +61,13 @@ class InvokerProcess:
         self.client = Client(settings.routers)
         self.invoker = Invoker(self.client, settings.runtime())
         self.ingress = Ingress(self.invoker, self.client, settings.invoker_id)
-        await self.invoker.start()
-        for subscription in self.invoker.registry.subscriptions.values():
-            self.ingress.start(subscription)
-        operations = Operations(self.invoker, self.ingress, self.client)
+        with contextlib.suppress(NoSuchBucketError, NoSuchStreamError):
+            await self.invoker.registry.load()  # a standby answers registry calls from it too
+        lease = Lease(KeyValue(self.client), settings.invoker_id, settings.lease_ms)
+        self.invoker.fence.allowed = lambda: lease.held
+        self.leadership = Leadership(self.invoker, self.ingress, lease)
+        self._leadership_task = asyncio.get_running_loop().create_task(self.leadership.run())
+        operations = Operations(self.invoker, self.ingress, self.client, self.leadership)
         invoker_pb2_grpc.add_InvokerServicer_to_server(InvokerServicer(operations), self._server)
         self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
@@ -75,6 +88,10 @@ class InvokerProcess:
         write_ready_file(settings.ready_file, ready)
 
     async def stop(self) -> None:
+        if self._leadership_task is not None:
+            self._leadership_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._leadership_task
         for service in ("", INVOKER_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         await self._server.stop(self.settings.shutdown_grace_ms / 1000)
@@ -90,7 +107,14 @@ class InvokerProcess:
 
 
 async def serve(settings: InvokerSettings) -> None:
+    """Serve until SIGTERM/SIGINT, or until the lease is lost (then exit 3: a supervisor starts the
+    process again and it stands by)."""
     process = InvokerProcess(settings)
     await process.start()
-    await wait_for_stop_signal()
+    assert process.leadership is not None
+    stop = asyncio.ensure_future(wait_for_stop_signal())
+    lost = asyncio.ensure_future(process.leadership.lost.wait())
+    await asyncio.wait({stop, lost}, return_when=asyncio.FIRST_COMPLETED)
     await process.stop()
+    if lost.done():
+        raise SystemExit(EXIT_LEASE_LOST)

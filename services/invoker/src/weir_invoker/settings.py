@@ -77,6 +77,13 @@ class InvokerSettings(TlsSettings):
         le=366 * 24 * 3600 * 1000,
         description="How long a finished invocation's record (status, output) is kept.",
     )
+    lease_ms: int = Field(
+        10_000,
+        ge=1000,
+        le=600_000,
+        description="The active invoker's lease: a standby takes over this long after the active one stopped "
+        "renewing it (it renews every lease_ms / 3).",
+    )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
     ready_file: Path | None = Field(

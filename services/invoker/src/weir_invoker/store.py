@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from weir.client import NodeClient
 from weir.cluster import Client
 from weir.collections import Collections
-from weir.errors import AlreadyExistsError, NoSuchBucketError, WrongRevisionError
+from weir.errors import AlreadyExistsError, NoSuchBucketError, UnavailableError, WrongRevisionError
 from weir.kv import KeyValue, bucket_stream, is_delete
 from weir.v1 import collections_pb2, invoker_pb2, kv_pb2, streams_pb2, types_pb2
 
@@ -43,6 +43,21 @@ COMPLETION_RECORD = "completion"
 JOURNAL_PAGE = 1000
 MAX_JOURNAL_ENTRIES = 10_000  # a longer journal fails the invocation (bounds what one load holds)
 SCAN_PAGE = 1000
+
+
+class Fence:
+    """Whether this invoker may still write what only the active invoker writes (journals,
+    invocation records, state): `allowed` is the lease's `held` (lease.py), a local clock check, so
+    a process that was paused past its lease writes nothing more once it runs again. Every writing
+    method of the stores below asks it first. Errors: UnavailableError (retryable: the invocation
+    continues under the active invoker)."""
+
+    def __init__(self) -> None:
+        self.allowed: Callable[[], bool] = lambda: True
+
+    def check(self) -> None:
+        if not self.allowed():
+            raise UnavailableError("this invoker no longer holds the lease: the active invoker continues")
 
 
 class JournalConflict(Exception):
@@ -86,8 +101,9 @@ def add_record(journal: Journal, message: types_pb2.Message) -> None:
 
 
 class JournalStore:
-    def __init__(self, client: Client, replicas: int, partitions: int) -> None:
+    def __init__(self, client: Client, replicas: int, partitions: int, fence: Fence) -> None:
         self.client = client
+        self.fence = fence
         self.replicas = replicas
         self.partitions = partitions
 
@@ -136,6 +152,7 @@ class JournalStore:
     async def _append(
         self, journal: Journal, invocation_id: str, what: str, payload: bytes, headers: dict[str, str]
     ) -> None:
+        self.fence.check()
         ack = await self.client.publish(
             JOURNAL_STREAM,
             subject_of(invocation_id),
@@ -155,6 +172,7 @@ class JournalStore:
 
     async def delete(self, journal: Journal) -> None:
         """Remove a finished invocation's journal messages."""
+        self.fence.check()
         for start in range(0, len(journal.seqs), JOURNAL_PAGE):
             await self.client.delete_messages(
                 JOURNAL_STREAM, journal.partition, journal.seqs[start : start + JOURNAL_PAGE]
@@ -164,10 +182,11 @@ class JournalStore:
 class InvocationStore:
     """Invocation records in the bucket `invoker-invocations`."""
 
-    def __init__(self, client: Client, replicas: int) -> None:
+    def __init__(self, client: Client, replicas: int, fence: Fence) -> None:
         self.client = client
         self.kv = KeyValue(client)
         self.replicas = replicas
+        self.fence = fence
 
     async def ensure(self) -> None:
         request = kv_pb2.KvCreateBucketRequest(bucket=INVOCATIONS_BUCKET, replicas=self.replicas, history=1)
@@ -175,6 +194,7 @@ class InvocationStore:
 
     async def create(self, record: invoker_pb2.Invocation) -> tuple[invoker_pb2.Invocation, bool]:
         """Store `record` unless one with its id exists: (the stored record, created)."""
+        self.fence.check()
         try:
             await self.kv.create(INVOCATIONS_BUCKET, record.id, record.SerializeToString())
             return record, True
@@ -185,6 +205,7 @@ class InvocationStore:
             return existing, False
 
     async def put(self, record: invoker_pb2.Invocation, ttl_ms: int = 0) -> None:
+        self.fence.check()
         await self.kv.put(INVOCATIONS_BUCKET, record.id, record.SerializeToString(), ttl_ms=ttl_ms)
 
     async def get(self, invocation_id: str) -> invoker_pb2.Invocation | None:
@@ -262,11 +283,12 @@ def _key_of(field: str) -> bytes:
 class StateStore:
     """State (or promises) per object key, in a hash store: hash key `service/key`."""
 
-    def __init__(self, client: Client, name: str, replicas: int) -> None:
+    def __init__(self, client: Client, name: str, replicas: int, fence: Fence) -> None:
         self.collections = Collections(client)
         self.client = client
         self.name = name
         self.replicas = replicas
+        self.fence = fence
 
     async def ensure(self) -> None:
         request = collections_pb2.CreateHashStoreRequest(name=self.name, replicas=self.replicas)
@@ -286,9 +308,11 @@ class StateStore:
         return None if message is None else message.payload
 
     async def set(self, service: str, key: str, state_key: bytes, value: bytes) -> None:
+        self.fence.check()
         await self.collections.hash_set(self.name, self.object_key(service, key), _field_of(state_key), value)
 
     async def clear(self, service: str, key: str, state_key: bytes) -> None:
+        self.fence.check()
         await self.collections.hash_delete(self.name, self.object_key(service, key), _field_of(state_key))
 
     async def clear_all(self, service: str, key: str) -> None:
