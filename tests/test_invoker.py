@@ -20,7 +20,7 @@ from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_cli.launcher import InvokerHandle, LocalCluster
 
 from tests.conftest import eventually, start_cluster
-from tests.invoker.harness import APP, APP_REQUEST_RESPONSE, Deployment, invoker_stub, wait_for_status
+from tests.invoker.harness import APP, APP_REQUEST_RESPONSE, Deployment, invoker_stub, no_journals, wait_for_status
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -350,3 +350,12 @@ async def test_request_response_deployments_suspend_and_resume(
         await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))  # services move back
         request_response.kill()
         await asyncio.sleep(0)
+
+
+async def test_finished_invocations_leave_no_journal(stub: invoker_pb2_grpc.InvokerStub, sdk: Client) -> None:
+    """A finished invocation's journal is deleted (in batches, every 100 ms): once every invocation
+    of this module has finished, the journal stream holds no subject."""
+    listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest())
+    assert listed.invocations and all(i.status in FINISHED for i in listed.invocations)
+
+    await eventually(lambda: no_journals(sdk), 10, "every finished invocation's journal deleted")

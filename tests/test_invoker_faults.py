@@ -16,7 +16,7 @@ from weir.v1 import invoker_pb2
 from weir_cli.launcher import LocalCluster
 
 from tests.conftest import eventually, start_cluster
-from tests.invoker.harness import APP, Deployment, invoker_stub
+from tests.invoker.harness import APP, Deployment, invoker_stub, no_journals
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -143,6 +143,8 @@ async def test_a_killed_invoker_and_journal_primary_lose_nothing(cluster: LocalC
                 assert json.loads(got.invocation.output) == sum(deltas), (
                     f"state of {key} took an effect twice or lost one"
                 )
+            # journals the killed invoker had not deleted yet were collected when invoker-2 took over
+            await eventually(lambda: no_journals(sdk), 30, "no journal left behind")
     finally:
         await channel.close()
         invoker.kill()

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from weir import Client
+from weir.client import NodeClient
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_cli.asgi_serve import AsgiProcess
 
@@ -52,3 +54,16 @@ async def wait_for_status(
                 raise
         await asyncio.sleep(0.1)
     raise AssertionError(f"invocation {invocation_id} did not reach {statuses} in {timeout_s} s: {last}")
+
+
+async def no_journals(sdk: Client) -> bool:
+    """The journal stream holds no invocation's journal (every partition lists no `j.` subject)."""
+    route = await sdk.route("invoker:journal")
+    for partition in range(len(route.partitions)):
+
+        async def subjects(node: NodeClient, index: int = partition) -> list[str]:
+            return await node.list_subjects("invoker:journal", "j.", index)
+
+        if await sdk.on_leader("invoker:journal", partition, subjects):
+            return False
+    return True

@@ -1,8 +1,9 @@
 """What the runtime does for each journal entry an SDK sends, once it is stored (the specification's
 "Journal entries reference"), and what it re-arms when an invocation's journal is loaded again.
 
-- Input / Output / Run / Awakeable / custom entries: stored; nothing else (Run carries its result; an
-  Awakeable waits for CompleteAwakeable).
+- Run / Awakeable / custom entries: stored; nothing else (Run carries its result; an Awakeable waits
+  for CompleteAwakeable). Input is the record's (not stored again); Output is kept in memory until
+  End, when the record stores it.
 - SetState / ClearState / ClearAllState: applied to the state store after they are stored; a
   journal loaded by a new owner (after a restart) applies them again in order, so a crash between
   the two writes leaves no difference (an object's invocations run one at a time, so the journal
@@ -69,7 +70,11 @@ class EntryActions:
         store's (the attempt then fails and is retried), JournalConflict, ProtocolViolation."""
         entry = frame.decode()  # an entry that does not decode is refused before it is stored
         assert active.journal is not None
-        await self.invoker.journals.append_entry(active.journal, active.record.id, index, frame)
+        if frame.type != MessageType.OUTPUT or frame.requires_ack:
+            # The Output is kept only in memory: End follows it, and the invocation's record then
+            # stores the output; an attempt cut between the two runs again (its Run results replayed)
+            # and gives the same output. A trivial handler's journal so costs no write at all.
+            await self.invoker.journals.append_entry(active.journal, active.record.id, index, frame)
         active.journal.entries.append(frame)
         active.last_stored_ms = int(time.time() * 1000)
         if frame.completed or frame.type not in COMPLETABLE:

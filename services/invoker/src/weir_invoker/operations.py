@@ -16,7 +16,7 @@ from weir_invoker.leadership import Leadership
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, ProtocolViolation, type_name
 from weir_invoker.registry import normalized_subscription
 from weir_invoker.restate.pb import protocol_pb2 as pb
-from weir_invoker.runtime import Invoker
+from weir_invoker.runtime import Invoker, input_frame
 from weir_invoker.store import Journal
 
 DEFAULT_LIST_LIMIT = 1000
@@ -122,7 +122,7 @@ class Operations:
             invoker_pb2.INVOCATION_STATUS_FAILED,
             invoker_pb2.INVOCATION_STATUS_CANCELLED,
         )
-        journal = Journal() if finished else await self.invoker.journals.load(invocation_id)
+        journal = Journal() if finished else await self.invoker.journals.load(invocation_id, input_frame(record))
         return record, describe_journal(journal, invocation_id)
 
     async def cancel(self, invocation_id: str) -> invoker_pb2.Invocation:

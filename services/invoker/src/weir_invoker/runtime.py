@@ -54,6 +54,8 @@ from weir_invoker.store import (
 )
 
 logger = logging.getLogger(__name__)
+DELETE_FLUSH_MS = 100  # finished journals are deleted in batches this often
+DELETE_FLUSH_SEQS = 10_000  # or at once when this many seqs wait
 Status = invoker_pb2.InvocationStatus
 TERMINAL = (Status.INVOCATION_STATUS_COMPLETED, Status.INVOCATION_STATUS_FAILED, Status.INVOCATION_STATUS_CANCELLED)
 
@@ -82,11 +84,19 @@ class Active:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # orders completions with an attempt's set-up
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     attempt: Attempt | None = None
+    fresh: bool = False  # admitted by this process just now: no journal stored yet
     cancelled: bool = False
     failures_in_row: int = 0
     state_synced: bool = False
     last_stored_ms: int = 0
     task: asyncio.Task[None] | None = None
+
+
+def input_frame(record: invoker_pb2.Invocation) -> Frame:
+    """The journal's entry 0, from the record (pure)."""
+    entry = pb.InputEntryMessage(value=record.input)
+    entry.headers.extend(pb.Header(key=header.key, value=header.value) for header in record.headers)
+    return Frame(MessageType.INPUT, 0, entry.SerializeToString())
 
 
 def completed_indexes(journal: Journal) -> set[int]:
@@ -132,9 +142,25 @@ class Invoker:
             await self.registry.load()
         await self.ensure_stores()
         unfinished = [record async for record in self.invocations.scan() if record.status not in TERMINAL]
+        orphans = await self.journals.collect_orphans({record.id for record in unfinished})
         for record in sorted(unfinished, key=lambda item: item.ingest_order):
             self._schedule(Active(record))
-        logger.info("invoker: %d unfinished invocations resumed", len(unfinished))
+        self._spawn(self._delete_finished_journals(), "journal-deletes")
+        logger.info(
+            "invoker: %d unfinished invocations resumed, %d orphaned journals deleted", len(unfinished), orphans
+        )
+
+    async def _delete_finished_journals(self) -> None:
+        """Every DELETE_FLUSH_MS, delete the journals of the invocations that finished since."""
+        while True:
+            await asyncio.sleep(DELETE_FLUSH_MS / 1000)
+            await self._flush_deletes()
+
+    async def _flush_deletes(self) -> None:
+        try:
+            await self.journals.flush()
+        except WeirError as error:  # left for the next take-over's orphan collection
+            logger.warning("invoker: deleting finished journals failed: %s", error)
 
     async def ensure_stores(self) -> None:
         """Create the journal stream, the buckets and the hash stores (idempotent)."""
@@ -145,6 +171,8 @@ class Invoker:
         self._stores_ready = True
 
     async def stop(self) -> None:
+        if self._stores_ready:
+            await self._flush_deletes()
         for task in [*self._tasks, *self._timers.values()]:
             task.cancel()
         for task in [*self._tasks, *self._timers.values()]:
@@ -196,7 +224,7 @@ class Invoker:
             return
         if stored.id not in self.active:
             # a record created just now has no journal yet: its first attempt need not read one
-            self._schedule(Active(stored, journal=Journal() if created else None))
+            self._schedule(Active(stored, fresh=created))
 
     def _schedule(self, active: Active) -> None:
         record = active.record
@@ -292,20 +320,16 @@ class Invoker:
         return outcome
 
     async def _prepare(self, active: Active, target: Target) -> tuple[Attempt, StartPlan | None]:
-        """Load the journal (storing the Input entry first time), re-arm what it waits on, and plan
-        the replay; plan None when the journal already holds the output (nothing to invoke)."""
+        """Load the journal (its Input entry is the record's input: the record keeps it until the
+        invocation ends, so it is not stored twice), re-arm what it waits on, and plan the replay;
+        plan None when the journal already holds the output (nothing to invoke)."""
         record = active.record
-        if active.journal is not None and not active.journal.entries:  # admitted just now: nothing stored
-            journal = active.journal
-            journal.partition = await self.journals.partition_of(record.id)
+        if active.fresh:  # admitted just now: nothing is stored but its record
+            partition = await self.journals.partition_of(record.id)
+            journal = Journal(entries=[input_frame(record)], partition=partition)
+            active.fresh = False
         else:
-            journal = await self.journals.load(record.id)
-        if not journal.entries:
-            input_entry = pb.InputEntryMessage(value=record.input)
-            input_entry.headers.extend(pb.Header(key=h.key, value=h.value) for h in record.headers)
-            frame = Frame(MessageType.INPUT, 0, input_entry.SerializeToString())
-            await self.journals.append_entry(journal, record.id, 0, frame)
-            journal.entries.append(frame)
+            journal = await self.journals.load(record.id, input_frame(record))
         active.journal = journal
         active.completed = completed_indexes(journal)
         if not active.state_synced and target.keyed:
@@ -369,7 +393,7 @@ class Invoker:
     async def _wait_for_completion(self, active: Active, waiting_on: list[int], resumed: bool) -> None:
         if resumed:  # a restarted invoker: load the journal and arm its timers, calls and promises again
             async with active.lock:
-                active.journal = await self.journals.load(active.record.id)
+                active.journal = await self.journals.load(active.record.id, input_frame(active.record))
                 active.completed = completed_indexes(active.journal)
                 await self.entries.rearm(active)
         with metrics.SUSPENDED.track_inprogress():
@@ -434,8 +458,9 @@ class Invoker:
             await self._complete_parent(record)
         await self.invocations.put(record, ttl_ms=self.settings.completed_retention_ms)
         if active.journal is not None:
-            with contextlib.suppress(WeirError):
-                await self.journals.delete(active.journal)
+            self.journals.delete_later(active.journal)
+            if self.journals.doomed >= DELETE_FLUSH_SEQS:
+                await self._flush_deletes()
         metrics.FINISHED.labels(
             invoker_pb2.InvocationStatus.Name(status).removeprefix("INVOCATION_STATUS_").lower()
         ).inc()
@@ -462,7 +487,7 @@ class Invoker:
             raise NoSuchInvocationError(f"invocation {invocation_id} is not running here (finished or unknown)")
         async with active.lock:
             if active.journal is None:
-                active.journal = await self.journals.load(invocation_id)
+                active.journal = await self.journals.load(invocation_id, input_frame(active.record))
                 active.completed = completed_indexes(active.journal)
             if index in active.completed:
                 return False

@@ -1,9 +1,10 @@
 """Where the invoker keeps what must survive it: all in Weir, replicated like any stream.
 
 - Journals: the stream `invoker:journal` (`journal_partitions` partitions). Invocation I's journal
-  is the subject `j.I` in the partition of key I; each journal entry and each completion is one
-  message (headers: record kind, entry index, message type, header flags; payload: the protocol
-  message as the SDK sent it), published with ack level all and the message id `I/<kind>/<index>`,
+  is the subject `j.I` in the partition of key I; each journal entry after the Input (entry 0 is
+  the input the invocation's record keeps until it ends) and each completion is one message
+  (headers: record kind, entry index, message type, header flags; payload: the protocol message as
+  the SDK sent it), published with ack level all and the message id `I/<kind>/<index>`,
   so a retried append is stored once. The stream reads and delivers only up to its high watermark:
   an entry once read is never taken back by a failover.
 - Invocation records: the key-value bucket `invoker-invocations` (key = invocation id, value = a
@@ -41,6 +42,8 @@ FLAGS_HEADER = "weir-journal-flags"
 ENTRY_RECORD = "entry"
 COMPLETION_RECORD = "completion"
 JOURNAL_PAGE = 1000
+DELETE_BATCH = 10_000  # seqs per PurgePartition (the node's bound)
+ORPHAN_SCAN = 10_000  # journal subjects per partition looked at for orphans at a take-over
 MAX_JOURNAL_ENTRIES = 10_000  # a longer journal fails the invocation (bounds what one load holds)
 SCAN_PAGE = 1000
 
@@ -104,6 +107,7 @@ class JournalStore:
     def __init__(self, client: Client, replicas: int, partitions: int, fence: Fence) -> None:
         self.client = client
         self.fence = fence
+        self._doomed: dict[int, list[int]] = {}  # partition -> seqs of finished journals
         self.replicas = replicas
         self.partitions = partitions
 
@@ -120,10 +124,11 @@ class JournalStore:
     async def partition_of(self, invocation_id: str) -> int:
         return await self.client.partition_for(JOURNAL_STREAM, invocation_id.encode())
 
-    async def load(self, invocation_id: str) -> Journal:
-        """The journal as stored (up to the high watermark), in order."""
+    async def load(self, invocation_id: str, input_entry: Frame) -> Journal:
+        """The journal: `input_entry` (entry 0, kept in the invocation's record), then the entries
+        and completions stored (up to the high watermark), in order."""
         partition = await self.partition_of(invocation_id)
-        journal = Journal(partition=partition)
+        journal = Journal(entries=[input_entry], partition=partition)
         subject = subject_of(invocation_id)
         from_seq = 0
         while True:
@@ -170,13 +175,45 @@ class JournalStore:
                 raise JournalConflict(f"journal {invocation_id} already holds another {what}")
         journal.seqs.append(ack.seq)
 
-    async def delete(self, journal: Journal) -> None:
-        """Remove a finished invocation's journal messages."""
-        self.fence.check()
-        for start in range(0, len(journal.seqs), JOURNAL_PAGE):
-            await self.client.delete_messages(
-                JOURNAL_STREAM, journal.partition, journal.seqs[start : start + JOURNAL_PAGE]
-            )
+    def delete_later(self, journal: Journal) -> None:
+        """Queue a finished invocation's journal messages for deletion: `flush` removes what is
+        queued per partition in one PurgePartition (at most DELETE_BATCH seqs each). Messages a
+        crash left behind are found by `collect_orphans` when an invoker takes the lease."""
+        if journal.seqs:
+            self._doomed.setdefault(journal.partition, []).extend(journal.seqs)
+
+    @property
+    def doomed(self) -> int:
+        """Seqs queued for deletion."""
+        return sum(len(seqs) for seqs in self._doomed.values())
+
+    async def flush(self) -> None:
+        """Delete what `delete_later` queued (each partition's seqs in batches)."""
+        doomed, self._doomed = self._doomed, {}
+        for partition, seqs in doomed.items():
+            for start in range(0, len(seqs), DELETE_BATCH):
+                self.fence.check()
+                await self.client.delete_messages(JOURNAL_STREAM, partition, seqs[start : start + DELETE_BATCH])
+
+    async def collect_orphans(self, unfinished: set[str]) -> int:
+        """Delete the journals of invocations that are not unfinished (a crash between an
+        invocation's end and the deletion of its journal left them); returns how many. At most
+        ORPHAN_SCAN subjects per partition are looked at (the rest at the next take-over)."""
+        collected = 0
+        for partition in range(self.partitions):
+
+            async def subjects(node: NodeClient, index: int = partition) -> list[str]:
+                return await node.list_subjects(JOURNAL_STREAM, "j.", index, ORPHAN_SCAN)
+
+            for subject in await self.client.on_leader(JOURNAL_STREAM, partition, subjects):
+                invocation_id = subject.removeprefix("j.")
+                if invocation_id in unfinished:
+                    continue
+                journal = await self.load(invocation_id, Frame(0, 0, b""))
+                self.delete_later(journal)
+                collected += 1
+        await self.flush()
+        return collected
 
 
 class InvocationStore:
