@@ -352,6 +352,30 @@ async def test_request_response_deployments_suspend_and_resume(
         await asyncio.sleep(0)
 
 
+async def test_more_invocations_than_a_deployment_serves_on_one_connection(
+    stub: invoker_pb2_grpc.InvokerStub, sdk: Client
+) -> None:
+    """hypercorn ends an HTTP/2 connection after 1,000 requests (a GOAWAY): the invoker moves to a
+    new connection before that, so 1,500 invocations each finish in their first attempt, none hangs."""
+    await sdk.create_stream(stream_config("reads", subjects=["reads.>"], partitions=4))
+    subscription = invoker_pb2.Subscription(stream="reads", service="counter", handler="current")
+    created = await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+    futures = [await sdk.publish_nowait("reads", "reads.one", b"null", key=b"r%d" % (n % 50)) for n in range(1500)]
+    await sdk.flush()
+    for future in futures:
+        await future
+
+    async def all_done() -> bool:
+        listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter", limit=10_000))
+        mine = [i for i in listed.invocations if i.subscription_id == created.subscription.id and i.status in FINISHED]
+        return len(mine) == 1500
+
+    await eventually(all_done, 90, "1,500 invocations finished")
+    listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="counter", limit=10_000))
+    mine = [i for i in listed.invocations if i.subscription_id == created.subscription.id]
+    assert {(i.status, i.attempts) for i in mine} == {(Status.INVOCATION_STATUS_COMPLETED, 1)}
+
+
 async def test_finished_invocations_leave_no_journal(stub: invoker_pb2_grpc.InvokerStub, sdk: Client) -> None:
     """A finished invocation's journal is deleted (in batches, every 100 ms): once every invocation
     of this module has finished, the journal stream holds no subject."""

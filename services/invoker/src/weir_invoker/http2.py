@@ -23,10 +23,12 @@ from grpclib.exceptions import StreamTerminatedError
 from grpclib.protocol import AbstractHandler, H2Protocol, Stream
 from grpclib.utils import Wrapper
 from h2.config import H2Configuration
+from h2.exceptions import H2Error
 
 from weir_invoker.protocol import HEADER_BYTES, Frame, ProtocolViolation, parse_header
 
 CONNECT_TIMEOUT_S = 5.0
+OPEN_STREAM_TIMEOUT_S = 5.0
 
 
 class DeploymentUnreachable(Exception):
@@ -81,6 +83,10 @@ class Connection:
     def __init__(self, endpoint: Endpoint, protocol: H2Protocol) -> None:
         self.endpoint = endpoint
         self._protocol = protocol
+        self._given_up = False
+        self.streams_opened = 0
+        self.open_streams = 0
+        self.retired = False  # no new attempt should use it (one already given it still may)
 
     @classmethod
     async def open(cls, endpoint: Endpoint, ssl_context: ssl.SSLContext | None = None) -> Connection:
@@ -109,10 +115,24 @@ class Connection:
 
     @property
     def closed(self) -> bool:
-        return self._protocol.connection.is_closing()
+        return self._given_up or self._protocol.connection.is_closing()
 
     def close(self) -> None:
+        self._given_up = True
         self._protocol.processor.close("closed by the invoker")
+
+    def retire(self) -> None:
+        """Open no more streams on it; close it once its open streams have ended (the caller
+        closes it if none was open by then: an attempt may hold it between choosing it and opening
+        its stream). (Servers end a
+        connection after so many requests, hypercorn after keep_alive_max_requests, 1,000, with a
+        GOAWAY on which grpclib drops the streams still open: a connection is retired first.)"""
+        self.retired = True
+
+    def _stream_ended(self) -> None:
+        self.open_streams -= 1
+        if self.retired and self.open_streams == 0:
+            self._protocol.processor.close("retired")
 
     async def request(
         self, method: str, path: str, headers: Sequence[tuple[str, str]] = (), *, end_stream: bool = False
@@ -130,11 +150,28 @@ class Connection:
             *headers,
         ]
         client_stream = ClientStream(stream)
-        with client_stream.guard():
-            release = await stream.send_request(
-                request_headers, end_stream=end_stream, _processor=self._protocol.processor
-            )
-        client_stream.release = release
+        opening = stream.send_request(request_headers, end_stream=end_stream, _processor=self._protocol.processor)
+        try:
+            with client_stream.guard():
+                # grpclib waits for a stream to close when the deployment's max concurrent streams
+                # are open; on a connection the deployment is closing (a GOAWAY: hypercorn sends one
+                # after keep_alive_max_requests) none ever will, so the wait is bounded and the
+                # connection given up: the attempt fails and the next one opens a new connection
+                release = await asyncio.wait_for(opening, OPEN_STREAM_TIMEOUT_S)
+        except (TimeoutError, StreamTerminatedError, H2Error) as error:
+            # h2 refuses new streams on a connection the deployment closed (GOAWAY) before grpclib
+            # has closed its transport: that connection is given up too
+            self.close()
+            reason = str(error) or type(error).__name__
+            raise DeploymentUnreachable(f"no stream to {self.endpoint.authority} opened: {reason}") from None
+        self.streams_opened += 1
+        self.open_streams += 1
+
+        def ended() -> None:
+            release()
+            self._stream_ended()
+
+        client_stream.release = ended
         return client_stream
 
 

@@ -54,6 +54,8 @@ from weir_invoker.store import (
 )
 
 logger = logging.getLogger(__name__)
+DRIVER_RETRY_MAX_S = 30.0
+MAX_STREAMS_PER_CONNECTION = 900  # then a new connection (hypercorn ends one after 1,000 requests)
 DELETE_FLUSH_MS = 100  # finished journals are deleted in batches this often
 DELETE_FLUSH_SEQS = 10_000  # or at once when this many seqs wait
 Status = invoker_pb2.InvocationStatus
@@ -126,6 +128,8 @@ class Invoker:
         self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._promise_waiters: dict[tuple[str, str, str], set[tuple[str, int]]] = {}
         self._connections: dict[str, Connection] = {}
+        self._retired: list[Connection] = []  # connections rotated out, closed once idle
+        self._connecting = asyncio.Lock()
         self._attempt_slots = asyncio.Semaphore(settings.max_concurrent_attempts)
         self._room = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -178,7 +182,7 @@ class Invoker:
         for task in [*self._tasks, *self._timers.values()]:
             with contextlib.suppress(BaseException):
                 await task
-        for connection in self._connections.values():
+        for connection in [*self._connections.values(), *self._retired]:
             connection.close()
 
     def _spawn(self, coroutine: object, name: str) -> asyncio.Task[None]:
@@ -258,27 +262,39 @@ class Invoker:
     # -- driving -------------------------------------------------------------------------------------
 
     async def _drive(self, active: Active) -> None:
+        """Drive `active` to its end. An unexpected failure (a store unreachable for longer than
+        the client's retries, a bug) does not abandon it: the driver waits (doubling from 1 s to
+        DRIVER_RETRY_MAX_S) and goes on from its record and journal, as after a restart."""
+        failures = 0
+        while True:
+            try:
+                await self._drive_once(active)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                failures += 1
+                delay_s = min(DRIVER_RETRY_MAX_S, 2.0 ** (failures - 1))
+                logger.exception("invocation %s: driving it failed; going on in %g s", active.record.id, delay_s)
+                await asyncio.sleep(delay_s)
+
+    async def _drive_once(self, active: Active) -> None:
         record = active.record
-        try:
-            if record.status == Status.INVOCATION_STATUS_SUSPENDED:
-                await self._wait_for_completion(active, list(record.waiting_on_entries), resumed=True)
-            elif record.status == Status.INVOCATION_STATUS_BACKING_OFF:
-                await self._sleep_until(active, record.next_retry_at_ms)
-            await self._sleep_until(active, record.not_before_ms)
-            while not active.cancelled:
-                outcome = await self._attempt(active)
-                if outcome.kind == "ended":
-                    await self._ended(active)
-                    return
-                if outcome.kind == "suspended":
-                    await self._suspend(active, outcome.waiting_on)
-                elif outcome.kind == "failed" and not active.cancelled and await self._failed(active, outcome):
-                    return
-            await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a bug or a store that stays down: the invocation resumes at the next start
-            logger.exception("invocation %s: driver stopped", record.id)
+        if record.status == Status.INVOCATION_STATUS_SUSPENDED:
+            await self._wait_for_completion(active, list(record.waiting_on_entries), resumed=True)
+        elif record.status == Status.INVOCATION_STATUS_BACKING_OFF:
+            await self._sleep_until(active, record.next_retry_at_ms)
+        await self._sleep_until(active, record.not_before_ms)
+        while not active.cancelled:
+            outcome = await self._attempt(active)
+            if outcome.kind == "ended":
+                await self._ended(active)
+                return
+            if outcome.kind == "suspended":
+                await self._suspend(active, outcome.waiting_on)
+            elif outcome.kind == "failed" and not active.cancelled and await self._failed(active, outcome):
+                return
+        await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
 
     async def _sleep_until(self, active: Active, deadline_ms: int) -> None:
         while not active.cancelled and (wait := deadline_ms - now_ms()) > 0:
@@ -361,11 +377,20 @@ class Invoker:
         return attempt, StartPlan(start, journal.entries, journal.completions)
 
     async def _connection(self, target: Target) -> Connection:
-        connection = self._connections.get(target.deployment.id)
-        if connection is None or connection.closed:
-            connection = await Connection.open(Endpoint.parse(target.deployment.url))
-            self._connections[target.deployment.id] = connection
-        return connection
+        """The deployment's connection: one at a time (attempts share it), a new one once it was
+        used for MAX_STREAMS_PER_CONNECTION streams or closed. Errors: DeploymentUnreachable."""
+        async with self._connecting:
+            connection = self._connections.get(target.deployment.id)
+            if connection is not None and connection.streams_opened >= MAX_STREAMS_PER_CONNECTION:
+                connection.retire()
+                for idle in [old for old in self._retired if old.open_streams == 0]:  # retired a rotation ago
+                    idle.close()
+                    self._retired.remove(idle)
+                self._retired.append(connection)
+            if connection is None or connection.closed or connection.retired:
+                connection = await Connection.open(Endpoint.parse(target.deployment.url))
+                self._connections[target.deployment.id] = connection
+            return connection
 
     async def _suspend(self, active: Active, waiting_on: list[int]) -> None:
         record = active.record

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -106,12 +107,34 @@ class InvokerProcess:
         logger.info("invoker %s stopped", self.settings.invoker_id)
 
 
+def awaiting(task: asyncio.Task[object]) -> str:
+    """Where a task waits: its chain of awaited coroutines, outermost first."""
+    where: list[str] = []
+    current: object = task.get_coro()
+    while current is not None and len(where) < 16:
+        frame = getattr(current, "cr_frame", None) or getattr(current, "gi_frame", None)
+        if frame is None:
+            where.append(type(current).__name__)
+            break
+        where.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        current = getattr(current, "cr_await", None) or getattr(current, "gi_yieldfrom", None)
+    return " -> ".join(where)
+
+
+def log_task_stacks() -> None:
+    """SIGUSR1: log where every task of the invoker waits (an operator's view of a stuck attempt)."""
+    tasks = asyncio.all_tasks()
+    lines = [f"{len(tasks)} tasks:", *(f"  {task.get_name()}: {awaiting(task)}" for task in tasks)]
+    logger.warning("\n".join(lines))
+
+
 async def serve(settings: InvokerSettings) -> None:
     """Serve until SIGTERM/SIGINT, or until the lease is lost (then exit 3: a supervisor starts the
     process again and it stands by)."""
     process = InvokerProcess(settings)
     await process.start()
     assert process.leadership is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, log_task_stacks)
     stop = asyncio.ensure_future(wait_for_stop_signal())
     lost = asyncio.ensure_future(process.leadership.lost.wait())
     await asyncio.wait({stop, lost}, return_when=asyncio.FIRST_COMPLETED)
