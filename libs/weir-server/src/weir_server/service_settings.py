@@ -17,6 +17,8 @@ from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, ValidationError
 from pydantic_settings import BaseSettings, CliSettingsSource, SettingsError
+from weir.cluster import router_addresses
+from weir.errors import WeirError
 
 Settings = TypeVar("Settings", bound=BaseSettings)
 
@@ -33,6 +35,20 @@ def _known_log_level(value: str) -> str:
 
 LogLevel = Annotated[str, AfterValidator(_known_log_level)]
 """A service's `log_level` setting: a Python logging level name, any case, stored upper-cased."""
+
+
+def _router_list(value: str) -> str:
+    """`value` if it is a 'host:port,host:port' list of routers; ValueError saying what is wrong if not."""
+    try:
+        router_addresses(value)
+    except WeirError as error:
+        raise ValueError(error.message) from None
+    return value
+
+
+RouterList = Annotated[str, AfterValidator(_router_list)]
+"""A service's `routers` setting: the cluster's routers, the SDK's bootstrap (gateway, Numaflow
+source, invoker)."""
 
 
 def load_settings(settings_cls: type[Settings], prog: str, argv: Sequence[str] | None = None) -> Settings:

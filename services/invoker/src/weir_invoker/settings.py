@@ -5,11 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
-from weir.cluster import router_addresses
-from weir.errors import WeirError
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogLevel, RouterList
 from weir_server.tls import TlsSettings
 
 from weir_invoker.runtime import RuntimeSettings
@@ -30,7 +28,7 @@ class InvokerSettings(TlsSettings):
         7720, ge=0, le=65535, description="gRPC port of weir.v1.Invoker, the operator API (0 = pick one)."
     )
     metrics_port: int = Field(7723, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
-    routers: str = Field(
+    routers: RouterList = Field(
         "127.0.0.1:7501", description="The Weir cluster's routers, 'host:port,host:port' (the SDK's bootstrap)."
     )
     replicas: int = Field(
@@ -89,15 +87,6 @@ class InvokerSettings(TlsSettings):
     ready_file: Path | None = Field(
         None, description="When set, the invoker writes its bound ports here as JSON once it serves."
     )
-
-    @field_validator("routers")
-    @classmethod
-    def _routers_parse(cls, value: str) -> str:
-        try:
-            router_addresses(value)
-        except WeirError as error:
-            raise ValueError(error.message) from None
-        return value
 
     def runtime(self) -> RuntimeSettings:
         return RuntimeSettings(

@@ -10,10 +10,9 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
-from weir.cluster import router_addresses
 from weir.errors import WeirError
 from weir.subjects import validate_name, validate_pattern
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogLevel, RouterList
 from weir_server.tls import TlsSettings
 
 # Where Numaflow's data plane looks for a user-defined source (pynumaflow's defaults).
@@ -39,7 +38,7 @@ class NumaflowSourceSettings(TlsSettings):
     model_config = SettingsConfigDict(env_prefix="WEIR_NUMAFLOW_SOURCE_", extra="ignore")
     tls_needs_identity: ClassVar[bool] = False  # it calls the client ports only; a certificate is optional
 
-    routers: str = Field(
+    routers: RouterList = Field(
         "127.0.0.1:7501", description="The Weir cluster's routers, 'host:port,host:port' (the SDK's bootstrap)."
     )
     stream: str = Field(..., description="The Weir stream this source reads (required).")
@@ -97,15 +96,6 @@ class NumaflowSourceSettings(TlsSettings):
         None,
         description="When set, the sidecar writes its pid, metrics port and socket path here as JSON once it serves.",
     )
-
-    @field_validator("routers")
-    @classmethod
-    def _routers_parse(cls, value: str) -> str:
-        try:
-            router_addresses(value)
-        except WeirError as error:
-            raise ValueError(error.message) from None
-        return value
 
     @field_validator("stream", "consumer")
     @classmethod
