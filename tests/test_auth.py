@@ -591,6 +591,57 @@ async def test_a_gateway_serves_only_known_users_within_their_grants(cluster: Lo
     assert await message_count(cluster, "payments") == before + 3
 
 
+async def test_the_invoker_serves_only_known_users_within_their_grants(cluster: LocalCluster, orders: str) -> None:
+    """With the cluster's auth file the invoker's operator port (weir.v1.Invoker) wants a user's
+    Bearer token and the grant its permission table names (invoker permissions: read for listings,
+    publish for Invoke, admin for deployments, admin on the source stream for a subscription)."""
+    from weir.v1 import invoker_pb2, invoker_pb2_grpc
+
+    assert cluster.tls_dir is not None
+    invoker = await asyncio.to_thread(cluster.start_invoker, "auth-invoker")
+    credentials = grpc.ssl_channel_credentials((cluster.tls_dir / "ca.pem").read_bytes())
+    calls: dict[str, Callable[[invoker_pb2_grpc.InvokerStub, Any], Awaitable[Any]]] = {
+        "list invocations": lambda stub, metadata: stub.ListInvocations(
+            invoker_pb2.ListInvocationsRequest(), metadata=metadata, timeout=10
+        ),
+        "register a deployment": lambda stub, metadata: stub.RegisterDeployment(
+            invoker_pb2.RegisterDeploymentRequest(url="ftp://not-a-deployment"), metadata=metadata, timeout=10
+        ),
+        "subscribe to orders": lambda stub, metadata: stub.CreateSubscription(
+            invoker_pb2.CreateSubscriptionRequest(
+                subscription=invoker_pb2.Subscription(stream="orders", service="s", handler="h")
+            ),
+            metadata=metadata,
+            timeout=10,
+        ),
+    }
+    outcomes: dict[tuple[str, str], str] = {}
+    try:
+        async with grpc.aio.secure_channel(invoker.address, credentials) as channel:
+            stub = invoker_pb2_grpc.InvokerStub(channel)
+            for who, token in (("anonymous", ""), ("dashboard", DASHBOARD), ("ops", ADMIN)):
+                metadata = (("authorization", f"Bearer {token}"),) if token else ()
+                for what, call in calls.items():
+                    try:
+                        await call(stub, metadata)
+                        outcomes[(who, what)] = "OK"
+                    except grpc.aio.AioRpcError as error:
+                        outcomes[(who, what)] = error.code().name
+    finally:
+        await asyncio.to_thread(invoker.stop)
+    assert outcomes == {
+        ("anonymous", "list invocations"): "UNAUTHENTICATED",
+        ("anonymous", "register a deployment"): "UNAUTHENTICATED",
+        ("anonymous", "subscribe to orders"): "UNAUTHENTICATED",
+        ("dashboard", "list invocations"): "PERMISSION_DENIED",  # read on ord* only, not invoker:*
+        ("dashboard", "register a deployment"): "PERMISSION_DENIED",
+        ("dashboard", "subscribe to orders"): "PERMISSION_DENIED",
+        ("ops", "list invocations"): "OK",
+        ("ops", "register a deployment"): "INVALID_ARGUMENT",  # allowed; the URL is then refused
+        ("ops", "subscribe to orders"): "NOT_FOUND",  # allowed; no deployment serves s/h
+    }
+
+
 async def _seed_publishes(channel: grpc.aio.Channel) -> dict[str, str]:
     """A waymaker.streams Publish as each caller (a Bearer token, as for kafka-pixy): its outcome."""
     from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from google.protobuf import message_factory
 from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameError
 from weir.v1 import invoker_pb2, types_pb2
 from weir_invoker import ids
+from weir_invoker import permissions as invoker_permissions
 from weir_invoker.attempt import StartPlan, start_message
 from weir_invoker.discovery import deployment_id, parse_manifest
 from weir_invoker.http2 import Endpoint
@@ -40,6 +42,7 @@ from weir_invoker.store import (
     Journal,
     add_record,
 )
+from weir_server.permissions import Requirement
 
 
 def test_a_frame_is_an_eight_byte_header_and_the_message() -> None:
@@ -247,3 +250,19 @@ def test_a_journal_folds_its_stored_messages_first_copy_wins() -> None:
     [_, awakeable] = describe_journal(awaiting, ids.for_message("s", "t", 0, 1))
     assert ids.parse_awakeable(awakeable.summary) == (ids.for_message("s", "t", 0, 1), 1)
     assert not awakeable.completed
+
+
+def test_every_invoker_call_needs_a_named_permission() -> None:
+    """Each weir.v1.Invoker method maps to an action on the invoker's stream (a subscription: admin
+    on its source stream); nothing else on the port is callable by a user."""
+    service = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"]
+    for method in service.methods:
+        request = message_factory.GetMessageClass(method.input_type)()
+        needed = invoker_permissions.requirement(f"/{service.full_name}/{method.name}", request)
+        assert needed is not None and needed.action in ("read", "publish", "admin"), method.name
+    subscribe = invoker_pb2.CreateSubscriptionRequest(subscription=invoker_pb2.Subscription(stream="orders"))
+    assert invoker_permissions.requirement("/weir.v1.Invoker/CreateSubscription", subscribe) == Requirement(
+        "admin", "orders"
+    )
+    assert invoker_permissions.requirement("/weir.v1.Invoker/Invoke", None) == Requirement("publish", "invoker:journal")
+    assert invoker_permissions.requirement("/weir.v1.Streams/Publish", None) is None

@@ -834,8 +834,13 @@ class LocalCluster:
     def start_invoker(
         self, name: str = "invoker", env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
     ) -> InvokerHandle:
-        """Start an invoker against this cluster's routers (not added to the cluster's processes)."""
-        settings = {"WEIR_INVOKER_ROUTERS": ",".join(self.router_addresses), **(env or {})}
+        """Start an invoker against this cluster's routers (not added to the cluster's processes); with
+        the cluster's auth file its operator port serves only its users."""
+        settings = {
+            "WEIR_INVOKER_ROUTERS": ",".join(self.router_addresses),
+            **({"WEIR_INVOKER_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
+            **(env or {}),
+        }
         handle = InvokerHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
         handle.start()
         return handle

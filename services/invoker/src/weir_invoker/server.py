@@ -19,10 +19,13 @@ from weir.errors import NoSuchBucketError, NoSuchStreamError
 from weir.kv import KeyValue
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_server import tls
+from weir_server.access import AuthInterceptor
+from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
 
+from weir_invoker import permissions
 from weir_invoker.ingress import Ingress
 from weir_invoker.leadership import Leadership
 from weir_invoker.lease import Lease
@@ -42,8 +45,15 @@ class InvokerProcess:
         self.port = 0
         self.metrics_port = 0
         self._health = HealthServicer()
+        access: list[grpc.aio.ServerInterceptor] = []
+        if settings.auth_file is not None:  # the cluster's users, within their grants (permissions.py)
+            authenticator = Authenticator(settings.auth_file, settings.service_token_file, settings.default_rate())
+            access = [
+                AuthInterceptor(authenticator, requirement=permissions.requirement, prefixes=(f"/{INVOKER_SERVICE}/",))
+            ]
         self._server = grpc.aio.server(
-            options=[("grpc.so_reuseport", 0)], interceptors=[UndecodableRequestInterceptor()]
+            options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
+            interceptors=[UndecodableRequestInterceptor(), *access],
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection(

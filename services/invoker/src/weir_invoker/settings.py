@@ -8,12 +8,12 @@ from typing import ClassVar
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 from weir_server.service_settings import LogLevel, RouterList
-from weir_server.tls import TlsSettings
+from weir_server.tls import AccessSettings
 
 from weir_invoker.runtime import RuntimeSettings
 
 
-class InvokerSettings(TlsSettings):
+class InvokerSettings(AccessSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_INVOKER_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 
