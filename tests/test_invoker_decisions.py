@@ -11,6 +11,7 @@ from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameE
 from weir.v1 import invoker_pb2, types_pb2
 from weir_invoker import ids
 from weir_invoker import permissions as invoker_permissions
+from weir_invoker.active import completed_indexes
 from weir_invoker.attempt import StartPlan, start_message
 from weir_invoker.discovery import deployment_id, parse_manifest
 from weir_invoker.http2 import Endpoint
@@ -31,7 +32,6 @@ from weir_invoker.protocol import (
 )
 from weir_invoker.registry import normalized_subscription
 from weir_invoker.restate.pb import protocol_pb2 as pb
-from weir_invoker.runtime import completed_indexes
 from weir_invoker.store import (
     COMPLETION_RECORD,
     ENTRY_RECORD,

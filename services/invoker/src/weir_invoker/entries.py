@@ -31,7 +31,8 @@ from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import StateStore
 
 if TYPE_CHECKING:
-    from weir_invoker.runtime import Active, Invoker
+    from weir_invoker.active import Active
+    from weir_invoker.runtime import Invoker
 
 logger = logging.getLogger(__name__)
 
@@ -94,14 +95,14 @@ class EntryActions:
         elif kind == MessageType.GET_STATE:
             assert isinstance(entry, pb.GetStateEntryMessage)
             stored = await self.state.get(record.service, record.key, entry.key)
-            await self.invoker.complete(record.id, index, empty() if stored is None else value(stored))
+            await self.invoker.completions.complete(record.id, index, empty() if stored is None else value(stored))
         elif kind == MessageType.GET_STATE_KEYS:
             keys = sorted(await self.state.get_all(record.service, record.key))
             result = pb.GetStateKeysEntryMessage.StateKeys(keys=keys).SerializeToString()
-            await self.invoker.complete(record.id, index, value(result))
+            await self.invoker.completions.complete(record.id, index, value(result))
         elif kind == MessageType.SLEEP:
             assert isinstance(entry, pb.SleepEntryMessage)
-            self.invoker.arm_timer(record.id, index, entry.wake_up_time)
+            self.invoker.completions.arm_timer(record.id, index, entry.wake_up_time)
         elif kind == MessageType.CALL:
             assert isinstance(entry, pb.CallEntryMessage)
             await self.call(active, index, entry)
@@ -141,7 +142,7 @@ class EntryActions:
                 continue
             entry = frame.decode()
             if isinstance(entry, pb.SleepEntryMessage):
-                self.invoker.arm_timer(record.id, index, entry.wake_up_time)
+                self.invoker.completions.arm_timer(record.id, index, entry.wake_up_time)
             elif isinstance(entry, pb.CallEntryMessage):
                 await self.call(active, index, entry)
             elif isinstance(entry, pb.GetPromiseEntryMessage):
@@ -161,7 +162,7 @@ class EntryActions:
                 raise InvalidArgumentError(f"{service}/{handler} {'needs' if target.keyed else 'takes no'} key")
         except (NoSuchHandlerError, InvalidArgumentError) as error:
             if awaits:
-                await self.invoker.complete(parent.record.id, index, failure(404, error.message))
+                await self.invoker.completions.complete(parent.record.id, index, failure(404, error.message))
             else:
                 logger.warning("invocation %s: one-way call dropped: %s", parent.record.id, error.message)
             return
@@ -185,7 +186,7 @@ class EntryActions:
             result = (
                 failure(entry.failure.code, entry.failure.message) if entry.HasField("failure") else value(entry.value)
             )
-            await self.invoker.complete_awakeable(invocation_id, index, result)
+            await self.invoker.completions.complete_awakeable(invocation_id, index, result)
         except WeirError as error:  # an unknown or finished target: nothing to complete
             logger.warning("CompleteAwakeable %s ignored: %s", entry.id, error.message)
 
@@ -201,22 +202,24 @@ class EntryActions:
         if kind == MessageType.GET_PROMISE:
             # waiting first, then looking: a CompletePromise landing in between is not missed
             # (completing an entry twice is a no-op)
-            self.invoker.wait_for_promise(record.service, record.key, key, record.id, index)
+            self.invoker.completions.wait_for_promise(record.service, record.key, key, record.id, index)
         stored = await self.promises.get(record.service, record.key, key.encode())
         result = None if stored is None else pb.CompletionMessage.FromString(stored)
         if kind == MessageType.COMPLETE_PROMISE:
             assert isinstance(entry, pb.CompletePromiseEntryMessage)
             if result is not None:
-                await self.invoker.complete(record.id, index, failure(409, f"promise {key!r} was already completed"))
+                await self.invoker.completions.complete(
+                    record.id, index, failure(409, f"promise {key!r} was already completed")
+                )
                 return
             if entry.HasField("completion_failure"):
                 given = failure(entry.completion_failure.code, entry.completion_failure.message)
             else:
                 given = value(entry.completion_value)
             await self.promises.set(record.service, record.key, key.encode(), given.SerializeToString())
-            await self.invoker.complete(record.id, index, empty())
-            await self.invoker.promise_completed(record.service, record.key, key, given)
+            await self.invoker.completions.complete(record.id, index, empty())
+            await self.invoker.completions.promise_completed(record.service, record.key, key, given)
         elif result is not None:
-            await self.invoker.complete(record.id, index, result)
+            await self.invoker.completions.complete(record.id, index, result)
         elif kind == MessageType.PEEK_PROMISE:
-            await self.invoker.complete(record.id, index, empty())
+            await self.invoker.completions.complete(record.id, index, empty())

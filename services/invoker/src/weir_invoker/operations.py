@@ -10,13 +10,14 @@ from weir.errors import InvalidArgumentError, NoSuchInvocationError, Unavailable
 from weir.v1 import invoker_pb2
 
 from weir_invoker import discovery, ids, metrics
+from weir_invoker.active import input_frame
 from weir_invoker.http2 import Endpoint
 from weir_invoker.ingress import Ingress
 from weir_invoker.leadership import Leadership
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, ProtocolViolation, type_name
 from weir_invoker.registry import normalized_subscription
 from weir_invoker.restate.pb import protocol_pb2 as pb
-from weir_invoker.runtime import Invoker, input_frame
+from weir_invoker.runtime import Invoker
 from weir_invoker.store import Journal
 
 DEFAULT_LIST_LIMIT = 1000
@@ -141,7 +142,7 @@ class Operations:
             completion = pb.CompletionMessage(value=request.value)
         if invocation_id not in self.invoker.active and await self.invoker.invocations.get(invocation_id) is None:
             raise NoSuchInvocationError(f"awakeable {request.id}: its invocation {invocation_id} does not exist")
-        await self.invoker.complete_awakeable(invocation_id, index, completion)
+        await self.invoker.completions.complete_awakeable(invocation_id, index, completion)
 
 
 def describe_journal(journal: Journal, invocation_id: str) -> list[invoker_pb2.JournalEntry]:

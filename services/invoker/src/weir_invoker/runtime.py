@@ -21,7 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from weir.cluster import Client
 from weir.errors import (
@@ -35,10 +35,12 @@ from weir.errors import (
 from weir.v1 import invoker_pb2
 
 from weir_invoker import ids, metrics
+from weir_invoker.active import Active, completed_indexes, input_frame
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
+from weir_invoker.completions import Completions
 from weir_invoker.entries import EntryActions, completion_of
-from weir_invoker.http2 import Connection, DeploymentUnreachable, Endpoint
-from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, ProtocolViolation, encode
+from weir_invoker.http2 import ConnectionPool, DeploymentUnreachable
+from weir_invoker.protocol import MessageType, ProtocolViolation
 from weir_invoker.registry import Registry, Target
 from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import (
@@ -76,39 +78,6 @@ class RuntimeSettings:
     completed_retention_ms: int = 24 * 3600 * 1000
 
 
-@dataclass
-class Active:
-    """An unfinished invocation in memory."""
-
-    record: invoker_pb2.Invocation
-    journal: Journal | None = None
-    completed: set[int] = field(default_factory=set)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # orders completions with an attempt's set-up
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-    attempt: Attempt | None = None
-    fresh: bool = False  # admitted by this process just now: no journal stored yet
-    cancelled: bool = False
-    failures_in_row: int = 0
-    state_synced: bool = False
-    last_stored_ms: int = 0
-    task: asyncio.Task[None] | None = None
-
-
-def input_frame(record: invoker_pb2.Invocation) -> Frame:
-    """The journal's entry 0, from the record (pure)."""
-    entry = pb.InputEntryMessage(value=record.input)
-    entry.headers.extend(pb.Header(key=header.key, value=header.value) for header in record.headers)
-    return Frame(MessageType.INPUT, 0, entry.SerializeToString())
-
-
-def completed_indexes(journal: Journal) -> set[int]:
-    """Entries of `journal` an SDK no longer waits on (pure): those with their result, and every
-    entry that takes none (stored means acknowledged: a request-response SDK that suspended on a
-    Run entry's ack resumes once the entry is stored)."""
-    done = {index for index, frame in enumerate(journal.entries) if frame.completed or frame.type not in COMPLETABLE}
-    return done | {index for index in journal.completions if index < len(journal.entries)}
-
-
 class Invoker:
     def __init__(self, client: Client, settings: RuntimeSettings) -> None:
         self.client = client
@@ -125,11 +94,8 @@ class Invoker:
         self.active: dict[str, Active] = {}
         self.on_finished: list[Callable[[invoker_pb2.Invocation], object]] = []  # ingress: dead letters, replies
         self._keys: dict[tuple[str, str], collections.deque[Active]] = {}
-        self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
-        self._promise_waiters: dict[tuple[str, str, str], set[tuple[str, int]]] = {}
-        self._connections: dict[str, Connection] = {}
-        self._retired: list[Connection] = []  # connections rotated out, closed once idle
-        self._connecting = asyncio.Lock()
+        self.completions = Completions(self.active, self.journals)
+        self.connections = ConnectionPool(MAX_STREAMS_PER_CONNECTION)
         self._attempt_slots = asyncio.Semaphore(settings.max_concurrent_attempts)
         self._room = asyncio.Condition()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -177,13 +143,13 @@ class Invoker:
     async def stop(self) -> None:
         if self._stores_ready:
             await self._flush_deletes()
-        for task in [*self._tasks, *self._timers.values()]:
+        await self.completions.stop()
+        for task in list(self._tasks):
             task.cancel()
-        for task in [*self._tasks, *self._timers.values()]:
+        for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        for connection in [*self._connections.values(), *self._retired]:
-            connection.close()
+        self.connections.close()
 
     def _spawn(self, coroutine: object, name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine, name=name)  # type: ignore[arg-type]
@@ -352,7 +318,7 @@ class Invoker:
             await self.entries.reapply_state(active)
             active.state_synced = True
         await self.entries.rearm(active)
-        connection = await self._connection(target)
+        connection = await self.connections.get(target.deployment.id, target.deployment.url)
         attempt = Attempt(
             connection,
             service=record.service,
@@ -375,22 +341,6 @@ class Invoker:
             since_last_stored_ms=since,
         )
         return attempt, StartPlan(start, journal.entries, journal.completions)
-
-    async def _connection(self, target: Target) -> Connection:
-        """The deployment's connection: one at a time (attempts share it), a new one once it was
-        used for MAX_STREAMS_PER_CONNECTION streams or closed. Errors: DeploymentUnreachable."""
-        async with self._connecting:
-            connection = self._connections.get(target.deployment.id)
-            if connection is not None and connection.streams_opened >= MAX_STREAMS_PER_CONNECTION:
-                connection.retire()
-                for idle in [old for old in self._retired if old.open_streams == 0]:  # retired a rotation ago
-                    idle.close()
-                    self._retired.remove(idle)
-                self._retired.append(connection)
-            if connection is None or connection.closed or connection.retired:
-                connection = await Connection.open(Endpoint.parse(target.deployment.url))
-                self._connections[target.deployment.id] = connection
-            return connection
 
     async def _suspend(self, active: Active, waiting_on: list[int]) -> None:
         record = active.record
@@ -490,8 +440,7 @@ class Invoker:
             invoker_pb2.InvocationStatus.Name(status).removeprefix("INVOCATION_STATUS_").lower()
         ).inc()
         metrics.JOURNAL_ENTRIES.observe(record.journal_length)
-        for timer_key in [key for key in self._timers if key[0] == record.id]:
-            self._timers.pop(timer_key).cancel()
+        self.completions.cancel_timers(record.id)
         self.active.pop(record.id, None)
         metrics.UNFINISHED.set(len(self.active))
         async with self._room:
@@ -499,69 +448,7 @@ class Invoker:
 
     async def _complete_parent(self, record: invoker_pb2.Invocation) -> None:
         with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
-            await self.complete(record.parent_id, record.parent_entry_index, completion_of(record))
-
-    # -- completions ---------------------------------------------------------------------------------
-
-    async def complete(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> bool:
-        """Store the completion of entry `index` and hand it to the invocation (on its open stream,
-        or by waking it). False when that entry was completed already. Errors:
-        NoSuchInvocationError (not unfinished here), FailedPreconditionError (not a completable entry)."""
-        active = self.active.get(invocation_id)
-        if active is None:
-            raise NoSuchInvocationError(f"invocation {invocation_id} is not running here (finished or unknown)")
-        async with active.lock:
-            if active.journal is None:
-                active.journal = await self.journals.load(invocation_id, input_frame(active.record))
-                active.completed = completed_indexes(active.journal)
-            if index in active.completed:
-                return False
-            if index >= len(active.journal.entries) or active.journal.entries[index].type not in COMPLETABLE:
-                raise FailedPreconditionError(f"entry {index} of invocation {invocation_id} takes no completion")
-            payload = completion.SerializeToString()
-            await self.journals.append_completion(active.journal, invocation_id, index, payload)
-            active.journal.completions[index] = payload
-            active.completed.add(index)
-            completion.entry_index = index
-            if active.attempt is not None:
-                active.attempt.send(encode(MessageType.COMPLETION, completion))
-            active.wakeup.set()
-        return True
-
-    async def complete_awakeable(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> None:
-        """Errors: NoSuchInvocationError, FailedPreconditionError (completed already, not an awakeable)."""
-        active = self.active.get(invocation_id)
-        if active is None:
-            raise NoSuchInvocationError(f"invocation {invocation_id} of that awakeable has finished or never existed")
-        journal = active.journal
-        if (
-            journal is not None
-            and index < len(journal.entries)
-            and journal.entries[index].type != MessageType.AWAKEABLE
-        ):
-            raise FailedPreconditionError(f"entry {index} of {invocation_id} is not an awakeable")
-        if not await self.complete(invocation_id, index, completion):
-            raise FailedPreconditionError(f"awakeable {index} of {invocation_id} was completed already")
-
-    def arm_timer(self, invocation_id: str, index: int, wake_up_time_ms: int) -> None:
-        if (invocation_id, index) in self._timers:
-            return
-
-        async def fire() -> None:
-            await asyncio.sleep(max(0, wake_up_time_ms - now_ms()) / 1000)
-            with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
-                await self.complete(invocation_id, index, _empty())
-            self._timers.pop((invocation_id, index), None)
-
-        self._timers[(invocation_id, index)] = asyncio.get_running_loop().create_task(fire())
-
-    def wait_for_promise(self, service: str, key: str, name: str, invocation_id: str, index: int) -> None:
-        self._promise_waiters.setdefault((service, key, name), set()).add((invocation_id, index))
-
-    async def promise_completed(self, service: str, key: str, name: str, result: pb.CompletionMessage) -> None:
-        for invocation_id, index in self._promise_waiters.pop((service, key, name), set()):
-            with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
-                await self.complete(invocation_id, index, result)
+            await self.completions.complete(record.parent_id, record.parent_entry_index, completion_of(record))
 
     # -- operator calls ------------------------------------------------------------------------------
 
@@ -593,9 +480,3 @@ class Invoker:
         if stored is None:
             raise NoSuchInvocationError(f"invocation {invocation_id} does not exist", invocation=invocation_id)
         return stored
-
-
-def _empty() -> pb.CompletionMessage:
-    completion = pb.CompletionMessage()
-    completion.empty.SetInParent()
-    return completion

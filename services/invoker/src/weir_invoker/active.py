@@ -1,0 +1,49 @@
+"""An unfinished invocation in memory, and what is derived from its journal (pure)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from weir.v1 import invoker_pb2
+
+from weir_invoker.protocol import COMPLETABLE, Frame, MessageType
+from weir_invoker.restate.pb import protocol_pb2 as pb
+from weir_invoker.store import Journal
+
+if TYPE_CHECKING:
+    from weir_invoker.attempt import Attempt
+
+
+@dataclass
+class Active:
+    """An unfinished invocation in memory."""
+
+    record: invoker_pb2.Invocation
+    journal: Journal | None = None
+    completed: set[int] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # orders completions with an attempt's set-up
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    attempt: Attempt | None = None
+    fresh: bool = False  # admitted by this process just now: no journal stored yet
+    cancelled: bool = False
+    failures_in_row: int = 0
+    state_synced: bool = False
+    last_stored_ms: int = 0
+    task: asyncio.Task[None] | None = None
+
+
+def input_frame(record: invoker_pb2.Invocation) -> Frame:
+    """The journal's entry 0, from the record (pure)."""
+    entry = pb.InputEntryMessage(value=record.input)
+    entry.headers.extend(pb.Header(key=header.key, value=header.value) for header in record.headers)
+    return Frame(MessageType.INPUT, 0, entry.SerializeToString())
+
+
+def completed_indexes(journal: Journal) -> set[int]:
+    """Entries of `journal` an SDK no longer waits on (pure): those with their result, and every
+    entry that takes none (stored means acknowledged: a request-response SDK that suspended on a
+    Run entry's ack resumes once the entry is stored)."""
+    done = {index for index, frame in enumerate(journal.entries) if frame.completed or frame.type not in COMPLETABLE}
+    return done | {index for index in journal.completions if index < len(journal.entries)}
