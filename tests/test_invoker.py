@@ -96,7 +96,7 @@ def test_the_kept_proto_is_the_seed_laid_out_on_lines() -> None:
 async def test_discovery_registers_what_the_deployment_serves(stub: invoker_pb2_grpc.InvokerStub) -> None:
     listed = await stub.ListDeployments(invoker_pb2.ListDeploymentsRequest())
     [deployment] = listed.deployments
-    assert deployment.protocol_mode == "BIDI_STREAM"
+    assert (deployment.protocol_mode, deployment.http_version) == ("BIDI_STREAM", "HTTP/2")
     assert (deployment.min_protocol_version, deployment.max_protocol_version) == (2, 2)
     kinds = {service.name: service.kind for service in deployment.services}
     assert kinds == {"counter": "VIRTUAL_OBJECT", "effects": "SERVICE", "order_flow": "WORKFLOW"}
@@ -350,6 +350,30 @@ async def test_request_response_deployments_suspend_and_resume(
         await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))  # services move back
         request_response.kill()
         await asyncio.sleep(0)
+
+
+async def test_an_http1_only_deployment_runs_in_request_response_mode(
+    stub: invoker_pb2_grpc.InvokerStub, tmp_path: Path, deployment: Deployment
+) -> None:
+    """A deployment that speaks HTTP/1.1 only (uvicorn; a function URL is the same): discovery falls
+    back to HTTP/1.1, the SDK answers REQUEST_RESPONSE, and invocations run over httpx (one request
+    body, one response body per attempt), suspending and resuming as any request-response one."""
+    http1 = Deployment(APP, directory=tmp_path / "h1", http1_only=True).start()
+    try:
+        registered = await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=http1.url))
+        assert (registered.deployment.http_version, registered.deployment.protocol_mode) == (
+            "HTTP/1.1",
+            "REQUEST_RESPONSE",
+        )
+        charged = await invoke(stub, "effects/charge", "order-h1")
+        assert json.loads(charged.output) == "charged-order-h1" and http1.lines("charges") == ["order-h1"]
+        napped = await invoke(stub, "effects/nap", 200)
+        assert json.loads(napped.output) == "slept 200"
+        counted = await invoke(stub, "effects/count_via_object", "h1")
+        assert json.loads(counted.output) == 10
+    finally:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))  # services move back
+        http1.kill()
 
 
 async def test_more_invocations_than_a_deployment_serves_on_one_connection(

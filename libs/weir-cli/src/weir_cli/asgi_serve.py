@@ -1,6 +1,7 @@
 """Serve an ASGI app (a Restate SDK handler deployment) with hypercorn in one process:
 `python -m weir_cli.asgi_serve MODULE:APP PORT` (HTTP/2 cleartext with prior knowledge, and
-HTTP/1.1, on 127.0.0.1), and `AsgiProcess`, which starts one. `weir demo`, the invoker's tests and
+HTTP/1.1, on 127.0.0.1; with `--http1-only`, uvicorn: HTTP/1.1 only), and `AsgiProcess`, which
+starts one. `weir demo`, the invoker's tests and
 its benchmark run their handler deployments so. (The hypercorn command runs its server in a worker
 subprocess, which outlives a SIGKILL of its parent; a test that kills a deployment must kill the
 process that serves it.) Needs hypercorn and the app's SDK (development dependencies)."""
@@ -35,6 +36,7 @@ class AsgiProcess:
     directory: Path
     env: dict[str, str] = field(default_factory=dict)
     port: int = 0
+    http1_only: bool = False  # served by uvicorn (HTTP/1.1 only) instead of hypercorn
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -47,6 +49,8 @@ class AsgiProcess:
         self.port = self.port or free_port()
         log = open(self.directory / f"asgi-{self.port}.log", "ab")  # noqa: SIM115 - kept open for the child
         command = [sys.executable, "-m", "weir_cli.asgi_serve", self.app, str(self.port)]
+        if self.http1_only:
+            command.append("--http1-only")
         self.process = subprocess.Popen(command, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + LISTEN_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -78,12 +82,17 @@ class AsgiProcess:
 
 
 def main() -> None:
-    from hypercorn.asyncio import serve
-    from hypercorn.config import Config
-
     target, port = sys.argv[1], int(sys.argv[2])
     module_name, attribute = target.split(":")
     app = getattr(importlib.import_module(module_name), attribute)
+    if "--http1-only" in sys.argv[3:]:  # uvicorn speaks HTTP/1.1 only (h11)
+        import uvicorn
+
+        uvicorn.run(app, host="127.0.0.1", port=port, http="h11", lifespan="off", log_level="warning")
+        return
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.loglevel = "WARNING"

@@ -23,7 +23,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from weir_invoker.http2 import ClientStream, Connection, DeploymentUnreachable
+from weir_invoker.connections import DeploymentConnection
+from weir_invoker.http1 import Http1Stream
+from weir_invoker.http2 import ClientStream, DeploymentUnreachable
 from weir_invoker.protocol import (
     CONTENT_TYPE,
     Frame,
@@ -82,7 +84,7 @@ class Attempt:
 
     def __init__(
         self,
-        connection: Connection,
+        connection: DeploymentConnection,
         *,
         service: str,
         handler: str,
@@ -95,7 +97,7 @@ class Attempt:
         self.bidi = bidi
         self.inactivity_timeout_s = inactivity_timeout_s
         self.on_entry = on_entry
-        self.stream: ClientStream | None = None
+        self.stream: ClientStream | Http1Stream | None = None
         self._outbox: asyncio.Queue[bytes | None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self.open = False  # completions may be sent (the stream's request side is open)
@@ -130,7 +132,7 @@ class Attempt:
             self._outbox = asyncio.Queue()
             self._writer = asyncio.get_running_loop().create_task(self._write(self.stream, self._outbox))
 
-    async def _write(self, stream: ClientStream, outbox: asyncio.Queue[bytes | None]) -> None:
+    async def _write(self, stream: ClientStream | Http1Stream, outbox: asyncio.Queue[bytes | None]) -> None:
         while (frame := await outbox.get()) is not None:
             with contextlib.suppress(DeploymentUnreachable):
                 await stream.send(frame)
@@ -166,7 +168,9 @@ class Attempt:
             with contextlib.suppress(BaseException):
                 await reader
 
-    async def _read(self, stream: ClientStream, frames: asyncio.Queue[Frame | BaseException | None]) -> None:
+    async def _read(
+        self, stream: ClientStream | Http1Stream, frames: asyncio.Queue[Frame | BaseException | None]
+    ) -> None:
         try:
             while (frame := await stream.read_frame()) is not None:
                 await frames.put(frame)

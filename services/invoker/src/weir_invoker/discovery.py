@@ -19,10 +19,12 @@ from typing import Any
 from weir.errors import DiscoveryFailedError
 from weir.v1 import invoker_pb2
 
+from weir_invoker.http1 import Http1Connection
 from weir_invoker.http2 import Connection, DeploymentUnreachable, Endpoint
 from weir_invoker.protocol import PROTOCOL_VERSION, ProtocolViolation
 
 MANIFEST_CONTENT_TYPE = "application/vnd.restate.endpointmanifest.v1+json"
+HTTP2, HTTP1 = "HTTP/2", "HTTP/1.1"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 DISCOVERY_TIMEOUT_S = 10.0
 SERVICE_KINDS = ("SERVICE", "VIRTUAL_OBJECT", "WORKFLOW")
@@ -118,21 +120,51 @@ async def discover(url: str) -> invoker_pb2.Deployment:
 
 
 async def _discover(url: str, endpoint: Endpoint) -> invoker_pb2.Deployment:
+    """Over HTTP/2 first; a deployment that does not speak it is asked over HTTP/1.1, and then has
+    to be a REQUEST_RESPONSE one."""
+    try:
+        status, headers, body = await _get_over_http2(endpoint)
+        version = HTTP2
+    except DeploymentUnreachable as http2_error:
+        http1 = Http1Connection(endpoint)
+        try:
+            status, headers, body = await http1.get_body(
+                "/discover", [("accept", MANIFEST_CONTENT_TYPE)], MAX_MANIFEST_BYTES
+            )
+        except DeploymentUnreachable:
+            raise http2_error from None  # nothing answered either way: say what HTTP/2 met
+        finally:
+            await http1.aclose()
+        version = HTTP1
+    if status == 404:
+        raise DiscoveryFailedError(f"{url}/discover answered 404: is this a Restate SDK endpoint?", url=url)
+    if status == 415:
+        raise DiscoveryFailedError(
+            f"{url}/discover answered 415: the deployment does not offer the manifest {MANIFEST_CONTENT_TYPE}", url=url
+        )
+    if status != 200:
+        raise DiscoveryFailedError(f"{url}/discover answered HTTP {status}: {body[:200]!r}", url=url)
+    deployment = parse_manifest(url, body, server=headers.get("x-restate-server", ""))
+    deployment.http_version = version
+    if version == HTTP1 and deployment.protocol_mode != "REQUEST_RESPONSE":
+        raise DiscoveryFailedError(
+            f"{url} speaks HTTP/1.1 only, and its manifest says {deployment.protocol_mode}: full duplex needs HTTP/2",
+            url=url,
+        )
+    return deployment
+
+
+async def _get_over_http2(endpoint: Endpoint) -> tuple[int, dict[str, str], bytes]:
     connection = await Connection.open(endpoint)
     try:
         stream = await connection.request("GET", "/discover", [("accept", MANIFEST_CONTENT_TYPE)], end_stream=True)
         headers = await stream.response_headers()
-        status = headers.get(":status", "")
         body = await stream.read_body(MAX_MANIFEST_BYTES)
         stream.close()
     finally:
         connection.close()
-    if status == "404":
-        raise DiscoveryFailedError(f"{url}/discover answered 404: is this a Restate SDK endpoint?", url=url)
-    if status == "415":
-        raise DiscoveryFailedError(
-            f"{url}/discover answered 415: the deployment does not offer the manifest {MANIFEST_CONTENT_TYPE}", url=url
-        )
-    if status != "200":
-        raise DiscoveryFailedError(f"{url}/discover answered HTTP {status}: {body[:200]!r}", url=url)
-    return parse_manifest(url, body, server=headers.get("x-restate-server", ""))
+    try:
+        status = int(headers.get(":status", "0"))
+    except ValueError:
+        status = 0
+    return status, headers, body

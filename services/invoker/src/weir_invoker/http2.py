@@ -175,36 +175,6 @@ class Connection:
         return client_stream
 
 
-class ConnectionPool:
-    """One connection per deployment, shared by its attempts; a new one once the current one was
-    used for `max_streams` streams (the old one retired: closed once idle) or was closed."""
-
-    def __init__(self, max_streams: int) -> None:
-        self.max_streams = max_streams
-        self._current: dict[str, Connection] = {}
-        self._retired: list[Connection] = []
-        self._opening = asyncio.Lock()
-
-    async def get(self, deployment_id: str, url: str) -> Connection:
-        """Errors: DeploymentUnreachable."""
-        async with self._opening:
-            connection = self._current.get(deployment_id)
-            if connection is not None and connection.streams_opened >= self.max_streams:
-                connection.retire()
-                for idle in [old for old in self._retired if old.open_streams == 0]:  # retired a rotation ago
-                    idle.close()
-                    self._retired.remove(idle)
-                self._retired.append(connection)
-            if connection is None or connection.closed or connection.retired:
-                connection = await Connection.open(Endpoint.parse(url))
-                self._current[deployment_id] = connection
-            return connection
-
-    def close(self) -> None:
-        for connection in [*self._current.values(), *self._retired]:
-            connection.close()
-
-
 class ClientStream:
     """One request's stream: send body bytes, read the response's headers, frames or body."""
 

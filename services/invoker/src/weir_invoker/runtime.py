@@ -38,8 +38,9 @@ from weir_invoker import ids, metrics
 from weir_invoker.active import Active, completed_indexes, input_frame
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
 from weir_invoker.completions import Completions
+from weir_invoker.connections import ConnectionPool
 from weir_invoker.entries import EntryActions, completion_of
-from weir_invoker.http2 import ConnectionPool, DeploymentUnreachable
+from weir_invoker.http2 import DeploymentUnreachable
 from weir_invoker.protocol import MessageType, ProtocolViolation
 from weir_invoker.registry import Registry, Target
 from weir_invoker.restate.pb import protocol_pb2 as pb
@@ -149,7 +150,7 @@ class Invoker:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        self.connections.close()
+        await self.connections.close()
 
     def _spawn(self, coroutine: object, name: str) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coroutine, name=name)  # type: ignore[arg-type]
@@ -318,7 +319,9 @@ class Invoker:
             await self.entries.reapply_state(active)
             active.state_synced = True
         await self.entries.rearm(active)
-        connection = await self.connections.get(target.deployment.id, target.deployment.url)
+        deployment = target.deployment
+        http1 = deployment.http_version == "HTTP/1.1"
+        connection = await self.connections.get(deployment.id, deployment.url, http1=http1)
         attempt = Attempt(
             connection,
             service=record.service,

@@ -46,7 +46,7 @@ class DeployedService(_message.Message):
     def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., handlers: _Optional[_Iterable[_Union[DeployedHandler, _Mapping]]] = ...) -> None: ...
 
 class Deployment(_message.Message):
-    __slots__ = ("id", "url", "protocol_mode", "min_protocol_version", "max_protocol_version", "services", "registered_at_ms", "server")
+    __slots__ = ("id", "url", "protocol_mode", "min_protocol_version", "max_protocol_version", "services", "registered_at_ms", "server", "http_version")
     ID_FIELD_NUMBER: _ClassVar[int]
     URL_FIELD_NUMBER: _ClassVar[int]
     PROTOCOL_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class Deployment(_message.Message):
     SERVICES_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     SERVER_FIELD_NUMBER: _ClassVar[int]
+    HTTP_VERSION_FIELD_NUMBER: _ClassVar[int]
     id: str
     url: str
     protocol_mode: str
@@ -63,7 +64,8 @@ class Deployment(_message.Message):
     services: _containers.RepeatedCompositeFieldContainer[DeployedService]
     registered_at_ms: int
     server: str
-    def __init__(self, id: _Optional[str] = ..., url: _Optional[str] = ..., protocol_mode: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., services: _Optional[_Iterable[_Union[DeployedService, _Mapping]]] = ..., registered_at_ms: _Optional[int] = ..., server: _Optional[str] = ...) -> None: ...
+    http_version: str
+    def __init__(self, id: _Optional[str] = ..., url: _Optional[str] = ..., protocol_mode: _Optional[str] = ..., min_protocol_version: _Optional[int] = ..., max_protocol_version: _Optional[int] = ..., services: _Optional[_Iterable[_Union[DeployedService, _Mapping]]] = ..., registered_at_ms: _Optional[int] = ..., server: _Optional[str] = ..., http_version: _Optional[str] = ...) -> None: ...
 
 class RegisterDeploymentRequest(_message.Message):
     __slots__ = ("url",)
