@@ -103,8 +103,9 @@ def _field(data: dict[str, Any], name: str, kind: type, url: str, default: Any =
 
 
 async def discover(url: str) -> invoker_pb2.Deployment:
-    """Ask `url` for its manifest. Errors: InvalidArgumentError-like ValueError is turned into
-    DiscoveryFailedError here too (the servicer validates URLs first), DiscoveryFailedError."""
+    """Ask `url` for its manifest (over HTTP/2, else HTTP/1.1), within DISCOVERY_TIMEOUT_S.
+    Errors: DiscoveryFailedError, for a malformed URL too (the servicer refuses those first, as
+    INVALID_ARGUMENT)."""
     try:
         endpoint = Endpoint.parse(url)
     except ValueError as error:
