@@ -92,8 +92,8 @@ class Ingress:
                 metrics.ADMITTED.labels("subscription").inc(sum(created for _, created in results))
                 return
             except WeirError as error:
-                if not error.retryable:
-                    raise
+                if not error.retryable or not self.invoker.fence.allowed():
+                    raise  # refused, or this invoker lost its lease: the batch is handed back
                 logger.warning("subscription %s: admitting a batch failed: %s", subscription.id, error)
                 await asyncio.sleep(ADMIT_RETRY_S)
 

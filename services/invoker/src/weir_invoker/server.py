@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 
 import grpc
@@ -36,6 +37,7 @@ from weir_invoker.settings import InvokerSettings
 
 logger = logging.getLogger(__name__)
 EXIT_LEASE_LOST = 3
+LEASE_LOST_STOP_S = 5.0
 INVOKER_SERVICE = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"].full_name
 
 
@@ -148,6 +150,12 @@ async def serve(settings: InvokerSettings) -> None:
     stop = asyncio.ensure_future(wait_for_stop_signal())
     lost = asyncio.ensure_future(process.leadership.lost.wait())
     await asyncio.wait({stop, lost}, return_when=asyncio.FIRST_COMPLETED)
-    await process.stop()
-    if lost.done():
-        raise SystemExit(EXIT_LEASE_LOST)
+    if not lost.done():
+        await process.stop()
+        return
+    # The lease is gone: another invoker drives now. Stop what can be stopped within a bound, then
+    # exit whatever still runs (everything this one did is in the cluster; it writes nothing more).
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.stop(), LEASE_LOST_STOP_S)
+    logging.shutdown()
+    os._exit(EXIT_LEASE_LOST)
