@@ -27,7 +27,6 @@ import asyncio
 import re
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_cli.asgi_serve import AsgiProcess
 from weir_cli.launcher import InvokerHandle, LocalCluster
 
+from bench.numaflow_bench import scrape
 from bench.report import run_and_report
 
 PARTITIONS = 4
@@ -48,8 +48,7 @@ _COMPLETED = re.compile(r'^weir_invoker_finished_invocations_total\{status="(\w+
 
 
 def finished(invoker: InvokerHandle) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{invoker.metrics_port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
+    text = scrape(invoker.metrics_port)
     return {status: float(count) for status, count in _COMPLETED.findall(text)}
 
 

@@ -349,7 +349,6 @@ async def test_request_response_deployments_suspend_and_resume(
     finally:
         await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))  # services move back
         request_response.kill()
-        await asyncio.sleep(0)
 
 
 async def test_an_http1_only_deployment_runs_in_request_response_mode(

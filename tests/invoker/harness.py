@@ -3,8 +3,6 @@ served by hypercorn in a process of their own) and waiting on weir.v1.Invoker.""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +11,8 @@ from weir import Client
 from weir.client import NodeClient
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_cli.asgi_serve import AsgiProcess
+
+from tests.conftest import eventually
 
 APP = "tests.invoker.handlers:app"
 APP_REQUEST_RESPONSE = "tests.invoker.handlers:app_request_response"
@@ -41,19 +41,24 @@ def invoker_stub(address: str) -> tuple[grpc.aio.Channel, invoker_pb2_grpc.Invok
 async def wait_for_status(
     stub: invoker_pb2_grpc.InvokerStub, invocation_id: str, statuses: set[Any], timeout_s: float = 30
 ) -> invoker_pb2.Invocation:
-    deadline = time.monotonic() + timeout_s
-    last: invoker_pb2.Invocation | None = None
-    while time.monotonic() < deadline:
+    """The invocation's record once its status is one of `statuses` (`eventually`, asking the invoker)."""
+    seen: list[invoker_pb2.Invocation] = []
+
+    async def reached() -> bool:
         try:
             response = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=invocation_id))
-            last = response.invocation
-            if last.status in statuses:
-                return last
         except grpc.aio.AioRpcError as error:
             if error.code() != grpc.StatusCode.NOT_FOUND:
                 raise
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"invocation {invocation_id} did not reach {statuses} in {timeout_s} s: {last}")
+            return False
+        seen[:] = [response.invocation]
+        return response.invocation.status in statuses
+
+    try:
+        await eventually(reached, timeout_s, f"invocation {invocation_id} reaching {statuses}")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; last seen: {seen[0] if seen else 'not found'}") from None
+    return seen[0]
 
 
 async def no_journals(sdk: Client) -> bool:

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from weir_cli.launcher import process_cpu_seconds
+
 LISTEN_TIMEOUT_S = 30.0
 
 
@@ -72,13 +74,7 @@ class AsgiProcess:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the process so far, 0 if unknown."""
-        if self.process is None:
-            return 0.0
-        try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return 0.0 if self.process is None else process_cpu_seconds(self.process.pid)
 
 
 def main() -> None:

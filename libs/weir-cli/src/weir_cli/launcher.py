@@ -40,6 +40,15 @@ class LaunchError(RuntimeError):
     """A node process did not come up; the message carries the end of its log."""
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (/proc), 0 if unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 @dataclass
 class ProcessHandle:
     """A Weir service process started from Python: its settings come only from `env` plus what the
@@ -175,14 +184,7 @@ class ProcessHandle:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the running process, 0 if unknown."""
-        if self.process is None:
-            return 0.0
-        try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks = os.sysconf("SC_CLK_TCK")
-            return (int(fields[11]) + int(fields[12])) / ticks
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return 0.0 if self.process is None else process_cpu_seconds(self.process.pid)
 
     def _returncode(self) -> int:
         assert self.process is not None

@@ -12,6 +12,7 @@ from weir.errors import FailedPreconditionError, NoSuchInvocationError
 
 from weir_invoker.active import Active, completed_indexes, input_frame
 from weir_invoker.attempt import now_ms
+from weir_invoker.entries import empty
 from weir_invoker.protocol import COMPLETABLE, MessageType, encode
 from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import JournalStore
@@ -71,7 +72,7 @@ class Completions:
         async def fire() -> None:
             await asyncio.sleep(max(0, wake_up_time_ms - now_ms()) / 1000)
             with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
-                await self.complete(invocation_id, index, _empty())
+                await self.complete(invocation_id, index, empty())
             self._timers.pop((invocation_id, index), None)
 
         self._timers[(invocation_id, index)] = asyncio.get_running_loop().create_task(fire())
@@ -96,9 +97,3 @@ class Completions:
         for task in timers:
             with contextlib.suppress(BaseException):
                 await task
-
-
-def _empty() -> pb.CompletionMessage:
-    completion = pb.CompletionMessage()
-    completion.empty.SetInParent()
-    return completion
