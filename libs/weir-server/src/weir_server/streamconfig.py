@@ -15,6 +15,7 @@ from weir.subjects import validate_name, validate_pattern
 from weir.v1 import streams_pb2, types_pb2
 
 from weir_server.replication import default_min_insync
+from weir_server.sources import validate_sources
 
 DEFAULT_DUPLICATE_WINDOW_MS = 120_000
 MAX_DUPLICATE_WINDOW_MS = 86_400_000
@@ -73,6 +74,7 @@ def normalize_config(
         )
     with_defaults(effective)
     _check_duplicate_window(effective)
+    validate_sources(effective)
     return effective
 
 

@@ -20,7 +20,7 @@ weir.kv (key-value buckets), weir.invoker (the invoker's operator API: `InvokerC
 weir.subjects (subject and name rules), weir.partitioning (key -> partition), weir.v1 (stubs).
 """
 
-from weir.client import NodeClient, consumer_config, stream_config
+from weir.client import NodeClient, consumer_config, stream_config, stream_source
 from weir.cluster import Client
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import (
@@ -142,4 +142,5 @@ __all__ = [
     "WrongRevisionError",
     "consumer_config",
     "stream_config",
+    "stream_source",
 ]

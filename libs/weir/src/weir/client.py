@@ -85,8 +85,10 @@ def stream_config(
     duplicate_window_ms: int = 0,
     duplicate_window_max_msgs: int = 0,
     allow_scheduled_messages: bool = False,
+    sources: Iterable[types_pb2.StreamSource] = (),
 ) -> types_pb2.StreamConfig:
-    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default)."""
+    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default);
+    `sources` from `stream_source`."""
     limits = types_pb2.Limits()
     for field, value in (
         ("max_age_ms", max_age_ms),
@@ -110,7 +112,41 @@ def stream_config(
         duplicate_window_ms=duplicate_window_ms,
         duplicate_window_max_msgs=duplicate_window_max_msgs,
         allow_scheduled_messages=allow_scheduled_messages,
+        sources=list(sources),
     )
+
+
+SOURCE_DROP_POLICIES = {
+    "halt": types_pb2.SOURCE_DROP_POLICY_HALT,
+    "skip": types_pb2.SOURCE_DROP_POLICY_SKIP_TO_FIRST_AVAILABLE,
+}
+
+
+def stream_source(
+    source_stream: str,
+    *,
+    filter_subject: str = "",
+    start_seq: int = 0,
+    transform: tuple[str, str] | None = None,
+    max_initial_backfill: int = 0,
+    on_drop: str = "halt",
+    dlq_stream: str = "",
+) -> types_pb2.StreamSource:
+    """One source of a sourcing stream (StreamConfig.sources, the streams seed's
+    StreamSourceConfigPb): `transform` is (source_pattern, destination), e.g. ("events.>",
+    "audit.{{wildcard(1)}}"); `on_drop` "halt" or "skip" (to the first available message).
+    Errors: KeyError for an unknown on_drop; the server checks the rest (InvalidConfigError)."""
+    source = types_pb2.StreamSource(
+        source_stream=source_stream,
+        filter_subject=filter_subject,
+        start_seq=start_seq,
+        max_initial_backfill=max_initial_backfill,
+        on_drop=SOURCE_DROP_POLICIES[on_drop],
+        dlq_stream=dlq_stream,
+    )
+    if transform is not None:
+        source.subject_transform.source_pattern, source.subject_transform.destination = transform
+    return source
 
 
 class GrpcClient:

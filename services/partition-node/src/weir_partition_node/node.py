@@ -252,6 +252,8 @@ class Node:
         # Clustered: whether the node's heartbeat lease in Redis is still valid (set by the server);
         # while it is not, the node refuses to act as a primary (self-fencing, DESIGN §5).
         self.lease_valid: Callable[[], bool] | None = None
+        # The source tails' status of a sourcing stream this node leads (set by the server: sources.py).
+        self.source_status: Callable[[str], list[types_pb2.SourceStatus]] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -553,7 +555,16 @@ class Node:
         return self._streams.get(name)
 
     def hosted_streams(self) -> list[Stream]:
+        """The streams the router placed here (a clustered node's)."""
         return [stream for stream in self._streams.values() if stream.placement is not None]
+
+    def sourcing_streams(self) -> list[Stream]:
+        """The streams with sources this node leads (partition 0), standalone or clustered."""
+        return [
+            stream
+            for stream in self._streams.values()
+            if stream.config.sources and not stream.deleted and 0 in stream.led_set
+        ]
 
     def all_partitions(self) -> list[tuple[str, int, Partition]]:
         """(stream, index, partition) of every partition this node stores, in any role."""
@@ -713,7 +724,10 @@ class Node:
                 high_watermark=partition.high_watermark,
                 in_sync_node_ids=partition.tracker.in_sync_sorted() if partition.tracker is not None else [],
             )
-        return streams_pb2.GetStreamInfoResponse(config=stream.config, stats=stats, created_at_ms=stream.created_at_ms)
+        info = streams_pb2.GetStreamInfoResponse(config=stream.config, stats=stats, created_at_ms=stream.created_at_ms)
+        if stream.config.sources and self.source_status is not None:
+            info.sources_status.extend(self.source_status(name))
+        return info
 
     def list_streams(self) -> list[str]:
         return sorted(self._streams)
@@ -784,6 +798,11 @@ class Node:
             if index is None:
                 raise
             raise type(error)(f"entries[{index}]: {error.message}", index=index, **error.metadata) from None
+
+    def prepare_entry(self, stream: Stream, fields: PublishFields) -> tuple[int, PreparedEntry, int]:
+        """(partition, entry, size) of one message to append, validated as a publish is (a source
+        tail's): InvalidSubjectError, SubjectRejectedError, OversizeError, InvalidArgumentError."""
+        return self._prepare_entry(stream, fields)
 
     def _prepare_entry(self, stream: Stream, fields: PublishFields) -> tuple[int, PreparedEntry, int]:
         subject = fields.subject
@@ -1002,7 +1021,7 @@ class Node:
         for stream in self._streams.values():
             for row in by_stream.get(stream.name, []):
                 config = types_pb2.ConsumerConfig.FromString(row.config)
-                spec = ConsumerSpec.of(config, row.incarnation, hide_scheduled=stream.config.allow_scheduled_messages)
+                spec = ConsumerSpec.of(config, row.incarnation, hide_scheduled=hides_reserved(stream.config))
                 stream.consumers[row.name] = Consumer(
                     config, row.created_at_ms, spec, row.start_seqs, row.last_per_subject_until
                 )
@@ -1082,7 +1101,7 @@ class Node:
                             stream=stream_name,
                             consumer=effective.name,
                         )
-            spec = ConsumerSpec.of(effective, 0, hide_scheduled=stream.config.allow_scheduled_messages)
+            spec = ConsumerSpec.of(effective, 0, hide_scheduled=hides_reserved(stream.config))
             starts = self._start_positions(stream, effective, spec.accepts)
             until = _last_per_subject_until(stream, effective)
             change_seq, now_ms, record = await self._lifecycle_change(
@@ -1492,6 +1511,12 @@ class Node:
             return self.hosted_partition(stream, partition_index)
         return self._partition(stream, partition_index)
 
+    def first_seq(self, stream: str, partition_index: int, any_replica: bool = False) -> int:
+        """The first stored seq of the partition a read addresses (its last seq + 1 when it holds
+        none). Errors: those of `read_messages`."""
+        partition = self._read_partition(stream, partition_index, any_replica)
+        return partition.first_seq if partition.msg_count else partition.last_seq + 1
+
     def read_messages(
         self,
         stream: str,
@@ -1781,6 +1806,12 @@ class _PartitionGroup:
     entries: list[PreparedEntry] = field(default_factory=list)
     size: int = 0
     scheduled: int = 0  # entries with a deliver_at_ms
+
+
+def hides_reserved(config: types_pb2.StreamConfig) -> bool:
+    """Whether the stream stores records at reserved subjects that consumers must not see: schedule
+    records (allow_scheduled_messages) or source positions (sources)."""
+    return config.allow_scheduled_messages or bool(config.sources)
 
 
 def check_max_bytes(max_bytes: int) -> None:

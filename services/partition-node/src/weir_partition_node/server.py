@@ -41,13 +41,21 @@ from weir_partition_node.replica import ReplicaManager
 from weir_partition_node.scrub import Scrubber, ScrubFindings
 from weir_partition_node.servicers import ChangeFeedServicer, ReplicationServicer, StreamsServicer, TestClockServicer
 from weir_partition_node.settings import NodeSettings
+from weir_partition_node.sources import ClusterLocator, SourceLocator, SourceTails, StandaloneLocator
 
 logger = logging.getLogger(__name__)
 
 MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
 # Deadlines of the shutdown steps (seconds). Their sum with the default 5 s grace stays under the
 # launcher's 20 s wait before SIGKILL.
-STOP_STEP_TIMEOUTS_S = {"servers_after_grace": 2.0, "replicas": 2.0, "membership": 2.0, "node": 6.0, "metrics": 1.0}
+STOP_STEP_TIMEOUTS_S = {
+    "sources": 1.0,
+    "servers_after_grace": 2.0,
+    "replicas": 2.0,
+    "membership": 2.0,
+    "node": 6.0,
+    "metrics": 1.0,
+}
 
 
 def _grpc_server(settings: NodeSettings, *, internal: bool = False) -> grpc.aio.Server:
@@ -92,6 +100,7 @@ class NodeProcess:
         self._replicas_ready = False
         self.scrubber: Scrubber | None = None
         self._scrub_task: asyncio.Task[None] | None = None
+        self.sources: SourceTails | None = None
 
     def _start_scrub(self) -> int | None:
         """StartScrub: the passes so far, None when the scrub is off (or not set up yet)."""
@@ -124,6 +133,24 @@ class NodeProcess:
             repair=RepairFromPrimary(node, self.membership) if self.membership is not None else None,
             on_finding=node.record_storage_finding,
         )
+
+    def _source_tails(self, node: Node) -> SourceTails:
+        """The tails of the sourcing streams this node leads (sources.py). They read sources over
+        the client ports, with this node's TLS identity and, with an auth file, the services' token."""
+        settings = self.settings
+        locator: SourceLocator
+        if self.membership is not None:
+            locator = ClusterLocator(self.membership)
+        else:
+            host = settings.advertise_host or settings.host
+            host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+            locator = StandaloneLocator(node, f"{host}:{self.client_port}")
+        security = settings.channel_security()
+        if security is not None and security.token_file is None and settings.service_token_file is not None:
+            security = dataclasses.replace(security, token_file=settings.service_token_file)
+        tails = SourceTails(node, locator, security)
+        node.source_status = tails.status
+        return tails
 
     async def start(self) -> None:
         settings = self.settings
@@ -213,6 +240,8 @@ class NodeProcess:
             settings.data_dir,
             settings.fsync,
         )
+        self.sources = self._source_tails(self.node)
+        self.sources.start()
         if settings.scrub_bytes_per_second:
             self._scrub_task = asyncio.get_running_loop().create_task(self.scrubber.run(), name="scrub")
         ports = {
@@ -236,7 +265,10 @@ class NodeProcess:
                 await self._scrub_task
         if self.node is not None:
             self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
-        clean = await _bounded(
+        clean = True
+        if self.sources is not None:
+            clean &= await _bounded("stop the source tails", self.sources.close(), STOP_STEP_TIMEOUTS_S["sources"])
+        clean &= await _bounded(
             "stop the gRPC servers",
             asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s)),
             grace_s + STOP_STEP_TIMEOUTS_S["servers_after_grace"],

@@ -65,14 +65,16 @@ class GetStreamInfoRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class GetStreamInfoResponse(_message.Message):
-    __slots__ = ("config", "stats", "created_at_ms")
+    __slots__ = ("config", "stats", "created_at_ms", "sources_status")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_STATUS_FIELD_NUMBER: _ClassVar[int]
     config: _types_pb2.StreamConfig
     stats: _types_pb2.StreamStats
     created_at_ms: int
-    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., stats: _Optional[_Union[_types_pb2.StreamStats, _Mapping]] = ..., created_at_ms: _Optional[int] = ...) -> None: ...
+    sources_status: _containers.RepeatedCompositeFieldContainer[_types_pb2.SourceStatus]
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., stats: _Optional[_Union[_types_pb2.StreamStats, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., sources_status: _Optional[_Iterable[_Union[_types_pb2.SourceStatus, _Mapping]]] = ...) -> None: ...
 
 class ListStreamsRequest(_message.Message):
     __slots__ = ()
@@ -281,14 +283,16 @@ class ReadMessagesRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., filter_subject: _Optional[str] = ..., last_per_subject_until: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class ReadMessagesResponse(_message.Message):
-    __slots__ = ("messages", "next_seq", "last_seq")
+    __slots__ = ("messages", "next_seq", "last_seq", "first_seq")
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
     next_seq: int
     last_seq: int
-    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_seq: _Optional[int] = ..., last_seq: _Optional[int] = ...) -> None: ...
+    first_seq: int
+    def __init__(self, messages: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ..., next_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., first_seq: _Optional[int] = ...) -> None: ...
 
 class ReadLatestAtSubjectRequest(_message.Message):
     __slots__ = ("stream", "subject", "partition")

@@ -18,6 +18,11 @@ class StorageKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STORAGE_KIND_FILE: _ClassVar[StorageKind]
     STORAGE_KIND_MEMORY: _ClassVar[StorageKind]
 
+class SourceDropPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SOURCE_DROP_POLICY_HALT: _ClassVar[SourceDropPolicy]
+    SOURCE_DROP_POLICY_SKIP_TO_FIRST_AVAILABLE: _ClassVar[SourceDropPolicy]
+
 class PartitionRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PARTITION_ROLE_PRIMARY: _ClassVar[PartitionRole]
@@ -36,6 +41,8 @@ RETENTION_POLICY_WORK_QUEUE: RetentionPolicy
 RETENTION_POLICY_INTEREST: RetentionPolicy
 STORAGE_KIND_FILE: StorageKind
 STORAGE_KIND_MEMORY: StorageKind
+SOURCE_DROP_POLICY_HALT: SourceDropPolicy
+SOURCE_DROP_POLICY_SKIP_TO_FIRST_AVAILABLE: SourceDropPolicy
 PARTITION_ROLE_PRIMARY: PartitionRole
 PARTITION_ROLE_SECONDARY: PartitionRole
 DELIVER_POLICY_ALL: DeliverPolicy
@@ -58,7 +65,7 @@ class Limits(_message.Message):
     def __init__(self, max_age_ms: _Optional[int] = ..., max_msgs: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_msgs_per_subject: _Optional[int] = ...) -> None: ...
 
 class StreamConfig(_message.Message):
-    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark", "duplicate_window_ms", "duplicate_window_max_msgs", "allow_scheduled_messages")
+    __slots__ = ("name", "subjects", "retention", "limits", "max_msg_bytes", "partitions", "replicas", "storage", "min_insync_replicas", "deliver_up_to_high_watermark", "duplicate_window_ms", "duplicate_window_max_msgs", "allow_scheduled_messages", "sources")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SUBJECTS_FIELD_NUMBER: _ClassVar[int]
     RETENTION_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +79,7 @@ class StreamConfig(_message.Message):
     DUPLICATE_WINDOW_MS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_WINDOW_MAX_MSGS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_SCHEDULED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
     name: str
     subjects: _containers.RepeatedScalarFieldContainer[str]
     retention: RetentionPolicy
@@ -85,7 +93,52 @@ class StreamConfig(_message.Message):
     duplicate_window_ms: int
     duplicate_window_max_msgs: int
     allow_scheduled_messages: bool
-    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ..., allow_scheduled_messages: _Optional[bool] = ...) -> None: ...
+    sources: _containers.RepeatedCompositeFieldContainer[StreamSource]
+    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ..., allow_scheduled_messages: _Optional[bool] = ..., sources: _Optional[_Iterable[_Union[StreamSource, _Mapping]]] = ...) -> None: ...
+
+class SubjectTransform(_message.Message):
+    __slots__ = ("source_pattern", "destination")
+    SOURCE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    source_pattern: str
+    destination: str
+    def __init__(self, source_pattern: _Optional[str] = ..., destination: _Optional[str] = ...) -> None: ...
+
+class StreamSource(_message.Message):
+    __slots__ = ("source_stream", "filter_subject", "start_seq", "subject_transform", "max_initial_backfill", "on_drop", "dlq_stream")
+    SOURCE_STREAM_FIELD_NUMBER: _ClassVar[int]
+    FILTER_SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    START_SEQ_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_TRANSFORM_FIELD_NUMBER: _ClassVar[int]
+    MAX_INITIAL_BACKFILL_FIELD_NUMBER: _ClassVar[int]
+    ON_DROP_FIELD_NUMBER: _ClassVar[int]
+    DLQ_STREAM_FIELD_NUMBER: _ClassVar[int]
+    source_stream: str
+    filter_subject: str
+    start_seq: int
+    subject_transform: SubjectTransform
+    max_initial_backfill: int
+    on_drop: SourceDropPolicy
+    dlq_stream: str
+    def __init__(self, source_stream: _Optional[str] = ..., filter_subject: _Optional[str] = ..., start_seq: _Optional[int] = ..., subject_transform: _Optional[_Union[SubjectTransform, _Mapping]] = ..., max_initial_backfill: _Optional[int] = ..., on_drop: _Optional[_Union[SourceDropPolicy, str]] = ..., dlq_stream: _Optional[str] = ...) -> None: ...
+
+class SourceStatus(_message.Message):
+    __slots__ = ("source_stream", "last_sourced_seq", "pulled_total", "last_error", "last_error_ts_ms", "source_partition", "halted")
+    SOURCE_STREAM_FIELD_NUMBER: _ClassVar[int]
+    LAST_SOURCED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PULLED_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_TS_MS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_PARTITION_FIELD_NUMBER: _ClassVar[int]
+    HALTED_FIELD_NUMBER: _ClassVar[int]
+    source_stream: str
+    last_sourced_seq: int
+    pulled_total: int
+    last_error: str
+    last_error_ts_ms: int
+    source_partition: int
+    halted: bool
+    def __init__(self, source_stream: _Optional[str] = ..., last_sourced_seq: _Optional[int] = ..., pulled_total: _Optional[int] = ..., last_error: _Optional[str] = ..., last_error_ts_ms: _Optional[int] = ..., source_partition: _Optional[int] = ..., halted: _Optional[bool] = ...) -> None: ...
 
 class Header(_message.Message):
     __slots__ = ("key", "value")
