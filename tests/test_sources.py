@@ -5,13 +5,16 @@ GetStreamInfo, and bad configs refused with INVALID_ARGUMENT before anything is 
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from weir import NodeClient, consumer_config, stream_config, stream_source
 from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, NoSuchStreamError, WeirError
-from weir.v1 import types_pb2
+from weir.v1 import streams_pb2, types_pb2
+from weir_cli.launcher import NodeHandle, start_node
 from weir_server.sources import (
     SubjectRewrite,
     decode_position,
@@ -23,7 +26,6 @@ from weir_server.sources import (
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
 from tests.conftest import eventually
-from weir_cli.launcher import NodeHandle, start_node
 
 # -- pure rules ----------------------------------------------------------------------------------------
 
@@ -69,7 +71,7 @@ def sourcing(*sources: types_pb2.StreamSource, partitions: int = 1, name: str = 
         (sourcing(stream_source("a", filter_subject="x.>.y")), InvalidSubjectError, "'>'"),
         (sourcing(stream_source("a", dlq_stream="mirror")), InvalidConfigError, "dead-letter"),
         (sourcing(*(stream_source(f"s{index}") for index in range(17))), InvalidConfigError, "at most 16"),
-        (sourcing(types_pb2.StreamSource(source_stream="a", on_drop=7)), InvalidConfigError, "on_drop"),
+        (sourcing(types_pb2.StreamSource(source_stream="a", on_drop=7)), InvalidConfigError, "on_drop"),  # type: ignore[arg-type]
     ],
 )
 def test_bad_sources_are_refused_with_what_was_wrong(config: types_pb2.StreamConfig, error: type, says: str) -> None:
@@ -120,7 +122,7 @@ def origin(message: types_pb2.Message) -> tuple[str, int, int] | None:
 
 
 @pytest.fixture
-def sources_node(tmp_path: Path) -> NodeHandle:
+def sources_node(tmp_path: Path) -> Iterator[NodeHandle]:
     handle = start_node(tmp_path / "data", node_id="sources")
     yield handle
     handle.kill()
@@ -174,3 +176,122 @@ async def test_a_stream_sources_two_others_with_a_filter_and_a_transform(sources
         await client.create_consumer("audit", consumer_config("reader", ack_wait_ms=30_000))
         delivered = await client.fetch("audit", "reader", batch_size=1000, max_wait_ms=500)
         assert len(delivered) == 61 and not any(message.subject.startswith("$weir.") for message in delivered)
+
+
+def source_seqs(messages: list[types_pb2.Message], stream: str) -> list[int]:
+    return [where[2] for where in map(origin, messages) if where is not None and where[0] == stream]
+
+
+async def test_a_sigkill_mid_backfill_resumes_after_the_stored_position(sources_node: NodeHandle) -> None:
+    """The tail's position is in the sourcing stream's own log, committed with what it appended: a
+    crash at any point neither skips nor doubles a sourced message."""
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("events"))
+        for start in range(0, 6000, 500):
+            entries = [
+                streams_pb2.PublishEntry(subject=f"ev.{'keep' if index % 3 else 'drop'}", payload=b"%d" % index)
+                for index in range(start, start + 500)
+            ]
+            await client.publish_batch("events", entries)
+        await client.create_stream(stream_config("kept", sources=[stream_source("events", filter_subject="ev.keep")]))
+
+        async def some_sourced() -> bool:
+            return len(await sourced(client, "kept")) > 0
+
+        await eventually(some_sourced, 20, "the backfill under way")
+    sources_node.kill()
+    sources_node.start(reuse_ports=True)
+    async with NodeClient(sources_node.client_address) as client:
+        found = await wait_for_count(client, "kept", 4000, timeout_s=60)
+        await asyncio.sleep(1)  # a tail that doubled anything would have appended more by now
+        found = await sourced(client, "kept")
+        expected = [seq for seq in range(1, 6001) if (seq - 1) % 3]
+        assert source_seqs(found, "events") == expected
+        info = await client.stream_info("kept")
+        assert info.sources_status[0].last_sourced_seq == 6000
+
+
+async def dead_letters(client: NodeClient, stream: str) -> list[dict[str, object]]:
+    return [json.loads(message.payload) async for message in client.read_all(stream)]
+
+
+@pytest.mark.parametrize("on_drop", ["halt", "skip"])
+async def test_messages_removed_before_they_were_read_halt_or_skip(sources_node: NodeHandle, on_drop: str) -> None:
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("short", max_msgs=10))
+        await client.create_stream(stream_config("errors"))
+        for index in range(50):
+            await client.publish("short", "s", b"%d" % index)
+        await client.create_stream(
+            stream_config("late", sources=[stream_source("short", start_seq=5, on_drop=on_drop, dlq_stream="errors")])
+        )
+
+        async def reported() -> bool:
+            return len(await dead_letters(client, "errors")) >= 1
+
+        await eventually(reported, 20, "the drop reported to the dead-letter stream")
+        record = (await dead_letters(client, "errors"))[0]
+        assert record["sourcing_stream"] == "late" and record["source_stream"] == "short"
+        assert "5..40" in str(record["error"])
+        status = (await client.stream_info("late")).sources_status[0]
+        assert "5..40" in status.last_error and status.last_error_ts_ms > 0
+        if on_drop == "halt":
+            await asyncio.sleep(1)
+            assert status.halted and await sourced(client, "late") == []
+        else:
+            found = await wait_for_count(client, "late", 10)
+            assert source_seqs(found, "short") == list(range(41, 51)) and not status.halted
+
+
+async def test_a_transform_mismatch_is_reported_and_the_rest_is_sourced(sources_node: NodeHandle) -> None:
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("mixed"))
+        await client.create_stream(stream_config("mixed-errors"))
+        for subject in ("a.1", "b.2", "a.3"):
+            await client.publish("mixed", subject, b"x")
+        await client.create_stream(
+            stream_config(
+                "only-a",
+                sources=[
+                    stream_source("mixed", transform=("a.*", "renamed.{{wildcard(1)}}"), dlq_stream="mixed-errors")
+                ],
+            )
+        )
+        found = await wait_for_count(client, "only-a", 2)
+        assert [message.subject for message in found] == ["renamed.1", "renamed.3"]
+
+        async def reported() -> bool:
+            return len(await dead_letters(client, "mixed-errors")) == 1
+
+        await eventually(reported, 10, "the mismatch reported")
+        record = (await dead_letters(client, "mixed-errors"))[0]
+        assert record["source_seq"] == 2 and "does not match" in str(record["error"])
+        status = (await client.stream_info("only-a")).sources_status[0]
+        assert status.last_sourced_seq == 3 and status.pulled_total == 2
+
+
+async def test_a_source_created_later_is_waited_for_and_direct_publishes_mix_in(sources_node: NodeHandle) -> None:
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("early", sources=[stream_source("not-yet")]))
+
+        async def waiting() -> bool:
+            statuses = (await client.stream_info("early")).sources_status
+            return bool(statuses) and "does not exist" in statuses[0].last_error
+
+        await eventually(waiting, 10, "the missing source reported")
+        await client.publish("early", "direct", b"d")
+        await client.create_stream(stream_config("not-yet"))
+        await client.publish("not-yet", "x", b"1")
+        found = await wait_for_count(client, "early", 2)
+        assert [message.subject for message in found] == ["direct", "x"]
+        assert not (await client.stream_info("early")).sources_status[0].last_error
+        with pytest.raises(WeirError, match="Weir's own"):
+            await client.publish("early", "$weir.source.not-yet.0", b"forged")
+
+
+async def test_a_bad_sources_config_is_refused_over_grpc_and_stores_nothing(sources_node: NodeHandle) -> None:
+    async with NodeClient(sources_node.client_address) as client:
+        with pytest.raises(InvalidConfigError, match="one partition"):
+            await client.create_stream(stream_config("wide", partitions=3, sources=[stream_source("a")]))
+        with pytest.raises(NoSuchStreamError):
+            await client.stream_info("wide")
