@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from weir import NodeClient, consumer_config, stream_config, stream_source
+from weir.cluster import WeirClient
 from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, NoSuchStreamError, WeirError
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import NodeHandle, start_node
@@ -25,7 +26,7 @@ from weir_server.sources import (
 )
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
-from tests.conftest import eventually
+from tests.conftest import eventually, start_cluster
 
 # -- pure rules ----------------------------------------------------------------------------------------
 
@@ -295,3 +296,98 @@ async def test_a_bad_sources_config_is_refused_over_grpc_and_stores_nothing(sour
             await client.create_stream(stream_config("wide", partitions=3, sources=[stream_source("a")]))
         with pytest.raises(NoSuchStreamError):
             await client.stream_info("wide")
+
+
+# -- a cluster: SIGKILL of the sourcing stream's primary mid-backfill ----------------------------------
+
+
+async def cluster_messages(client: WeirClient, stream: str) -> list[types_pb2.Message]:
+    """Every stored message of partition 0 (position records left out), read from its primary."""
+    found: list[types_pb2.Message] = []
+    position = 0
+
+    async def read(node: NodeClient) -> streams_pb2.ReadMessagesResponse:
+        return await node.read_messages(stream, 0, position, max_messages=1000)
+
+    while True:
+        response = await client.on_leader(stream, 0, read)
+        found.extend(message for message in response.messages if not message.subject.startswith("$weir."))
+        if response.next_seq > response.last_seq:
+            return found
+        position = response.next_seq
+
+
+async def publish_all(client: WeirClient, stream: str, entries: list[streams_pb2.PublishEntry]) -> None:
+    async def publish(node: NodeClient) -> list[streams_pb2.PublishResult]:
+        return await node.publish_batch(stream, entries, ack_level="all")
+
+    await client.on_leader(stream, 0, publish)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_a_failover_mid_backfill_neither_skips_nor_doubles(tmp_path: Path) -> None:
+    """The issue's test: a stream sourcing two others with a filter and a transform holds exactly
+    the matching messages, in order per source, after a SIGKILL of its primary mid-backfill."""
+    cluster = start_cluster(tmp_path)
+    try:
+        async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+            await client.create_stream(stream_config("orders", replicas=3))
+            await client.create_stream(stream_config("refunds", replicas=3))
+            for start in range(0, 5000, 500):
+                for stream, subject in (("orders", "order"), ("refunds", "refund")):
+                    entries = [
+                        streams_pb2.PublishEntry(
+                            subject=f"{subject}.{'eu' if index % 2 else 'us'}.{index}", payload=b"%d" % index
+                        )
+                        for index in range(start, start + 500)
+                    ]
+                    await publish_all(client, stream, entries)
+            await client.create_stream(
+                stream_config(
+                    "ledger",
+                    replicas=3,
+                    sources=[
+                        stream_source(
+                            "orders",
+                            filter_subject="order.eu.*",
+                            transform=("order.*.*", "ledger.order.{{wildcard(2)}}"),
+                        ),
+                        stream_source("refunds", filter_subject="refund.eu.*"),
+                    ],
+                )
+            )
+
+            async def under_way() -> bool:
+                status = (await client.stream_info("ledger")).sources_status
+                return any(entry.last_sourced_seq > 0 for entry in status)
+
+            await eventually(under_way, 30, "the backfill under way")
+            route = await client.route("ledger")
+            victim = next(node for node in cluster.nodes if node.name == route.partitions[0].primary.node_id)
+            settled = sum(entry.last_sourced_seq for entry in (await client.stream_info("ledger")).sources_status)
+            victim.kill()
+            assert settled < 10_000, "the kill must land mid-backfill"
+
+            async def complete() -> bool:
+                return len(await cluster_messages(client, "ledger")) >= 5000
+
+            await eventually(complete, 90, "both sources copied through the new primary")
+            await asyncio.sleep(2)  # a doubling tail would have appended more by now
+            found = await cluster_messages(client, "ledger")
+            expected = [seq for seq in range(1, 5001) if (seq - 1) % 2]
+            assert source_seqs(found, "orders") == expected
+            assert source_seqs(found, "refunds") == expected
+            assert all(
+                message.subject.startswith("ledger.order.")
+                for message in found
+                if origin(message)[0] == "orders"  # type: ignore[index]
+            )
+            assert (await client.route("ledger", refresh=True)).partitions[0].primary.node_id != victim.name
+            status = (await client.stream_info("ledger")).sources_status
+            assert sorted((entry.source_stream, entry.last_sourced_seq) for entry in status) == [
+                ("orders", 5000),
+                ("refunds", 5000),
+            ]
+    finally:
+        cluster.stop()

@@ -610,7 +610,8 @@ class RouterCore:
 
     async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
         """Stats merged from each partition's primary (a partition whose primary is unreachable
-        is left out of the totals and listed without figures)."""
+        is left out of the totals and listed without figures); a sourcing stream's sources_status
+        from its primary."""
         record = await self._record(name)
         nodes = await self._nodes_by_id()
         led = _led_by(record)
@@ -626,6 +627,8 @@ class RouterCore:
             for stats in info.stats.partitions:
                 if stats.partition in led[node_id]:
                     by_partition[stats.partition] = stats
+            if 0 in led[node_id]:  # a sourcing stream's tails run on its (one) partition's primary
+                response.sources_status.extend(info.sources_status)
         for index in range(record.config.partitions):
             stats = by_partition.get(index, types_pb2.PartitionStats(partition=index))
             response.stats.partitions.append(stats)
