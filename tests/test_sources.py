@@ -21,6 +21,7 @@ from weir_server.sources import (
     decode_position,
     encode_position,
     initial_position,
+    position_at_risk,
     provenance,
     validate_sources,
 )
@@ -391,3 +392,45 @@ async def test_a_failover_mid_backfill_neither_skips_nor_doubles(tmp_path: Path)
             ]
     finally:
         cluster.stop()
+
+
+def test_a_position_record_is_stored_again_before_retention_could_take_it() -> None:
+    def at_risk(marker_seq: int, first_seq: int, last_seq: int, max_age_ms: int = 0, age_ms: int = 0) -> bool:
+        return position_at_risk(
+            marker_seq, 1000, first_seq=first_seq, last_seq=last_seq, max_age_ms=max_age_ms, now_ms=1000 + age_ms
+        )
+
+    assert at_risk(0, 1, 0)  # none stored yet: pin the starting point
+    assert at_risk(5, 10, 20)  # already removed
+    assert at_risk(12, 10, 100)  # in the older half: direct publishes push it out
+    assert not at_risk(90, 10, 100)
+    assert at_risk(90, 10, 100, max_age_ms=1000, age_ms=600)  # past half its max age
+    assert not at_risk(90, 10, 100, max_age_ms=1000, age_ms=400)
+
+
+async def test_an_idle_tail_keeps_its_position_record_ahead_of_max_msgs(sources_node: NodeHandle) -> None:
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("quiet"))
+        await client.publish("quiet", "q", b"1")
+        await client.create_stream(stream_config("busy", max_msgs=20, sources=[stream_source("quiet")]))
+        await wait_for_count(client, "busy", 1)
+        for index in range(100):  # direct publishes: they would push an old position record out
+            await client.publish("busy", "direct", b"%d" % index)
+
+        async def position_kept() -> bool:
+            record = await client.latest_at_subject("busy", "$weir.source.quiet.0")
+            return record is not None and decode_position(record.payload) == 1
+
+        await eventually(position_kept, 15, "the position record stored again")
+    sources_node.kill()
+    sources_node.start(reuse_ports=True)
+    async with NodeClient(sources_node.client_address) as client:
+        await client.publish("quiet", "q", b"2")
+
+        async def second_sourced() -> bool:
+            return 2 in source_seqs(await sourced(client, "busy"), "quiet")
+
+        await eventually(second_sourced, 15, "the new source message sourced after the restart")
+        await asyncio.sleep(1)
+        # Seq 1 was pushed out by the direct publishes, and is not sourced again.
+        assert source_seqs(await sourced(client, "busy"), "quiet") == [2]

@@ -32,6 +32,11 @@ def validate_sources(config: types_pb2.StreamConfig) -> None:
         return
     if len(config.sources) > MAX_SOURCES:
         raise InvalidConfigError(f"sources: at most {MAX_SOURCES}, got {len(config.sources)}")
+    if config.retention == types_pb2.RETENTION_POLICY_INTEREST:
+        raise InvalidConfigError(
+            f"sources: not supported on an interest-retention stream ({config.name!r}): its position records "
+            "would be removed with what every consumer acknowledged; use limits or work-queue retention"
+        )
     if config.partitions > 1:
         raise InvalidConfigError(
             f"sources: a sourcing stream has one partition (its tails append in one order); "
@@ -142,3 +147,17 @@ def initial_position(source: types_pb2.StreamSource, first_seq: int, last_seq: i
     if source.max_initial_backfill:
         return max(0, last_seq - source.max_initial_backfill)
     return max(0, first_seq - 1)
+
+
+def position_at_risk(
+    marker_seq: int, marker_ts_ms: int, *, first_seq: int, last_seq: int, max_age_ms: int, now_ms: int
+) -> bool:
+    """Whether a tail should store its position record again although it read nothing new: the
+    record is in the older half of the stored seqs (direct publishes are pushing it towards a
+    max_msgs / max_bytes removal) or past half of max_age_ms (0 = none) old. A record written
+    again replaces the old one (rollup), so this costs one record when it says yes."""
+    if marker_seq < first_seq:
+        return True
+    if marker_seq - first_seq < (last_seq - first_seq) // 2:
+        return True
+    return bool(max_age_ms) and now_ms - marker_ts_ms > max_age_ms // 2

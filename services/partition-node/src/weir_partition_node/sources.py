@@ -39,7 +39,9 @@ from weir_server.sources import (
     decode_position,
     encode_position,
     initial_position,
+    position_at_risk,
     position_subject,
+    provenance,
 )
 
 from weir_partition_node.membership import Membership
@@ -54,6 +56,8 @@ READ_WAIT_MS = 2000  # a tail's long poll
 RECONCILE_INTERVAL_S = 0.5  # how often the supervisor looks at which sourcing streams this node leads
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)  # waits after consecutive failures of one tail
 CALL_TIMEOUT_S = 10.0
+RESUME_SCAN_RECORDS = 100_000  # records a tail without a position record looks through for its provenance
+RESUME_SCAN_CHUNK = 2000
 
 
 class SourceLocator(Protocol):
@@ -135,6 +139,8 @@ class PartitionTail:
         self.accepts = SubjectFilter([source.filter_subject]).accepts if source.filter_subject else None
         self.marker = position_subject(source.source_stream, self.source_partition)
         self.position: int | None = None  # the last settled source seq, once resumed
+        self.marker_seq = 0  # where the position record is stored, and when (0: none yet)
+        self.marker_ts_ms = 0
 
     def _stream(self) -> Stream:
         stream = self.node.hosted_stream(self.sourcing)
@@ -147,7 +153,9 @@ class PartitionTail:
         record = self._stream().partitions[0].log.latest_at_subject(self.marker)
         if record is None:
             return None
-        return decode_position(types_pb2.Message.FromString(record).payload)
+        stored = types_pb2.Message.FromString(record)
+        self.marker_seq, self.marker_ts_ms = stored.seq, stored.ts_ms
+        return decode_position(stored.payload)
 
     async def run(self) -> None:
         """Step until this node stops leading, the stream goes, or on_drop HALT fires; failures are
@@ -170,10 +178,32 @@ class PartitionTail:
                 await asyncio.sleep(BACKOFF_S[min(failures, len(BACKOFF_S) - 1)])
                 failures += 1
 
+    async def logged_position(self) -> int | None:
+        """The newest provenance of this source partition among the sourcing stream's last
+        RESUME_SCAN_RECORDS records (None when none carries it): where a tail resumes when its
+        position record is gone (retention took it before the tail stored it again)."""
+        partition = self._stream().partitions[0]
+        seq = max(partition.first_seq, partition.last_seq - RESUME_SCAN_RECORDS + 1)
+        found: int | None = None
+        while seq <= partition.last_seq:
+            rows = partition.log.read(seq, RESUME_SCAN_CHUNK, 16 * 1024 * 1024)
+            if not rows:
+                break
+            for _, record in rows:
+                message = types_pb2.Message.FromString(record)
+                where = provenance([(header.key, header.value) for header in message.headers])
+                if where is not None and where[:2] == (self.source.source_stream, self.source_partition):
+                    found = max(found or 0, where[2])
+            seq = rows[-1][0] + 1
+            await asyncio.sleep(0)  # a long scan does not hold the event loop
+        return found
+
     async def step(self, client: NodeClient) -> None:
         """Resume if needed, read one batch, append it with the new position in one commit."""
         if self.position is None:
             stored = self.stored_position()
+            if stored is None:
+                stored = await self.logged_position()
             if stored is None:
                 probe = await client.read_messages(self.source.source_stream, self.source_partition, 0, max_messages=1)
                 stored = initial_position(self.source, probe.first_seq, probe.last_seq)
@@ -190,10 +220,31 @@ class PartitionTail:
             start = await self._dropped(start, read.first_seq)
         records = [message for message in read.messages if message.seq >= start]
         position = max(read.next_seq - 1, start - 1)
-        if not records and position == self.position:
-            return  # nothing new: the long poll ran out
-        batch = self.plan(records, position)
-        await self._append(batch)
+        if not records and position == self.position:  # nothing new: the long poll ran out
+            if read.last_seq < position:
+                self.report(
+                    f"source {self.source.source_stream}/{self.source_partition}: its last seq {read.last_seq} is "
+                    f"below the position {position} (was it deleted and created again?); waiting for seq {position + 1}"
+                )
+            await self._keep_position(position)
+            return
+        await self._append(self.plan(records, position))
+
+    async def _keep_position(self, position: int) -> None:
+        """Store the position record again when retention could soon remove it (position_at_risk)."""
+        partition = self._stream().partitions[0]
+        max_age_ms = partition.stream.bounds.max_age_ms
+        now_ms = self.node.clock.now_ms()
+        if position_at_risk(
+            self.marker_seq,
+            self.marker_ts_ms,
+            first_seq=partition.first_seq,
+            last_seq=partition.last_seq,
+            max_age_ms=max_age_ms,
+            now_ms=now_ms,
+        ):
+            marker = self._marker_entry(position)
+            await self._append(Batch([marker], len(self.marker) + len(marker.payload), position))
 
     async def _dropped(self, start: int, first_seq: int) -> int:
         """The source's retention removed seqs start..first_seq-1 before they were read: skip them
@@ -250,10 +301,14 @@ class PartitionTail:
                 continue
             batch.entries.append(entry)
             batch.size += size
-        marker = PreparedEntry(self.marker, encode_position(position), (), 0, None, rollup=True)
+        marker = self._marker_entry(position)
         batch.entries.append(marker)
         batch.size += len(self.marker) + len(marker.payload)
         return batch
+
+    def _marker_entry(self, position: int) -> PreparedEntry:
+        """The position record settling everything through `position` (rolled up: one is kept)."""
+        return PreparedEntry(self.marker, encode_position(position), (), 0, None, rollup=True)
 
     async def _append(self, batch: Batch) -> None:
         outcomes = await self._stream().partitions[0].append(batch.entries, batch.size)
@@ -261,6 +316,7 @@ class PartitionTail:
         if failed:  # nothing a tail sends can be refused per entry; say so if it ever is
             raise InternalError(f"append refused: {failed[0].result_code}: {failed[0].message}")
         self.position = self.status.last_sourced_seq = batch.position
+        self.marker_seq, self.marker_ts_ms = outcomes[-1].seq, self.node.clock.now_ms()
         self.status.pulled_total += sum(1 for outcome in outcomes[:-1] if not outcome.duplicate)
         if not batch.errors:
             return
