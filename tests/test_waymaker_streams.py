@@ -20,7 +20,7 @@ from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
 
-from tests.conftest import needs_own_processes
+from tests.conftest import eventually, needs_own_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -138,15 +138,73 @@ async def test_stream_lifecycle_and_bad_configs(seed: SeedClient, stream_name: s
     assert "exists" in await seed.refused("CreateStream", "already_exists", config=other)
     await seed.refused("CreateStream", "invalid_config", config=seed.new("StreamConfigPb", name="bad name!"))
     sourcing = seed.new("StreamConfigPb", name=f"{stream_name}-src")
+    sourcing.sources.add(source_stream=stream_name, start_time_ms=1)
+    assert "start_time_ms" in await seed.refused("CreateStream", "invalid_config", config=sourcing)
+    sourcing.sources[0].start_time_ms = 0
     sourcing.sources.add(source_stream=stream_name)
-    assert "sources" in await seed.refused("CreateStream", "invalid_config", config=sourcing)
+    assert "listed twice" in await seed.refused("CreateStream", "invalid_config", config=sourcing)
     updated = await seed.ok("UpdateStream", name=stream_name, max_msgs=50, max_age_ms=3_600_000)
     assert (updated.config.retention.limits.max_msgs, updated.config.retention.limits.max_age_ms) == (50, 3_600_000)
     await seed.refused("UpdateStream", "no_such_stream", name=f"{stream_name}-missing", max_msgs=1)
-    assert (await seed.ok("GetStreamSources")).entries == []
+    assert all(entry.sourcing_stream != stream_name for entry in (await seed.ok("GetStreamSources")).entries)
     await seed.ok("DeleteStream", name=stream_name)
     await seed.refused("DeleteStream", "no_such_stream", name=stream_name)
     await seed.refused("GetStreamInfo", "no_such_stream", name=stream_name)
+
+
+async def test_a_stream_sources_others_with_a_filter_and_a_transform(seed: SeedClient, stream_name: str) -> None:
+    """The seed's cross-stream sources: provenance headers, the filter, the transform, on_drop,
+    sources_status in GetStreamInfo and the tail in GetStreamSources."""
+    orders, refunds, audit = f"{stream_name}-o", f"{stream_name}-r", f"{stream_name}-a"
+    await seed.ok("CreateStream", config=limits_config(seed, orders))
+    await seed.ok("CreateStream", config=seed.new("StreamConfigPb", name=refunds))
+    for n in range(6):
+        await seed.ok("Publish", stream=orders, subject=f"orders.{'eu' if n % 2 else 'us'}.{n}", payload=b"o%d" % n)
+        await seed.ok("Publish", stream=refunds, subject=f"refund.{n}", payload=b"r%d" % n)
+    config = seed.new("StreamConfigPb", name=audit)
+    config.sources.add(
+        source_stream=orders,
+        filter_subject="orders.eu.*",
+        subject_transform=seed.new(
+            "SubjectTransformPb", source_pattern="orders.*.*", destination="audit.{{wildcard(2)}}"
+        ),
+    )
+    config.sources.add(
+        source_stream=refunds, start_seq=4, on_drop=seed.enum("OnDropPolicy", "ON_DROP_SKIP_TO_FIRST_AVAILABLE")
+    )
+    await seed.ok("CreateStream", config=config)
+    consumer = seed.new("ConsumerConfigPb", name="reader", ack_wait_ms=30_000)
+    await seed.ok("CreateConsumer", stream=audit, config=consumer)
+    fetched: list[Any] = []
+
+    async def all_sourced() -> bool:
+        fetched.extend((await seed.ok("Fetch", stream=audit, consumer="reader", batch_size=100)).messages)
+        return len(fetched) >= 6
+
+    await eventually(all_sourced, 20, "3 orders and 3 refunds sourced")
+    provenance = [
+        ({header.key: header.value for header in message.headers}["waymaker-source-stream"], message.subject)
+        for message in fetched
+    ]
+    assert sorted(provenance) == sorted(
+        [
+            (orders, "audit.1"),
+            (orders, "audit.3"),
+            (orders, "audit.5"),
+            (refunds, "refund.3"),
+            (refunds, "refund.4"),
+            (refunds, "refund.5"),
+        ]
+    )
+    info = await seed.ok("GetStreamInfo", name=audit)
+    assert [source.source_stream for source in info.config.sources] == [orders, refunds]
+    assert info.config.sources[0].subject_transform.destination == "audit.{{wildcard(2)}}"
+    assert {(status.source_stream, status.last_sourced_seq) for status in info.sources_status} == {
+        (orders, 6),
+        (refunds, 6),
+    }
+    entries = [entry for entry in (await seed.ok("GetStreamSources")).entries if entry.sourcing_stream == audit]
+    assert {(entry.source_stream, entry.pulled_total) for entry in entries} == {(orders, 3), (refunds, 3)}
 
 
 async def test_publish_fetch_and_settle(seed: SeedClient, stream_name: str, router_addresses: list[str]) -> None:

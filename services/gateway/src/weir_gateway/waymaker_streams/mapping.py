@@ -8,8 +8,8 @@ with more (created through weir.v1) is refused by the calls that address message
 - `block_size`: Weir stores per message, not in blocks; any value is accepted and 0 reported.
 - `strict_limits`: Weir always prunes per message (the seed's strict mode, within the default
   approximate mode's bounds too); reported true, and an update of it changes nothing.
-- `sources`: cross-stream sources are not built yet (issue 29); a config with any is refused
-  (invalid_config) rather than stored without them.
+- `sources`: Weir's StreamConfig.sources, field for field; `start_time_ms` is reserved by the seed
+  and refused when set (invalid_config), as the seed says.
 """
 
 from __future__ import annotations
@@ -41,18 +41,14 @@ class MultiPartitionError(InvalidArgumentError):
 
 def stream_config_from_seed(config: seed.StreamConfigPb) -> types_pb2.StreamConfig:
     """The Weir stream a seed CreateStream asks for (one partition). Raises InvalidConfigError for
-    what Weir does not build (sources) and for a retention oneof that is not set to a known kind."""
-    if config.sources:
-        raise InvalidConfigError(
-            f"stream {config.name!r}: cross-stream sources are not supported by this broker yet; "
-            "create the stream without `sources`"
-        )
+    a source with the seed's reserved start_time_ms."""
     weir = types_pb2.StreamConfig(
         name=config.name,
         subjects=config.subjects_filter,
         max_msg_bytes=config.max_msg_bytes,
         partitions=1,
         storage=types_pb2.STORAGE_KIND_MEMORY if config.ephemeral else types_pb2.STORAGE_KIND_FILE,
+        sources=[source_from_seed(index, source) for index, source in enumerate(config.sources)],
     )
     kind = config.retention.WhichOneof("policy")
     if kind == "work_queue":
@@ -70,6 +66,59 @@ def stream_config_from_seed(config: seed.StreamConfigPb) -> types_pb2.StreamConf
     return weir
 
 
+ON_DROP_POLICIES = {
+    seed.ON_DROP_HALT: types_pb2.SOURCE_DROP_POLICY_HALT,
+    seed.ON_DROP_SKIP_TO_FIRST_AVAILABLE: types_pb2.SOURCE_DROP_POLICY_SKIP_TO_FIRST_AVAILABLE,
+}
+SEED_ON_DROP_POLICIES = {weir: seed_policy for seed_policy, weir in ON_DROP_POLICIES.items()}
+
+
+def source_from_seed(index: int, source: seed.StreamSourceConfigPb) -> types_pb2.StreamSource:
+    """One seed source as Weir's (the node validates the rest). Errors: InvalidConfigError for
+    start_time_ms (reserved by the seed) or an unknown on_drop."""
+    if source.start_time_ms:
+        raise InvalidConfigError(f"sources[{index}].start_time_ms is reserved (the seed rejects it); use start_seq")
+    if source.on_drop not in ON_DROP_POLICIES:
+        raise InvalidConfigError(f"sources[{index}].on_drop: unknown policy {source.on_drop}")
+    weir = types_pb2.StreamSource(
+        source_stream=source.source_stream,
+        filter_subject=source.filter_subject,
+        start_seq=source.start_seq,
+        max_initial_backfill=source.max_initial_backfill,
+        on_drop=ON_DROP_POLICIES[source.on_drop],
+        dlq_stream=source.dlq_stream,
+    )
+    if source.HasField("subject_transform"):
+        weir.subject_transform.source_pattern = source.subject_transform.source_pattern
+        weir.subject_transform.destination = source.subject_transform.destination
+    return weir
+
+
+def source_to_seed(source: types_pb2.StreamSource) -> seed.StreamSourceConfigPb:
+    made = seed.StreamSourceConfigPb(
+        source_stream=source.source_stream,
+        filter_subject=source.filter_subject,
+        start_seq=source.start_seq,
+        max_initial_backfill=source.max_initial_backfill,
+        on_drop=SEED_ON_DROP_POLICIES[source.on_drop],
+        dlq_stream=source.dlq_stream,
+    )
+    if source.HasField("subject_transform"):
+        made.subject_transform.source_pattern = source.subject_transform.source_pattern
+        made.subject_transform.destination = source.subject_transform.destination
+    return made
+
+
+def source_status_to_seed(status: types_pb2.SourceStatus) -> seed.SourceStatusPb:
+    return seed.SourceStatusPb(
+        source_stream=status.source_stream,
+        last_sourced_seq=status.last_sourced_seq,
+        pulled_total=status.pulled_total,
+        last_error=status.last_error,
+        last_error_ts_ms=status.last_error_ts_ms,
+    )
+
+
 def stream_config_to_seed(config: types_pb2.StreamConfig) -> seed.StreamConfigPb:
     """A Weir stream's config as the seed reports it (block_size 0, strict_limits true)."""
     made = seed.StreamConfigPb(
@@ -78,6 +127,7 @@ def stream_config_to_seed(config: types_pb2.StreamConfig) -> seed.StreamConfigPb
         max_msg_bytes=config.max_msg_bytes,
         ephemeral=config.storage == types_pb2.STORAGE_KIND_MEMORY,
         max_msgs_per_subject=config.limits.max_msgs_per_subject,
+        sources=[source_to_seed(source) for source in config.sources],
     )
     if config.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
         made.retention.work_queue.SetInParent()

@@ -2,11 +2,12 @@
 decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
 seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
 replication RPCs are refused with PERMISSION_DENIED, and what Weir does not serve through this door
-yet (sources, moves, authority overrides, objects) with UNIMPLEMENTED and a message saying so.
+yet (moves, authority overrides, objects) with UNIMPLEMENTED and a message saying so.
 Translations are in `mapping`."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import secrets
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 import grpc
 from weir import Client
 from weir.client import NodeClient
-from weir.errors import NotPendingError, WeirError, WrongRevisionError
+from weir.errors import NoSuchStreamError, NotPendingError, WeirError, WrongRevisionError
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
@@ -28,6 +29,7 @@ from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_g
 
 logger = logging.getLogger(__name__)
 PROTOCOL = "waymaker_streams"
+SOURCES_CONCURRENCY = 16  # GetStreamSources: stream infos asked at once
 Response = TypeVar("Response")
 Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
@@ -147,6 +149,7 @@ class WaymakerStreamsServicer(seed_grpc.WaymakerStreamsServiceServicer):
             **OK,
             config=mapping.stream_config_to_seed(info.config),
             stats=mapping.stream_stats_to_seed(info.stats),
+            sources_status=[mapping.source_status_to_seed(status) for status in info.sources_status],
         )
 
     async def ListStreams(self, request: seed.ListStreamsRequest, context: grpc.aio.ServicerContext) -> Any:
@@ -164,7 +167,33 @@ class WaymakerStreamsServicer(seed_grpc.WaymakerStreamsServiceServicer):
     async def GetStreamSources(
         self, request: seed.GetStreamSourcesRequest, context: Any
     ) -> seed.GetStreamSourcesResponse:
-        return seed.GetStreamSourcesResponse(**OK)  # no stream has sources: CreateStream refuses them
+        """Every (sourcing, source) tail of the cluster (the gateway is no node of its own): the
+        status of each stream with sources, from its primary, at most SOURCES_CONCURRENCY asked
+        at once; a stream deleted meanwhile is left out."""
+        limit = asyncio.Semaphore(SOURCES_CONCURRENCY)
+
+        async def info(name: str) -> Any:
+            async with limit:
+                try:
+                    return await self.client.stream_info(name)
+                except NoSuchStreamError:
+                    return None
+
+        infos = await asyncio.gather(*(info(name) for name in await self.client.list_streams()))
+        entries = [
+            seed.GetStreamSourcesEntry(
+                sourcing_stream=found.config.name,
+                source_stream=status.source_stream,
+                last_sourced_seq=status.last_sourced_seq,
+                pulled_total=status.pulled_total,
+                last_error=status.last_error,
+                last_error_ts_ms=status.last_error_ts_ms,
+            )
+            for found in infos
+            if found is not None and found.config.sources
+            for status in found.sources_status
+        ]
+        return seed.GetStreamSourcesResponse(**OK, entries=entries)
 
     @seed_rpc(seed.UpdateStreamResponse)
     async def UpdateStream(self, request: seed.UpdateStreamRequest, context: Any) -> seed.UpdateStreamResponse:
