@@ -96,6 +96,27 @@ def test_human_output_shows_text_payloads_keys_and_a_short_stream_info(
     assert as_json["stats"]["partitions"][0]["leader"] == leader
 
 
+def test_a_stream_with_sources_from_the_command_line(routers: str, tmp_path: Path, stream_name: str) -> None:
+    """`weir stream create --source` makes a sourcing stream; `weir stream info` shows its tails."""
+    origin, copy = f"{stream_name}-o", f"{stream_name}-c"
+    weir("stream", "create", origin, "--router", routers, cwd=tmp_path)
+    for subject in ("a.1", "b.2", "a.3"):
+        weir("pub", origin, subject, "x", "--router", routers, cwd=tmp_path)
+    source = f"{origin},filter=a.*,transform=a.*->copied.{{{{wildcard(1)}}}}"
+    created = weir("stream", "create", copy, "--source", source, "--router", routers, cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    deadline = time.monotonic() + 20
+    subjects: list[str] = []
+    while time.monotonic() < deadline and len(subjects) < 2:
+        read = weir("--json", "read", copy, "--router", routers, cwd=tmp_path)
+        subjects = [json.loads(line)["subject"] for line in read.stdout.splitlines() if line.strip()]
+        time.sleep(0.2)
+    assert subjects == ["copied.1", "copied.3"]
+    info = weir("stream", "info", copy, "--router", routers, cwd=tmp_path).stdout.splitlines()
+    assert info[-2].split()[:4] == ["source", "last", "sourced", "seq"]
+    assert info[-1].split()[:3] == [f"{origin}/0", "3", "2"], info
+
+
 def test_payloads_that_are_not_text(routers: str, tmp_path: Path, stream_name: str) -> None:
     """Bytes on the command line that are not UTF-8 are published as given (no traceback); people see
     them as hex, --json as base64."""
@@ -143,6 +164,10 @@ def test_bad_numbers_are_refused_before_anything_is_sent(tmp_path: Path) -> None
         (("stream", "create", "s", "--partitions", "-2"), "--partitions: must be 1 or more"),
         (("pub", "s", "x", "y", "--count", "0"), "--count: must be 1 or more"),
         (("stream", "list", "--timeout", "0"), "--timeout"),
+        (("stream", "create", "s", "--source", "o,filtre=x"), "give key=value with a key among filter"),
+        (("stream", "create", "s", "--source", "o,transform=a.*"), "PATTERN->DESTINATION"),
+        (("stream", "create", "s", "--source", "o,on-drop=maybe"), "halt or skip"),
+        (("stream", "create", "s", "--source", "o,start-seq=-1"), "must be 0 or more"),
     ):
         one_line_error(weir(*args, cwd=tmp_path), 2, fragment)
 

@@ -175,6 +175,8 @@ async def test_a_stream_sources_two_others_with_a_filter_and_a_transform(sources
         # Live: a new message flows through; the position record is never delivered to a consumer.
         await client.publish("payments", "pay.live", b"live")
         await wait_for_count(client, "audit", 61)
+        records = await client.scan_subject("audit", "$weir.source.payments.0")
+        assert [decode_position(record.payload) for record in records] == [41]  # rolled up: one is kept
         await client.create_consumer("audit", consumer_config("reader", ack_wait_ms=30_000))
         delivered = await client.fetch("audit", "reader", batch_size=1000, max_wait_ms=500)
         assert len(delivered) == 61 and not any(message.subject.startswith("$weir.") for message in delivered)

@@ -183,6 +183,17 @@ def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int
         for entry in sorted(stats.partitions, key=lambda entry: entry.partition)
     ]
     lines.append(table(["partition", "leader", "seqs", "messages", "bytes", "in-sync replicas"], rows))
+    if info.sources_status:
+        sources = [
+            (
+                f"{status.source_stream}/{status.source_partition}",
+                status.last_sourced_seq,
+                status.pulled_total,
+                ("HALTED: " if status.halted else "") + (status.last_error or "-"),
+            )
+            for status in info.sources_status
+        ]
+        lines += ["", table(["source", "last sourced seq", "appended", "last error"], sources)]
     return "\n".join(lines)
 
 

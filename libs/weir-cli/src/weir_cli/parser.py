@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from weir.client import DELIVER_POLICIES
+from weir.client import DELIVER_POLICIES, SOURCE_DROP_POLICIES, stream_source
+from weir.v1 import types_pb2
 
 from weir_cli import consumers, doctor, invoker, kv, local, objects, scheduled, stores, streams
 from weir_cli.completers import attach, consumer_names, stream_names
@@ -83,6 +84,40 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
+
+
+SOURCE_KEYS = ("filter", "transform", "start-seq", "backfill", "on-drop", "dlq")
+
+
+def stream_source_arg(text: str) -> types_pb2.StreamSource:
+    """`--source NAME[,filter=PATTERN][,transform=PATTERN->DESTINATION][,start-seq=N][,backfill=N]
+    [,on-drop=halt|skip][,dlq=STREAM]` (argparse type): one of a stream's sources."""
+    name, *options = text.split(",")
+    fields: dict[str, str] = {}
+    for option in options:
+        key, equals, value = option.partition("=")
+        if not equals or key not in SOURCE_KEYS:
+            raise argparse.ArgumentTypeError(
+                f"{option!r}: give key=value with a key among {', '.join(SOURCE_KEYS)} (e.g. orders,filter=orders.eu.>)"
+            )
+        fields[key] = value
+    transform = None
+    if "transform" in fields:
+        pattern, arrow, destination = fields["transform"].partition("->")
+        if not arrow:
+            raise argparse.ArgumentTypeError("transform: give PATTERN->DESTINATION, e.g. orders.*->eu.{{wildcard(1)}}")
+        transform = (pattern, destination)
+    if fields.get("on-drop", "halt") not in SOURCE_DROP_POLICIES:
+        raise argparse.ArgumentTypeError(f"on-drop: halt or skip, got {fields['on-drop']!r}")
+    return stream_source(
+        name,
+        filter_subject=fields.get("filter", ""),
+        transform=transform,
+        start_seq=non_negative_int(fields.get("start-seq", "0")),
+        max_initial_backfill=non_negative_int(fields.get("backfill", "0")),
+        on_drop=fields.get("on-drop", "halt"),
+        dlq_stream=fields.get("dlq", ""),
+    )
 
 
 def positive_seconds(text: str) -> float:
@@ -307,6 +342,15 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
         "--allow-scheduled-messages",
         action="store_true",
         help="accept delayed (pub --delay-ms) and held (pub --hold) messages",
+    )
+    create.add_argument(
+        "--source",
+        dest="sources",
+        action="append",
+        type=stream_source_arg,
+        default=[],
+        metavar="NAME[,filter=P][,transform=P->D][,start-seq=N][,backfill=N][,on-drop=halt|skip][,dlq=S]",
+        help="copy another stream into this one (repeat for more; the stream then has one partition)",
     )
     create.add_argument(
         "--retention", choices=["limits", "work_queue", "interest"], default="limits", help="retention policy"

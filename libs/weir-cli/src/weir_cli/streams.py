@@ -94,6 +94,7 @@ def _config_of(args: argparse.Namespace) -> Any:
         allow_scheduled_messages=args.allow_scheduled_messages,
         duplicate_window_ms=args.duplicate_window_ms,
         duplicate_window_max_msgs=args.duplicate_window_max_msgs,
+        sources=args.sources,
     )
 
 
