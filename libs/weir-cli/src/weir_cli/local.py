@@ -34,6 +34,7 @@ from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
 from weir_cli.rocketmq_demo import rocketmq_round_trip
+from weir_cli.sources_demo import sources_round_trip
 from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
 from weir_cli.waymaker_demo import waymaker_round_trip
 
@@ -237,6 +238,7 @@ async def demo(args: argparse.Namespace) -> int:
                 await client.create_stream(stream_config("demo-pixy", partitions=4))
             summary["kafka_pixy"] = await _kafka_pixy_round_trip(cluster.gateways[0].kafka_pixy_address)
             summary["delayed"] = await _delayed_round_trip(cluster.router_addresses)
+            summary["sources"] = await sources_round_trip(cluster.router_addresses)
             async with Client(cluster.router_addresses) as client:
                 config = stream_config(ROCKETMQ_TOPIC, partitions=2, allow_scheduled_messages=True)
                 await client.create_stream(config)
@@ -251,6 +253,7 @@ async def demo(args: argparse.Namespace) -> int:
                 "security",
                 "kafka_pixy",
                 "delayed",
+                "sources",
                 "rocketmq",
                 "numaflow",
                 "waymaker_streams",
