@@ -103,6 +103,8 @@ _ROUTER: dict[str, Callable[[Any], Requirement]] = {
     "GetStreamInfo": _on("read", "name"),
     "ListConsumers": _on("read"),
     "GetConsumerInfo": _on("read"),
+    "MovePartition": _on("admin"),
+    "SetPartitionPinned": _on("admin"),
 }
 
 

@@ -36,7 +36,7 @@ import itertools
 import logging
 import random
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -133,6 +133,18 @@ class RouterClient:
                 self._index += 1  # that router is gone or restarting: try the next
         assert last is not None
         raise last
+
+    async def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
+        """The items of a server-streaming call on the current router (no retry: a long call such
+        as MovePartition is the caller's to run again); failures raise typed errors."""
+        call = getattr(self._stub(), method)(request)
+        try:
+            async for item in call:
+                yield item
+        except grpc.aio.AioRpcError as raw:
+            raise WeirError.from_rpc_error(raw) from None
+        finally:
+            call.cancel()
 
     async def close(self) -> None:
         for channel in self._channels.values():
@@ -577,6 +589,30 @@ class Client:
 
     async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
         return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
+
+    def move_partition(
+        self, stream: str, partition: int, from_node_id: str, to_node_id: str, *, catch_up_timeout_ms: int = 0
+    ) -> AsyncIterator[router_pb2.MoveProgress]:
+        """Move a partition's copy from one node to another while it serves (Router.MovePartition):
+        yields each step's progress (add_copy, catch_up every second, hand_over, remove_copy, done).
+        Errors (raised as it iterates): InvalidArgumentError, NoSuchStreamError,
+        FailedPreconditionError (pinned, no copy there, target down or already holding one, the
+        placement changed meanwhile: run it again), UnavailableError, PermissionDeniedError."""
+        request = router_pb2.MovePartitionRequest(
+            stream=stream,
+            partition=partition,
+            from_node_id=from_node_id,
+            to_node_id=to_node_id,
+            catch_up_timeout_ms=catch_up_timeout_ms,
+        )
+        return self.router.stream("MovePartition", request)
+
+    async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
+        """Pin (or unpin) a partition: no move and no preferred-leader rebalance touches a pinned
+        one. Returns the stream's pinned partitions. Errors: NoSuchStreamError, InvalidArgumentError."""
+        request = router_pb2.SetPartitionPinnedRequest(stream=stream, partition=partition, pinned=pinned)
+        response = await self._router_call("SetPartitionPinned", request)
+        return list(response.pinned_partitions)
 
     async def start_scrub(self) -> router_pb2.StartScrubResponse:
         """Start a scrub pass on every alive node now (Router.StartScrub); `cluster_info()` shows

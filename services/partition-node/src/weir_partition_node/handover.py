@@ -11,6 +11,11 @@ and retried). Only then does it answer `ok` with that end; the controller writes
 starting after it, so neither copy has a tail to truncate. The primary stays fenced until it adopts
 that record, or until the fence's time runs out (the controller died in between), when it leads
 again under its epoch.
+
+A transfer to the primary itself is a fenced epoch change with the same leader: a partition move
+(issue 29) adds or removes a copy under a new epoch, which must start after everything the primary
+wrote under the old one; the primary stops, drains, waits for its in-sync replicas and answers its
+log end, as for a real handover.
 """
 
 from __future__ import annotations
@@ -58,7 +63,8 @@ class LeadershipHandover:
             tracker = partition.tracker
             if refusal is None and (not partition.leading or request.partition not in stream.led_set):
                 refusal = "not_leader", f"node {self.node.node_id} does not lead this partition now"
-            if refusal is None and (tracker is None or request.to_node_id not in tracker.in_sync):
+            to_self = request.to_node_id == self.node.node_id
+            if refusal is None and not to_self and (tracker is None or request.to_node_id not in tracker.in_sync):
                 refusal = "not_in_sync", f"{request.to_node_id} is not an in-sync replica of this partition"
             response.leader_epoch = partition.leader_epoch
             if refusal is not None:
@@ -69,18 +75,20 @@ class LeadershipHandover:
             epoch = partition.leader_epoch
             deadline_ms = monotonic_ms() + timeout_ms
             await partition.drain()
-            target = tracker.followers[request.to_node_id]
+            target = None if to_self else tracker.followers[request.to_node_id]
 
             def caught_up() -> bool:  # the target holds everything, and so does every in-sync replica
-                return target.last_seq >= partition.last_seq and partition.high_watermark >= partition.last_seq
+                held = partition.last_seq if target is None else target.last_seq
+                return held >= partition.last_seq and partition.high_watermark >= partition.last_seq
 
             while not caught_up() and monotonic_ms() < deadline_ms:
                 await partition.wait_for_progress((deadline_ms - monotonic_ms()) / 1000)
             if not caught_up():
                 self._lead_again(request.stream, request.partition, epoch)
                 response.result_code = "timeout"
+                held = partition.high_watermark if target is None else target.last_seq
                 response.message = (
-                    f"{request.to_node_id} held seq {target.last_seq} of {partition.last_seq} after {timeout_ms} ms; "
+                    f"{request.to_node_id} held seq {held} of {partition.last_seq} after {timeout_ms} ms; "
                     "this node leads again"
                 )
                 return response

@@ -676,6 +676,38 @@ class Node:
             partition.forget_metrics()
         await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name), ignore_errors=True)
 
+    async def host_partitions(
+        self, stream: Stream, indexes: Sequence[int], placement: types_pb2.StreamPlacement
+    ) -> None:
+        """Open the partitions a placement change gives this node (a move adds it as a copy):
+        empty logs that follow their primary, under the placement's epochs, with the stream's
+        consumers attached (their state arrives from the primary with replication). The caller
+        stores the placement (ReplicaManager.apply_record)."""
+        for index in indexes:
+            partition = self._open_partition(
+                stream.config, stream.view, index, leading=False, placement=placement, replica_epochs=None, check=False
+            )
+            stream.partitions[index] = partition
+            for consumer in stream.consumers.values():
+                partition.restore_consumer(consumer.spec, 0, None, 0)
+            logger.info("%s/%d: hosted here now (a new copy, following its primary)", stream.name, index)
+
+    async def drop_partitions(self, stream: Stream, indexes: Sequence[int]) -> None:
+        """Close and remove the copies a placement change took from this node (a move removed it);
+        the stream's other partitions stay. Nothing here leads them any more (the router moved
+        leadership first)."""
+        for index in indexes:
+            partition = stream.partitions.pop(index)
+            stream.fenced.discard(index)
+            await partition.close()
+            await asyncio.to_thread(partition.log.stop_checkpoints)
+            partition.log.close()
+            partition.forget_metrics()
+            partition.wake_waiters()
+            await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name) / str(index), ignore_errors=True)
+            logger.info("%s/%d: copy removed from this node (moved elsewhere)", stream.name, index)
+        stream.set_led(set(stream.led) - set(indexes))
+
     async def delete_stream(self, name: str) -> None:
         """Delete a stream and all its messages. Errors: NoSuchStreamError."""
         self._check_open()

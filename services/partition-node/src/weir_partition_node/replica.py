@@ -43,6 +43,7 @@ from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream, check_max_bytes
 from weir_partition_node.partition import Partition, ReplicatedRecord
+from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
 
@@ -105,10 +106,12 @@ class ReplicaManager:
             if self._differs(stream, record):
                 await self.apply_record(record)
 
-    @staticmethod
-    def _differs(stream: Stream, record: types_pb2.StreamRecord) -> bool:
+    def _differs(self, stream: Stream, record: types_pb2.StreamRecord) -> bool:
         if stream.placement is None:
             return False
+        hosted, _ = hosted_partitions(record.config, record.placement, self.node.node_id)
+        if set(hosted) != set(stream.partitions):  # a move added or removed a copy here
+            return True
         for index, partition in stream.partitions.items():
             entry = record.placement.partitions[index]
             if entry.leader_epoch != partition.leader_epoch:
@@ -132,6 +135,9 @@ class ReplicaManager:
                     return [self.state_of(hosted) for hosted in stream.partitions.values()]
                 if entry.leader_epoch > partition.leader_epoch:
                     changed.append(index)
+            if not await self._adopt_hosting(stream, placement):
+                return []  # no copy of the stream is left here
+            changed = [index for index in changed if index in stream.partitions]
             if changed:
                 # Stop leading the changed partitions first: no write may land while they truncate.
                 stream.fenced -= set(changed)  # a handover's fence ends with the epoch it fenced
@@ -193,6 +199,26 @@ class ReplicaManager:
                 )
             stream.set_led(led)
             return [self.state_of(partition) for partition in stream.partitions.values()]
+
+    async def _adopt_hosting(self, stream: Stream, placement: types_pb2.StreamPlacement) -> bool:
+        """Open the partitions `placement` newly gives this node and remove the copies it no longer
+        places here (a partition move: issue 29), storing the placement with the new copies' epochs;
+        deletes the local stream when no copy is left. Returns whether the stream is still here."""
+        hosted, _ = hosted_partitions(stream.config, placement, self.node.node_id)
+        added = [index for index in hosted if index not in stream.partitions]
+        removed = [index for index in stream.partitions if index not in hosted]
+        if not added and not removed:
+            return True
+        if not hosted:
+            await self.node.delete_stream(stream.name)
+            logger.info("%s: no copy of it is placed here any more; removed", stream.name)
+            return False
+        await self.node.drop_partitions(stream, removed)
+        await self.node.host_partitions(stream, added, placement)
+        epochs = {index: placement.partitions[index].leader_epoch for index in added}
+        await self.node.catalog.set_replica_state(stream.name, placement.SerializeToString(), epochs)
+        stream.placement = placement
+        return True
 
     async def _stored_in_sync(self, stream: str, index: int, entry: types_pb2.PartitionPlacement) -> list[str]:
         try:

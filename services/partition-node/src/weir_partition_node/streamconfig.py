@@ -24,7 +24,8 @@ def bounds_of(config: types_pb2.StreamConfig) -> LimitsBounds:
 
 def check_placement(config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement, node_id: str) -> None:
     """A placement from the router must name every partition once, in order, with `replicas`
-    distinct nodes each, and include this node. Errors: InvalidConfigError."""
+    distinct nodes each (one more while a move adds the new copy before it removes the old one),
+    and include this node. Errors: InvalidConfigError."""
     if len(placement.partitions) != config.partitions:
         raise InvalidConfigError(
             f"placement: {len(placement.partitions)} partition(s) placed, the stream has {config.partitions}"
@@ -34,7 +35,7 @@ def check_placement(config: types_pb2.StreamConfig, placement: types_pb2.StreamP
         nodes = [entry.primary_node_id, *entry.secondary_node_ids]
         if entry.partition != index or not entry.primary_node_id:
             raise InvalidConfigError(f"placement: entry {index} must place partition {index} with a primary")
-        if len(set(nodes)) != len(nodes) or len(nodes) != config.replicas:
+        if len(set(nodes)) != len(nodes) or len(nodes) not in (config.replicas, config.replicas + 1):
             raise InvalidConfigError(
                 f"placement: partition {index} needs {config.replicas} distinct node(s), got {nodes}"
             )

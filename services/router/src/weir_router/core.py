@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -41,7 +41,7 @@ from weir_server.listeners import address_under, listener_for, parse_listeners
 from weir_server.metadata import InSyncRecord, NodeRecord
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
-from weir_router import assignment, failover, metrics
+from weir_router import assignment, failover, metrics, mover, moves
 from weir_router.leaders import LeaderRebalancer
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings
@@ -325,6 +325,55 @@ class RouterCore:
 
     async def _nodes_by_id(self) -> dict[str, NodeView]:
         return {view.record.node_id: view for view in await self.node_views()}
+
+    async def nodes_by_id(self) -> dict[str, NodeView]:
+        """Every registered node by id (alive or not)."""
+        return await self._nodes_by_id()
+
+    async def record_of(self, name: str) -> types_pb2.StreamRecord:
+        """The stream's record. Errors: InvalidNameError, NoSuchStreamError."""
+        return await self._record(name)
+
+    def internal_client(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
+        """weir.v1.Streams on the node's internal port. Errors: UnavailableError (not registered)."""
+        return self._internal(node_id, nodes)
+
+    def move_partition(self, request: router_pb2.MovePartitionRequest) -> AsyncIterator[router_pb2.MoveProgress]:
+        """MovePartition (see router.proto and `mover`). Errors: InvalidArgumentError,
+        NoSuchStreamError, FailedPreconditionError, UnavailableError (raised as it iterates)."""
+        if request.catch_up_timeout_ms > mover.MAX_CATCH_UP_TIMEOUT_MS:
+            raise InvalidArgumentError(
+                f"catch_up_timeout_ms: at most {mover.MAX_CATCH_UP_TIMEOUT_MS}, got {request.catch_up_timeout_ms}"
+            )
+        for field in ("from_node_id", "to_node_id"):
+            if not getattr(request, field):
+                raise InvalidArgumentError(f"{field}: required")
+        plan = moves.MovePlan(request.stream, request.partition, request.from_node_id, request.to_node_id)
+        return mover.PartitionMover(self, plan, request.catch_up_timeout_ms).run()
+
+    async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
+        """Pin or unpin one partition (no epoch change); returns the stream's pinned partitions.
+        Errors: NoSuchStreamError, InvalidArgumentError (no such partition), UnavailableError
+        (the record kept changing)."""
+        record = await self._record(stream)
+        if partition >= record.config.partitions:
+            raise InvalidArgumentError(
+                f"stream {stream!r} has {record.config.partitions} partition(s); partition {partition} does not exist"
+            )
+
+        def pin(current: types_pb2.StreamRecord) -> None:
+            wanted = (
+                set(current.pinned_partitions) | {partition} if pinned else set(current.pinned_partitions) - {partition}
+            )
+            del current.pinned_partitions[:]
+            current.pinned_partitions.extend(sorted(wanted))
+
+        for _ in range(10):
+            updated = await self.store.update_stream_record(stream, pin, expected_epochs={})
+            if updated is not None:
+                return list(updated.pinned_partitions)
+            await self._record(stream)  # NoSuchStreamError once it is gone
+        raise UnavailableError(f"stream {stream!r}: its record kept changing; retry")
 
     async def _record(self, name: str) -> types_pb2.StreamRecord:
         validate_name(name)

@@ -44,7 +44,8 @@ def handovers(
       from the nodes' scrubs) hands it to the first replica in preference order that is alive, in
       the in-sync set (`in_sync`, keyed by (stream, partition), for the current epoch) and intact;
       the old primary then repairs its records as a follower (issue 32);
-    - else back to the preferred leader when it is alive, in sync and intact.
+    - else back to the preferred leader when it is alive, in sync and intact, unless the partition
+      is pinned (`pinned_partitions`).
     The current primary must be alive (a dead primary is failover's business)."""
     damaged = damaged or {}
     moves: list[Handover] = []
@@ -62,6 +63,8 @@ def handovers(
             ]
             if key in damaged.get(primary, ()):
                 target = next((node_id for node_id in eligible if node_id != primary), None)
+            elif entry.partition in record.pinned_partitions:
+                target = None  # an operator pinned it: its leader stays where it is
             else:
                 preferred = preferred_leader(entry)
                 target = preferred if preferred != primary and preferred in eligible else None

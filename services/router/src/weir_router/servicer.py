@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -168,3 +168,23 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
     @unary
     async def StartScrub(self, request: router_pb2.StartScrubRequest, context: Any) -> Any:
         return await self.core.start_scrub()
+
+    async def MovePartition(
+        self, request: router_pb2.MovePartitionRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[router_pb2.MoveProgress]:
+        """Runs on the router it reaches (each placement change is a compare-and-set in Redis);
+        a failed step ends the stream with its error's status."""
+        started = time.perf_counter()
+        try:
+            async for progress in self.core.move_partition(request):
+                yield progress
+        except WeirError as error:
+            metrics.RPC_ERRORS.labels("MovePartition", error.result_code.value).inc()
+            await context.abort_with_status(error.to_status())
+        finally:
+            metrics.RPC_SECONDS.labels("MovePartition").observe(time.perf_counter() - started)
+
+    @unary
+    async def SetPartitionPinned(self, request: router_pb2.SetPartitionPinnedRequest, context: Any) -> Any:
+        pinned = await self.core.set_partition_pinned(request.stream, request.partition, request.pinned)
+        return router_pb2.SetPartitionPinnedResponse(pinned_partitions=pinned)

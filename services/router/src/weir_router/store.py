@@ -189,6 +189,47 @@ class MetadataStore:
             except WatchError:
                 return False
 
+    async def update_stream_record(
+        self,
+        name: str,
+        mutate: Callable[[types_pb2.StreamRecord], None],
+        *,
+        expected_epochs: dict[int, int],
+        in_sync: dict[int, InSyncRecord] | None = None,
+        read_in_sync: dict[int, InSyncRecord | None] | None = None,
+    ) -> types_pb2.StreamRecord | None:
+        """`mutate` the stored record as it is now and write it with `in_sync` in one transaction,
+        only if its partitions are still at `expected_epochs` and the in-sync records still
+        `read_in_sync`; the record written, or None when any of that moved on (or the stream is
+        gone). Unlike `replace_placement`, nothing else of the record can be lost to a write decided
+        from an older read (a move runs outside the controller's lock)."""
+        key = self.keys.stream(name)
+        read_in_sync = read_in_sync or {}
+        in_sync_keys = {index: self.keys.in_sync(name, index) for index in read_in_sync}
+        async with self.redis.pipeline(transaction=True) as pipe:
+            try:
+                await pipe.watch(key, *in_sync_keys.values())
+                raw = await pipe.get(key)
+                if not raw:
+                    return None
+                current = types_pb2.StreamRecord.FromString(_bytes(raw))
+                for index, epoch in expected_epochs.items():
+                    if current.placement.partitions[index].leader_epoch != epoch:
+                        return None
+                for index, in_sync_key in in_sync_keys.items():
+                    stored = await pipe.get(in_sync_key)
+                    if (InSyncRecord.from_json(stored) if stored else None) != read_in_sync[index]:
+                        return None
+                mutate(current)
+                pipe.multi()  # type: ignore[no-untyped-call]
+                pipe.set(key, current.SerializeToString())
+                for index, value in (in_sync or {}).items():
+                    pipe.set(self.keys.in_sync(name, index), value.to_json())
+                await pipe.execute()
+                return current
+            except WatchError:
+                return None
+
     # -- consumer groups -----------------------------------------------------------------------------
 
     async def update_group(self, stream: str, group: str, update: Callable[[bytes | None, int], tuple[str, T]]) -> T:

@@ -20,6 +20,54 @@ PERMISSION_READ: Permission
 PERMISSION_WRITE: Permission
 PERMISSION_READ_WRITE: Permission
 
+class MovePartitionRequest(_message.Message):
+    __slots__ = ("stream", "partition", "from_node_id", "to_node_id", "catch_up_timeout_ms")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CATCH_UP_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    from_node_id: str
+    to_node_id: str
+    catch_up_timeout_ms: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_node_id: _Optional[str] = ..., to_node_id: _Optional[str] = ..., catch_up_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class MoveProgress(_message.Message):
+    __slots__ = ("step", "message", "leader_epoch", "copy_last_seq", "primary_last_seq", "longest_fence_ms", "elapsed_ms")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    COPY_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LONGEST_FENCE_MS_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_MS_FIELD_NUMBER: _ClassVar[int]
+    step: str
+    message: str
+    leader_epoch: int
+    copy_last_seq: int
+    primary_last_seq: int
+    longest_fence_ms: int
+    elapsed_ms: int
+    def __init__(self, step: _Optional[str] = ..., message: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., copy_last_seq: _Optional[int] = ..., primary_last_seq: _Optional[int] = ..., longest_fence_ms: _Optional[int] = ..., elapsed_ms: _Optional[int] = ...) -> None: ...
+
+class SetPartitionPinnedRequest(_message.Message):
+    __slots__ = ("stream", "partition", "pinned")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PINNED_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    pinned: bool
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., pinned: _Optional[bool] = ...) -> None: ...
+
+class SetPartitionPinnedResponse(_message.Message):
+    __slots__ = ("pinned_partitions",)
+    PINNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    pinned_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, pinned_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class Address(_message.Message):
     __slots__ = ("host", "port")
     HOST_FIELD_NUMBER: _ClassVar[int]

@@ -115,6 +115,16 @@ class RouterStub:
                 request_serializer=weir_dot_v1_dot_router__pb2.StartScrubRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_router__pb2.StartScrubResponse.FromString,
                 _registered_method=True)
+        self.MovePartition = channel.unary_stream(
+                '/weir.v1.Router/MovePartition',
+                request_serializer=weir_dot_v1_dot_router__pb2.MovePartitionRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_router__pb2.MoveProgress.FromString,
+                _registered_method=True)
+        self.SetPartitionPinned = channel.unary_unary(
+                '/weir.v1.Router/SetPartitionPinned',
+                request_serializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.FromString,
+                _registered_method=True)
 
 
 class RouterServicer:
@@ -240,6 +250,27 @@ class RouterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MovePartition(self, request, context):
+        """Move one partition's copy from a node to another while it serves (Kafka's partition
+        reassignment, the seed's MigrateStream): the new copy is added and catches up through
+        replication, leadership moves to it if the old copy led, then the old copy is removed; each
+        step under a new leader epoch. Publishes stall only while the primary drains at an epoch
+        change. Streams the progress (one item per step, and the new copy's catch-up) and ends after
+        the last step; a failed step ends the call with its error, the placement as the steps before
+        it left it (valid; running the move again goes on). With an auth file it needs admin on the stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetPartitionPinned(self, request, context):
+        """Pin or unpin a partition: a pinned one is never moved and its leadership is never handed back
+        by the preferred-leader rebalance (the seed's SetStreamPinned). Admin on the stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -322,6 +353,16 @@ def add_RouterServicer_to_server(servicer, server):
                     servicer.StartScrub,
                     request_deserializer=weir_dot_v1_dot_router__pb2.StartScrubRequest.FromString,
                     response_serializer=weir_dot_v1_dot_router__pb2.StartScrubResponse.SerializeToString,
+            ),
+            'MovePartition': grpc.unary_stream_rpc_method_handler(
+                    servicer.MovePartition,
+                    request_deserializer=weir_dot_v1_dot_router__pb2.MovePartitionRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_router__pb2.MoveProgress.SerializeToString,
+            ),
+            'SetPartitionPinned': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetPartitionPinned,
+                    request_deserializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -756,6 +797,60 @@ class Router:
             '/weir.v1.Router/StartScrub',
             weir_dot_v1_dot_router__pb2.StartScrubRequest.SerializeToString,
             weir_dot_v1_dot_router__pb2.StartScrubResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MovePartition(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/weir.v1.Router/MovePartition',
+            weir_dot_v1_dot_router__pb2.MovePartitionRequest.SerializeToString,
+            weir_dot_v1_dot_router__pb2.MoveProgress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetPartitionPinned(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Router/SetPartitionPinned',
+            weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.SerializeToString,
+            weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -479,16 +479,18 @@ class StreamPlacement(_message.Message):
     def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionPlacement, _Mapping]]] = ...) -> None: ...
 
 class StreamRecord(_message.Message):
-    __slots__ = ("config", "placement", "created_at_ms", "deleting")
+    __slots__ = ("config", "placement", "created_at_ms", "deleting", "pinned_partitions")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     DELETING_FIELD_NUMBER: _ClassVar[int]
+    PINNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     config: StreamConfig
     placement: StreamPlacement
     created_at_ms: int
     deleting: bool
-    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., deleting: _Optional[bool] = ...) -> None: ...
+    pinned_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., deleting: _Optional[bool] = ..., pinned_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ClusterAnalytics(_message.Message):
     __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions", "watermark_ms")

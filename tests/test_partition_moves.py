@@ -1,0 +1,211 @@
+"""Moving a partition's copy between nodes while it serves (Router.MovePartition, issue 29): the pure
+placement steps, and on a real 4-node cluster a move of the leading copy under an ack-all,
+idempotent publish load and a consuming group: nothing acknowledged is lost, nothing is stored
+twice, the consumer's state is on the new node, the old node keeps no copy, and the longest publish
+stall is reported."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from pathlib import Path
+
+import pytest
+from weir.client import NodeClient, consumer_config, stream_config
+from weir.cluster import WeirClient
+from weir.errors import FailedPreconditionError, InvalidArgumentError, NoSuchStreamError, WeirError
+from weir.message import Message
+from weir.v1 import types_pb2
+from weir_router import moves
+from weir_router.moves import MovePlan
+
+from tests.conftest import eventually, start_cluster
+
+# -- pure placement steps ------------------------------------------------------------------------------
+
+
+def entry(primary: str, *secondaries: str, epoch: int = 3) -> types_pb2.PartitionPlacement:
+    placed = types_pb2.PartitionPlacement(
+        partition=0,
+        primary_node_id=primary,
+        secondary_node_ids=secondaries,
+        leader_epoch=epoch,
+        in_sync_node_ids=[primary, *secondaries],
+        replica_node_ids=[primary, *secondaries],
+    )
+    placed.epoch_starts.add(leader_epoch=1, start_seq=1)
+    return placed
+
+
+def test_a_move_adds_then_hands_over_then_removes_each_under_a_new_epoch() -> None:
+    added = moves.with_added_copy(entry("a", "b", "c"), "d", last_seq=100)
+    assert (added.primary_node_id, list(added.secondary_node_ids)) == ("a", ["b", "c", "d"])
+    assert list(added.replica_node_ids) == ["a", "b", "c", "d"] and list(added.in_sync_node_ids) == ["a", "b", "c"]
+    assert added.leader_epoch == 4 and (added.epoch_starts[-1].leader_epoch, added.epoch_starts[-1].start_seq) == (
+        4,
+        101,
+    )
+    reordered = moves.with_preference_taken(added, "a", "d")
+    assert list(reordered.replica_node_ids) == ["d", "b", "c", "a"]
+    with pytest.raises(FailedPreconditionError, match="still leads"):
+        moves.with_copy_removed(reordered, "a", last_seq=120)
+    reordered.primary_node_id = "d"
+    del reordered.secondary_node_ids[:]
+    reordered.secondary_node_ids.extend(["b", "c", "a"])
+    removed = moves.with_copy_removed(reordered, "a", last_seq=120)
+    assert (list(removed.secondary_node_ids), list(removed.replica_node_ids)) == (["b", "c"], ["d", "b", "c"])
+    assert "a" not in removed.in_sync_node_ids and removed.leader_epoch == 5
+
+
+def record_of(placed: types_pb2.PartitionPlacement, *, pinned: bool = False) -> types_pb2.StreamRecord:
+    record = types_pb2.StreamRecord(config=types_pb2.StreamConfig(name="s", partitions=1, replicas=3))
+    record.placement.partitions.append(placed)
+    if pinned:
+        record.pinned_partitions.append(0)
+    return record
+
+
+@pytest.mark.parametrize(
+    ("plan", "pinned", "error", "says"),
+    [
+        (MovePlan("s", 1, "a", "d"), False, InvalidArgumentError, "partition 1 does not exist"),
+        (MovePlan("s", 0, "a", "a"), False, InvalidArgumentError, "nothing to move"),
+        (MovePlan("s", 0, "a", "d"), True, FailedPreconditionError, "pinned"),
+        (MovePlan("s", 0, "x", "d"), False, FailedPreconditionError, "no copy on 'x'"),
+        (MovePlan("s", 0, "a", "e"), False, FailedPreconditionError, "not alive"),
+        (MovePlan("s", 0, "a", "b"), False, FailedPreconditionError, "already has a copy"),
+    ],
+)
+def test_a_bad_move_is_refused_before_anything_changes(plan: MovePlan, pinned: bool, error: type, says: str) -> None:
+    with pytest.raises(error, match=says):
+        moves.check_move(record_of(entry("a", "b", "c"), pinned=pinned), plan, {"a", "b", "c", "d"})
+
+
+# -- a real cluster ------------------------------------------------------------------------------------
+
+
+class IdempotentPublisher:
+    """Publishes unique payloads (ack all, msg_id = payload, retried until acknowledged) until
+    stopped; records each acknowledgement and the longest time one publish took."""
+
+    def __init__(self, client: WeirClient, stream: str) -> None:
+        self.client = client
+        self.stream = stream
+        self.acked: dict[bytes, int] = {}
+        self.longest_s = 0.0
+        self.retries: collections.Counter[str] = collections.Counter()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> IdempotentPublisher:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        return self
+
+    async def _one(self, payload: bytes) -> None:
+        started = time.monotonic()
+        while True:
+            try:
+                ack = await self.client.publish(
+                    self.stream, "orders.new", payload, msg_id=payload.decode(), ack_level="all"
+                )
+                break
+            except WeirError as error:
+                self.retries[error.result_code.value] += 1
+                await asyncio.sleep(0.05)
+        self.acked[payload] = ack.seq
+        self.longest_s = max(self.longest_s, time.monotonic() - started)
+
+    async def _run(self) -> None:
+        async def worker(number: int) -> None:
+            index = 0
+            while not self._stop.is_set():
+                await self._one(f"w{number}-m{index}".encode())
+                index += 1
+
+        await asyncio.gather(*(worker(number) for number in range(4)))
+
+    async def wait_for(self, count: int, timeout_s: float) -> None:
+        async def enough() -> bool:
+            if self._task is not None and self._task.done():
+                self._task.result()
+            return len(self.acked) >= count
+
+        await eventually(enough, timeout_s, f"{count} acknowledged publishes (retries: {self.retries})")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+
+async def stored_payloads(client: WeirClient, stream: str) -> list[bytes]:
+    route = await client.route(stream, refresh=True)
+    async with NodeClient(route.partitions[0].primary.address) as node:
+        return [message.payload async for message in node.read_all(stream)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_moving_the_leading_copy_under_load_loses_and_doubles_nothing(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, nodes=4)
+    try:
+        async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+            stream = "moving"
+            await client.create_stream(stream_config(stream, replicas=3))
+            await client.create_consumer(stream, consumer_config("billing", ack_wait_ms=30_000))
+            seen: collections.Counter[bytes] = collections.Counter()
+
+            async def handle(message: Message) -> None:
+                seen[message.payload] += 1
+
+            member = client.group_consumer(stream, "billing", handle, batch_size=50, max_wait_ms=200).start()
+            publisher = IdempotentPublisher(client, stream).start()
+            await publisher.wait_for(300, 60)
+            route = await client.route(stream, refresh=True)
+            old_primary = route.partitions[0].primary.node_id
+            copies = {old_primary, *(broker.node_id for broker in route.partitions[0].secondaries)}
+            spare = next(node.name for node in cluster.nodes if node.name not in copies)
+            steps = [progress async for progress in client.move_partition(stream, 0, old_primary, spare)]
+            assert [step.step for step in steps if step.step != "catch_up"] == [
+                "add_copy",
+                "hand_over",
+                "remove_copy",
+                "done",
+            ]
+            await publisher.wait_for(len(publisher.acked) + 300, 60)  # publishing goes on on the new primary
+            await publisher.stop()
+            route = await client.route(stream, refresh=True)
+            assert route.partitions[0].primary.node_id == spare
+            assert old_primary not in {broker.node_id for broker in route.partitions[0].secondaries}
+            stored = await stored_payloads(client, stream)
+            assert len(stored) == len(set(stored)), "a message was stored twice"
+            lost = [payload for payload in publisher.acked if payload not in set(stored)]
+            assert not lost, f"{len(lost)} acknowledged messages lost, e.g. {lost[:3]}"
+
+            async def all_consumed() -> bool:
+                return all(payload in seen for payload in publisher.acked)
+
+            await eventually(all_consumed, 60, "the group consumed every acknowledged message")
+            await member.stop()
+            info = await client.consumer_info(stream, "billing")
+            assert info.partitions[0].ack_floor >= max(publisher.acked.values()) - 100
+            old = next(node for node in cluster.nodes if node.name == old_primary)
+            async with NodeClient(old.internal_address) as node:
+
+                async def copy_removed() -> bool:
+                    try:
+                        await node.stream_info(stream)
+                    except NoSuchStreamError:
+                        return True
+                    return False
+
+                await eventually(copy_removed, 10, f"{old_primary} dropped its copy")
+            duplicates = sum(count - 1 for count in seen.values() if count > 1)
+            print(
+                f"moved {stream}/0 {old_primary} -> {spare} in {steps[-1].elapsed_ms} ms; longest fence "
+                f"{steps[-1].longest_fence_ms} ms; longest publish {publisher.longest_s * 1000:.0f} ms; "
+                f"acknowledged {len(publisher.acked)}; consumer redeliveries {duplicates}; retries {dict(publisher.retries)}"
+            )
+    finally:
+        cluster.stop()
