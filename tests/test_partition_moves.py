@@ -205,7 +205,8 @@ async def test_moving_the_leading_copy_under_load_loses_and_doubles_nothing(tmp_
             print(
                 f"moved {stream}/0 {old_primary} -> {spare} in {steps[-1].elapsed_ms} ms; longest fence "
                 f"{steps[-1].longest_fence_ms} ms; longest publish {publisher.longest_s * 1000:.0f} ms; "
-                f"acknowledged {len(publisher.acked)}; consumer redeliveries {duplicates}; retries {dict(publisher.retries)}"
+                f"acknowledged {len(publisher.acked)}; consumer redeliveries {duplicates}; "
+                f"retries {dict(publisher.retries)}"
             )
     finally:
         cluster.stop()
