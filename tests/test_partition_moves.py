@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +21,7 @@ from weir.cluster import WeirClient
 from weir.errors import FailedPreconditionError, InvalidArgumentError, NoSuchStreamError, WeirError
 from weir.message import Message
 from weir.v1 import types_pb2
-from weir_router import moves
+from weir_router import moves, planner
 from weir_router.moves import MovePlan
 
 from tests.conftest import eventually, start_cluster
@@ -80,6 +84,45 @@ def record_of(placed: types_pb2.PartitionPlacement, *, pinned: bool = False) -> 
 def test_a_bad_move_is_refused_before_anything_changes(plan: MovePlan, pinned: bool, error: type, says: str) -> None:
     with pytest.raises(error, match=says):
         moves.check_move(record_of(entry("a", "b", "c"), pinned=pinned), plan, {"a", "b", "c", "d"})
+
+
+def placed(name: str, partitions: list[list[str]], *, pinned: tuple[int, ...] = ()) -> types_pb2.StreamRecord:
+    """A record whose partition i has copies partitions[i] (the first leads)."""
+    record = types_pb2.StreamRecord(config=types_pb2.StreamConfig(name=name, partitions=len(partitions), replicas=3))
+    for index, copies in enumerate(partitions):
+        record.placement.partitions.add(
+            partition=index, primary_node_id=copies[0], secondary_node_ids=copies[1:], replica_node_ids=copies
+        )
+    record.pinned_partitions.extend(pinned)
+    return record
+
+
+def test_the_planner_gives_a_new_node_its_share_of_copies_and_primaries() -> None:
+    trio = ["n1", "n2", "n3"]
+    records = [placed(f"s{index}", [trio[index % 3 :] + trio[: index % 3]]) for index in range(8)]
+    before = planner.copies_per_node(records, [*trio, "n4"])
+    assert before["n4"] == (0, 0) and sum(copies for copies, _ in before.values()) == 24
+    plan = planner.plan_rebalance(records, [*trio, "n4"], {})
+    after = planner.shares_after(before, plan)
+    assert sorted(copies for copies, _ in after.values()) == [6, 6, 6, 6]
+    assert (
+        after["n4"][1] >= 2
+        and max(leads for _, leads in after.values()) - min(leads for _, leads in after.values()) <= 1
+    )
+    assert all(move.to_node_id == "n4" for move in plan) and len(plan) == 6
+    moved = {(move.stream, move.partition) for move in plan}
+    assert len(moved) == len(plan)  # no partition gets two copies on n4
+
+
+def test_the_planner_leaves_pinned_partitions_and_balanced_clusters_alone() -> None:
+    trio = ["n1", "n2", "n3"]
+    assert planner.plan_rebalance([placed("s", [trio, trio])], trio, {}) == []
+    pinned = placed("p", [trio, trio], pinned=(0, 1))
+    assert planner.plan_rebalance([pinned], [*trio, "n4"], {}) == []
+    assert planner.plan_rebalance([placed("s", [trio])], ["n1"], {}) == []
+    heavy = planner.plan_rebalance([placed(f"s{index}", [trio]) for index in range(4)], [*trio, "n4"], {"n4": 3})
+    # Capacity 3 of 6 would give n4 half the 12 copies; it can hold one of each of the 4 partitions.
+    assert len(heavy) == 4 and {move.to_node_id for move in heavy} == {"n4"}
 
 
 # -- a real cluster ------------------------------------------------------------------------------------
@@ -208,5 +251,60 @@ async def test_moving_the_leading_copy_under_load_loses_and_doubles_nothing(tmp_
                 f"acknowledged {len(publisher.acked)}; consumer redeliveries {duplicates}; "
                 f"retries {dict(publisher.retries)}"
             )
+    finally:
+        cluster.stop()
+
+
+def weir_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    clean["XDG_STATE_HOME"] = str(cwd / ".state")
+    return subprocess.run(
+        [sys.executable, "-m", "weir_cli.cli", *args], cwd=cwd, env=clean, capture_output=True, text=True, timeout=180
+    )
+
+
+def primaries_per_node(stats_json: str) -> dict[str, int]:
+    figures = json.loads(stats_json)
+    return {node["node_id"]: node["partition_count"] for node in figures["nodes"] if node["status"] == "ok"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_node_added_to_a_running_cluster_takes_its_share_after_cluster_rebalance(tmp_path: Path) -> None:
+    """The issue's use case: a fourth node joins a 3-node cluster; `weir cluster rebalance` moves
+    copies and primaries onto it; `weir stats` shows the skew before and after; every message stays."""
+    cluster = start_cluster(tmp_path / "cluster")
+    try:
+        routers = ",".join(cluster.router_addresses)
+        async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+            for index in range(4):
+                await client.create_stream(stream_config(f"load-{index}", partitions=2, replicas=3))
+                for message in range(50):
+                    await client.publish(f"load-{index}", "x", b"%d" % message, partition=message % 2, ack_level="all")
+            cluster.add_node()
+            newcomer = cluster.nodes[-1].name
+
+            async def registered() -> bool:
+                return any(node.node_id == newcomer and node.alive for node in (await client.cluster_info()).nodes)
+
+            await eventually(registered, 20, f"{newcomer} registered")
+            before = weir_cli("--json", "stats", "--nodes-only", "--router", routers, cwd=tmp_path)
+            assert before.returncode == 0, before.stderr
+            assert primaries_per_node(before.stdout)[newcomer] == 0
+            assert json.loads(before.stdout)["skew_partitions"] >= 2
+            plan = weir_cli("cluster", "rebalance", "--dry-run", "--router", routers, cwd=tmp_path)
+            assert plan.returncode == 0 and "dry run" in plan.stdout, plan.stderr
+            ran = weir_cli("cluster", "rebalance", "--router", routers, cwd=tmp_path)
+            assert ran.returncode == 0, ran.stderr
+            assert ran.stdout.count(": ok in ") == 6, ran.stdout  # 24 copies over 4 nodes: 6 come to the newcomer
+            after = weir_cli("--json", "stats", "--nodes-only", "--router", routers, cwd=tmp_path)
+            shares = primaries_per_node(after.stdout)
+            assert shares[newcomer] == 2 and json.loads(after.stdout)["skew_partitions"] <= 1, after.stdout
+            again = weir_cli("cluster", "rebalance", "--dry-run", "--router", routers, cwd=tmp_path)
+            assert "0 move(s) planned" in again.stdout, again.stdout
+            for index in range(4):
+                info = await client.stream_info(f"load-{index}")
+                assert info.stats.msg_count == 50, f"load-{index}: {info.stats}"
+            print("stats before:", before.stdout.strip()[:300], "\nrebalance:", ran.stdout.strip())
     finally:
         cluster.stop()

@@ -665,6 +665,9 @@ class LocalCluster:
     tls_dir: Path | None = None
     # With an auth file: the users the routers', nodes' and gateways' client ports serve.
     auth_file: Path | None = None
+    # The environment every node got at start (add_node gives a new one the same).
+    node_env: dict[str, str] = field(default_factory=dict)
+    memory_limit_bytes: int | None = None
 
     @property
     def router_addresses(self) -> list[str]:
@@ -749,13 +752,9 @@ class LocalCluster:
                 **{f"WEIR_NODE_{name}": value for name, value in access.items()},
                 **(node_env or {}),
             }
-            for index in range(1, nodes + 1):
-                node = NodeHandle(
-                    **_placed(data_dir, f"node-{index}", shared_node, die_with_parent, cluster.tls_dir),
-                    memory_limit_bytes=memory_limit_bytes,
-                )
-                cluster.nodes.append(node)
-                node.start()
+            cluster.node_env, cluster.memory_limit_bytes = shared_node, memory_limit_bytes
+            for _ in range(nodes):
+                node = cluster.add_node(die_with_parent=die_with_parent)
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
             shared_replicator = {
                 "WEIR_REPLICATOR_REDIS_URL": redis.url,
@@ -801,6 +800,19 @@ class LocalCluster:
             raise
         cluster.write_state()
         return cluster
+
+    def add_node(self, *, die_with_parent: bool = True) -> NodeHandle:
+        """Start one more partition node (`node-<N+1>`, the other nodes' settings), which registers
+        with the cluster; it holds nothing until streams are created or moved onto it (`weir
+        cluster rebalance`)."""
+        node = NodeHandle(
+            **_placed(self.data_dir, f"node-{len(self.nodes) + 1}", self.node_env, die_with_parent, self.tls_dir),
+            memory_limit_bytes=self.memory_limit_bytes,
+        )
+        self.nodes.append(node)
+        node.start()
+        self.write_state()
+        return node
 
     def start_gateway(
         self, name: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True

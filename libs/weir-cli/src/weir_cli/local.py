@@ -202,12 +202,12 @@ async def stats(args: argparse.Namespace) -> int:
             )
         emit(figures.analytics, args.json)
         return 0
-    rows = [(node.node_id, node.status, node.total_msg_count) for node in figures.nodes]
+    rows = [(node.node_id, node.status, node.partition_count, node.total_msg_count) for node in figures.nodes]
     human = "\n".join(
         [
             f"{figures.total_stream_count} stream(s), {figures.total_msg_count} message(s); "
-            f"skew {figures.skew_msg_count}",
-            table(["node", "status", "messages"], rows),
+            f"skew {figures.skew_msg_count} message(s), {figures.skew_partitions} primaries",
+            table(["node", "status", "primaries", "messages"], rows),
         ]
     )
     emit(figures, args.json, human)

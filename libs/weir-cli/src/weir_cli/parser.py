@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from weir.client import DELIVER_POLICIES, SOURCE_DROP_POLICIES, stream_source
 from weir.v1 import types_pb2
 
-from weir_cli import consumers, doctor, invoker, kv, local, objects, scheduled, stores, streams
+from weir_cli import consumers, doctor, invoker, kv, local, moves, objects, scheduled, stores, streams
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
 
@@ -301,6 +301,15 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     token.add_argument("--user", default="", help="also print the auth file entry of this user name")
     tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
     tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
+    rebalance = tree.command(
+        cluster,
+        "rebalance",
+        "move partition copies so every node holds its share (plan, then move)",
+        moves.cluster_rebalance,
+    )
+    rebalance.add_argument("--dry-run", action="store_true", help="print the plan; move nothing")
+    rebalance.add_argument("--max-moves", type=positive_int, default=100, help="moves planned at most (default 100)")
+    _catch_up_flag(rebalance)
     doctor_command = tree.command(
         commands, "doctor", "each node's scrub: passes, corrupt records, storage checks (exit 1 if any)", doctor.doctor
     )
@@ -320,6 +329,15 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     )
     changes.add_argument("--max", type=positive_int, default=1000, help="most changes to print (without --follow)")
     changes.add_argument("--follow", action="store_true", help="keep printing new changes until Ctrl-C")
+
+
+def _catch_up_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--catch-up-timeout-ms",
+        type=non_negative_int,
+        default=0,
+        help="how long the new copy may take to catch up (0 = 10 minutes)",
+    )
 
 
 def _stream_commands(tree: _Tree, commands: Commands) -> None:
@@ -372,6 +390,19 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
             tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name"), stream_names
         )
     tree.command(stream, "list", "the streams' names", streams.stream_list)
+    move = tree.command(stream, "move", "move a partition's copy to another node while it serves", moves.stream_move)
+    attach(move.add_argument("name", help="the stream's name"), stream_names)
+    move.add_argument("--to", dest="to_node", required=True, help="the node that gets the copy (e.g. node-4)")
+    move.add_argument("--from", dest="from_node", default="", help="the node that gives it up (default: the primary)")
+    move.add_argument("--partition", type=non_negative_int, default=0, help="which partition (default 0)")
+    _catch_up_flag(move)
+    for name, help_text, handler in (
+        ("pin", "keep a partition where it is (no move, no preferred-leader handover)", moves.stream_pin),
+        ("unpin", "let moves and the preferred-leader rebalance touch a partition again", moves.stream_unpin),
+    ):
+        command = tree.command(stream, name, help_text, handler)
+        attach(command.add_argument("name", help="the stream's name"), stream_names)
+        command.add_argument("--partition", type=non_negative_int, default=0, help="which partition (default 0)")
     purge = tree.command(stream, "purge", "remove a stream's messages (seqs keep counting)", streams.stream_purge)
     attach(purge.add_argument("name", help="the stream's name"), stream_names)
     purge.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")

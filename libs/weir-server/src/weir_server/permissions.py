@@ -105,6 +105,7 @@ _ROUTER: dict[str, Callable[[Any], Requirement]] = {
     "GetConsumerInfo": _on("read"),
     "MovePartition": _on("admin"),
     "SetPartitionPinned": _on("admin"),
+    "PlanRebalance": lambda request: Requirement("admin", "*"),  # it reads every stream's placement
 }
 
 

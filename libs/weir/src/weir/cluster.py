@@ -607,6 +607,12 @@ class Client:
         )
         return self.router.stream("MovePartition", request)
 
+    async def plan_rebalance(self, max_moves: int = 0) -> router_pb2.PlanRebalanceResponse:
+        """Router.PlanRebalance: the moves that even out copies and primaries over the alive nodes
+        (nothing is moved; run each with `move_partition`), and each node's share before and after."""
+        request = router_pb2.PlanRebalanceRequest(max_moves=max_moves)
+        return await self._router_call("PlanRebalance", request)  # type: ignore[no-any-return]
+
     async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
         """Pin (or unpin) a partition: no move and no preferred-leader rebalance touches a pinned
         one. Returns the stream's pinned partitions. Errors: NoSuchStreamError, InvalidArgumentError."""

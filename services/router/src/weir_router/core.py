@@ -41,7 +41,7 @@ from weir_server.listeners import address_under, listener_for, parse_listeners
 from weir_server.metadata import InSyncRecord, NodeRecord
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
-from weir_router import assignment, failover, metrics, mover, moves
+from weir_router import assignment, failover, metrics, mover, moves, planner
 from weir_router.leaders import LeaderRebalancer
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings
@@ -350,6 +350,33 @@ class RouterCore:
                 raise InvalidArgumentError(f"{field}: required")
         plan = moves.MovePlan(request.stream, request.partition, request.from_node_id, request.to_node_id)
         return mover.PartitionMover(self, plan, request.catch_up_timeout_ms).run()
+
+    async def plan_rebalance(self, max_moves: int) -> router_pb2.PlanRebalanceResponse:
+        """PlanRebalance (planner.py). Errors: InvalidArgumentError (max_moves)."""
+        if max_moves > planner.MAX_MOVES:
+            raise InvalidArgumentError(f"max_moves: at most {planner.MAX_MOVES}, got {max_moves}")
+        records = await self.store.streams()
+        views = await self.node_views()
+        alive = sorted(view.record.node_id for view in views if view.alive)
+        capacity = {view.record.node_id: view.record.capacity for view in views}
+        planned = planner.plan_rebalance(records, alive, capacity, max_moves or planner.DEFAULT_MAX_MOVES)
+        before = planner.copies_per_node(records, alive)
+        response = router_pb2.PlanRebalanceResponse(
+            moves=[
+                router_pb2.PlannedMove(
+                    stream=move.stream,
+                    partition=move.partition,
+                    from_node_id=move.from_node_id,
+                    to_node_id=move.to_node_id,
+                    leading=move.leading,
+                )
+                for move in planned
+            ]
+        )
+        for field, shares in (("before", before), ("after", planner.shares_after(before, planned))):
+            for node_id, (copies, leads) in sorted(shares.items()):
+                getattr(response, field).add(node_id=node_id, copies=copies, leads=leads)
+        return response
 
     async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
         """Pin or unpin one partition (no epoch change); returns the stream's pinned partitions.

@@ -185,6 +185,10 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
             metrics.RPC_SECONDS.labels("MovePartition").observe(time.perf_counter() - started)
 
     @unary
+    async def PlanRebalance(self, request: router_pb2.PlanRebalanceRequest, context: Any) -> Any:
+        return await self.core.plan_rebalance(request.max_moves)
+
+    @unary
     async def SetPartitionPinned(self, request: router_pb2.SetPartitionPinnedRequest, context: Any) -> Any:
         pinned = await self.core.set_partition_pinned(request.stream, request.partition, request.pinned)
         return router_pb2.SetPartitionPinnedResponse(pinned_partitions=pinned)

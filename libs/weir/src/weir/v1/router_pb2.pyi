@@ -20,6 +20,46 @@ PERMISSION_READ: Permission
 PERMISSION_WRITE: Permission
 PERMISSION_READ_WRITE: Permission
 
+class PlanRebalanceRequest(_message.Message):
+    __slots__ = ("max_moves",)
+    MAX_MOVES_FIELD_NUMBER: _ClassVar[int]
+    max_moves: int
+    def __init__(self, max_moves: _Optional[int] = ...) -> None: ...
+
+class PlannedMove(_message.Message):
+    __slots__ = ("stream", "partition", "from_node_id", "to_node_id", "leading")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    FROM_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TO_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADING_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    from_node_id: str
+    to_node_id: str
+    leading: bool
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_node_id: _Optional[str] = ..., to_node_id: _Optional[str] = ..., leading: _Optional[bool] = ...) -> None: ...
+
+class NodeShare(_message.Message):
+    __slots__ = ("node_id", "copies", "leads")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
+    LEADS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    copies: int
+    leads: int
+    def __init__(self, node_id: _Optional[str] = ..., copies: _Optional[int] = ..., leads: _Optional[int] = ...) -> None: ...
+
+class PlanRebalanceResponse(_message.Message):
+    __slots__ = ("moves", "before", "after")
+    MOVES_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    moves: _containers.RepeatedCompositeFieldContainer[PlannedMove]
+    before: _containers.RepeatedCompositeFieldContainer[NodeShare]
+    after: _containers.RepeatedCompositeFieldContainer[NodeShare]
+    def __init__(self, moves: _Optional[_Iterable[_Union[PlannedMove, _Mapping]]] = ..., before: _Optional[_Iterable[_Union[NodeShare, _Mapping]]] = ..., after: _Optional[_Iterable[_Union[NodeShare, _Mapping]]] = ...) -> None: ...
+
 class MovePartitionRequest(_message.Message):
     __slots__ = ("stream", "partition", "from_node_id", "to_node_id", "catch_up_timeout_ms")
     STREAM_FIELD_NUMBER: _ClassVar[int]

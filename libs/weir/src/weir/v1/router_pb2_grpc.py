@@ -125,6 +125,11 @@ class RouterStub:
                 request_serializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.FromString,
                 _registered_method=True)
+        self.PlanRebalance = channel.unary_unary(
+                '/weir.v1.Router/PlanRebalance',
+                request_serializer=weir_dot_v1_dot_router__pb2.PlanRebalanceRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_router__pb2.PlanRebalanceResponse.FromString,
+                _registered_method=True)
 
 
 class RouterServicer:
@@ -271,6 +276,15 @@ class RouterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PlanRebalance(self, request, context):
+        """A plan of partition moves that evens out copies and primaries over the alive nodes, by their
+        capacity (a node just added takes its share); nothing is moved: `weir cluster rebalance` runs
+        each with MovePartition. Pinned partitions are left where they are. Needs admin on "*".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RouterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -363,6 +377,11 @@ def add_RouterServicer_to_server(servicer, server):
                     servicer.SetPartitionPinned,
                     request_deserializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.FromString,
                     response_serializer=weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.SerializeToString,
+            ),
+            'PlanRebalance': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanRebalance,
+                    request_deserializer=weir_dot_v1_dot_router__pb2.PlanRebalanceRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_router__pb2.PlanRebalanceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -851,6 +870,33 @@ class Router:
             '/weir.v1.Router/SetPartitionPinned',
             weir_dot_v1_dot_router__pb2.SetPartitionPinnedRequest.SerializeToString,
             weir_dot_v1_dot_router__pb2.SetPartitionPinnedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PlanRebalance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Router/PlanRebalance',
+            weir_dot_v1_dot_router__pb2.PlanRebalanceRequest.SerializeToString,
+            weir_dot_v1_dot_router__pb2.PlanRebalanceResponse.FromString,
             options,
             channel_credentials,
             insecure,
