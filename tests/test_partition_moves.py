@@ -259,7 +259,13 @@ def weir_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
     clean["XDG_STATE_HOME"] = str(cwd / ".state")
     return subprocess.run(
-        [sys.executable, "-m", "weir_cli.cli", *args], cwd=cwd, env=clean, capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "weir_cli.cli", *args],
+        cwd=cwd,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
 
 
