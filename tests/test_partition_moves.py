@@ -244,6 +244,19 @@ async def test_moving_the_leading_copy_under_load_loses_and_doubles_nothing(tmp_
                     return False
 
                 await eventually(copy_removed, 10, f"{old_primary} dropped its copy")
+            # A one-copy stream moves too: its new copy is shipped while the move adds it.
+            await client.create_stream(stream_config("single", partitions=2))
+            for index in range(100):
+                await client.publish("single", "s", b"%d" % index, partition=index % 2)
+            single = (await client.route("single", refresh=True)).partitions[1].primary.node_id
+            elsewhere = next(node.name for node in cluster.nodes if node.name != single)
+            [progress async for progress in client.move_partition("single", 1, single, elsewhere)]
+            route = await client.route("single", refresh=True)
+            assert route.partitions[1].primary.node_id == elsewhere and not route.partitions[1].secondaries
+            async with NodeClient(route.partitions[1].primary.address) as node:
+                assert [message.payload async for message in node.read_all("single", 1)] == [
+                    b"%d" % index for index in range(1, 100, 2)
+                ]
             duplicates = sum(count - 1 for count in seen.values() if count > 1)
             print(
                 f"moved {stream}/0 {old_primary} -> {spare} in {steps[-1].elapsed_ms} ms; longest fence "

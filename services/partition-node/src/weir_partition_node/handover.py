@@ -70,12 +70,12 @@ class LeadershipHandover:
             if refusal is not None:
                 response.result_code, response.message = refusal
                 return response
-            assert tracker is not None
+            assert to_self or tracker is not None  # refused above otherwise
             stream.fence(request.partition, True)  # clients now get not_leader
             epoch = partition.leader_epoch
             deadline_ms = monotonic_ms() + timeout_ms
             await partition.drain()
-            target = None if to_self else tracker.followers[request.to_node_id]
+            target = None if to_self or tracker is None else tracker.followers[request.to_node_id]
 
             def caught_up() -> bool:  # the target holds everything, and so does every in-sync replica
                 held = partition.last_seq if target is None else target.last_seq

@@ -488,8 +488,9 @@ class Node:
         in_sync: list[str],
         high_watermark: int,
     ) -> InSyncTracker | None:
-        """The in-sync tracker of a partition this node starts leading (None without followers)."""
-        if config.replicas <= 1:
+        """The in-sync tracker of a partition this node starts leading (None without followers: one
+        copy, unless a move is adding one)."""
+        if not entry.secondary_node_ids:
             return None
         return InSyncTracker.start(
             self.node_id,

@@ -75,9 +75,9 @@ class Replicator:
         records, addresses = await self._records()
         wanted: dict[tuple[str, int], types_pb2.StreamRecord] = {}
         for record in records:
-            if record.config.replicas <= 1:
-                continue
             for entry in record.placement.partitions:
+                if not entry.secondary_node_ids:
+                    continue  # one copy (replicas 1, and no move adding one): nothing to ship
                 if owner_of(record.config.name, entry.partition, instances) == self.settings.replicator_id:
                     wanted[(record.config.name, entry.partition)] = record
         for key in list(self.shippers):
