@@ -62,6 +62,14 @@ def test_a_move_adds_then_hands_over_then_removes_each_under_a_new_epoch() -> No
     assert "a" not in removed.in_sync_node_ids and removed.leader_epoch == 5
 
 
+def test_a_move_onto_a_copy_from_the_primary_moves_leadership_only() -> None:
+    record = record_of(entry("a", "b", "c"))
+    moves.check_move(record, MovePlan("s", 0, "a", "b"), {"a", "b", "c"})
+    assert moves.leadership_only(record, MovePlan("s", 0, "a", "b"))
+    assert not moves.leadership_only(record, MovePlan("s", 0, "a", "d"))
+    assert list(moves.with_preference_taken(entry("a", "b", "c"), "a", "b").replica_node_ids) == ["b", "c", "a"]
+
+
 def record_of(placed: types_pb2.PartitionPlacement, *, pinned: bool = False) -> types_pb2.StreamRecord:
     record = types_pb2.StreamRecord(config=types_pb2.StreamConfig(name="s", partitions=1, replicas=3))
     record.placement.partitions.append(placed)
@@ -78,7 +86,7 @@ def record_of(placed: types_pb2.PartitionPlacement, *, pinned: bool = False) -> 
         (MovePlan("s", 0, "a", "d"), True, FailedPreconditionError, "pinned"),
         (MovePlan("s", 0, "x", "d"), False, FailedPreconditionError, "no copy on 'x'"),
         (MovePlan("s", 0, "a", "e"), False, FailedPreconditionError, "not alive"),
-        (MovePlan("s", 0, "a", "b"), False, FailedPreconditionError, "already has a copy"),
+        (MovePlan("s", 0, "c", "b"), False, FailedPreconditionError, "no leadership to move"),
     ],
 )
 def test_a_bad_move_is_refused_before_anything_changes(plan: MovePlan, pinned: bool, error: type, says: str) -> None:
@@ -307,6 +315,8 @@ async def test_a_node_added_to_a_running_cluster_takes_its_share_after_cluster_r
                 return any(node.node_id == newcomer and node.alive for node in (await client.cluster_info()).nodes)
 
             await eventually(registered, 20, f"{newcomer} registered")
+            numbers = {node.node_id: node.number for node in (await client.cluster_info()).nodes}
+            assert numbers == {"node-1": 1, "node-2": 2, "node-3": 3, "node-4": 4}  # the seed's node ids
             before = weir_cli("--json", "stats", "--nodes-only", "--router", routers, cwd=tmp_path)
             assert before.returncode == 0, before.stderr
             assert primaries_per_node(before.stdout)[newcomer] == 0

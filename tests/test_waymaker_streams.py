@@ -15,7 +15,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc  # type: ignore[import-untyped]
 from weir import Client, stream_config
-from weir.v1 import types_pb2
+from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
@@ -205,6 +205,77 @@ async def test_a_stream_sources_others_with_a_filter_and_a_transform(seed: SeedC
     }
     entries = [entry for entry in (await seed.ok("GetStreamSources")).entries if entry.sourcing_stream == audit]
     assert {(entry.source_stream, entry.pulled_total) for entry in entries} == {(orders, 3), (refunds, 3)}
+
+
+async def test_cluster_admin_through_the_seed(seed: SeedClient, stream_name: str) -> None:
+    """GetClusterStreamStats, GetStreamInfo's routing view, SetStreamPinned, ClearStreamAuthority,
+    MigrateStream, RebalanceStreams and ListStreamAuthorityOverrides, with their result codes; a
+    seed node id is the number the cluster gave the node."""
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+    for n in range(5):
+        await seed.ok("Publish", stream=stream_name, subject=f"orders.{n}", payload=b"%d" % n)
+    stats = await seed.ok("GetClusterStreamStats", include_per_stream=True)
+    numbers = [node.node_id for node in stats.nodes]
+    assert all(numbers) and len(set(numbers)) == len(numbers) and stats.total_stream_count >= 1
+    (mine,) = [stream for stream in stats.streams if stream.name == stream_name]
+    assert mine.msg_count == 5 and mine.last_seq == 5 and mine.owner_node_id in numbers
+    assert "local_only" in await seed.refused("GetClusterStreamStats", "invalid_argument", local_only=True)
+    owner = mine.owner_node_id
+    info = await seed.ok("GetStreamInfo", name=stream_name)
+    assert (info.ring_owner_node_id, info.pinned, info.HasField("authority_override")) == (owner, False, False)
+
+    await seed.ok("SetStreamPinned", stream=stream_name, pinned=True)
+    assert (await seed.ok("GetStreamInfo", name=stream_name)).pinned
+    busy = await seed.call("MigrateStream", name=stream_name, source_node_id=owner)
+    assert (busy.success, busy.result_code) == (False, "source_busy") and "pinned" in busy.message
+    await seed.ok("ClearStreamAuthority", stream=stream_name)  # unpins: moves may touch it again
+    elsewhere = next(number for number in numbers if number != owner)
+    wrong = await seed.call("MigrateStream", name=stream_name, source_node_id=elsewhere)
+    assert (wrong.success, wrong.result_code) == (False, "source_unreachable")
+    migrated = await seed.ok("MigrateStream", name=stream_name, source_node_id=owner)
+    assert migrated.stream_last_seq == 5
+    moved_to = (await seed.ok("GetStreamInfo", name=stream_name)).ring_owner_node_id
+    assert moved_to not in (0, owner)
+
+    plan = [
+        seed.new("RebalancePlanEntry", name=stream_name, target_node_id=owner),
+        seed.new("RebalancePlanEntry", name=f"{stream_name}-missing", target_node_id=owner),
+        seed.new("RebalancePlanEntry", name=stream_name, target_node_id=10_000),
+    ]
+    outcome = await seed.call("RebalanceStreams", plan=plan)
+    assert (outcome.success, outcome.result_code) == (False, "partial")
+    assert [step.result_code for step in outcome.steps] == ["ok", "no_such_stream", "invalid_argument"]
+    again = await seed.ok("RebalanceStreams", plan=plan[:1])
+    assert again.steps[0].result_code == "skipped_same_node"
+    await seed.refused("RebalanceStreams", "no_plan")
+    assert (await seed.ok("GetStreamInfo", name=stream_name)).ring_owner_node_id == owner
+    await seed.ok("CreateConsumer", stream=stream_name, config=seed.new("ConsumerConfigPb", name="after"))
+    fetched = await seed.ok("Fetch", stream=stream_name, consumer="after", batch_size=10)
+    assert [message.payload for message in fetched.messages] == [b"%d" % n for n in range(5)]  # moved twice, intact
+    overrides = await seed.ok("ListStreamAuthorityOverrides")
+    assert all(entry.stream != stream_name for entry in overrides.entries)
+    with pytest.raises(grpc.aio.AioRpcError) as transfer:
+        await seed.events("TransferStream", name=stream_name)
+    assert transfer.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_an_override_is_another_copy_leading() -> None:
+    """Pure: the seed's routing view of a Weir placement."""
+    info = streams_pb2.GetStreamInfoResponse()
+    info.placement.partitions.add(
+        partition=0,
+        primary_node_id="node-2",
+        secondary_node_ids=["node-1"],
+        replica_node_ids=["node-1", "node-2"],
+        leader_epoch=4,
+    )
+    info.pinned_partitions.append(0)
+    authority = mapping.authority_of(info, {"node-1": 1, "node-2": 2})
+    assert (authority.ring_owner_node_id, authority.pinned) == (1, True)
+    assert authority.override is not None
+    assert (authority.override.claimant_node_id, authority.override.fence_epoch) == (2, 4)
+    info.placement.partitions[0].primary_node_id = "node-1"
+    assert mapping.authority_of(info, {"node-1": 1}).override is None
 
 
 async def test_publish_fetch_and_settle(seed: SeedClient, stream_name: str, router_addresses: list[str]) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PREFIX = "weir"
 
@@ -76,6 +77,15 @@ class Keys:
 
     def heartbeat(self, node_id: str) -> str:
         return f"{self.prefix}:node:{node_id}:heartbeat"
+
+    @property
+    def node_numbers(self) -> str:
+        """Hash node id -> the number the cluster gave it at its first registration."""
+        return f"{self.prefix}:node-numbers"
+
+    @property
+    def node_number_counter(self) -> str:
+        return f"{self.prefix}:node-number-counter"
 
     @property
     def streams(self) -> str:
@@ -171,6 +181,9 @@ class NodeRecord:
     # copy: never a leader or a failover candidate until it caught up (the controller fails over
     # one it leads as if this node were dead for it).
     rebuilding_partitions: tuple[tuple[str, int], ...] = ()
+    # The number the cluster gave the node at its first registration (1, 2, ...; never reused): the
+    # streams seed's uint64 node ids (`assign_node_number`). 0 = not known.
+    number: int = 0
 
     def to_hash(self) -> dict[str, str]:
         return {
@@ -194,6 +207,7 @@ class NodeRecord:
             "rebuilding_partitions": json.dumps(
                 [f"{stream}/{partition}" for stream, partition in self.rebuilding_partitions]
             ),
+            "number": str(self.number),
         }
 
     @staticmethod
@@ -215,4 +229,16 @@ class NodeRecord:
             integrity=values.get("integrity", "ok"),
             damaged_partitions=_partitions_of(values.get("damaged_partitions", "")),
             rebuilding_partitions=_partitions_of(values.get("rebuilding_partitions", "")),
+            number=int(values.get("number") or 0),
         )
+
+
+async def assign_node_number(redis: Any, keys: Keys, node_id: str) -> int:
+    """The node's number: the one it was given before, else the next of the cluster's counter
+    (a race of two first registrations of one id keeps the first number written)."""
+    found = await redis.hget(keys.node_numbers, node_id)
+    if found is None:
+        candidate = await redis.incr(keys.node_number_counter)
+        await redis.hsetnx(keys.node_numbers, node_id, candidate)
+        found = await redis.hget(keys.node_numbers, node_id)
+    return int(found)

@@ -21,7 +21,7 @@ import redis.asyncio as redis_asyncio
 from redis.exceptions import RedisError
 from weir.v1 import types_pb2
 from weir_server.listeners import parse_listeners
-from weir_server.metadata import InSyncRecord, Keys, NodeRecord
+from weir_server.metadata import InSyncRecord, Keys, NodeRecord, assign_node_number
 
 from weir_partition_node import metrics
 from weir_partition_node.settings import NodeSettings
@@ -62,7 +62,10 @@ class Membership:
 
     async def register(self) -> None:
         """Write the registration and the first heartbeat; raises if Redis is unreachable (a node
-        that cannot join its cluster should not start)."""
+        that cannot join its cluster should not start). The node's number is the one the cluster
+        gave it at its first registration (`assign_node_number`)."""
+        number = await assign_node_number(self.redis, self.keys, self.settings.node_id)
+        self.record = dataclasses.replace(self.record, number=number)
         await self._beat()
         logger.info(
             "registered node %s as %s in %s", self.settings.node_id, self.record.client_address, self.redis_shown

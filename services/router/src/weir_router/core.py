@@ -694,7 +694,12 @@ class RouterCore:
         infos = await asyncio.gather(
             *(self._client_info(node_id, nodes, name) for node_id in led), return_exceptions=True
         )
-        response = streams_pb2.GetStreamInfoResponse(config=record.config, created_at_ms=record.created_at_ms)
+        response = streams_pb2.GetStreamInfoResponse(
+            config=record.config,
+            created_at_ms=record.created_at_ms,
+            placement=record.placement,
+            pinned_partitions=record.pinned_partitions,
+        )
         by_partition: dict[int, types_pb2.PartitionStats] = {}
         for node_id, info in zip(led, infos, strict=True):
             if isinstance(info, BaseException):
@@ -784,6 +789,7 @@ class RouterCore:
                 corrupt_records=record.corrupt_records,
                 integrity=record.integrity,
                 rebuilding_partitions=[f"{stream}/{index}" for stream, index in record.rebuilding_partitions],
+                number=record.number,
             )
         return response
 

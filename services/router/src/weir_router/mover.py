@@ -66,6 +66,7 @@ class PartitionMover:
         plan = self.plan
         record, nodes = await self._current()
         moves.check_move(record, plan, {node_id for node_id, view in nodes.items() if view.alive})
+        keep_copy = moves.leadership_only(record, plan)
         entry = record.placement.partitions[plan.partition]
         if plan.to_node_id not in moves.replicas_of(entry):
             record = await self._epoch_change(
@@ -87,6 +88,12 @@ class PartitionMover:
                 yield self.progress("hand_over", f"{plan.to_node_id} leads now", entry)
             elif moves.replicas_of(entry).index(plan.to_node_id) > moves.replicas_of(entry).index(plan.from_node_id):
                 record = await self._reorder(record)
+            if keep_copy:
+                entry = record.placement.partitions[plan.partition]
+                yield self.progress(
+                    "done", f"{plan.to_node_id} leads; copies stay on {', '.join(moves.replicas_of(entry))}", entry
+                )
+                return
             record = await self._epoch_change(
                 record, nodes, lambda current, end: moves.with_copy_removed(current, plan.from_node_id, end)
             )

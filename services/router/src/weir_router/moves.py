@@ -11,6 +11,9 @@ fences, drains and answers its log end first: `TransferLeadership` to itself):
    A's place in the preference order, so the preferred-leader rebalance keeps it there.
 3. `with_copy_removed`: A leaves the placement; it drops its copy when it adopts the record.
 
+A move to a node that already holds a copy, from the primary, is step 2 alone: leadership (and the
+preference) moves, every copy stays (the seed's RebalanceStreams onto a replica).
+
 Each step is a valid placement by itself (at most `replicas + 1` copies), written only if the record
 is still at the epoch the step was decided from, so a failover or another move in between makes the
 move stop with a clear error rather than undo anything; running it again goes on from where it is.
@@ -65,8 +68,21 @@ def check_move(record: types_pb2.StreamRecord, plan: MovePlan, alive: set[str]) 
         )
     if plan.to_node_id not in alive:
         raise FailedPreconditionError(f"node {plan.to_node_id!r} is not alive: a copy cannot move there")
-    if plan.to_node_id in copies and plan.from_node_id in copies and len(copies) == record.config.replicas:
-        raise FailedPreconditionError(f"{name}/{plan.partition} already has a copy on {plan.to_node_id!r}")
+    if (
+        leadership_only(record, plan)
+        and record.placement.partitions[plan.partition].primary_node_id != plan.from_node_id
+    ):
+        raise FailedPreconditionError(
+            f"{name}/{plan.partition} already has a copy on {plan.to_node_id!r}, and {plan.from_node_id!r} does not "
+            "lead it: there is no leadership to move either"
+        )
+
+
+def leadership_only(record: types_pb2.StreamRecord, plan: MovePlan) -> bool:
+    """Whether the target already holds one of the partition's `replicas` copies: then a move from
+    the primary moves leadership (and the preference) only, and keeps every copy."""
+    copies = replicas_of(record.placement.partitions[plan.partition])
+    return plan.to_node_id in copies and plan.from_node_id in copies and len(copies) == record.config.replicas
 
 
 def _next_epoch(entry: types_pb2.PartitionPlacement, last_seq: int) -> types_pb2.PartitionPlacement:

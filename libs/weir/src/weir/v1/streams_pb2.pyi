@@ -65,16 +65,20 @@ class GetStreamInfoRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class GetStreamInfoResponse(_message.Message):
-    __slots__ = ("config", "stats", "created_at_ms", "sources_status")
+    __slots__ = ("config", "stats", "created_at_ms", "sources_status", "placement", "pinned_partitions")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     SOURCES_STATUS_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    PINNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     config: _types_pb2.StreamConfig
     stats: _types_pb2.StreamStats
     created_at_ms: int
     sources_status: _containers.RepeatedCompositeFieldContainer[_types_pb2.SourceStatus]
-    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., stats: _Optional[_Union[_types_pb2.StreamStats, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., sources_status: _Optional[_Iterable[_Union[_types_pb2.SourceStatus, _Mapping]]] = ...) -> None: ...
+    placement: _types_pb2.StreamPlacement
+    pinned_partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, config: _Optional[_Union[_types_pb2.StreamConfig, _Mapping]] = ..., stats: _Optional[_Union[_types_pb2.StreamStats, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., sources_status: _Optional[_Iterable[_Union[_types_pb2.SourceStatus, _Mapping]]] = ..., placement: _Optional[_Union[_types_pb2.StreamPlacement, _Mapping]] = ..., pinned_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ListStreamsRequest(_message.Message):
     __slots__ = ()

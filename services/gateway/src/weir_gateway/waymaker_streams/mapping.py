@@ -14,6 +14,9 @@ with more (created through weir.v1) is refused by the calls that address message
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from weir.errors import (
     InvalidArgumentError,
     InvalidConfigError,
@@ -21,7 +24,7 @@ from weir.errors import (
     InvalidSubjectError,
     WeirError,
 )
-from weir.v1 import streams_pb2, types_pb2
+from weir.v1 import router_pb2, streams_pb2, types_pb2
 
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 
@@ -224,3 +227,70 @@ def seed_result_code(method: str, error: WeirError) -> str:
     if method == "Publish" and isinstance(error, InvalidSubjectError):
         return "subject_rejected"  # the seed's one code for a subject it will not store
     return error.result_code.value  # the seed's own codes (no_such_stream, wrong_revision, ...) are Weir's
+
+
+def copies_of(info: streams_pb2.GetStreamInfoResponse) -> list[str]:
+    """The node ids holding partition 0 of a stream (a router's GetStreamInfo), preferred first."""
+    if not info.placement.partitions:
+        return []
+    entry = info.placement.partitions[0]
+    return list(entry.replica_node_ids) or [entry.primary_node_id, *entry.secondary_node_ids]
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    ring_owner_node_id: int  # the preferred leader's number (0 = not known)
+    override: seed.StreamAuthorityOverride | None  # set while another node leads
+    pinned: bool
+
+
+def authority_of(info: streams_pb2.GetStreamInfoResponse, numbers: Mapping[str, int]) -> Authority:
+    """The seed's routing view of a stream's partition 0 (see cluster_admin's docstring)."""
+    copies = copies_of(info)
+    if not copies:
+        return Authority(0, None, False)
+    entry = info.placement.partitions[0]
+    override = None
+    if entry.primary_node_id != copies[0]:
+        override = seed.StreamAuthorityOverride(
+            claimant_node_id=numbers.get(entry.primary_node_id, 0), fence_epoch=entry.leader_epoch
+        )
+    return Authority(numbers.get(copies[0], 0), override, 0 in info.pinned_partitions)
+
+
+def _spread(values: list[int]) -> int:
+    return max(values) - min(values) if values else 0
+
+
+def cluster_stats_to_seed(
+    figures: router_pb2.GetClusterStreamStatsResponse, numbers: Mapping[str, int]
+) -> seed.GetClusterStreamStatsResponse:
+    """Weir's cluster stats as the seed's: nodes by number (a node that did not answer is
+    "unreachable"), each stream owned by its partition 0's primary, stream-count skew over the
+    nodes that answered."""
+    answer = seed.GetClusterStreamStatsResponse(
+        success=True,
+        result_code="ok",
+        total_stream_count=figures.total_stream_count,
+        total_msg_count=figures.total_msg_count,
+        total_bytes=figures.total_bytes,
+        skew_bytes=figures.skew_bytes,
+    )
+    for node in figures.nodes:
+        answer.nodes.add(
+            node_id=numbers.get(node.node_id, 0),
+            stream_count=node.stream_count,
+            total_msg_count=node.total_msg_count,
+            total_bytes=node.total_bytes,
+            status="ok" if node.status == "ok" else "unreachable",
+        )
+    answer.skew_count = _spread([node.stream_count for node in figures.nodes if node.status == "ok"])
+    for stream in figures.streams:
+        answer.streams.add(
+            name=stream.name,
+            owner_node_id=numbers.get(stream.primary_node_ids[0], 0) if stream.primary_node_ids else 0,
+            msg_count=stream.msg_count,
+            bytes=stream.bytes,
+            last_seq=stream.last_seq,
+        )
+    return answer

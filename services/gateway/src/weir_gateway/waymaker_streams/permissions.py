@@ -3,9 +3,11 @@ it against the caller's grants, weir_server.auth). The seed's client RPCs carry 
 request fields (`stream`, `name`, `config.name`, `subject`) as their weir.v1 counterparts, so each
 needs what that one needs (weir_server.permissions): CreateStream / DeleteStream / UpdateStream /
 CreateConsumer / DeleteConsumer admin on the stream, Publish publish with its subject, Fetch / Ack /
-Nak / Term / InProgress / Subscribe consume, the info and subject lookups read, ListStreams and
-GetStreamSources any known caller. The seed's internal Replicate* calls and what this door does not
-serve need what no user holds (refused before they run).
+Nak / Term / InProgress / Subscribe consume, the info and subject lookups read, ListStreams,
+GetStreamSources, GetClusterStreamStats and ListStreamAuthorityOverrides any known caller;
+SetStreamPinned, ClearStreamAuthority and MigrateStream admin on the stream, RebalanceStreams admin
+on every stream ("*": its plan may name any). The seed's internal Replicate* calls, TransferStream
+and what this door does not serve need what no user holds (refused before they run).
 """
 
 from __future__ import annotations
@@ -50,8 +52,14 @@ def requirement(method: str, request: Any) -> Requirement | None:
     if not method.startswith(_PREFIX):
         return None
     name = method[len(_PREFIX) :]
-    if name == "GetStreamSources":
+    if name in ("GetStreamSources", "GetClusterStreamStats", "ListStreamAuthorityOverrides"):
         return Requirement(CLUSTER)
+    if name in ("SetStreamPinned", "ClearStreamAuthority"):
+        return Requirement("admin", request.stream)
+    if name == "MigrateStream":
+        return Requirement("admin", request.name)
+    if name == "RebalanceStreams":  # its plan may name any stream
+        return Requirement("admin", "*")
     if name not in _CLIENT_METHODS:
         return None
     return weir_permissions.requirement(f"/weir.v1.Streams/{name}", request)

@@ -1,14 +1,14 @@
 """`/waymaker.streams.WaymakerStreamsService/*`, the streams seed's API verbatim, over the Weir SDK:
 decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
 seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
-replication RPCs are refused with PERMISSION_DENIED, and what Weir does not serve through this door
-yet (moves, authority overrides, objects) with UNIMPLEMENTED and a message saying so.
+replication RPCs (and TransferStream, a node-to-node file copy) are refused with PERMISSION_DENIED,
+and what Weir does not serve through this door yet (WatchStreams, objects) with UNIMPLEMENTED and a
+message saying so. The cluster admin calls are in `cluster_admin`.
 Translations are in `mapping`."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import secrets
 import time
@@ -18,20 +18,20 @@ from typing import Any, TypeVar
 import grpc
 from weir import Client
 from weir.client import NodeClient
-from weir.errors import NoSuchStreamError, NotPendingError, WeirError, WrongRevisionError
+from weir.errors import NoSuchStreamError, NotPendingError, WeirError
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
 from weir_gateway.waymaker_streams import mapping
+from weir_gateway.waymaker_streams.cluster_admin import ClusterAdmin
 from weir_gateway.waymaker_streams.mapping import MultiPartitionError
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
+from weir_gateway.waymaker_streams.rpc import OK, PROTOCOL, refusal, seed_rpc
 
 logger = logging.getLogger(__name__)
-PROTOCOL = "waymaker_streams"
 SOURCES_CONCURRENCY = 16  # GetStreamSources: stream infos asked at once
 Response = TypeVar("Response")
-Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Awaitable[Any]]
 
 REPLICATION_METHODS = (
     "ReplicateConsumerState",
@@ -44,13 +44,6 @@ REPLICATION_METHODS = (
     "ReplicateWorkQueueAck",
 )
 NOT_YET = {
-    "TransferStream": "moving streams between nodes",
-    "MigrateStream": "moving streams between nodes",
-    "RebalanceStreams": "moving streams between nodes",
-    "ClearStreamAuthority": "authority overrides",
-    "ListStreamAuthorityOverrides": "authority overrides",
-    "SetStreamPinned": "pinning",
-    "GetClusterStreamStats": "cluster stats through this door (`weir stats` has them)",
     "WatchStreams": "the admin watch through this door",
     "PutObject": "the object store",
     "GetObject": "the object store",
@@ -64,52 +57,7 @@ NOT_YET = {
 }
 
 
-def seed_rpc(response: type[Any]) -> Callable[[Handler], Handler]:
-    """Times the method and answers a WeirError in `response`'s body (success false, the seed's
-    result code, the error's message; a wrong_revision Publish also carries the subject's last
-    seq); anything else is result_code "internal", logged."""
-
-    def decorate(handler: Handler) -> Handler:
-        method = handler.__name__
-        histogram = metrics.RPC_SECONDS.labels(PROTOCOL, method)
-
-        @functools.wraps(handler)
-        async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-            started = time.perf_counter()
-            try:
-                return await handler(self, request, context)
-            except WeirError as error:
-                code = mapping.seed_result_code(method, error)
-                metrics.RPC_ERRORS.labels(PROTOCOL, method, code).inc()
-                answer = response(success=False, result_code=code, message=error.message)
-                if isinstance(error, WrongRevisionError):
-                    answer.seq = int(error.metadata.get("last_seq", "0"))
-                return answer
-            except Exception as error:
-                metrics.RPC_ERRORS.labels(PROTOCOL, method, "internal").inc()
-                logger.exception("waymaker.streams %s failed", method)
-                return response(success=False, result_code="internal", message=f"{type(error).__name__}: {error}")
-            finally:
-                histogram.observe(time.perf_counter() - started)
-
-        return wrapper
-
-    return decorate
-
-
-def _refusal(method: str, code: grpc.StatusCode, message: str) -> Handler:
-    async def refuse(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        metrics.RPC_ERRORS.labels(PROTOCOL, method, code.name.lower()).inc()
-        await context.abort(code, message)
-
-    refuse.__name__ = method
-    return refuse
-
-
-OK: dict[str, Any] = {"success": True, "result_code": "ok"}
-
-
-class WaymakerStreamsServicer(seed_grpc.WaymakerStreamsServiceServicer):
+class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServicer):
     """The seed's client RPCs over `client` (a stream of the seed is a one-partition Weir stream)."""
 
     def __init__(self, client: Client) -> None:
@@ -145,12 +93,18 @@ class WaymakerStreamsServicer(seed_grpc.WaymakerStreamsServiceServicer):
     @seed_rpc(seed.GetStreamInfoResponse)
     async def GetStreamInfo(self, request: seed.GetStreamInfoRequest, context: Any) -> seed.GetStreamInfoResponse:
         info = await self.client.stream_info(request.name)
-        return seed.GetStreamInfoResponse(
+        authority = mapping.authority_of(info, (await self.numbers()).number)
+        answer = seed.GetStreamInfoResponse(
             **OK,
             config=mapping.stream_config_to_seed(info.config),
             stats=mapping.stream_stats_to_seed(info.stats),
             sources_status=[mapping.source_status_to_seed(status) for status in info.sources_status],
+            ring_owner_node_id=authority.ring_owner_node_id,
+            pinned=authority.pinned,
         )
+        if authority.override is not None:
+            answer.authority_override.CopyFrom(authority.override)
+        return answer
 
     async def ListStreams(self, request: seed.ListStreamsRequest, context: grpc.aio.ServicerContext) -> Any:
         started = time.perf_counter()
@@ -346,16 +300,22 @@ for _method in REPLICATION_METHODS:
     setattr(
         WaymakerStreamsServicer,
         _method,
-        _refusal(
+        refusal(
             _method,
             grpc.StatusCode.PERMISSION_DENIED,
             f"{_method} is the seed cluster's internal replication; this broker replicates through its own "
             "internal API and does not accept it from clients",
         ),
     )
+WaymakerStreamsServicer.TransferStream = refusal(  # type: ignore[method-assign]
+    "TransferStream",
+    grpc.StatusCode.PERMISSION_DENIED,
+    "TransferStream ships one seed node's store file to another inside the seed's cluster; this broker moves "
+    "copies through its own replication: use MigrateStream or RebalanceStreams",
+)
 for _method, _what in NOT_YET.items():
     setattr(
         WaymakerStreamsServicer,
         _method,
-        _refusal(_method, grpc.StatusCode.UNIMPLEMENTED, f"{_method}: {_what} is not served through this door yet"),
+        refusal(_method, grpc.StatusCode.UNIMPLEMENTED, f"{_method}: {_what} is not served through this door yet"),
     )
