@@ -6,6 +6,7 @@ gateway process, real gRPC; what the seed client stores is read back through the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
+from weir_gateway.waymaker_streams.watch import LaggingBuffer
 
 from tests.conftest import eventually, needs_own_processes
 
@@ -257,6 +259,52 @@ async def test_cluster_admin_through_the_seed(seed: SeedClient, stream_name: str
     with pytest.raises(grpc.aio.AioRpcError) as transfer:
         await seed.events("TransferStream", name=stream_name)
     assert transfer.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_watch_streams_merges_the_nodes_watches(seed: SeedClient, stream_name: str) -> None:
+    """WatchStreams: each node's stream and consumer events, tagged with its number."""
+    method = seed.service.methods_by_name["WatchStreams"]
+    call = seed.channel.unary_stream(
+        f"/{SERVICE}/WatchStreams",
+        request_serializer=lambda message: message.SerializeToString(),
+        response_deserializer=seed.classes[method.output_type.name].FromString,
+    )(seed.new("WatchStreamsRequest"), timeout=30)
+    stream_created, consumer_created = (
+        seed.enum("WatchEventType", "WATCH_STREAM_CREATED"),
+        seed.enum("WatchEventType", "WATCH_CONSUMER_CREATED"),
+    )
+    try:
+        await asyncio.sleep(0.5)  # the watch is open on every node before anything happens
+        await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+        await seed.ok("CreateConsumer", stream=stream_name, config=seed.new("ConsumerConfigPb", name="watched"))
+        seen: list[Any] = []
+        async with asyncio.timeout(20):
+            async for event in call:
+                if event.type == stream_created and event.stream.name == stream_name:
+                    seen.append(event)
+                if event.type == consumer_created and event.consumer.stream == stream_name:
+                    seen.append(event)
+                    break
+        assert [event.type for event in seen] == [stream_created, consumer_created]
+        assert all(event.node_id > 0 and event.ts_ms > 0 and event.lagged_count == 0 for event in seen)
+        assert seen[1].consumer.consumer == "watched"
+    finally:
+        call.cancel()
+
+
+async def test_a_slow_watcher_is_told_how_many_events_it_missed() -> None:
+    """Pure: the oldest events go when the buffer is full; the next one read says how many."""
+    buffer: LaggingBuffer[int] = LaggingBuffer(3)
+    for item in range(5):
+        buffer.offer(item)
+    assert await buffer.take() == (2, 2)
+    assert await buffer.take() == (3, 0)
+    assert await buffer.take() == (4, 0)
+    waiter = asyncio.ensure_future(buffer.take())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    buffer.offer(5)
+    assert await waiter == (5, 0)
 
 
 def test_an_override_is_another_copy_leading() -> None:

@@ -4,7 +4,7 @@ request fields (`stream`, `name`, `config.name`, `subject`) as their weir.v1 cou
 needs what that one needs (weir_server.permissions): CreateStream / DeleteStream / UpdateStream /
 CreateConsumer / DeleteConsumer admin on the stream, Publish publish with its subject, Fetch / Ack /
 Nak / Term / InProgress / Subscribe consume, the info and subject lookups read, ListStreams,
-GetStreamSources, GetClusterStreamStats and ListStreamAuthorityOverrides any known caller;
+GetStreamSources, GetClusterStreamStats, ListStreamAuthorityOverrides and WatchStreams any known caller;
 SetStreamPinned, ClearStreamAuthority and MigrateStream admin on the stream, RebalanceStreams admin
 on every stream ("*": its plan may name any). The seed's internal Replicate* calls, TransferStream
 and what this door does not serve need what no user holds (refused before they run).
@@ -52,7 +52,7 @@ def requirement(method: str, request: Any) -> Requirement | None:
     if not method.startswith(_PREFIX):
         return None
     name = method[len(_PREFIX) :]
-    if name in ("GetStreamSources", "GetClusterStreamStats", "ListStreamAuthorityOverrides"):
+    if name in ("GetStreamSources", "GetClusterStreamStats", "ListStreamAuthorityOverrides", "WatchStreams"):
         return Requirement(CLUSTER)
     if name in ("SetStreamPinned", "ClearStreamAuthority"):
         return Requirement("admin", request.stream)

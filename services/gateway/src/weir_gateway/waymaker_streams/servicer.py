@@ -2,7 +2,7 @@
 decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
 seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
 replication RPCs (and TransferStream, a node-to-node file copy) are refused with PERMISSION_DENIED,
-and what Weir does not serve through this door yet (WatchStreams, objects) with UNIMPLEMENTED and a
+and what Weir does not serve through this door yet (objects) with UNIMPLEMENTED and a
 message saying so. The cluster admin calls are in `cluster_admin`.
 Translations are in `mapping`."""
 
@@ -28,6 +28,7 @@ from weir_gateway.waymaker_streams.mapping import MultiPartitionError
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
 from weir_gateway.waymaker_streams.rpc import OK, PROTOCOL, refusal, seed_rpc
+from weir_gateway.waymaker_streams.watch import watch_cluster
 
 logger = logging.getLogger(__name__)
 SOURCES_CONCURRENCY = 16  # GetStreamSources: stream infos asked at once
@@ -44,7 +45,6 @@ REPLICATION_METHODS = (
     "ReplicateWorkQueueAck",
 )
 NOT_YET = {
-    "WatchStreams": "the admin watch through this door",
     "PutObject": "the object store",
     "GetObject": "the object store",
     "DeleteObject": "the object store",
@@ -155,6 +155,18 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
         return seed.UpdateStreamResponse(
             **OK, config=mapping.stream_config_to_seed(updated.config), pruned=updated.pruned
         )
+
+    async def WatchStreams(
+        self, request: seed.WatchStreamsRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[seed.WatchEvent]:
+        """Every alive node's stream and consumer events, merged (see `watch`); a failure to start
+        ends the call with its error's status."""
+        try:
+            async for event in watch_cluster(self.client):
+                yield event
+        except WeirError as error:
+            metrics.RPC_ERRORS.labels(PROTOCOL, "WatchStreams", error.result_code.value).inc()
+            await context.abort(error.status_code, error.message)
 
     # -- messages ------------------------------------------------------------------------------------
 
