@@ -20,7 +20,7 @@ from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
-from weir_gateway.waymaker_streams.watch import LaggingBuffer
+from weir_gateway.waymaker_streams.watch import LaggingBuffer, event_to_seed
 
 from tests.conftest import eventually, needs_own_processes
 
@@ -288,6 +288,17 @@ async def test_watch_streams_merges_the_nodes_watches(seed: SeedClient, stream_n
         assert [event.type for event in seen] == [stream_created, consumer_created]
         assert all(event.node_id > 0 and event.ts_ms > 0 and event.lagged_count == 0 for event in seen)
         assert seen[1].consumer.consumer == "watched"
+        # A move gives the stream a new primary: the seed's authority change, here a clear (the
+        # preference moved with the copy, so no override is in force).
+        owner = (await seed.ok("GetStreamInfo", name=stream_name)).ring_owner_node_id
+        await seed.ok("MigrateStream", name=stream_name, source_node_id=owner)
+        authority_changed = seed.enum("WatchEventType", "WATCH_STREAM_AUTHORITY_CHANGED")
+        async with asyncio.timeout(20):
+            async for event in call:
+                if event.type == authority_changed and event.authority.stream == stream_name:
+                    break
+        assert (event.authority.claimant_node_id, event.authority.fence_epoch) == (0, 0)
+        assert event.node_id not in (0, owner)
     finally:
         call.cancel()
 
@@ -305,6 +316,24 @@ async def test_a_slow_watcher_is_told_how_many_events_it_missed() -> None:
     assert not waiter.done()
     buffer.offer(5)
     assert await waiter == (5, 0)
+
+
+def test_a_new_primary_that_is_not_the_preferred_leader_is_an_override() -> None:
+    """Pure: a node's LEADER_CHANGED as the seed's WATCH_STREAM_AUTHORITY_CHANGED."""
+    event = streams_pb2.WatchEvent(
+        type=streams_pb2.WATCH_EVENT_TYPE_LEADER_CHANGED,
+        ts_ms=5,
+        node_id="node-2",
+        stream="s",
+        partition=0,
+        leader_epoch=7,
+        preferred_leader_node_id="node-1",
+    )
+    made = event_to_seed(event, {"node-1": 1, "node-2": 2}, 3)
+    assert made is not None and made.type == kept.WATCH_STREAM_AUTHORITY_CHANGED and made.lagged_count == 3
+    assert (made.node_id, made.authority.claimant_node_id, made.authority.fence_epoch) == (2, 2, 7)
+    event.partition = 1
+    assert event_to_seed(event, {}, 0) is None
 
 
 def test_an_override_is_another_copy_leading() -> None:

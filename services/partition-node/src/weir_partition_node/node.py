@@ -598,6 +598,30 @@ class Node:
         change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
         return change_seq, now_ms, change.SerializeToString()
 
+    async def record_leadership(self, stream: str, partition: int, entry: types_pb2.PartitionPlacement) -> None:
+        """A change-feed entry (LeaderChange) saying this node took the lead of the partition under
+        `entry`'s epoch (WatchStreams' LEADER_CHANGED); failures to store it are logged, not raised."""
+        now_ms = self._clock.now_ms()
+        (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
+        preferred = entry.replica_node_ids[0] if entry.replica_node_ids else entry.primary_node_id
+        try:
+            change = types_pb2.Change(
+                change_seq=change_seq,
+                ts_ms=now_ms,
+                stream=stream,
+                partition=partition,
+                leader_changed=types_pb2.LeaderChange(
+                    leader_epoch=entry.leader_epoch,
+                    primary_node_id=entry.primary_node_id,
+                    preferred_leader_node_id=preferred,
+                ),
+            )
+            await self._catalog.add_change((change_seq, now_ms, change.SerializeToString()))
+        except Exception as error:
+            logger.warning("%s/%d: could not add the leader change to the change feed: %r", stream, partition, error)
+        finally:
+            self.feed.settle([change_seq])
+
     async def record_storage_finding(
         self, stream: str, partition: int, finding: str, seqs: Sequence[int] = (), detail: str = ""
     ) -> None:
@@ -1826,7 +1850,7 @@ class Node:
 
 _ROUND_ROBIN = -1
 _LIFECYCLE_KINDS = frozenset(
-    ("stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted")
+    ("stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "leader_changed")
 )
 _ACK_LEVELS = frozenset(streams_pb2.AckLevel.values())  # resolved once: publish is the hot path
 

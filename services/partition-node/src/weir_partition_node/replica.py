@@ -128,6 +128,7 @@ class ReplicaManager:
             if stream is None or stream.placement is None:
                 return []
             placement = record.placement
+            primaries_before = {entry.partition: entry.primary_node_id for entry in stream.placement.partitions}
             changed: list[int] = []
             for index, partition in stream.partitions.items():
                 entry = placement.partitions[index]
@@ -188,6 +189,8 @@ class ReplicaManager:
                     min_insync=stream.config.min_insync_replicas or 1,
                 )
                 metrics.LEADER_CHANGES.labels(name, str(index)).inc()
+                if index in led and primaries_before.get(index) != self.node.node_id:
+                    await self.node.record_leadership(name, index, entry)
                 logger.info(
                     "%s/%d: %s under leader epoch %d (log %d..%d)",
                     name,

@@ -49,6 +49,7 @@ _WATCH_TYPES = {
     "stream_deleted": streams_pb2.WATCH_EVENT_TYPE_STREAM_DELETED,
     "consumer_created": streams_pb2.WATCH_EVENT_TYPE_CONSUMER_CREATED,
     "consumer_deleted": streams_pb2.WATCH_EVENT_TYPE_CONSUMER_DELETED,
+    "leader_changed": streams_pb2.WATCH_EVENT_TYPE_LEADER_CHANGED,
 }
 
 
@@ -388,7 +389,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
                 consumer = change.consumer_created.config.name
             elif kind == "consumer_deleted":
                 consumer = change.consumer_deleted.consumer
-            yield streams_pb2.WatchEvent(
+            event = streams_pb2.WatchEvent(
                 type=_WATCH_TYPES[kind],
                 ts_ms=change.ts_ms,
                 node_id=self.node.node_id,
@@ -396,6 +397,11 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
                 change_seq=change.change_seq,
                 consumer=consumer,
             )
+            if kind == "leader_changed":
+                event.partition = change.partition
+                event.leader_epoch = change.leader_changed.leader_epoch
+                event.preferred_leader_node_id = change.leader_changed.preferred_leader_node_id
+            yield event
 
     # -- consumers ---------------------------------------------------------------------------------
 

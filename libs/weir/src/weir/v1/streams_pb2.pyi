@@ -22,6 +22,7 @@ class WatchEventType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WATCH_EVENT_TYPE_STREAM_UPDATED: _ClassVar[WatchEventType]
     WATCH_EVENT_TYPE_CONSUMER_CREATED: _ClassVar[WatchEventType]
     WATCH_EVENT_TYPE_CONSUMER_DELETED: _ClassVar[WatchEventType]
+    WATCH_EVENT_TYPE_LEADER_CHANGED: _ClassVar[WatchEventType]
 ACK_LEVEL_LEADER: AckLevel
 ACK_LEVEL_NONE: AckLevel
 ACK_LEVEL_ALL: AckLevel
@@ -31,6 +32,7 @@ WATCH_EVENT_TYPE_STREAM_DELETED: WatchEventType
 WATCH_EVENT_TYPE_STREAM_UPDATED: WatchEventType
 WATCH_EVENT_TYPE_CONSUMER_CREATED: WatchEventType
 WATCH_EVENT_TYPE_CONSUMER_DELETED: WatchEventType
+WATCH_EVENT_TYPE_LEADER_CHANGED: WatchEventType
 
 class CreateStreamRequest(_message.Message):
     __slots__ = ("config", "placement")
@@ -365,20 +367,26 @@ class WatchStreamsRequest(_message.Message):
     def __init__(self, from_change_seq: _Optional[int] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq", "consumer")
+    __slots__ = ("type", "ts_ms", "node_id", "stream", "change_seq", "consumer", "partition", "leader_epoch", "preferred_leader_node_id")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_LEADER_NODE_ID_FIELD_NUMBER: _ClassVar[int]
     type: WatchEventType
     ts_ms: int
     node_id: str
     stream: str
     change_seq: int
     consumer: str
-    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., ts_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., stream: _Optional[str] = ..., change_seq: _Optional[int] = ..., consumer: _Optional[str] = ...) -> None: ...
+    partition: int
+    leader_epoch: int
+    preferred_leader_node_id: str
+    def __init__(self, type: _Optional[_Union[WatchEventType, str]] = ..., ts_ms: _Optional[int] = ..., node_id: _Optional[str] = ..., stream: _Optional[str] = ..., change_seq: _Optional[int] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., preferred_leader_node_id: _Optional[str] = ...) -> None: ...
 
 class CreateConsumerRequest(_message.Message):
     __slots__ = ("stream", "config")

@@ -311,7 +311,7 @@ class StorageFindingChange(_message.Message):
     def __init__(self, finding: _Optional[str] = ..., seqs: _Optional[_Iterable[int]] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class Change(_message.Message):
-    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "consumer_state", "storage_finding")
+    __slots__ = ("change_seq", "ts_ms", "stream", "partition", "role", "append", "truncate", "remove", "stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "consumer_state", "storage_finding", "leader_changed")
     CHANGE_SEQ_FIELD_NUMBER: _ClassVar[int]
     TS_MS_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
@@ -327,6 +327,7 @@ class Change(_message.Message):
     CONSUMER_DELETED_FIELD_NUMBER: _ClassVar[int]
     CONSUMER_STATE_FIELD_NUMBER: _ClassVar[int]
     STORAGE_FINDING_FIELD_NUMBER: _ClassVar[int]
+    LEADER_CHANGED_FIELD_NUMBER: _ClassVar[int]
     change_seq: int
     ts_ms: int
     stream: str
@@ -342,7 +343,18 @@ class Change(_message.Message):
     consumer_deleted: ConsumerDeletedChange
     consumer_state: ConsumerStateChange
     storage_finding: StorageFindingChange
-    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreatedChange, _Mapping]] = ..., consumer_deleted: _Optional[_Union[ConsumerDeletedChange, _Mapping]] = ..., consumer_state: _Optional[_Union[ConsumerStateChange, _Mapping]] = ..., storage_finding: _Optional[_Union[StorageFindingChange, _Mapping]] = ...) -> None: ...
+    leader_changed: LeaderChange
+    def __init__(self, change_seq: _Optional[int] = ..., ts_ms: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., role: _Optional[_Union[PartitionRole, str]] = ..., append: _Optional[_Union[AppendChange, _Mapping]] = ..., truncate: _Optional[_Union[TruncateChange, _Mapping]] = ..., remove: _Optional[_Union[RemoveChange, _Mapping]] = ..., stream_created: _Optional[_Union[StreamCreatedChange, _Mapping]] = ..., stream_updated: _Optional[_Union[StreamUpdatedChange, _Mapping]] = ..., stream_deleted: _Optional[_Union[StreamDeletedChange, _Mapping]] = ..., consumer_created: _Optional[_Union[ConsumerCreatedChange, _Mapping]] = ..., consumer_deleted: _Optional[_Union[ConsumerDeletedChange, _Mapping]] = ..., consumer_state: _Optional[_Union[ConsumerStateChange, _Mapping]] = ..., storage_finding: _Optional[_Union[StorageFindingChange, _Mapping]] = ..., leader_changed: _Optional[_Union[LeaderChange, _Mapping]] = ...) -> None: ...
+
+class LeaderChange(_message.Message):
+    __slots__ = ("leader_epoch", "primary_node_id", "preferred_leader_node_id")
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PRIMARY_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_LEADER_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    leader_epoch: int
+    primary_node_id: str
+    preferred_leader_node_id: str
+    def __init__(self, leader_epoch: _Optional[int] = ..., primary_node_id: _Optional[str] = ..., preferred_leader_node_id: _Optional[str] = ...) -> None: ...
 
 class ConsumerConfig(_message.Message):
     __slots__ = ("name", "filter_subject", "deliver_policy", "start_seq", "start_time_ms", "ack_wait_ms", "max_deliver", "dead_letter_subject", "max_ack_pending", "deliver_group")

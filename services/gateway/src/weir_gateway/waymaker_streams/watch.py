@@ -5,7 +5,8 @@ replicated stream's events come once per node holding it, told apart by node_id,
 
 A watcher that reads slower than events arrive loses the oldest ones once WATCH_BUFFER_EVENTS wait,
 and the next event it gets carries `lagged_count`, how many it missed (the seed's broadcast-buffer
-semantics: re-list to catch up; the watch goes on)."""
+semantics: re-list to catch up; the watch goes on). A new primary of a stream's partition 0 is the
+seed's WATCH_STREAM_AUTHORITY_CHANGED (`event_to_seed`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, TypeVar
 
 from weir import Client
@@ -60,7 +61,22 @@ class LaggingBuffer(Generic[Item]):
         return self._items.popleft(), lagged
 
 
-def event_to_seed(event: streams_pb2.WatchEvent, node_number: int, lagged: int) -> seed.WatchEvent:
+def event_to_seed(event: streams_pb2.WatchEvent, numbers: Mapping[str, int], lagged: int) -> seed.WatchEvent | None:
+    """The seed's event for a node's (None: one the seed has no word for, a leader change of a
+    partition other than 0). A new primary of partition 0 is an authority change: an override
+    (claimant = the primary, fence_epoch = its epoch) when it is not the preferred leader, a clear
+    (claimant 0, epoch 0) when it is."""
+    node_number = numbers.get(event.node_id, 0)
+    if event.type == streams_pb2.WATCH_EVENT_TYPE_LEADER_CHANGED:
+        if event.partition != 0:
+            return None
+        made = seed.WatchEvent(
+            type=seed.WATCH_STREAM_AUTHORITY_CHANGED, ts_ms=event.ts_ms, node_id=node_number, lagged_count=lagged
+        )
+        made.authority.stream = event.stream
+        if event.node_id != event.preferred_leader_node_id:
+            made.authority.claimant_node_id, made.authority.fence_epoch = node_number, event.leader_epoch
+        return made
     made = seed.WatchEvent(
         type=EVENT_TYPES.get(event.type, seed.WATCH_UNKNOWN),
         ts_ms=event.ts_ms,
@@ -77,24 +93,30 @@ def event_to_seed(event: streams_pb2.WatchEvent, node_number: int, lagged: int) 
 async def watch_cluster(client: Client, capacity: int = WATCH_BUFFER_EVENTS) -> AsyncIterator[seed.WatchEvent]:
     """The merged watch of the nodes alive when it starts (until the caller stops iterating)."""
     info = await client.cluster_info()
-    buffer: LaggingBuffer[tuple[int, streams_pb2.WatchEvent]] = LaggingBuffer(capacity)
+    numbers = {node.node_id: node.number for node in info.nodes}
+    buffer: LaggingBuffer[streams_pb2.WatchEvent] = LaggingBuffer(capacity)
 
-    async def pump(number: int, address: str) -> None:
+    async def pump(node_id: str, address: str) -> None:
         try:
             async for event in client.node(address).watch_streams():
-                buffer.offer((number, event))
+                buffer.offer(event)
         except WeirError as error:  # that node went away: the others go on
-            logger.warning("WatchStreams: node %d stopped answering: %s", number, error)
+            logger.warning("WatchStreams: node %s stopped answering: %s", node_id, error)
 
     pumps: list[asyncio.Task[Any]] = [
-        asyncio.get_running_loop().create_task(pump(node.number, node.client_address))
+        asyncio.get_running_loop().create_task(pump(node.node_id, node.client_address))
         for node in info.nodes
         if node.alive and node.client_address
     ]
+    lagged = 0
     try:
         while True:
-            (number, event), lagged = await buffer.take()
-            yield event_to_seed(event, number, lagged)
+            event, missed = await buffer.take()
+            lagged += missed
+            made = event_to_seed(event, numbers, lagged)
+            if made is not None:
+                lagged = 0
+                yield made
     finally:
         for task in pumps:
             task.cancel()
