@@ -1,7 +1,10 @@
 """`weir demo`'s streams-seed round trip: through the gateway's waymaker.streams door, as a client
 generated from the seed would: CreateStream, Publish with an optimistic-concurrency check,
-CreateConsumer, Fetch + Ack until every message came back once, ReadLatestAtSubject, and a Publish
-with a stale `expected_last_seq` answered `wrong_revision` in the response body."""
+CreateConsumer, Fetch + Ack until every message came back once, ReadLatestAtSubject, a Publish
+with a stale `expected_last_seq` answered `wrong_revision` in the response body; then the cluster
+admin calls: GetClusterStreamStats, SetStreamPinned (a pinned stream's MigrateStream is
+`source_busy`), ClearStreamAuthority, MigrateStream (the stream's copy moves to another node, its
+messages with it) and RebalanceStreams (back to its first node)."""
 
 from __future__ import annotations
 
@@ -57,10 +60,45 @@ async def waymaker_round_trip(address: str, messages: int = 20) -> dict[str, Any
             "ReadLatestAtSubject",
             await stub.ReadLatestAtSubject(seed.ReadLatestAtSubjectRequest(stream=STREAM, subject="demo.counter")),
         ).latest
-    progress(f"waymaker.streams: fetched and acknowledged {len(received)}, latest revision seq {latest.seq}")
+        progress(f"waymaker.streams: fetched and acknowledged {len(received)}, latest revision seq {latest.seq}")
+        moves = await _admin_tour(stub, seed, checked, last_seq)
     verified = (
         received == published
         and latest.seq == last_seq
         and (refused.success, refused.result_code, refused.seq) == (False, "wrong_revision", last_seq)
+        and moves["verified"]
     )
-    return {"published": len(published), "received": len(received), "verified": verified}
+    return {"published": len(published), "received": len(received), "moves": moves, "verified": verified}
+
+
+async def _admin_tour(stub: Any, seed: Any, checked: Any, last_seq: int) -> dict[str, Any]:
+    """The stream moves to another node and back, pinning refusing a move in between."""
+    stats = checked("GetClusterStreamStats", await stub.GetClusterStreamStats(seed.GetClusterStreamStatsRequest()))
+    owner = checked(
+        "GetStreamInfo", await stub.GetStreamInfo(seed.GetStreamInfoRequest(name=STREAM))
+    ).ring_owner_node_id
+    checked("SetStreamPinned", await stub.SetStreamPinned(seed.SetStreamPinnedRequest(stream=STREAM, pinned=True)))
+    pinned = await stub.MigrateStream(seed.MigrateStreamRequest(name=STREAM, source_node_id=owner), timeout=60)
+    checked("ClearStreamAuthority", await stub.ClearStreamAuthority(seed.ClearStreamAuthorityRequest(stream=STREAM)))
+    migrated = checked(
+        "MigrateStream",
+        await stub.MigrateStream(seed.MigrateStreamRequest(name=STREAM, source_node_id=owner), timeout=60),
+    )
+    moved_to = checked(
+        "GetStreamInfo", await stub.GetStreamInfo(seed.GetStreamInfoRequest(name=STREAM))
+    ).ring_owner_node_id
+    plan = [seed.RebalancePlanEntry(name=STREAM, target_node_id=owner)]
+    back = checked("RebalanceStreams", await stub.RebalanceStreams(seed.RebalanceStreamsRequest(plan=plan), timeout=60))
+    home = checked("GetStreamInfo", await stub.GetStreamInfo(seed.GetStreamInfoRequest(name=STREAM)))
+    progress(
+        f"waymaker.streams: {len(stats.nodes)} node(s); moved from node {owner} to node {moved_to} and back "
+        f"({home.stats.msg_count} messages, last seq {home.stats.last_seq})"
+    )
+    verified = (
+        pinned.result_code == "source_busy"
+        and migrated.stream_last_seq == last_seq
+        and moved_to not in (0, owner)
+        and back.steps[0].result_code == "ok"
+        and (home.ring_owner_node_id, home.stats.last_seq) == (owner, last_seq)
+    )
+    return {"from_node": owner, "to_node": moved_to, "verified": verified}
