@@ -157,37 +157,20 @@ class MetadataStore:
         and adopts the placement it finds, still its own, so it may shrink its in-sync set and
         acknowledge writes with the replicas left in it; a promotion decided from the older in-sync
         set must then not land, or it could choose a replica without those writes."""
-        name = record.config.name
-        key = self.keys.stream(name)
-        read_in_sync = read_in_sync or {}
-        in_sync_keys = {index: self.keys.in_sync(name, index) for index in read_in_sync}
-        heartbeat_keys = [self.keys.heartbeat(node_id) for node_id in dead_nodes]
-        async with self.redis.pipeline(transaction=True) as pipe:
-            try:
-                await pipe.watch(key, *in_sync_keys.values(), *heartbeat_keys)
-                raw = await pipe.get(key)
-                if not raw:
-                    return False
-                current = types_pb2.StreamRecord.FromString(_bytes(raw))
-                for index, epoch in expected_epochs.items():
-                    if current.placement.partitions[index].leader_epoch != epoch:
-                        return False
-                for index, in_sync_key in in_sync_keys.items():
-                    stored = await pipe.get(in_sync_key)
-                    if (InSyncRecord.from_json(stored) if stored else None) != read_in_sync[index]:
-                        return False
-                for heartbeat_key in heartbeat_keys:
-                    if await pipe.exists(heartbeat_key):
-                        return False
-                record.deleting = record.deleting or current.deleting  # a delete that started stays started
-                pipe.multi()  # type: ignore[no-untyped-call]
-                pipe.set(key, record.SerializeToString())
-                for index, value in in_sync.items():
-                    pipe.set(self.keys.in_sync(name, index), value.to_json())
-                await pipe.execute()
-                return True
-            except WatchError:
-                return False
+
+        def replace(current: types_pb2.StreamRecord) -> None:
+            record.deleting = record.deleting or current.deleting  # a delete that started stays started
+            current.CopyFrom(record)
+
+        written = await self.update_stream_record(
+            record.config.name,
+            replace,
+            expected_epochs=expected_epochs,
+            in_sync=in_sync,
+            read_in_sync=read_in_sync,
+            dead_nodes=dead_nodes,
+        )
+        return written is not None
 
     async def update_stream_record(
         self,
@@ -197,18 +180,20 @@ class MetadataStore:
         expected_epochs: dict[int, int],
         in_sync: dict[int, InSyncRecord] | None = None,
         read_in_sync: dict[int, InSyncRecord | None] | None = None,
+        dead_nodes: Sequence[str] = (),
     ) -> types_pb2.StreamRecord | None:
         """`mutate` the stored record as it is now and write it with `in_sync` in one transaction,
-        only if its partitions are still at `expected_epochs` and the in-sync records still
-        `read_in_sync`; the record written, or None when any of that moved on (or the stream is
-        gone). Unlike `replace_placement`, nothing else of the record can be lost to a write decided
-        from an older read (a move runs outside the controller's lock)."""
+        only if its partitions are still at `expected_epochs`, the in-sync records still
+        `read_in_sync` and every node of `dead_nodes` still without a heartbeat; the record
+        written, or None when any of that moved on (or the stream is gone). A move, which runs
+        outside the controller's lock, changes only its partition of the record as it is now."""
         key = self.keys.stream(name)
         read_in_sync = read_in_sync or {}
         in_sync_keys = {index: self.keys.in_sync(name, index) for index in read_in_sync}
+        heartbeat_keys = [self.keys.heartbeat(node_id) for node_id in dead_nodes]
         async with self.redis.pipeline(transaction=True) as pipe:
             try:
-                await pipe.watch(key, *in_sync_keys.values())
+                await pipe.watch(key, *in_sync_keys.values(), *heartbeat_keys)
                 raw = await pipe.get(key)
                 if not raw:
                     return None
@@ -219,6 +204,9 @@ class MetadataStore:
                 for index, in_sync_key in in_sync_keys.items():
                     stored = await pipe.get(in_sync_key)
                     if (InSyncRecord.from_json(stored) if stored else None) != read_in_sync[index]:
+                        return None
+                for heartbeat_key in heartbeat_keys:
+                    if await pipe.exists(heartbeat_key):
                         return None
                 mutate(current)
                 pipe.multi()  # type: ignore[no-untyped-call]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from weir.errors import (
     InvalidArgumentError,
@@ -76,6 +77,19 @@ ON_DROP_POLICIES = {
 SEED_ON_DROP_POLICIES = {weir: seed_policy for seed_policy, weir in ON_DROP_POLICIES.items()}
 
 
+_SOURCE_FIELDS = ("source_stream", "filter_subject", "start_seq", "max_initial_backfill", "dlq_stream")
+
+
+def _copy_source(source: Any, made: Any) -> Any:
+    """The fields the seed's StreamSourceConfigPb and Weir's StreamSource share, copied."""
+    for name in _SOURCE_FIELDS:
+        setattr(made, name, getattr(source, name))
+    if source.HasField("subject_transform"):
+        made.subject_transform.source_pattern = source.subject_transform.source_pattern
+        made.subject_transform.destination = source.subject_transform.destination
+    return made
+
+
 def source_from_seed(index: int, source: seed.StreamSourceConfigPb) -> types_pb2.StreamSource:
     """One seed source as Weir's (the node validates the rest). Errors: InvalidConfigError for
     start_time_ms (reserved by the seed) or an unknown on_drop."""
@@ -83,32 +97,16 @@ def source_from_seed(index: int, source: seed.StreamSourceConfigPb) -> types_pb2
         raise InvalidConfigError(f"sources[{index}].start_time_ms is reserved (the seed rejects it); use start_seq")
     if source.on_drop not in ON_DROP_POLICIES:
         raise InvalidConfigError(f"sources[{index}].on_drop: unknown policy {source.on_drop}")
-    weir = types_pb2.StreamSource(
-        source_stream=source.source_stream,
-        filter_subject=source.filter_subject,
-        start_seq=source.start_seq,
-        max_initial_backfill=source.max_initial_backfill,
-        on_drop=ON_DROP_POLICIES[source.on_drop],
-        dlq_stream=source.dlq_stream,
+    made: types_pb2.StreamSource = _copy_source(
+        source, types_pb2.StreamSource(on_drop=ON_DROP_POLICIES[source.on_drop])
     )
-    if source.HasField("subject_transform"):
-        weir.subject_transform.source_pattern = source.subject_transform.source_pattern
-        weir.subject_transform.destination = source.subject_transform.destination
-    return weir
+    return made
 
 
 def source_to_seed(source: types_pb2.StreamSource) -> seed.StreamSourceConfigPb:
-    made = seed.StreamSourceConfigPb(
-        source_stream=source.source_stream,
-        filter_subject=source.filter_subject,
-        start_seq=source.start_seq,
-        max_initial_backfill=source.max_initial_backfill,
-        on_drop=SEED_ON_DROP_POLICIES[source.on_drop],
-        dlq_stream=source.dlq_stream,
+    made: seed.StreamSourceConfigPb = _copy_source(
+        source, seed.StreamSourceConfigPb(on_drop=SEED_ON_DROP_POLICIES[source.on_drop])
     )
-    if source.HasField("subject_transform"):
-        made.subject_transform.source_pattern = source.subject_transform.source_pattern
-        made.subject_transform.destination = source.subject_transform.destination
     return made
 
 
