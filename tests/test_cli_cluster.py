@@ -418,6 +418,19 @@ def _log_tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
+def test_a_node_added_to_the_running_cluster_is_planned_its_share(cli_cluster: CliCluster) -> None:
+    added = json.loads(ok(cli_cluster.run("--json", "cluster", "add-node", *cli_cluster.dir_flag)))
+    assert added["node_id"] == "node-4"
+    state = read_cluster_state(cli_cluster.data_dir)
+    assert state is not None and [node["node_id"] for node in state["nodes"]][-1] == "node-4"
+    status = ok(cli_cluster.run("cluster", "status", *cli_cluster.dir_flag))
+    assert "node-4" in status
+    plan = ok(cli_cluster.run("cluster", "rebalance", "--dry-run", *cli_cluster.dir_flag))
+    (row,) = [line.split() for line in plan.splitlines() if line.startswith("node-4 ")]
+    assert row[1] == "0" and int(row[2]) > 0, plan  # no copy now, its share after the plan
+    assert "dry run: nothing moved" in plan
+
+
 def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliCluster) -> None:
     pids = cli_cluster.pids
     assert all(pid_alive(pid) for pid in pids)
@@ -425,7 +438,7 @@ def test_cluster_down_stops_every_process_and_keeps_the_data(cli_cluster: CliClu
     result = cli_cluster.run("--json", "cluster", "down", *cli_cluster.dir_flag)
 
     summary = json.loads(ok(result))
-    assert summary["stopped"] == 9
+    assert summary["stopped"] == 10  # 9 started by `cluster up`, node-4 by `cluster add-node`
     killed = summary["killed_after_timeout"]
     assert killed == [], (
         "did not stop within 20 s of SIGTERM (drain, flush, close) and had to be killed:\n"

@@ -904,6 +904,8 @@ class LocalCluster:
                 }
                 for n in self.nodes
             ],
+            # what every node was started with (`weir cluster add-node` starts one more the same way)
+            "node_env": self.node_env,
             # how clients reach it: TLS with this CA and client certificate, or plaintext (null)
             "tls": (
                 {
@@ -962,6 +964,35 @@ def client_security(tls_dir: Path) -> ChannelSecurity:
         cert_file=tls_dir / f"{devcerts.CLIENT}.pem",
         key_file=tls_dir / f"{devcerts.CLIENT}-key.pem",
     )
+
+
+def add_node_to_running(data_dir: Path) -> NodeHandle:
+    """Start one more node (`node-<N+1>`, the others' settings from ``cluster.json``) for a cluster
+    `weir cluster up` started under `data_dir`, outliving this process, and record it there (so
+    `weir cluster down` stops it too). Errors: LaunchError when there is no such cluster or it was
+    started before nodes' settings were recorded."""
+    state = read_cluster_state(data_dir)
+    if state is None or "node_env" not in state:
+        raise LaunchError(
+            f"no cluster under {data_dir} records its nodes' settings (start it with this version's `weir cluster up`)"
+        )
+    tls_dir = data_dir / "tls" if state.get("tls") else None
+    name = f"node-{len(state['nodes']) + 1}"
+    node = NodeHandle(**_placed(data_dir, name, state["node_env"], False, tls_dir))
+    node.start()
+    state["nodes"].append(
+        {
+            "node_id": node.name,
+            "client_address": node.client_address,
+            "internal_address": node.internal_address,
+            "metrics_port": node.metrics_port,
+            "pid": node.pid,
+        }
+    )
+    temporary = data_dir / (CLUSTER_STATE_FILE + ".tmp")
+    temporary.write_text(json.dumps(state, indent=2))
+    temporary.replace(data_dir / CLUSTER_STATE_FILE)
+    return node
 
 
 def read_cluster_state(data_dir: Path) -> dict[str, Any] | None:

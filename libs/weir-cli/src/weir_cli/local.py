@@ -29,7 +29,7 @@ from weir_server.internal_clients import ChangeFeedClient
 
 from weir_cli.invoker_demo import invoker_round_trip
 from weir_cli.kv_demo import collections_round_trip, kv_round_trip, objects_round_trip
-from weir_cli.launcher import LaunchError, LocalCluster, pid_alive, read_cluster_state, stop_pids
+from weir_cli.launcher import LaunchError, LocalCluster, add_node_to_running, pid_alive, read_cluster_state, stop_pids
 from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
@@ -126,6 +126,22 @@ def _pids(state: dict[str, Any], groups: tuple[str, ...] = _PROCESS_GROUPS) -> l
 def _live_pids(state: dict[str, Any]) -> list[int]:
     pids = [*_pids(state), int(state.get("redis", {}).get("pid", 0))]
     return [pid for pid in pids if pid_alive(pid)]
+
+
+async def cluster_add_node(args: argparse.Namespace) -> int:
+    """Start one more partition node in the running local cluster; it holds nothing until streams
+    are created or moved onto it (`weir cluster rebalance`)."""
+    data_dir = cluster_dir(args, running=True)
+    try:
+        node = await asyncio.to_thread(add_node_to_running, data_dir)
+    except LaunchError as error:
+        raise CliError(f"weir cluster add-node: {error}") from None
+    emit(
+        {"node_id": node.name, "client_address": node.client_address, "internal_address": node.internal_address},
+        args.json,
+        f"{node.name} serving at {node.client_address}; `weir cluster rebalance` moves its share of copies onto it",
+    )
+    return 0
 
 
 async def cluster_down(args: argparse.Namespace) -> int:

@@ -300,6 +300,9 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     )
     token.add_argument("--user", default="", help="also print the auth file entry of this user name")
     tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
+    tree.command(
+        cluster, "add-node", "start one more partition node in the running local cluster", local.cluster_add_node
+    )
     tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
     rebalance = tree.command(
         cluster,
