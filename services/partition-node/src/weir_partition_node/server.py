@@ -22,6 +22,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY, start_http_server
+from weir.tls import ChannelSecurity
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 from weir_server import tls
 from weir_server.access import AuthInterceptor
@@ -130,13 +131,24 @@ class NodeProcess:
             interval_s=settings.scrub_interval_ms / 1000,
             integrity_timeout_s=settings.integrity_check_timeout_ms / 1000,
             on_pass=report,
-            repair=RepairFromPrimary(node, self.membership) if self.membership is not None else None,
+            repair=RepairFromPrimary(node, self.membership, security=self._service_security())
+            if self.membership is not None
+            else None,
             on_finding=node.record_storage_finding,
         )
 
+    def _service_security(self) -> ChannelSecurity | None:
+        """How this node calls other nodes' client ports (source tails, repairs): its TLS identity
+        and, with an auth file, the services' token (None: plaintext)."""
+        settings = self.settings
+        security = settings.channel_security()
+        if security is not None and security.token_file is None and settings.service_token_file is not None:
+            security = dataclasses.replace(security, token_file=settings.service_token_file)
+        return security
+
     def _source_tails(self, node: Node) -> SourceTails:
-        """The tails of the sourcing streams this node leads (sources.py). They read sources over
-        the client ports, with this node's TLS identity and, with an auth file, the services' token."""
+        """The tails of the sourcing streams this node leads (sources.py); they read sources over
+        the client ports (`_service_security`)."""
         settings = self.settings
         locator: SourceLocator
         if self.membership is not None:
@@ -145,10 +157,7 @@ class NodeProcess:
             host = settings.advertise_host or settings.host
             host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
             locator = StandaloneLocator(node, f"{host}:{self.client_port}")
-        security = settings.channel_security()
-        if security is not None and security.token_file is None and settings.service_token_file is not None:
-            security = dataclasses.replace(security, token_file=settings.service_token_file)
-        tails = SourceTails(node, locator, security)
+        tails = SourceTails(node, locator, self._service_security())
         node.source_status = tails.status
         return tails
 
