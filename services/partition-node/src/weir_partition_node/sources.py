@@ -328,9 +328,12 @@ class PartitionTail:
             await self.dead_letter(batch.errors[-1][0], f"{more} more message(s) of this batch were not appended")
 
     def report(self, message: str) -> None:
+        """Set the status's last error (logged when it differs from the one before: a condition
+        that lasts, such as a missing source, is logged once, its time kept current)."""
+        if message != self.status.last_error:
+            logger.warning("stream %s: %s", self.sourcing, message)
         self.status.last_error = message
         self.status.last_error_ts_ms = self.node.clock.now_ms()
-        logger.warning("stream %s: %s", self.sourcing, message)
 
     async def dead_letter(self, source_seq: int, error: str) -> None:
         """Publish a JSON record of the error to the source's dlq_stream (none: nothing); a failure
