@@ -601,26 +601,11 @@ class Node:
     async def record_leadership(self, stream: str, partition: int, entry: types_pb2.PartitionPlacement) -> None:
         """A change-feed entry (LeaderChange) saying this node took the lead of the partition under
         `entry`'s epoch (WatchStreams' LEADER_CHANGED); failures to store it are logged, not raised."""
-        now_ms = self._clock.now_ms()
-        (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
         preferred = entry.replica_node_ids[0] if entry.replica_node_ids else entry.primary_node_id
-        try:
-            change = types_pb2.Change(
-                change_seq=change_seq,
-                ts_ms=now_ms,
-                stream=stream,
-                partition=partition,
-                leader_changed=types_pb2.LeaderChange(
-                    leader_epoch=entry.leader_epoch,
-                    primary_node_id=entry.primary_node_id,
-                    preferred_leader_node_id=preferred,
-                ),
-            )
-            await self._catalog.add_change((change_seq, now_ms, change.SerializeToString()))
-        except Exception as error:
-            logger.warning("%s/%d: could not add the leader change to the change feed: %r", stream, partition, error)
-        finally:
-            self.feed.settle([change_seq])
+        change = types_pb2.LeaderChange(
+            leader_epoch=entry.leader_epoch, primary_node_id=entry.primary_node_id, preferred_leader_node_id=preferred
+        )
+        await self._record_node_change(stream, partition, "the leader change", leader_changed=change)
 
     async def record_storage_finding(
         self, stream: str, partition: int, finding: str, seqs: Sequence[int] = (), detail: str = ""
@@ -629,21 +614,19 @@ class Node:
         `partition`: `finding` is one of the kinds types.proto lists, `seqs` the records (at most
         100 are kept). Errors of storing it are logged, not raised: the finding is also logged and
         counted by whoever found it (allocating its change seq can raise, like any change's)."""
+        change = types_pb2.StorageFindingChange(finding=finding, seqs=list(seqs)[:100], detail=detail)
+        await self._record_node_change(stream, partition, f"the {finding} finding", storage_finding=change)
+
+    async def _record_node_change(self, stream: str, partition: int, what: str, **kind: Any) -> None:
+        """A change of this node's own (not replicated) in its feed; a failure to store it is logged
+        (allocating its change seq can raise, like any change's)."""
         now_ms = self._clock.now_ms()
         (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
         try:
-            change = types_pb2.Change(
-                change_seq=change_seq,
-                ts_ms=now_ms,
-                stream=stream,
-                partition=partition,
-                storage_finding=types_pb2.StorageFindingChange(finding=finding, seqs=list(seqs)[:100], detail=detail),
-            )
+            change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=stream, partition=partition, **kind)
             await self._catalog.add_change((change_seq, now_ms, change.SerializeToString()))
         except Exception as error:
-            logger.warning(
-                "%s/%d: could not add the %s finding to the change feed: %r", stream, partition, finding, error
-            )
+            logger.warning("%s/%d: could not add %s to the change feed: %r", stream, partition, what, error)
         finally:
             self.feed.settle([change_seq])
 
