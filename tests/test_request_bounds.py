@@ -340,6 +340,19 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     "Router/GetClusterStreamStats": [(router_pb2.GetClusterStreamStatsRequest(include_per_stream=True), {OK})],
     "Router/GetClusterInfo": [(router_pb2.GetClusterInfoRequest(), {OK})],
     "Router/StartScrub": [(router_pb2.StartScrubRequest(), {OK})],  # a pass per node, paced: answered at once
+    "Router/MovePartition": [
+        (router_pb2.MovePartitionRequest(stream=STREAM, partition=U32, from_node_id="a", to_node_id="b"), {INVALID}),
+        (
+            router_pb2.MovePartitionRequest(stream=STREAM, from_node_id="a", to_node_id="b", catch_up_timeout_ms=U64),
+            {INVALID},
+        ),
+        (router_pb2.MovePartitionRequest(stream=LONG, from_node_id="a", to_node_id="b"), {INVALID}),
+    ],
+    "Router/SetPartitionPinned": [
+        (router_pb2.SetPartitionPinnedRequest(stream=STREAM, partition=U32, pinned=True), {INVALID}),
+        (router_pb2.SetPartitionPinnedRequest(stream=LONG, pinned=True), {INVALID}),
+    ],
+    "Router/PlanRebalance": [(router_pb2.PlanRebalanceRequest(max_moves=U32), {INVALID})],
 }
 SERVICES = {
     "Streams": streams_pb2.DESCRIPTOR.services_by_name["Streams"],

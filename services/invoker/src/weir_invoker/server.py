@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -155,7 +156,19 @@ async def serve(settings: InvokerSettings) -> None:
         return
     # The lease is gone: another invoker drives now. Stop what can be stopped within a bound, then
     # exit whatever still runs (everything this one did is in the cluster; it writes nothing more).
-    with contextlib.suppress(TimeoutError):
+    # The bound is a thread's timer: a stop step that swallows its cancellation (wait_for then waits
+    # for it) or blocks the event loop cannot keep the process alive.
+    deadline = threading.Timer(LEASE_LOST_STOP_S, _exit_lease_lost)
+    deadline.daemon = True
+    deadline.start()
+    with contextlib.suppress(Exception, asyncio.CancelledError):
         await asyncio.wait_for(process.stop(), LEASE_LOST_STOP_S)
-    logging.shutdown()
+    _exit_lease_lost()
+
+
+def _exit_lease_lost() -> None:
+    """Flush the logs and end the process at once with EXIT_LEASE_LOST (from any thread)."""
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
     os._exit(EXIT_LEASE_LOST)

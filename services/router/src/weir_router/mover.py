@@ -1,5 +1,6 @@
-"""MovePartition's asyncio shell: runs the steps `moves.py` decides, on the controller, reporting
-progress as it goes (see `moves` for the steps and why each is safe).
+"""MovePartition's asyncio shell: runs the steps `moves.py` decides, on the router the call reaches
+(each write is a compare-and-set in Redis, so it needs no lock), reporting progress as it goes
+(see `moves` for the steps and why each is safe).
 
 Every placement change is a fenced epoch change: the partition's primary stops serving it, drains
 and answers its log end (`TransferLeadership`, to itself or to the new copy), the new record is
@@ -219,6 +220,12 @@ class PartitionMover:
             in_sync, _ = await self._in_sync(entry)
             if self.plan.to_node_id in in_sync:
                 return
+            target = nodes.get(self.plan.to_node_id)
+            if target is None or not target.alive:
+                raise MoveFailed(
+                    f"{self.plan.stream}/{self.plan.partition}: {self.plan.to_node_id} died while catching up; "
+                    "its copy stays placed: run the move again once it is back, or move it elsewhere"
+                )
             if time.monotonic() > deadline:
                 raise MoveFailed(
                     f"{self.plan.stream}/{self.plan.partition}: {self.plan.to_node_id} did not catch up within "
