@@ -224,7 +224,7 @@ class PartitionMover:
             if target is None or not target.alive:
                 raise MoveFailed(
                     f"{self.plan.stream}/{self.plan.partition}: {self.plan.to_node_id} died while catching up; "
-                    "its copy stays placed: run the move again once it is back, or move it elsewhere"
+                    "its copy stays placed (not in sync): run the move again once it is back"
                 )
             if time.monotonic() > deadline:
                 raise MoveFailed(
