@@ -176,16 +176,21 @@ class GrpcClient:
         except grpc.aio.AioRpcError as error:
             raise WeirError.from_rpc_error(error) from None
 
-    async def _stream(self, method: Any, request: Any) -> AsyncIterator[Any]:
-        """Items of a server-streaming call; failures raise typed errors; cancels the call on exit."""
-        call = method(request)
-        try:
-            async for item in call:
-                yield item
-        except grpc.aio.AioRpcError as error:
-            raise WeirError.from_rpc_error(error) from None
-        finally:
-            call.cancel()
+    def _stream(self, method: Any, request: Any) -> AsyncIterator[Any]:
+        return typed_stream(method, request)
+
+
+async def typed_stream(method: Any, request: Any) -> AsyncIterator[Any]:
+    """Items of a server-streaming call (`method` a stub's); failures raise typed errors; cancels
+    the call on exit."""
+    call = method(request)
+    try:
+        async for item in call:
+            yield item
+    except grpc.aio.AioRpcError as error:
+        raise WeirError.from_rpc_error(error) from None
+    finally:
+        call.cancel()
 
 
 _CORE_INTERNAL = "Internal error from Core"

@@ -44,7 +44,15 @@ import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from weir import tls as tls_module
-from weir.client import ACK_LEVELS, CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, NodeClient, endpoints_of, headers_of
+from weir.client import (
+    ACK_LEVELS,
+    CHANNEL_OPTIONS,
+    DEFAULT_TIMEOUT_S,
+    NodeClient,
+    endpoints_of,
+    headers_of,
+    typed_stream,
+)
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
 from weir.message import Message, PublishAck
@@ -134,17 +142,10 @@ class RouterClient:
         assert last is not None
         raise last
 
-    async def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
+    def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
         """The items of a server-streaming call on the current router (no retry: a long call such
         as MovePartition is the caller's to run again); failures raise typed errors."""
-        call = getattr(self._stub(), method)(request)
-        try:
-            async for item in call:
-                yield item
-        except grpc.aio.AioRpcError as raw:
-            raise WeirError.from_rpc_error(raw) from None
-        finally:
-            call.cancel()
+        return typed_stream(getattr(self._stub(), method), request)
 
     async def close(self) -> None:
         for channel in self._channels.values():
