@@ -60,6 +60,9 @@ def test_a_move_adds_then_hands_over_then_removes_each_under_a_new_epoch() -> No
     removed = moves.with_copy_removed(reordered, "a", last_seq=120)
     assert (list(removed.secondary_node_ids), list(removed.replica_node_ids)) == (["b", "c"], ["d", "b", "c"])
     assert "a" not in removed.in_sync_node_ids and removed.leader_epoch == 5
+    # A secondary's copy moving: the new one takes its place in the preference order as it goes.
+    kept = moves.with_copy_removed(moves.with_added_copy(entry("a", "b", "c"), "d", 10), "b", 12, taken_by="d")
+    assert list(kept.replica_node_ids) == ["a", "d", "c"] and list(kept.secondary_node_ids) == ["c", "d"]
 
 
 def test_a_move_onto_a_copy_from_the_primary_moves_leadership_only() -> None:

@@ -323,20 +323,9 @@ class RouterCore:
     async def node_views(self) -> list[NodeView]:
         return [NodeView(record, alive) for record, alive in await self.store.nodes()]
 
-    async def _nodes_by_id(self) -> dict[str, NodeView]:
-        return {view.record.node_id: view for view in await self.node_views()}
-
     async def nodes_by_id(self) -> dict[str, NodeView]:
         """Every registered node by id (alive or not)."""
-        return await self._nodes_by_id()
-
-    async def record_of(self, name: str) -> types_pb2.StreamRecord:
-        """The stream's record. Errors: InvalidNameError, NoSuchStreamError."""
-        return await self._record(name)
-
-    def internal_client(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
-        """weir.v1.Streams on the node's internal port. Errors: UnavailableError (not registered)."""
-        return self._internal(node_id, nodes)
+        return {view.record.node_id: view for view in await self.node_views()}
 
     def move_partition(self, request: router_pb2.MovePartitionRequest) -> AsyncIterator[router_pb2.MoveProgress]:
         """MovePartition (see router.proto and `mover`). Errors: InvalidArgumentError,
@@ -382,7 +371,7 @@ class RouterCore:
         """Pin or unpin one partition (no epoch change); returns the stream's pinned partitions.
         Errors: NoSuchStreamError, InvalidArgumentError (no such partition), UnavailableError
         (the record kept changing)."""
-        record = await self._record(stream)
+        record = await self.record_of(stream)
         if partition >= record.config.partitions:
             raise InvalidArgumentError(
                 f"stream {stream!r} has {record.config.partitions} partition(s); partition {partition} does not exist"
@@ -399,10 +388,11 @@ class RouterCore:
             updated = await self.store.update_stream_record(stream, pin, expected_epochs={})
             if updated is not None:
                 return list(updated.pinned_partitions)
-            await self._record(stream)  # NoSuchStreamError once it is gone
+            await self.record_of(stream)  # NoSuchStreamError once it is gone
         raise UnavailableError(f"stream {stream!r}: its record kept changing; retry")
 
-    async def _record(self, name: str) -> types_pb2.StreamRecord:
+    async def record_of(self, name: str) -> types_pb2.StreamRecord:
+        """The stream's record. Errors: InvalidNameError, NoSuchStreamError."""
         validate_name(name)
         record = await self.store.stream(name)
         if record is None:
@@ -439,8 +429,8 @@ class RouterCore:
     async def query_route(self, stream: str, endpoints: router_pb2.Endpoints) -> router_pb2.QueryRouteResponse:
         """Every partition's route. Errors: InvalidArgumentError (endpoints, name), NoSuchStreamError."""
         check_endpoints(endpoints)
-        record = await self._record(stream)
-        nodes = await self._nodes_by_id()
+        record = await self.record_of(stream)
+        nodes = await self.nodes_by_id()
         response = router_pb2.QueryRouteResponse(config=record.config)
         listener = self._listener(endpoints)
         for entry in record.placement.partitions:
@@ -457,7 +447,7 @@ class RouterCore:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(request.group, "group")
         check_client_id(request.client_id)
-        record = await self._record(request.stream)
+        record = await self.record_of(request.stream)
         partitions = record.config.partitions
         if len(request.owned_partitions) > partitions:
             raise InvalidArgumentError(
@@ -487,7 +477,7 @@ class RouterCore:
         view, changed = await self.store.update_group(request.stream, request.group, update)
         if changed:
             metrics.GROUP_REBALANCES.labels(request.stream, request.group).inc()
-        nodes = await self._nodes_by_id()
+        nodes = await self.nodes_by_id()
         response = router_pb2.QueryAssignmentResponse(
             generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
         )
@@ -515,7 +505,7 @@ class RouterCore:
         if not group:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(group, "group")
-        await self._record(stream)
+        await self.record_of(stream)
         state = assignment.GroupState.from_json(await self.store.redis.get(self.store.keys.group(stream, group)))
         live_after = await self.store.now_ms() - self.settings.group_session_timeout_ms
         response = router_pb2.GetGroupInfoResponse(generation=state.generation)
@@ -534,7 +524,7 @@ class RouterCore:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(group, "group")
         check_client_id(client_id)
-        record = await self._record(stream)
+        record = await self.record_of(stream)
 
         def update(raw: bytes | None, now_ms: int) -> tuple[str, None]:
             new_state, _ = assignment.step(
@@ -562,7 +552,8 @@ class RouterCore:
                     ordered.append(node_id)
         return ordered
 
-    def _internal(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
+    def internal_client(self, node_id: str, nodes: dict[str, NodeView]) -> NodeClient:
+        """weir.v1.Streams on the node's internal port. Errors: UnavailableError (not registered)."""
         view = nodes.get(node_id)
         if view is None or not view.record.internal_address:
             raise UnavailableError(f"node {node_id} is not registered", node_id=node_id)
@@ -574,10 +565,10 @@ class RouterCore:
         """`call` on the node leading partition 0 first (it validates, so a bad request reaches no
         other node), then on every other node hosting the stream at once; results in that order.
         A later failure is raised after all calls finished."""
-        nodes = await self._nodes_by_id()
+        nodes = await self.nodes_by_id()
         hosting = self._hosting(record)
-        first = await call(self._internal(hosting[0], nodes))
-        rest = await _gather_first_error([call(self._internal(node_id, nodes)) for node_id in hosting[1:]])
+        first = await call(self.internal_client(hosting[0], nodes))
+        rest = await _gather_first_error([call(self.internal_client(node_id, nodes)) for node_id in hosting[1:]])
         return [first, *rest]
 
     async def create_stream(self, config: types_pb2.StreamConfig) -> streams_pb2.CreateStreamResponse:
@@ -587,7 +578,7 @@ class RouterCore:
         AlreadyExistsError, NotEnoughNodesError, UnavailableError."""
         normalize_config(config, MAX_MESSAGE_BYTES, clustered=True)  # bounded work before any placement
         async with self._admin_lock:
-            nodes = await self._nodes_by_id()
+            nodes = await self.nodes_by_id()
             existing = await self.store.stream(config.name)
             if existing is not None:  # the node compares configs exactly as a standalone create would
                 _refuse_if_deleting(existing)
@@ -600,7 +591,7 @@ class RouterCore:
                         f"({existing.config.partitions} partition(s) x {existing.config.replicas} replica(s))",
                         stream=config.name,
                     )
-                first = self._internal(self._hosting(existing)[0], nodes)
+                first = self.internal_client(self._hosting(existing)[0], nodes)
                 effective = await first.create_stream(config, existing.placement)
                 return streams_pb2.CreateStreamResponse(config=effective, created_at_ms=existing.created_at_ms)
             alive = [view for view in nodes.values() if view.alive]
@@ -616,10 +607,10 @@ class RouterCore:
             hosting = self._hosting(record)
             created: list[NodeClient] = []
             try:
-                first = self._internal(hosting[0], nodes)
+                first = self.internal_client(hosting[0], nodes)
                 effective = await first.create_stream(config, placement)  # validates before anything else
                 created.append(first)
-                others = [self._internal(node_id, nodes) for node_id in hosting[1:]]
+                others = [self.internal_client(node_id, nodes) for node_id in hosting[1:]]
 
                 async def create_on(client: NodeClient) -> None:
                     await client.create_stream(config, placement)
@@ -652,13 +643,13 @@ class RouterCore:
         """Delete a stream from every node hosting it and from the metadata (controller only).
         A node that is down keeps its copy until it is deleted there (logged)."""
         async with self._admin_lock:
-            record = await self._record(name)
+            record = await self.record_of(name)
             if not await self.store.mark_deleting(name):  # the nodes delete only on this word
                 raise NoSuchStreamError(f"stream {name!r} does not exist", stream=name)
-            nodes = await self._nodes_by_id()
+            nodes = await self.nodes_by_id()
             for node_id in self._hosting(record):
                 try:
-                    client = self._internal(node_id, nodes)
+                    client = self.internal_client(node_id, nodes)
                     await client.delete_stream(name)
                 except NoSuchStreamError:
                     pass
@@ -675,7 +666,7 @@ class RouterCore:
         sums the removals of every node hosting it (secondaries hold no data until replication
         arrives; then each copy's removals are counted)."""
         async with self._admin_lock:
-            record = await self._record(request.name)
+            record = await self.record_of(request.name)
             _refuse_if_deleting(record)
             results = await self._first_then_rest(record, lambda client: client.update_stream(request))
             response = results[0]
@@ -688,8 +679,8 @@ class RouterCore:
         """Stats merged from each partition's primary (a partition whose primary is unreachable
         is left out of the totals and listed without figures); a sourcing stream's sources_status
         from its primary."""
-        record = await self._record(name)
-        nodes = await self._nodes_by_id()
+        record = await self.record_of(name)
+        nodes = await self.nodes_by_id()
         led = _led_by(record)
         infos = await asyncio.gather(
             *(self._client_info(node_id, nodes, name) for node_id in led), return_exceptions=True
@@ -720,7 +711,7 @@ class RouterCore:
     async def _client_info(
         self, node_id: str, nodes: dict[str, NodeView], name: str
     ) -> streams_pb2.GetStreamInfoResponse:
-        client = self._internal(node_id, nodes)
+        client = self.internal_client(node_id, nodes)
         return await client.stream_info(name)
 
     async def list_streams(self) -> list[str]:
@@ -730,17 +721,17 @@ class RouterCore:
 
     async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
         """Create the consumer on every node hosting the stream (first node validates)."""
-        record = await self._record(stream)
+        record = await self.record_of(stream)
         await self._first_then_rest(record, lambda client: client.create_consumer(stream, config))
         return await self.consumer_info(stream, config.name)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
-        record = await self._record(stream)
-        nodes = await self._nodes_by_id()
+        record = await self.record_of(stream)
+        nodes = await self.nodes_by_id()
         hosting = self._hosting(record)
-        first = self._internal(hosting[0], nodes)
+        first = self.internal_client(hosting[0], nodes)
         await first.delete_consumer(stream, name)  # NOT_FOUND surfaces from here
-        others = [self._internal(node_id, nodes) for node_id in hosting[1:]]
+        others = [self.internal_client(node_id, nodes) for node_id in hosting[1:]]
         results = await asyncio.gather(
             *(client.delete_consumer(stream, name) for client in others), return_exceptions=True
         )
@@ -752,16 +743,18 @@ class RouterCore:
 
     async def consumer_info(self, stream: str, name: str) -> types_pb2.ConsumerInfo:
         """Per-partition state from each partition's primary, totals summed."""
-        record = await self._record(stream)
-        nodes = await self._nodes_by_id()
+        record = await self.record_of(stream)
+        nodes = await self.nodes_by_id()
         led = _led_by(record)
-        infos = await asyncio.gather(*(self._internal(node_id, nodes).consumer_info(stream, name) for node_id in led))
+        infos = await asyncio.gather(
+            *(self.internal_client(node_id, nodes).consumer_info(stream, name) for node_id in led)
+        )
         return merge_consumer_infos(infos, led)
 
     async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
-        record = await self._record(stream)
-        nodes = await self._nodes_by_id()
-        first = self._internal(self._hosting(record)[0], nodes)
+        record = await self.record_of(stream)
+        nodes = await self.nodes_by_id()
+        first = self.internal_client(self._hosting(record)[0], nodes)
         names = [info.config.name for info in await first.list_consumers(stream)]
         return [await self.consumer_info(stream, name) for name in names]
 
@@ -823,7 +816,7 @@ class RouterCore:
                 led_by_node.setdefault(node_id, {})[record.config.name] = partitions
 
         async def node_stats(node_id: str) -> dict[str, streams_pb2.GetStreamInfoResponse]:
-            client = self._internal(node_id, nodes)
+            client = self.internal_client(node_id, nodes)
             names = sorted(led_by_node[node_id])
             infos = await asyncio.gather(*(client.stream_info(name) for name in names))
             return dict(zip(names, infos, strict=True))
@@ -891,7 +884,7 @@ class RouterCore:
         if record is None or not record.placement.partitions:
             return None
         try:
-            client = self._internal(record.placement.partitions[0].primary_node_id, nodes)
+            client = self.internal_client(record.placement.partitions[0].primary_node_id, nodes)
             message = await client.latest_at_subject(name, STATS_SUBJECT, 0)
         except WeirError as error:
             logger.warning("cluster stats: stats stream %s: %s", name, error)

@@ -87,8 +87,6 @@ class PartitionMover:
                 record = await self._hand_over(record, nodes)
                 entry = record.placement.partitions[plan.partition]
                 yield self.progress("hand_over", f"{plan.to_node_id} leads now", entry)
-            elif moves.replicas_of(entry).index(plan.to_node_id) > moves.replicas_of(entry).index(plan.from_node_id):
-                record = await self._reorder(record)
             if keep_copy:
                 entry = record.placement.partitions[plan.partition]
                 yield self.progress(
@@ -96,7 +94,9 @@ class PartitionMover:
                 )
                 return
             record = await self._epoch_change(
-                record, nodes, lambda current, end: moves.with_copy_removed(current, plan.from_node_id, end)
+                record,
+                nodes,
+                lambda current, end: moves.with_copy_removed(current, plan.from_node_id, end, taken_by=plan.to_node_id),
             )
             await self._tell_removed(record, nodes)
             entry = record.placement.partitions[plan.partition]
@@ -183,22 +183,6 @@ class PartitionMover:
         new_entry = rebalance.handed_over(entry, self.plan.to_node_id, end, in_sync)
         new_entry = moves.with_preference_taken(new_entry, self.plan.from_node_id, self.plan.to_node_id)
         return await self._write(new_entry, entry.leader_epoch, read, nodes, fenced_at)
-
-    async def _reorder(self, record: types_pb2.StreamRecord) -> types_pb2.StreamRecord:
-        """The new copy takes the old one's place in the preference order (no epoch change)."""
-        index = self.plan.partition
-        entry = record.placement.partitions[index]
-        reordered = moves.with_preference_taken(entry, self.plan.from_node_id, self.plan.to_node_id)
-        updated = await self.core.store.update_stream_record(
-            self.plan.stream,
-            lambda current: current.placement.partitions[index].CopyFrom(reordered),
-            expected_epochs={index: entry.leader_epoch},
-        )
-        if updated is None:
-            raise MoveFailed(
-                f"{self.plan.stream}/{self.plan.partition}: the placement changed meanwhile; run the move again"
-            )
-        return updated
 
     async def _host_on_target(self, record: types_pb2.StreamRecord, nodes: dict[str, NodeView]) -> None:
         """The target hosts the stream (created there when it had no partition of it) with the

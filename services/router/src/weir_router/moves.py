@@ -123,12 +123,17 @@ def with_preference_taken(
 
 
 def with_copy_removed(
-    entry: types_pb2.PartitionPlacement, from_node_id: str, last_seq: int
+    entry: types_pb2.PartitionPlacement, from_node_id: str, last_seq: int, *, taken_by: str = ""
 ) -> types_pb2.PartitionPlacement:
-    """Step 3: `from_node_id` out of the secondaries, the preference order and the in-sync set.
-    Errors: FailedPreconditionError when it still leads (step 2 must come first)."""
+    """Step 3: `from_node_id` out of the secondaries, the preference order and the in-sync set;
+    `taken_by` (the move's new copy) takes its place in the preference order when it stands later
+    (a handover already put it there). Errors: FailedPreconditionError when it still leads (step 2
+    must come first)."""
     if entry.primary_node_id == from_node_id:
         raise FailedPreconditionError(f"{from_node_id!r} still leads: hand leadership over before removing its copy")
+    order = replicas_of(entry)
+    if taken_by in order and from_node_id in order and order.index(taken_by) > order.index(from_node_id):
+        entry = with_preference_taken(entry, from_node_id, taken_by)
     result = _next_epoch(entry, last_seq)
     for field in (result.secondary_node_ids, result.replica_node_ids, result.in_sync_node_ids):
         kept = [node_id for node_id in field if node_id != from_node_id]
