@@ -678,15 +678,18 @@ class Node:
         (10-50 ms) and removing the files (a large log takes long). Closing the connections, which
         the event loop's reads use, stays on it."""
         for partition in stream.partitions.values():
-            await partition.close()
-            await asyncio.to_thread(partition.log.stop_checkpoints)
-            partition.log.close()
-            partition.forget_metrics()
+            await self._close_partition(partition)
         await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name), ignore_errors=True)
 
-    async def host_partitions(
-        self, stream: Stream, indexes: Sequence[int], placement: types_pb2.StreamPlacement
-    ) -> None:
+    async def _close_partition(self, partition: Partition) -> None:
+        """Commit what is queued and close the log (a WAL checkpoint in progress is waited for off
+        the event loop; closing the connections, which the loop's reads use, stays on it)."""
+        await partition.close()
+        await asyncio.to_thread(partition.log.stop_checkpoints)
+        partition.log.close()
+        partition.forget_metrics()
+
+    def host_partitions(self, stream: Stream, indexes: Sequence[int], placement: types_pb2.StreamPlacement) -> None:
         """Open the partitions a placement change gives this node (a move adds it as a copy):
         empty logs that follow their primary, under the placement's epochs, with the stream's
         consumers attached (their state arrives from the primary with replication). The caller
@@ -707,10 +710,7 @@ class Node:
         for index in indexes:
             partition = stream.partitions.pop(index)
             stream.fenced.discard(index)
-            await partition.close()
-            await asyncio.to_thread(partition.log.stop_checkpoints)
-            partition.log.close()
-            partition.forget_metrics()
+            await self._close_partition(partition)
             partition.wake_waiters()
             await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name) / str(index), ignore_errors=True)
             logger.info("%s/%d: copy removed from this node (moved elsewhere)", stream.name, index)
@@ -1554,8 +1554,7 @@ class Node:
     def first_seq(self, stream: str, partition_index: int, any_replica: bool = False) -> int:
         """The first stored seq of the partition a read addresses (its last seq + 1 when it holds
         none). Errors: those of `read_messages`."""
-        partition = self._read_partition(stream, partition_index, any_replica)
-        return partition.first_seq if partition.msg_count else partition.last_seq + 1
+        return self._read_partition(stream, partition_index, any_replica).first_seq
 
     def read_messages(
         self,

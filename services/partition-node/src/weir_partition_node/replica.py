@@ -217,7 +217,7 @@ class ReplicaManager:
             logger.info("%s: no copy of it is placed here any more; removed", stream.name)
             return False
         await self.node.drop_partitions(stream, removed)
-        await self.node.host_partitions(stream, added, placement)
+        self.node.host_partitions(stream, added, placement)
         epochs = {index: placement.partitions[index].leader_epoch for index in added}
         await self.node.catalog.set_replica_state(stream.name, placement.SerializeToString(), epochs)
         stream.placement = placement

@@ -337,7 +337,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             last_per_subject_until=request.last_per_subject_until,
             max_wait_ms=request.max_wait_ms,
         )
-        # No await since the read: the first seq is the one the read saw.
+        # No await since the read: the first seq is the one the read saw (last seq + 1 when empty).
         first_seq = self.node.first_seq(request.stream, request.partition, self.admin and self.membership is not None)
         response = streams_pb2.ReadMessagesResponse(next_seq=next_seq, last_seq=last_seq, first_seq=first_seq)
         add = response.messages.add
