@@ -8,7 +8,6 @@ Translations are in `mapping`."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
@@ -18,7 +17,7 @@ from typing import Any, TypeVar
 import grpc
 from weir import Client
 from weir.client import NodeClient
-from weir.errors import NoSuchStreamError, NotPendingError, WeirError
+from weir.errors import NotPendingError, WeirError
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
@@ -31,7 +30,6 @@ from weir_gateway.waymaker_streams.rpc import OK, PROTOCOL, refusal, seed_rpc
 from weir_gateway.waymaker_streams.watch import watch_cluster
 
 logger = logging.getLogger(__name__)
-SOURCES_CONCURRENCY = 16  # GetStreamSources: stream infos asked at once
 Response = TypeVar("Response")
 
 REPLICATION_METHODS = (
@@ -122,18 +120,7 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
         self, request: seed.GetStreamSourcesRequest, context: Any
     ) -> seed.GetStreamSourcesResponse:
         """Every (sourcing, source) tail of the cluster (the gateway is no node of its own): the
-        status of each stream with sources, from its primary, at most SOURCES_CONCURRENCY asked
-        at once; a stream deleted meanwhile is left out."""
-        limit = asyncio.Semaphore(SOURCES_CONCURRENCY)
-
-        async def info(name: str) -> Any:
-            async with limit:
-                try:
-                    return await self.client.stream_info(name)
-                except NoSuchStreamError:
-                    return None
-
-        infos = await asyncio.gather(*(info(name) for name in await self.client.list_streams()))
+        status of each stream with sources, from its primary (`ClusterAdmin.stream_infos`)."""
         entries = [
             seed.GetStreamSourcesEntry(
                 sourcing_stream=found.config.name,
@@ -143,8 +130,8 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
                 last_error=status.last_error,
                 last_error_ts_ms=status.last_error_ts_ms,
             )
-            for found in infos
-            if found is not None and found.config.sources
+            for found in await self.stream_infos()
+            if found.config.sources
             for status in found.sources_status
         ]
         return seed.GetStreamSourcesResponse(**OK, entries=entries)
