@@ -5,7 +5,6 @@ GetStreamInfo, and bad configs refused with INVALID_ARGUMENT before anything is 
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,6 +118,22 @@ async def wait_for_count(
     return found
 
 
+async def wait_settled(
+    client: NodeClient | WeirClient, stream: str, positions: dict[str, int], timeout_s: float
+) -> None:
+    """Until each source's tails report `positions` (source stream -> last_sourced_seq, summed over
+    its partitions). A position is committed with what it sourced: once it is reached, the log
+    holds everything those seqs gave, and a tail that doubled anything would show it already."""
+
+    async def settled() -> bool:
+        reached: dict[str, int] = {}
+        for status in (await client.stream_info(stream)).sources_status:
+            reached[status.source_stream] = reached.get(status.source_stream, 0) + status.last_sourced_seq
+        return reached == positions
+
+    await eventually(settled, timeout_s, f"{stream}'s sources settled at {positions}")
+
+
 def origin(message: types_pb2.Message) -> tuple[str, int, int] | None:
     return provenance([(header.key, header.value) for header in message.headers])
 
@@ -206,8 +221,7 @@ async def test_a_sigkill_mid_backfill_resumes_after_the_stored_position(sources_
     sources_node.kill()
     sources_node.start(reuse_ports=True)
     async with NodeClient(sources_node.client_address) as client:
-        found = await wait_for_count(client, "kept", 4000, timeout_s=60)
-        await asyncio.sleep(1)  # a tail that doubled anything would have appended more by now
+        await wait_settled(client, "kept", {"events": 6000}, timeout_s=60)
         found = await sourced(client, "kept")
         expected = [seq for seq in range(1, 6001) if (seq - 1) % 3]
         assert source_seqs(found, "events") == expected
@@ -239,8 +253,7 @@ async def test_messages_removed_before_they_were_read_halt_or_skip(sources_node:
         assert "5..40" in str(record["error"])
         status = (await client.stream_info("late")).sources_status[0]
         assert "5..40" in status.last_error and status.last_error_ts_ms > 0
-        if on_drop == "halt":
-            await asyncio.sleep(1)
+        if on_drop == "halt":  # the tail stopped at its first read: nothing was or will be sourced
             assert status.halted and await sourced(client, "late") == []
         else:
             found = await wait_for_count(client, "late", 10)
@@ -372,11 +385,7 @@ async def test_a_failover_mid_backfill_neither_skips_nor_doubles(tmp_path: Path)
             victim.kill()
             assert settled < 10_000, "the kill must land mid-backfill"
 
-            async def complete() -> bool:
-                return len(await cluster_messages(client, "ledger")) >= 5000
-
-            await eventually(complete, 90, "both sources copied through the new primary")
-            await asyncio.sleep(2)  # a doubling tail would have appended more by now
+            await wait_settled(client, "ledger", {"orders": 5000, "refunds": 5000}, timeout_s=90)
             found = await cluster_messages(client, "ledger")
             expected = [seq for seq in range(1, 5001) if (seq - 1) % 2]
             assert source_seqs(found, "orders") == expected
@@ -429,10 +438,6 @@ async def test_an_idle_tail_keeps_its_position_record_ahead_of_max_msgs(sources_
     async with NodeClient(sources_node.client_address) as client:
         await client.publish("quiet", "q", b"2")
 
-        async def second_sourced() -> bool:
-            return 2 in source_seqs(await sourced(client, "busy"), "quiet")
-
-        await eventually(second_sourced, 15, "the new source message sourced after the restart")
-        await asyncio.sleep(1)
+        await wait_settled(client, "busy", {"quiet": 2}, timeout_s=15)
         # Seq 1 was pushed out by the direct publishes, and is not sourced again.
         assert source_seqs(await sourced(client, "busy"), "quiet") == [2]
