@@ -25,9 +25,9 @@ from weir.errors import (
 )
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.commit_items import Delivery
 from weir_partition_node.consumers import Pending
 from weir_partition_node.node import Node
-from weir_partition_node.partition import Delivery
 from weir_partition_node.settings import NodeSettings
 
 T0 = 1_700_000_000_000  # ManualClock's default start

@@ -28,8 +28,8 @@ from weir.errors import (
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.commit_items import ConsumerOpKind, PreparedEntry
 from weir_partition_node.node import Node
-from weir_partition_node.partition import PreparedEntry
 from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
@@ -523,7 +523,7 @@ async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it
     partition = node._streams["demoted"].partitions[0]
     await publish(node, "demoted", entry())
     queued = asyncio.create_task(partition.append([PreparedEntry("s.a", b"late", (), 0, None)], 5))
-    fetch = asyncio.create_task(partition.consumer_op(partition.new_op("fetch", "nobody", batch_size=1)))
+    fetch = asyncio.create_task(partition.consumer_op(partition.new_op(ConsumerOpKind.FETCH, "nobody", batch_size=1)))
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     with pytest.raises(NotLeaderError, match="stopped leading it"):
         await queued

@@ -16,8 +16,39 @@ Pure functions and one small state machine, no I/O, so they are unit-tested dire
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+
+class ReplicationResult(enum.StrEnum):
+    """The `result_code` of the Replication service's answers (internal.proto, the streams seed's
+    shape: outcomes a caller acts on travel in the response; malformed requests are gRPC errors).
+    Which call answers which is listed on each rpc in internal.proto."""
+
+    OK = "ok"
+    # The caller's leader epoch is older than the replica's: it acts for a replaced primary.
+    FENCED = "fenced"
+    # The caller's epoch is newer than the replica's: it adopts the placement; retry.
+    STALE_EPOCH = "stale_epoch"
+    # Primary-side calls reached a node that does not lead the partition (or whose lease lapsed).
+    NOT_LEADER = "not_leader"
+    # Secondary-side calls reached the partition's primary.
+    NOT_FOLLOWER = "not_follower"
+    # ReplicateMessage: the follower's log ends before after_seq (resend from its last_seq).
+    OUT_OF_ORDER = "out_of_order"
+    # ReplicateMessage: the follower holds another record at a seq the primary sent (log matching).
+    DIVERGENCE = "divergence"
+    # ReplicateStreamCreate: the router does not record the stream with that config.
+    NOT_PLACED = "not_placed"
+    # ReplicateStreamUpdate: the config is not the router's current one.
+    STALE_CONFIG = "stale_config"
+    # ReplicateStreamDelete: the router still records the stream.
+    STILL_PLACED = "still_placed"
+    # TransferLeadership: the target is not an in-sync replica.
+    NOT_IN_SYNC = "not_in_sync"
+    # TransferLeadership: the target did not catch up in time (the primary leads again).
+    TIMEOUT = "timeout"
 
 
 def valid_log_end(replica_epoch: int, last_seq: int, epoch_starts: Iterable[tuple[int, int]]) -> int:

@@ -25,6 +25,7 @@ import logging
 
 from weir.errors import InvalidArgumentError
 from weir.v1 import internal_pb2
+from weir_server.replication import ReplicationResult
 
 from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.replica import ReplicaManager
@@ -62,10 +63,13 @@ class LeadershipHandover:
             refusal = self.replicas.check_epoch(partition, request.leader_epoch)
             tracker = partition.tracker
             if refusal is None and (not partition.leading or request.partition not in stream.led_set):
-                refusal = "not_leader", f"node {self.node.node_id} does not lead this partition now"
+                refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition now"
             to_self = request.to_node_id == self.node.node_id
             if refusal is None and not to_self and (tracker is None or request.to_node_id not in tracker.in_sync):
-                refusal = "not_in_sync", f"{request.to_node_id} is not an in-sync replica of this partition"
+                refusal = (
+                    ReplicationResult.NOT_IN_SYNC,
+                    f"{request.to_node_id} is not an in-sync replica of this partition",
+                )
             response.leader_epoch = partition.leader_epoch
             if refusal is not None:
                 response.result_code, response.message = refusal
@@ -85,7 +89,7 @@ class LeadershipHandover:
                 await partition.wait_for_progress((deadline_ms - monotonic_ms()) / 1000)
             if not caught_up():
                 self._lead_again(request.stream, request.partition, epoch)
-                response.result_code = "timeout"
+                response.result_code = ReplicationResult.TIMEOUT
                 held = partition.high_watermark if target is None else target.last_seq
                 response.message = (
                     f"{request.to_node_id} held seq {held} of {partition.last_seq} after {timeout_ms} ms; "
@@ -100,7 +104,7 @@ class LeadershipHandover:
             self._unfence[key] = asyncio.get_running_loop().call_later(
                 delay_s, self._lead_again, request.stream, request.partition, epoch
             )
-            response.result_code = "ok"
+            response.result_code = ReplicationResult.OK
             response.last_seq = partition.last_seq
             logger.info(
                 "%s/%d: handing leadership to %s at seq %d (epoch %d)",

@@ -65,6 +65,7 @@ from weir_partition_node import consumers, metrics, reads, scheduled
 from weir_partition_node.catalog import Catalog, ConsumerRow
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
+from weir_partition_node.commit_items import AppendOutcome, CommitLimits, ConsumerOpKind, Delivery, PreparedEntry
 from weir_partition_node.consumers import (
     MAX_ACK_WAIT_MS,
     NEVER,
@@ -73,14 +74,7 @@ from weir_partition_node.consumers import (
     normalize_consumer_config,
 )
 from weir_partition_node.dedupe import MAX_MSG_ID_BYTES
-from weir_partition_node.partition import (
-    AppendOutcome,
-    CommitLimits,
-    Delivery,
-    Partition,
-    PreparedEntry,
-    StreamView,
-)
+from weir_partition_node.partition import Partition, StreamView
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import PartitionLog
@@ -1074,7 +1068,7 @@ class Node:
                 consumer = stream.consumers.get(name)
                 if consumer is None or consumer.spec.incarnation != state.incarnation:
                     logger.warning("removing stale state of consumer %s/%s/%d", stream.name, name, partition.index)
-                    await partition.consumer_op(partition.new_op("remove", name))
+                    await partition.consumer_op(partition.new_op(ConsumerOpKind.REMOVE, name))
             memory = stream.config.storage == types_pb2.STORAGE_KIND_MEMORY
             for name, consumer in stream.consumers.items():
                 start = _of_partition(consumer.start_seqs, partition.index)
@@ -1178,7 +1172,7 @@ class Node:
             del stream.consumers[name]
             consumer.deleted = True
             for partition in stream.partitions.values():
-                await partition.consumer_op(partition.new_op("remove", name))
+                await partition.consumer_op(partition.new_op(ConsumerOpKind.REMOVE, name))
 
     def consumer_info(self, stream_name: str, name: str) -> types_pb2.ConsumerInfo:
         stream = self._stream(stream_name)
@@ -1268,7 +1262,9 @@ class Node:
         """Acknowledge one pending seq (only its delivery `deliver_count` when > 0: a receipt
         handle's). Errors: NotPendingError (also for a stale delivery) and those of `fetch`."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        await partition.consumer_op(partition.new_op("ack", name, seqs=[seq], deliver_counts=_bound(deliver_count)))
+        await partition.consumer_op(
+            partition.new_op(ConsumerOpKind.ACK, name, seqs=[seq], deliver_counts=_bound(deliver_count))
+        )
 
     async def ack_batch(
         self, stream_name: str, name: str, index: int, seqs: Sequence[int], deliver_counts: Sequence[int] = ()
@@ -1284,7 +1280,7 @@ class Node:
             raise InvalidArgumentError(f"deliver_counts: none, or one per seq ({len(seqs)}); got {len(deliver_counts)}")
         counts = list(deliver_counts) if any(deliver_counts) else []
         result: list[tuple[int, str, str]] = await partition.consumer_op(
-            partition.new_op("ack", name, seqs=list(seqs), strict=False, deliver_counts=counts)
+            partition.new_op(ConsumerOpKind.ACK, name, seqs=list(seqs), strict=False, deliver_counts=counts)
         )
         return result
 
@@ -1296,7 +1292,9 @@ class Node:
         _, _, partition = self._consumer_partition(stream_name, name, index)
         if delay_ms > MAX_ACK_WAIT_MS:
             raise InvalidArgumentError(f"delay_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {delay_ms}")
-        op = partition.new_op("nak", name, seqs=[seq], delay_ms=delay_ms, deliver_counts=_bound(deliver_count))
+        op = partition.new_op(
+            ConsumerOpKind.NAK, name, seqs=[seq], delay_ms=delay_ms, deliver_counts=_bound(deliver_count)
+        )
         await partition.consumer_op(op)
 
     async def term(
@@ -1313,7 +1311,7 @@ class Node:
                 stream=stream_name,
                 consumer=name,
             )
-        kind = "dead_letter" if dead_letter else "term"
+        kind = ConsumerOpKind.DEAD_LETTER if dead_letter else ConsumerOpKind.TERM
         await partition.consumer_op(partition.new_op(kind, name, seqs=[seq], deliver_counts=_bound(deliver_count)))
 
     async def release_scheduled(self, stream_name: str, index: int, seq: int, *, discard: bool) -> int:
@@ -1347,7 +1345,7 @@ class Node:
             if time_ms < 0:
                 raise InvalidArgumentError(f"time_ms: milliseconds since the Unix epoch, >= 0; got {time_ms}")
             seq = partition.log.first_seq_at_time(time_ms) or 0  # none stored at or after it: the end
-        result: tuple[int, int] = await partition.consumer_op(partition.new_op("seek", name, seqs=[seq]))
+        result: tuple[int, int] = await partition.consumer_op(partition.new_op(ConsumerOpKind.SEEK, name, seqs=[seq]))
         return result
 
     async def purge_partition(
@@ -1377,7 +1375,9 @@ class Node:
     async def in_progress(self, stream_name: str, name: str, index: int, seq: int) -> int:
         """Restart a pending seq's ack_wait; returns the new redeliver time (ms since the epoch)."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        redeliver_at_ms: int = await partition.consumer_op(partition.new_op("in_progress", name, seqs=[seq]))
+        redeliver_at_ms: int = await partition.consumer_op(
+            partition.new_op(ConsumerOpKind.IN_PROGRESS, name, seqs=[seq])
+        )
         return redeliver_at_ms
 
     async def subscribe(
@@ -1513,7 +1513,9 @@ class Node:
                 for name, cursor in list(partition.consumers.items()):
                     if consumers.has_exhausted_due(cursor, now_ms):
                         try:
-                            await partition.consumer_op(partition.new_op("fetch", name, batch_size=0, max_bytes=1))
+                            await partition.consumer_op(
+                                partition.new_op(ConsumerOpKind.FETCH, name, batch_size=0, max_bytes=1)
+                            )
                         except WeirError as error:
                             logger.warning("dead-lettering for %s/%s: %s", stream.name, name, error)
                         processed += 1

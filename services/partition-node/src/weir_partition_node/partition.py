@@ -46,218 +46,50 @@ from weir.errors import (
 )
 from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import types_pb2
-from weir_server.replication import InSyncTracker
+from weir_server.replication import InSyncTracker, ReplicationResult
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
 from weir_partition_node import consumers, metrics, reads, scheduled
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
+from weir_partition_node.commit_items import (
+    PURGE_ALL,
+    AppendItem,
+    AppendOutcome,
+    CommitContext,
+    CommitItem,
+    CommitLimits,
+    ConsumerOp,
+    ConsumerOpKind,
+    DeliverItem,
+    Delivery,
+    DropChangesItem,
+    PreparedEntry,
+    ReleaseItem,
+    RemoveSeqs,
+    RepairRecords,
+    ReplaceConsumerState,
+    ReplicaEdit,
+    ReplicaEditItem,
+    ReplicatedRecord,
+    ReplicateItem,
+    SweepItem,
+    TruncatePrefix,
+    TruncateTail,
+)
+from weir_partition_node.commit_plan import CommitPlan, data_changes
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
 from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, make_record
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(slots=True)
-class PreparedEntry:
-    """A validated message about to be appended."""
-
-    subject: str
-    payload: bytes
-    headers: Iterable[types_pb2.Header]
-    ts_ms: int  # 0 = the node's clock
-    expected_last_seq: int | None
-    msg_id: str = ""  # idempotence key; "" = none
-    key: bytes | None = None  # the publisher's partitioning key, stored with the message
-    deliver_at_ms: int = 0  # > 0: store as a schedule record due then (scheduled.py)
-    rollup: bool = False  # every earlier message at the subject goes in the same commit
-    ttl_ms: int = 0  # > 0: removed this long after it is stored (reason "ttl")
-
-
-@dataclass(slots=True)
-class AppendOutcome:
-    seq: int
-    result_code: str = "ok"
-    message: str = ""
-    duplicate: bool = False  # the msg_id was stored within the duplicate window: `seq` is the original's
-    scheduled: bool = False  # stored as a schedule record at `seq` (delivered later under a new seq)
-    leader_epoch: int = 0  # the epoch this node led under when it decided the append (wait_replicated)
-
-
-@dataclass(slots=True)
-class _Append:
-    entries: list[PreparedEntry]
-    future: asyncio.Future[list[AppendOutcome]]
-    size: int
-
-
-@dataclass(slots=True)
-class _Sweep:
-    future: asyncio.Future[int]
-    size: int = 0
-    # PurgePartition: remove every seq below this (PURGE_ALL: every message stored when decided).
-    purge_before_seq: int = 0
-    # PurgePartition with seqs: remove exactly these (reason "deleted").
-    delete_seqs: list[int] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Deliver:
-    """Deliver the schedule records due now (primary only); the future gets how many."""
-
-    future: asyncio.Future[int]
-    size: int = 0
-
-
-@dataclass(slots=True)
-class _Release:
-    """ReleaseScheduled: deliver now (or discard) the scheduled or held record at `seq` (primary only)."""
-
-    seq: int
-    discard: bool
-    future: asyncio.Future[int]
-    size: int = 0
-
-
-@dataclass(slots=True)
-class _DropChanges:
-    before_change_seq: int
-    future: asyncio.Future[None]
-    size: int = 0
-
-
-@dataclass(slots=True)
-class _ConsumerOp:
-    """fetch | ack | nak | term | dead_letter | in_progress | seek | remove | undeliver, for one
-    consumer of this partition."""
-
-    kind: str
-    consumer: str
-    future: asyncio.Future[Any]
-    seqs: list[int] = field(default_factory=list)
-    batch_size: int = 0
-    max_bytes: int = 0
-    delay_ms: int = 0
-    strict: bool = True  # ack: fail the item when a seq is not pending (single Ack) or report per seq
-    ack_wait_ms: int = 0  # fetch: this delivery's invisible duration (0 = the consumer's ack_wait_ms)
-    deliver_counts: list[int] = field(default_factory=list)  # settles: one per seq, or empty (any delivery)
-    size: int = 0
-    abandoned: bool = False  # fetch: its caller went away while it was queued (the commit delivers nothing)
-
-
-# One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
-# msg_id ("" = none), scheduled_seq (0 = none: else the schedule record it delivers, removed with it)).
-# expires_at_ms (0 = no TTL) last.
-ReplicatedRecord = tuple[int, int, str, bytes, str, int, int]
-
-
-@dataclass(slots=True)
-class _Replicate:
-    """Records from the primary at their exact seqs (increasing, above `after_seq`), following
-    `after_seq` (secondary only)."""
-
-    after_seq: int
-    records: list[ReplicatedRecord]
-    future: asyncio.Future[tuple[str, str]]
-    size: int
-    after_crc32: int | None = None  # the primary's record at after_seq (log matching); None = not known
-
-
-@dataclass(slots=True)
-class _ReplicaEdit:
-    """A change a secondary mirrors, or a role change needs:
-    truncate_prefix (`first_seq`) | remove (`seqs`, `reason`) | truncate_tail (keep seqs <= `last_seq`)
-    | consumer_snapshot (`snapshot` with the local `spec`; tombstone removes) | repair (`repairs`:
-    stored records' bytes put back from another copy, see CommitBatch.repairs)."""
-
-    kind: str
-    future: asyncio.Future[int]
-    first_seq: int = 0
-    last_seq: int = 0
-    seqs: list[int] = field(default_factory=list)
-    reason: str = ""
-    snapshot: Any = None
-    spec: ConsumerSpec | None = None
-    size: int = 0
-    repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
-
-
-_Item = _Append | _Sweep | _DropChanges | _ConsumerOp | _Replicate | _ReplicaEdit | _Deliver | _Release
-PURGE_ALL = -1  # _Sweep.purge_before_seq: every message stored when the commit decides
 _EXPIRE_ROWS = 10_000  # expired messages one commit removes at most (the rest at the next sweep)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
-
-
-@dataclass(slots=True)
-class Delivery:
-    """One message a fetch delivered: the stored record and this delivery's count."""
-
-    seq: int
-    record: bytes
-    deliver_count: int
-    partition: int = 0
-
-
-@dataclass(slots=True)
-class _CommitContext:
-    """What the decision phase of one group commit accumulates."""
-
-    now_ms: int
-    seq: int
-    records: list[Record] = field(default_factory=list)
-    subject_last: dict[str, int] = field(default_factory=dict)
-    work_queue_acked: list[int] = field(default_factory=list)
-    dead_lettered: list[int] = field(default_factory=list)
-    touched_cursors: dict[str, ConsumerCursor] = field(default_factory=dict)
-    consumer_deletes: list[str] = field(default_factory=list)
-    consumers_changed: bool = False
-    # Secondary edits (replication) and tail truncation, turned into the commit's removal plan.
-    replica_truncate_before: int = 0
-    replica_removals: dict[str, list[int]] = field(default_factory=dict)
-    # Duplicate window rows this commit stores (seq, msg_id, stored_at_ms) and a divergent tail's cut.
-    msg_ids: list[tuple[int, str, int]] = field(default_factory=list)
-    msg_ids_after: int | None = None
-    # PurgePartition (primary only): every seq below this goes, reason "purge".
-    purge_before_seq: int = 0
-    # Primary: schedule records this commit delivers, and the ones ReleaseScheduled discards (a
-    # secondary mirrors a delivery through replica_removals["scheduled"] in `_decide_replicate`).
-    scheduled_delivered: list[int] = field(default_factory=list)
-    scheduled_discarded: list[int] = field(default_factory=list)
-    # Records whose stored bytes the scrub found damaged, put back from another copy.
-    repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
-    # Primary: rollup publishes of this commit, subject -> the rollup's seq (earlier ones at the
-    # subject are removed, reason "rollup").
-    rollups: dict[str, int] = field(default_factory=dict)
-    # Per-message TTLs of this commit's records: (seq, expires_at_ms).
-    expiries: list[tuple[int, int]] = field(default_factory=list)
-    # PurgePartition with seqs (primary only): these go, reason "deleted".
-    deleted_seqs: list[int] = field(default_factory=list)
-
-    def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
-        """Add a record that already has its seq (replication)."""
-        self.seq = seq
-        self.records.append(make_record(seq, ts_ms, subject, encoded))
-        self.subject_last[subject] = seq
-
-    def append(self, subject: str, ts_ms: int, message: types_pb2.Message) -> int:
-        """Give `message` the next seq and `ts_ms`, add its record to the commit; returns the seq."""
-        self.seq += 1
-        message.seq = self.seq
-        message.ts_ms = ts_ms
-        self.records.append(make_record(self.seq, ts_ms, subject, message.SerializeToString()))
-        self.subject_last[subject] = self.seq
-        return self.seq
-
-
-@dataclass(slots=True)
-class CommitLimits:
-    max_batch_messages: int = 2000
-    max_batch_bytes: int = 8 * 1024 * 1024
-    queue_depth: int = 4096
 
 
 @dataclass(slots=True)
@@ -330,7 +162,7 @@ class Partition:
         self._waiters: set[asyncio.Future[None]] = set()
         self._take_backs: set[asyncio.Task[None]] = set()
         self._progress_waiters: set[asyncio.Future[None]] = set()
-        self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=limits.queue_depth)
+        self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
         self._closing = False
         self._labels = (stream.name, str(index))
@@ -345,7 +177,7 @@ class Partition:
         self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
         # Delayed delivery (scheduled.py): the primary's index of schedule records not delivered yet
         # (None on a secondary, or when the stream does not allow them) and the timer that queues
-        # a _Deliver when the earliest is due.
+        # a DeliverItem when the earliest is due.
         self._schedule: ScheduleIndex | None = None
         self._deliver_timer: asyncio.TimerHandle | None = None
         self._deliver_due_ms: int | None = None
@@ -369,7 +201,7 @@ class Partition:
     async def sweep(self) -> int:
         """Apply the Limits bounds now; returns how many messages were removed."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._put(_Sweep(future))
+        await self._put(SweepItem(future))
         return await future
 
     async def purge(self, keep_from_seq: int | None, seqs: Sequence[int] = ()) -> int:
@@ -379,39 +211,40 @@ class Partition:
         NotLeaderError (this node stopped leading)."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if seqs:
-            await self._put(_Sweep(future, delete_seqs=list(seqs)))
+            await self._put(SweepItem(future, delete_seqs=list(seqs)))
         else:
-            await self._put(_Sweep(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
+            await self._put(SweepItem(future, purge_before_seq=PURGE_ALL if keep_from_seq is None else keep_from_seq))
         return await future
 
     async def drop_changes_before(self, change_seq: int) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        await self._put(_DropChanges(change_seq, future))
+        await self._put(DropChangesItem(change_seq, future))
         await future
 
     # -- replication (event loop) ------------------------------------------------------------------
 
     async def replicate(
         self, after_seq: int, records: list[ReplicatedRecord], size: int, after_crc32: int | None = None
-    ) -> tuple[str, str]:
+    ) -> tuple[ReplicationResult, str]:
         """Secondary: append the primary's `records` (validated by the caller: seqs increase and
         exceed `after_seq`) after `after_seq`; returns (result_code, message): ok | out_of_order |
         divergence | not_follower. `after_crc32`: the CRC-32 of the primary's record at `after_seq`;
         holding another record there is `divergence` (log matching; nothing is stored)."""
-        future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
-        await self._put(_Replicate(after_seq, records, future, size, after_crc32))
+        future: asyncio.Future[tuple[ReplicationResult, str]] = asyncio.get_running_loop().create_future()
+        await self._put(ReplicateItem(after_seq, records, future, size, after_crc32))
         return await future
 
     async def repair(self, repairs: list[tuple[int, int, bytes]]) -> None:
         """Put stored records' bytes back from another copy ((seq, crc, record) with crc the
         checksum of record), where the stored checksum is that crc (a scrub's repair; any role)."""
         if repairs:
-            await self.replica_edit("repair", repairs=repairs)
+            await self.replica_edit(RepairRecords(repairs))
 
-    async def replica_edit(self, kind: str, **fields: Any) -> int:
-        """Queue a `_ReplicaEdit` (see there) and wait until it is durable."""
+    async def replica_edit(self, edit: ReplicaEdit) -> int:
+        """Queue `edit` (commit_items.ReplicaEdit) and wait until it is durable; returns how many
+        messages it removed (a repair: how many records it put back)."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._put(_ReplicaEdit(kind, future, **fields))
+        await self._put(ReplicaEditItem(edit, future))
         return await future
 
     def set_role(self, *, leading: bool, leader_epoch: int, tracker: InSyncTracker | None, min_insync: int) -> None:
@@ -498,7 +331,7 @@ class Partition:
     async def _deliver_due(self) -> None:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         try:
-            await self._put(_Deliver(future))
+            await self._put(DeliverItem(future))
             await future
         except WeirError as error:  # not leading any more, closing, or a failed commit: nothing lost
             logger.debug("delivering scheduled messages of %s/%s stopped: %s", *self._labels, error)
@@ -518,7 +351,7 @@ class Partition:
         if schedule.next_due_ms() != self._deliver_due_ms:
             self.clock_moved()
 
-    def _decide_deliver(self, context: _CommitContext) -> int:
+    def _decide_deliver(self, context: CommitContext) -> int:
         """Append the message of every schedule record due now (at most FIRE_BATCH_MESSAGES) on its
         own subject; `_plan_retention` removes the records in the same commit. A record retention
         took meanwhile delivers nothing."""
@@ -539,7 +372,7 @@ class Partition:
         message's seq (0 when discarded) once durable. Errors: SchedulingDisabledError,
         NoSuchMessageError, NotLeaderError."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        await self._put(_Release(seq, discard, future))
+        await self._put(ReleaseItem(seq, discard, future))
         return await future
 
     def list_scheduled(self, from_seq: int, limit: int, *, held_only: bool) -> tuple[list[bytes], int]:
@@ -562,7 +395,7 @@ class Partition:
             )
         return self._schedule
 
-    def _decide_release(self, item: _Release, context: _CommitContext) -> int:
+    def _decide_release(self, item: ReleaseItem, context: CommitContext) -> int:
         schedule = self._require_schedule()
         record = self.log.get(item.seq) if item.seq in schedule else None
         if record is None:
@@ -704,7 +537,9 @@ class Partition:
         nothing can be delivered. `ack_wait_ms`: the deliveries' invisible duration (0 = the consumer's)."""
         if not self.ready_for(name, now_ms):
             return []
-        op = self.new_op("fetch", name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms)
+        op = self.new_op(
+            ConsumerOpKind.FETCH, name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms
+        )
         await self._put(op)
         try:  # shielded: a cancelled caller (gone, or past its deadline) must not lose what the commit delivers
             deliveries: list[Delivery] = await asyncio.shield(op.future)
@@ -721,7 +556,7 @@ class Partition:
             return
         deliveries: list[Delivery] = future.result()
         op = self.new_op(
-            "undeliver",
+            ConsumerOpKind.UNDELIVER,
             name,
             seqs=[delivery.seq for delivery in deliveries],
             deliver_counts=[delivery.deliver_count for delivery in deliveries],
@@ -730,18 +565,18 @@ class Partition:
         self._take_backs.add(task)  # one per abandoned fetch: bounded by the fetches in flight
         task.add_done_callback(self._take_backs.discard)
 
-    async def _run_take_back(self, op: _ConsumerOp) -> None:
+    async def _run_take_back(self, op: ConsumerOp) -> None:
         try:
             await self.consumer_op(op)
         except WeirError as error:  # closing, failed storage, or no longer leading: the ack wait still applies
             logger.info("%s/%s: abandoned deliveries wait for their ack wait (%s)", *self._labels, error)
 
-    async def consumer_op(self, op: _ConsumerOp) -> Any:
+    async def consumer_op(self, op: ConsumerOp) -> Any:
         await self._put(op)
         return await op.future
 
-    def new_op(self, kind: str, consumer: str, **fields: Any) -> _ConsumerOp:
-        return _ConsumerOp(kind, consumer, asyncio.get_running_loop().create_future(), **fields)
+    def new_op(self, kind: ConsumerOpKind, consumer: str, **fields: Any) -> ConsumerOp:
+        return ConsumerOp(kind, consumer, asyncio.get_running_loop().create_future(), **fields)
 
     async def wait_for_work(self, timeout_s: float) -> None:
         """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
@@ -774,10 +609,10 @@ class Partition:
 
     async def _enqueue_append(self, entries: list[PreparedEntry], size: int) -> asyncio.Future[list[AppendOutcome]]:
         future: asyncio.Future[list[AppendOutcome]] = asyncio.get_running_loop().create_future()
-        await self._put(_Append(entries, future, size))
+        await self._put(AppendItem(entries, future, size))
         return future
 
-    async def _put(self, item: _Item) -> None:
+    async def _put(self, item: CommitItem) -> None:
         if self._closing:
             raise ShuttingDownError(f"stream {self.stream.name!r} partition {self.index} is closing")
         if self._failure is not None:
@@ -791,15 +626,15 @@ class Partition:
     async def _run(self) -> None:
         while True:
             first = await self._queue.get()
-            items: list[_Item] = [first]
-            messages = len(first.entries) if isinstance(first, _Append) else 0
+            items: list[CommitItem] = [first]
+            messages = len(first.entries) if isinstance(first, AppendItem) else 0
             total_bytes = first.size
             while not self._queue.empty() and messages < self._limits.max_batch_messages:
                 if total_bytes >= self._limits.max_batch_bytes:
                     break
                 item = self._queue.get_nowait()
                 items.append(item)
-                if isinstance(item, _Append):
+                if isinstance(item, AppendItem):
                     messages += len(item.entries)
                 total_bytes += item.size
             try:
@@ -811,12 +646,12 @@ class Partition:
                 for _ in items:
                     self._queue.task_done()
 
-    def _fail_items(self, items: list[_Item], error: WeirError) -> None:
+    def _fail_items(self, items: list[CommitItem], error: WeirError) -> None:
         for item in items:
             if not item.future.done():
                 item.future.set_exception(error)
 
-    async def _commit(self, items: list[_Item]) -> None:
+    async def _commit(self, items: list[CommitItem]) -> None:
         if self._failure is not None:
             self._fail_items(items, self._failure)
             return
@@ -829,100 +664,87 @@ class Partition:
         finally:
             self._feed.close_commit(token)
 
-    async def _commit_at(self, items: list[_Item], now_ms: int) -> None:
+    async def _commit_at(self, items: list[CommitItem], now_ms: int) -> None:
+        """One group commit in four steps: decide every item in order (in memory, the callers'
+        results), plan the transaction (rows, retention, changes), write it (a worker thread), and
+        only then apply it to the cached state and answer the callers."""
         started = time.perf_counter()
-        context = _CommitContext(now_ms, self.last_seq)
-        results: list[Any] = []
-        for item in items:
-            if isinstance(item, _Append):
-                # Queued while this node led; it may have stopped since (a new placement): a
-                # follower never appends on its own, or its log would diverge from the primary's.
-                refusal = self._append_refusal()
-                results.append(self._decide_append(item, context) if refusal is None else refusal)
-            elif isinstance(item, _ConsumerOp):
-                try:
-                    if not self.leading and item.kind != "remove":
-                        raise self._not_leading()
-                    results.append(self._decide_consumer_op(item, context))
-                except WeirError as error:
-                    results.append(error)
-            elif isinstance(item, _Replicate):
-                results.append(self._decide_replicate(item, context))
-            elif isinstance(item, _ReplicaEdit):
-                results.append(self._decide_replica_edit(item, context))
-            elif isinstance(item, _Deliver):
-                results.append(self._decide_deliver(context))
-            elif isinstance(item, _Release):
-                try:
-                    results.append(self._decide_release(item, context))
-                except WeirError as error:
-                    results.append(error)
-            elif isinstance(item, _Sweep) and (item.purge_before_seq or item.delete_seqs):
-                if not self.leading:
-                    results.append(self._not_leading())
-                    continue
-                if item.delete_seqs:
-                    context.deleted_seqs.extend(item.delete_seqs)
-                else:
-                    before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
-                    context.purge_before_seq = max(context.purge_before_seq, before)
-                results.append(None)
+        context = CommitContext(now_ms, self.last_seq)
+        results = [self._decide(item, context) for item in items]
+        plan = await self._plan_commit(items, context)
+        if not await self._write(plan, items, context):
+            return
+        self._apply(plan, context)
+        for item, result in zip(items, results, strict=True):
+            if item.future.done():  # the caller went away (cancelled); the data is committed anyway
+                continue
+            if isinstance(result, WeirError):
+                item.future.set_exception(result)
+            elif isinstance(item, SweepItem):
+                item.future.set_result(plan.retention.removed_count)
             else:
-                results.append(None)
-        records = context.records
-        seq = context.seq
+                item.future.set_result(result)
+        self._after_commit(plan, context)
+        metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
+
+    def _decide(self, item: CommitItem, context: CommitContext) -> Any:
+        """Decide one item into `context`: its caller's result, or the WeirError the caller gets.
+        A consumer op or a release that fails changed nothing; the other decisions raise only on
+        a bug (the commit loop then fails the whole batch)."""
+        if isinstance(item, AppendItem):
+            # Queued while this node led; it may have stopped since (a new placement): a
+            # follower never appends on its own, or its log would diverge from the primary's.
+            refusal = self._append_refusal()
+            return self._decide_append(item, context) if refusal is None else refusal
+        if isinstance(item, ConsumerOp):
+            try:
+                if not self.leading and item.kind != ConsumerOpKind.REMOVE:
+                    raise self._not_leading()
+                return self._decide_consumer_op(item, context)
+            except WeirError as error:
+                return error
+        if isinstance(item, ReplicateItem):
+            return self._decide_replicate(item, context)
+        if isinstance(item, ReplicaEditItem):
+            return self._decide_replica_edit(item, context)
+        if isinstance(item, DeliverItem):
+            return self._decide_deliver(context)
+        if isinstance(item, ReleaseItem):
+            try:
+                return self._decide_release(item, context)
+            except WeirError as error:
+                return error
+        if isinstance(item, SweepItem):
+            return self._decide_sweep(item, context)
+        return None  # DropChangesItem: planned with the whole commit
+
+    def _decide_sweep(self, item: SweepItem, context: CommitContext) -> WeirError | None:
+        """A purge (primary only) adds its removals; a plain sweep needs nothing beyond the
+        retention every commit plans."""
+        if not (item.purge_before_seq or item.delete_seqs):
+            return None
+        if not self.leading:
+            return self._not_leading()
+        if item.delete_seqs:
+            context.deleted_seqs.extend(item.delete_seqs)
+        else:
+            before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
+            context.purge_before_seq = max(context.purge_before_seq, before)
+        return None
+
+    async def _plan_commit(self, items: list[CommitItem], context: CommitContext) -> CommitPlan:
+        """The transaction the decisions call for: the rows, the retention they trigger, and one
+        change-feed entry per effect (with its change seq: settle them whatever happens next)."""
         now_ms = context.now_ms
-
-        plan = self._plan_retention(context)
-        appended_bytes = sum(record[3] for record in records)
+        retention = self._plan_retention(context)
         drop_changes_before = max(
-            (item.before_change_seq for item in items if isinstance(item, _DropChanges)), default=0
+            (item.before_change_seq for item in items if isinstance(item, DropChangesItem)), default=0
         )
-
-        change_kinds: list[types_pb2.Change] = []
-        if records:
-            change_kinds.append(
-                self._change(
-                    append=types_pb2.AppendChange(
-                        first_seq=records[0][0],
-                        last_seq=seq,
-                        message_count=len(records),
-                        bytes=appended_bytes,
-                    )
-                )
-            )
-        if plan.remove_seqs:
-            change_kinds.append(
-                self._change(
-                    remove=types_pb2.RemoveChange(
-                        seqs=plan.remove_seqs, removed_bytes=plan.removed_bytes, reason="max_msgs_per_subject"
-                    )
-                )
-            )
-        for reason, rows in plan.consumer_removals.items():
-            change_kinds.append(
-                self._change(
-                    remove=types_pb2.RemoveChange(
-                        seqs=[row.seq for row in rows], removed_bytes=sum(row.size for row in rows), reason=reason
-                    )
-                )
-            )
-        if plan.truncate_before:
-            change_kinds.append(
-                self._change(
-                    truncate=types_pb2.TruncateChange(
-                        first_seq=plan.truncate_before,
-                        removed_count=plan.truncated_count,
-                        removed_bytes=plan.truncated_bytes,
-                        reason=plan.truncate_reason,
-                    )
-                )
-            )
         batch = CommitBatch(
-            records=records,
-            remove_seqs=plan.all_remove_seqs(),
-            truncate_before=plan.truncate_before,
-            last_seq=seq,
+            records=context.records,
+            remove_seqs=retention.all_remove_seqs(),
+            truncate_before=retention.truncate_before,
+            last_seq=context.seq,
             drop_changes_before=drop_changes_before,
             consumer_deletes=context.consumer_deletes,
             msg_ids=context.msg_ids,
@@ -934,28 +756,35 @@ class Partition:
         if prune_msg_ids:
             view = self.stream
             batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
+        role = types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
+        changes = data_changes(
+            self.stream.name, self.index, role, records=context.records, last_seq=context.seq, retention=retention
+        )
         touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
             change, counts = self._store_cursor(cursor, batch)
-            change_kinds.append(change)
+            changes.append(change)
             touched_counts.append((cursor, counts))
-        change_seqs = await self._feed.allocate(len(change_kinds)) if change_kinds else []
-        for change_seq, change in zip(change_seqs, change_kinds, strict=True):
+        change_seqs = await self._feed.allocate(len(changes)) if changes else []
+        for change_seq, change in zip(change_seqs, changes, strict=True):
             change.change_seq = change_seq
             change.ts_ms = now_ms
             batch.changes.append((change_seq, now_ms, change.SerializeToString()))
+        appended_bytes = sum(record[3] for record in context.records)
+        return CommitPlan(batch, retention, changes, change_seqs, touched_counts, prune_msg_ids, appended_bytes)
 
-        empty = not (batch.records or batch.remove_seqs or batch.truncate_before or batch.changes or batch.repairs)
-        empty = empty and not (batch.drop_changes_before or batch.consumer_deletes or batch.msg_ids_after is not None)
+    async def _write(self, plan: CommitPlan, items: list[CommitItem], context: CommitContext) -> bool:
+        """Store the planned transaction; False when it failed (every item failed, the partition
+        refuses writes from now on: the disk's state is unknown)."""
         try:
-            if empty:
+            if plan.empty:
                 pass  # nothing to store (say, fetches that found nothing): no thread hop
             elif self._executor is None:
-                self.log.commit(batch)
+                self.log.commit(plan.batch)
             else:
-                await asyncio.get_running_loop().run_in_executor(self._executor, self.log.commit, batch)
+                await asyncio.get_running_loop().run_in_executor(self._executor, self.log.commit, plan.batch)
         except BaseException as error:
-            self._feed.settle(change_seqs)
+            self._feed.settle(plan.change_seqs)
             self._failure = StorageFailedError(
                 f"stream {self.stream.name!r} partition {self.index}: commit failed ({error}); "
                 "the partition refuses writes until the node restarts",
@@ -966,17 +795,22 @@ class Partition:
             self._fail_items(items, self._failure)
             if not isinstance(error, Exception):
                 raise
-            return
+            return False
         finally:
             for cursor in context.touched_cursors.values():
                 cursor.reset_commit()
+        return True
 
-        # Committed: update the cached totals, then answer the callers.
-        self.last_seq = seq
-        self.msg_count += len(records) - plan.removed_count
-        self.bytes += appended_bytes - plan.total_removed_bytes
-        if plan.truncate_before:
-            self.first_seq = max(self.first_seq, plan.truncate_before)
+    def _apply(self, plan: CommitPlan, context: CommitContext) -> None:
+        """Committed: bring the cached totals, the change feed and the in-memory indexes up to the
+        stored state."""
+        batch, retention = plan.batch, plan.retention
+        records = batch.records
+        self.last_seq = batch.last_seq
+        self.msg_count += len(records) - retention.removed_count
+        self.bytes += plan.appended_bytes - retention.total_removed_bytes
+        if retention.truncate_before:
+            self.first_seq = max(self.first_seq, retention.truncate_before)
         if self.msg_count == 0:
             self.first_seq = self.last_seq + 1
         elif batch.remove_seqs and self.first_seq in batch.remove_seqs:
@@ -987,49 +821,41 @@ class Partition:
             self.earliest_expiry_ms = min(self.earliest_expiry_ms or soonest, soonest)
         if self.earliest_expiry_ms and (batch.remove_seqs or batch.truncate_before):
             self.earliest_expiry_ms = self.log.earliest_expiry_ms()  # one of them may have had the soonest
-        if change_seqs:
-            self.last_change_seq = change_seqs[-1]
-            for change_seq, change in zip(change_seqs, change_kinds, strict=True):
+        if plan.change_seqs:
+            self.last_change_seq = plan.change_seqs[-1]
+            for change_seq, change in zip(plan.change_seqs, plan.changes, strict=True):
                 if not change.HasField("append"):
                     self.last_non_append_change_seq = change_seq
-        self._feed.settle(change_seqs)
-        if prune_msg_ids:
-            self._msg_ids_pruned_ms = now_ms
+        self._feed.settle(plan.change_seqs)
+        if plan.prune_msg_ids:
+            self._msg_ids_pruned_ms = context.now_ms
         if self._duplicates is not None and context.msg_ids:
-            self._duplicates.expire(now_ms)  # ids past the window leave memory as new ones come in
+            self._duplicates.expire(context.now_ms)  # ids past the window leave memory as new ones come in
         if self._schedule is not None:
             self._index_scheduled(records, batch.remove_seqs, self.first_seq)
 
-        for item, result in zip(items, results, strict=True):
-            if item.future.done():  # the caller went away (cancelled); the data is committed anyway
-                continue
-            if isinstance(result, WeirError):
-                item.future.set_exception(result)
-            elif isinstance(item, _Sweep):
-                item.future.set_result(plan.removed_count)
-            else:
-                item.future.set_result(result)
-
+    def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
+        """Once the callers have their answers: wake readers, move the high watermark, count."""
+        records = plan.batch.records
         if records or context.touched_cursors or context.consumers_changed:
             self.wake_waiters()
         if records and self.leading:
             self.update_high_watermark()
-        for cursor, counts in touched_counts:
+        for cursor, counts in plan.touched_counts:
             self._consumer_metrics(cursor, counts)
         for name in context.consumer_deletes:
             self._forget_consumer_metrics(name)
         if records:
             self._published_messages.inc(len(records))
-            self._published_bytes.inc(appended_bytes)
-        if plan.removed_count:
-            self._retention_removed.inc(plan.removed_count)
+            self._published_bytes.inc(plan.appended_bytes)
+        if plan.retention.removed_count:
+            self._retention_removed.inc(plan.retention.removed_count)
         metrics.GROUP_COMMIT_MESSAGES.observe(len(records))
-        metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
         self._publish_gauges()
 
     # -- decisions (event loop, before the commit) ------------------------------------------------
 
-    def _decide_append(self, item: _Append, context: _CommitContext) -> list[AppendOutcome]:
+    def _decide_append(self, item: AppendItem, context: CommitContext) -> list[AppendOutcome]:
         outcomes: list[AppendOutcome] = []
         subject_last = context.subject_last
         now_ms = context.now_ms
@@ -1099,7 +925,7 @@ class Partition:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
         return outcomes
 
-    def _append_schedule_record(self, entry: PreparedEntry, context: _CommitContext) -> int:
+    def _append_schedule_record(self, entry: PreparedEntry, context: CommitContext) -> int:
         """Store `entry` as a schedule record due at its deliver_at_ms, or a held record (deliver_at_ms
         HELD) (scheduled.py); returns its seq."""
         held = entry.deliver_at_ms >= scheduled.HELD
@@ -1131,8 +957,8 @@ class Partition:
             window.resize(view.duplicate_window_ms, view.duplicate_window_max_msgs, now_ms)
         return window
 
-    def _decide_consumer_op(self, op: _ConsumerOp, context: _CommitContext) -> Any:
-        if op.kind == "remove":  # also clears stale stored state of a consumer not registered here
+    def _decide_consumer_op(self, op: ConsumerOp, context: CommitContext) -> Any:
+        if op.kind == ConsumerOpKind.REMOVE:  # also clears stale stored state of a consumer not registered here
             self.consumers.pop(op.consumer, None)
             context.touched_cursors.pop(op.consumer, None)
             context.consumer_deletes.append(op.consumer)
@@ -1145,9 +971,9 @@ class Partition:
                 stream=self.stream.name,
                 consumer=op.consumer,
             )
-        if op.kind == "fetch":
+        if op.kind == ConsumerOpKind.FETCH:
             return [] if op.abandoned else self._fetch(cursor, op, context)
-        if op.kind == "undeliver":
+        if op.kind == ConsumerOpKind.UNDELIVER:
             taken = [
                 consumers.undeliver(cursor, seq, count, context.now_ms)
                 for seq, count in zip(op.seqs, op.deliver_counts, strict=True)
@@ -1155,10 +981,10 @@ class Partition:
             if any(taken):
                 context.touched_cursors[cursor.spec.name] = cursor
             return sum(taken)
-        if op.kind == "seek":
+        if op.kind == ConsumerOpKind.SEEK:
             return self._seek(cursor, op.seqs[0], context)
         stale = self._stale_deliveries(cursor, op)
-        if op.kind == "ack":
+        if op.kind == ConsumerOpKind.ACK:
             results = consumers.ack(cursor, [seq for seq in op.seqs if seq not in stale])
             if op.strict and (not results or results[0] is None):  # single Ack: nothing changed, the call fails
                 raise self._not_pending(cursor, op.seqs[0])
@@ -1172,20 +998,20 @@ class Partition:
         if seq not in cursor.pending:
             raise self._not_pending(cursor, seq)
         context.touched_cursors[cursor.spec.name] = cursor
-        if op.kind == "nak":
+        if op.kind == ConsumerOpKind.NAK:
             consumers.nak(cursor, seq, context.now_ms, op.delay_ms)
             return None
-        if op.kind == "term":
+        if op.kind == ConsumerOpKind.TERM:
             consumers.term(cursor, seq)
             return None
-        if op.kind == "dead_letter":
+        if op.kind == ConsumerOpKind.DEAD_LETTER:
             self._dead_letter(cursor, seq, context, reason="consumer")
             return None
-        if op.kind == "in_progress":
+        if op.kind == ConsumerOpKind.IN_PROGRESS:
             return consumers.in_progress(cursor, seq, context.now_ms)
         raise AssertionError(f"unknown consumer op {op.kind}")
 
-    def _stale_deliveries(self, cursor: ConsumerCursor, op: _ConsumerOp) -> dict[int, str]:
+    def _stale_deliveries(self, cursor: ConsumerCursor, op: ConsumerOp) -> dict[int, str]:
         """The seqs of a settle bound to deliveries (`deliver_counts`) whose delivery is no longer
         the pending one, with why. A single-seq settle (Ack, Nak, Term) then fails as not_pending."""
         if not op.deliver_counts:
@@ -1195,31 +1021,34 @@ class Partition:
             reason = consumers.stale_delivery_reason(cursor, seq, deliver_count)
             if reason is not None:
                 stale[seq] = reason
-        if stale and (op.strict or op.kind != "ack"):
+        if stale and (op.strict or op.kind != ConsumerOpKind.ACK):
             seq = op.seqs[0]
             raise NotPendingError(
                 stale[seq], stream=self.stream.name, partition=self.index, consumer=cursor.spec.name, seq=seq
             )
         return stale
 
-    def _decide_replicate(self, item: _Replicate, context: _CommitContext) -> tuple[str, str]:
+    def _decide_replicate(self, item: ReplicateItem, context: CommitContext) -> tuple[ReplicationResult, str]:
         if self.leading:
-            return "not_follower", f"this node leads partition {self.index} of {self.stream.name!r}"
+            return ReplicationResult.NOT_FOLLOWER, f"this node leads partition {self.index} of {self.stream.name!r}"
         end = context.seq
         if end != self.last_seq:
-            return "out_of_order", "another write to this partition is in the same commit; resend"
+            return ReplicationResult.OUT_OF_ORDER, "another write to this partition is in the same commit; resend"
         if item.after_seq > end:
-            return "out_of_order", f"the log ends at seq {end}; these records follow seq {item.after_seq}"
+            return (
+                ReplicationResult.OUT_OF_ORDER,
+                f"the log ends at seq {end}; these records follow seq {item.after_seq}",
+            )
         if item.after_crc32 is not None and item.after_seq:
             held = self._held(item.after_seq)  # log matching: these records must follow the same record
             if held is not None and zlib.crc32(held) != item.after_crc32:
-                return "divergence", f"seq {item.after_seq} holds another record than the primary's"
+                return ReplicationResult.DIVERGENCE, f"seq {item.after_seq} holds another record than the primary's"
         for seq, _, _, record, _, _, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
             stored = self._held(seq)
             if stored is not None and stored != record:
-                return "divergence", f"seq {seq} holds another record than the primary's"
+                return ReplicationResult.DIVERGENCE, f"seq {seq} holds another record than the primary's"
         for seq, ts_ms, subject, record, msg_id, scheduled_seq, expires_at_ms in item.records:
             if seq > end:
                 context.append_record(seq, ts_ms, subject, record)
@@ -1229,7 +1058,7 @@ class Partition:
                     context.replica_removals.setdefault("scheduled", []).append(scheduled_seq)
                 elif msg_id:  # (a delivered message's msg_id is its schedule record's, already indexed)
                     context.msg_ids.append((seq, msg_id, context.now_ms))
-        return "ok", ""
+        return ReplicationResult.OK, ""
 
     def _held(self, seq: int) -> bytes | None:
         """The record stored at `seq` for a comparison; None when there is none, or when its stored
@@ -1240,82 +1069,84 @@ class Partition:
         except CorruptRecordError:
             return None
 
-    def _decide_replica_edit(self, item: _ReplicaEdit, context: _CommitContext) -> int:
-        if item.kind == "truncate_prefix":
-            if item.first_seq > max(self.first_seq, context.replica_truncate_before):
-                context.replica_truncate_before = item.first_seq
-            context.seq = max(context.seq, item.first_seq - 1)
+    def _decide_replica_edit(self, item: ReplicaEditItem, context: CommitContext) -> int:
+        edit = item.edit
+        if isinstance(edit, TruncatePrefix):
+            if edit.first_seq > max(self.first_seq, context.replica_truncate_before):
+                context.replica_truncate_before = edit.first_seq
+            context.seq = max(context.seq, edit.first_seq - 1)
             return 0
-        if item.kind == "remove":
-            context.replica_removals.setdefault(item.reason or "replicated", []).extend(item.seqs)
+        if isinstance(edit, RemoveSeqs):
+            context.replica_removals.setdefault(edit.reason or "replicated", []).extend(edit.seqs)
             return 0
-        if item.kind == "repair":
-            context.repairs.extend(item.repairs)
-            return len(item.repairs)
-        if item.kind == "truncate_tail":
-            keep = item.last_seq
-            if context.seq <= keep:
-                return 0
-            context.records[:] = [record for record in context.records if record[0] <= keep]
-            context.msg_ids[:] = [row for row in context.msg_ids if row[0] <= keep]
-            context.msg_ids_after = keep if context.msg_ids_after is None else min(context.msg_ids_after, keep)
-            tail: list[int] = []
-            scan_from = keep + 1
-            while scan_from <= self.last_seq:
-                chunk = self.log.oldest(scan_from, 4096)
-                tail.extend(row.seq for row in chunk)
-                if len(chunk) < 4096:
-                    break
-                scan_from = chunk[-1].seq + 1
-            context.replica_removals.setdefault("divergent_tail", []).extend(tail)
-            context.seq = keep
-            for cursor_state in self.consumers.values():
-                beyond = [seq for seq in cursor_state.pending if seq > keep]
-                if beyond or cursor_state.last_delivered > keep:
-                    for seq in beyond:
-                        del cursor_state.pending[seq]
-                        cursor_state.touched.add(seq)
-                    cursor_state.last_delivered = min(cursor_state.last_delivered, keep)
-                    cursor_state.commit_counts()
-                    context.touched_cursors[cursor_state.spec.name] = cursor_state
-            return len(tail)
-        if item.kind == "consumer_snapshot":
-            snapshot = item.snapshot
-            name = snapshot.consumer
-            context.consumer_deletes.append(name)  # the stored pending set is replaced whole
-            context.consumers_changed = True
-            context.touched_cursors.pop(name, None)
-            if snapshot.tombstone or item.spec is None:
-                self.consumers.pop(name, None)
-                return 0
-            pending = {
-                entry.seq: Pending(entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
-                for entry in sorted(snapshot.pending, key=lambda entry: entry.seq)
-            }
-            totals = Counters(
-                snapshot.delivered,
-                snapshot.acked,
-                snapshot.redelivered,
-                snapshot.dead_lettered,
-                snapshot.dropped,
-                snapshot.termed,
-            )
-            cursor = ConsumerCursor(
-                item.spec,
-                snapshot.last_delivered,
-                pending,
-                totals,
-                last_per_subject_until=snapshot.last_per_subject_until,
-            )
-            cursor.earliest_redeliver_ms = min(
-                (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
-            )
-            cursor.touched = set(pending)
-            cursor.commit_counts()
-            self.consumers[name] = cursor
-            context.touched_cursors[name] = cursor
+        if isinstance(edit, RepairRecords):
+            context.repairs.extend(edit.repairs)
+            return len(edit.repairs)
+        if isinstance(edit, TruncateTail):
+            return self._decide_truncate_tail(edit.last_seq, context)
+        self._decide_replace_consumer(edit, context)
+        return 0
+
+    def _decide_truncate_tail(self, keep: int, context: CommitContext) -> int:
+        """Cut the log (and this commit's own records) after `keep`; consumers forget what they
+        delivered beyond it. Returns how many stored messages go."""
+        if context.seq <= keep:
             return 0
-        raise AssertionError(f"unknown replica edit {item.kind}")
+        context.records[:] = [record for record in context.records if record[0] <= keep]
+        context.msg_ids[:] = [row for row in context.msg_ids if row[0] <= keep]
+        context.msg_ids_after = keep if context.msg_ids_after is None else min(context.msg_ids_after, keep)
+        tail: list[int] = []
+        scan_from = keep + 1
+        while scan_from <= self.last_seq:
+            chunk = self.log.oldest(scan_from, 4096)
+            tail.extend(row.seq for row in chunk)
+            if len(chunk) < 4096:
+                break
+            scan_from = chunk[-1].seq + 1
+        context.replica_removals.setdefault("divergent_tail", []).extend(tail)
+        context.seq = keep
+        for cursor_state in self.consumers.values():
+            beyond = [seq for seq in cursor_state.pending if seq > keep]
+            if beyond or cursor_state.last_delivered > keep:
+                for seq in beyond:
+                    del cursor_state.pending[seq]
+                    cursor_state.touched.add(seq)
+                cursor_state.last_delivered = min(cursor_state.last_delivered, keep)
+                cursor_state.commit_counts()
+                context.touched_cursors[cursor_state.spec.name] = cursor_state
+        return len(tail)
+
+    def _decide_replace_consumer(self, edit: ReplaceConsumerState, context: CommitContext) -> None:
+        snapshot = edit.snapshot
+        name = snapshot.consumer
+        context.consumer_deletes.append(name)  # the stored pending set is replaced whole
+        context.consumers_changed = True
+        context.touched_cursors.pop(name, None)
+        if snapshot.tombstone or edit.spec is None:
+            self.consumers.pop(name, None)
+            return
+        pending = {
+            entry.seq: Pending(entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
+            for entry in sorted(snapshot.pending, key=lambda entry: entry.seq)
+        }
+        totals = Counters(
+            snapshot.delivered,
+            snapshot.acked,
+            snapshot.redelivered,
+            snapshot.dead_lettered,
+            snapshot.dropped,
+            snapshot.termed,
+        )
+        cursor = ConsumerCursor(
+            edit.spec, snapshot.last_delivered, pending, totals, last_per_subject_until=snapshot.last_per_subject_until
+        )
+        cursor.earliest_redeliver_ms = min(
+            (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
+        )
+        cursor.touched = set(pending)
+        cursor.commit_counts()
+        self.consumers[name] = cursor
+        context.touched_cursors[name] = cursor
 
     def _not_leading(self) -> NotLeaderError:
         return NotLeaderError(
@@ -1335,7 +1166,7 @@ class Partition:
             seq=seq,
         )
 
-    def _fetch(self, cursor: ConsumerCursor, op: _ConsumerOp, context: _CommitContext) -> list[Delivery]:
+    def _fetch(self, cursor: ConsumerCursor, op: ConsumerOp, context: CommitContext) -> list[Delivery]:
         batch_size, max_bytes, ack_wait_ms = op.batch_size, op.max_bytes, op.ack_wait_ms
         now_ms = context.now_ms
         spec = cursor.spec
@@ -1368,7 +1199,7 @@ class Partition:
     def _deliver_new(
         self,
         cursor: ConsumerCursor,
-        context: _CommitContext,
+        context: CommitContext,
         deliveries: list[Delivery],
         *,
         want: int,
@@ -1395,7 +1226,7 @@ class Partition:
             cursor.commit_counts()
             context.touched_cursors[cursor.spec.name] = cursor
 
-    def _seek(self, cursor: ConsumerCursor, seq: int, context: _CommitContext) -> tuple[int, int]:
+    def _seek(self, cursor: ConsumerCursor, seq: int, context: CommitContext) -> tuple[int, int]:
         """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a
         seq in 1..last_seq + 1, raised to the first stored seq. Returns (next_seq, dropped_pending)."""
         end = context.seq + 1
@@ -1411,7 +1242,7 @@ class Partition:
         return next_seq, dropped
 
     def _dead_letter(
-        self, cursor: ConsumerCursor, seq: int, context: _CommitContext, reason: str = "max_deliver"
+        self, cursor: ConsumerCursor, seq: int, context: CommitContext, reason: str = "max_deliver"
     ) -> None:
         """`seq` reached max_deliver (or its consumer said so: Term with dead_letter): append it under
         the dead letter subject, or drop it."""
@@ -1438,7 +1269,7 @@ class Partition:
         if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
             context.dead_lettered.append(seq)  # moved, not copied
 
-    def _plan_retention(self, context: _CommitContext) -> RetentionPlan:
+    def _plan_retention(self, context: CommitContext) -> RetentionPlan:
         if not self.leading or context.replica_truncate_before or context.replica_removals:
             # A secondary never decides retention itself: it mirrors the primary's removals.
             return plan_replica_edits(
@@ -1490,7 +1321,7 @@ class Partition:
             purge_before_seq=context.purge_before_seq,
         )
 
-    def _rolled_up(self, context: _CommitContext) -> list[RowInfo]:
+    def _rolled_up(self, context: CommitContext) -> list[RowInfo]:
         """The messages this commit's rollups remove: every stored one at a rolled-up subject, and
         the ones appended earlier in this commit at it (bounded by the stream's max_msgs_per_subject)."""
         rows: list[RowInfo] = []

@@ -36,13 +36,20 @@ from weir.errors import (
 from weir.subjects import validate_name
 from weir.v1 import internal_pb2, types_pb2
 from weir_server.metadata import IN_SYNC_CAS, InSyncRecord
-from weir_server.replication import valid_log_end
+from weir_server.replication import ReplicationResult, valid_log_end
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.commit_items import (
+    RemoveSeqs,
+    ReplaceConsumerState,
+    ReplicatedRecord,
+    TruncatePrefix,
+    TruncateTail,
+)
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream, check_max_bytes
-from weir_partition_node.partition import Partition, ReplicatedRecord
+from weir_partition_node.partition import Partition
 from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
@@ -155,7 +162,7 @@ class ReplicaManager:
                     await partition.drain()
                     keep = valid_log_end(partition.replica_epoch, partition.last_seq, history)
                     if keep < partition.last_seq:
-                        dropped = await partition.replica_edit("truncate_tail", last_seq=keep)
+                        dropped = await partition.replica_edit(TruncateTail(keep))
                         logger.warning(
                             "%s/%d: truncated a divergent tail of %d message(s) after seq %d (epoch %d -> %d)",
                             name,
@@ -354,19 +361,25 @@ class ReplicaManager:
 
     # -- primary side -----------------------------------------------------------------------------------
 
-    def check_epoch(self, partition: Partition, epoch: int) -> tuple[str, str] | None:
+    def check_epoch(self, partition: Partition, epoch: int) -> tuple[ReplicationResult, str] | None:
         if epoch < partition.leader_epoch:
-            return "fenced", f"leader epoch {epoch} is older than this replica's {partition.leader_epoch}"
+            return (
+                ReplicationResult.FENCED,
+                f"leader epoch {epoch} is older than this replica's {partition.leader_epoch}",
+            )
         if epoch > partition.leader_epoch:
             self._refresh_now.set()
-            return "stale_epoch", f"this replica is at leader epoch {partition.leader_epoch}, not yet {epoch}; retry"
+            return (
+                ReplicationResult.STALE_EPOCH,
+                f"this replica is at leader epoch {partition.leader_epoch}, not yet {epoch}; retry",
+            )
         return None
 
     async def fetch_replication(
         self, request: internal_pb2.FetchReplicationRequest
     ) -> internal_pb2.FetchReplicationResponse:
         """Primary: record the follower's progress, then return the records after it."""
-        response = internal_pb2.FetchReplicationResponse(result_code="ok")
+        response = internal_pb2.FetchReplicationResponse(result_code=ReplicationResult.OK)
         if request.max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
         if request.max_wait_ms > MAX_FETCH_WAIT_MS:
@@ -377,9 +390,9 @@ class ReplicaManager:
         partition = self.node.hosted_partition(request.stream, request.partition)
         refusal = self.check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
-            refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
+            refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition"
         if refusal is None and not self.membership.lease_valid():
-            refusal = "not_leader", str(self.node.lease_expired())
+            refusal = ReplicationResult.NOT_LEADER, str(self.node.lease_expired())
         if refusal is not None:
             response.result_code, response.message = refusal
             response.leader_epoch = partition.leader_epoch
@@ -424,10 +437,10 @@ class ReplicaManager:
     ) -> internal_pb2.GetConsumerSnapshotsResponse:
         """Primary: the committed state of every consumer in one partition (read from the log)."""
         partition = self.node.hosted_partition(request.stream, request.partition)
-        response = internal_pb2.GetConsumerSnapshotsResponse(result_code="ok")
+        response = internal_pb2.GetConsumerSnapshotsResponse(result_code=ReplicationResult.OK)
         refusal = self.check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
-            refusal = "not_leader", f"node {self.node.node_id} does not lead this partition"
+            refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition"
         if refusal is not None:
             response.result_code, response.message = refusal
             return response
@@ -471,9 +484,12 @@ class ReplicaManager:
             await self.refresh_stream(stream)
         refusal = self.check_epoch(partition, epoch)
         if refusal is None and partition.leading:
-            refusal = "not_follower", f"node {self.node.node_id} leads this partition under epoch {epoch}"
+            refusal = (
+                ReplicationResult.NOT_FOLLOWER,
+                f"node {self.node.node_id} leads this partition under epoch {epoch}",
+            )
         if refusal is None and partition.replica_epoch != epoch:
-            refusal = "stale_epoch", f"this replica has not adopted leader epoch {epoch} yet; retry"
+            refusal = ReplicationResult.STALE_EPOCH, f"this replica has not adopted leader epoch {epoch} yet; retry"
         response.leader_epoch = partition.leader_epoch
         if refusal is not None:
             response.result_code, response.message = refusal
@@ -504,7 +520,7 @@ class ReplicaManager:
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
         response.leader_epoch = partition.leader_epoch
-        response.success = response.result_code == "ok"
+        response.success = response.result_code == ReplicationResult.OK
         return response
 
     async def replicate_message(self, request: internal_pb2.ReplicateMessageRequest) -> internal_pb2.ReplicateResponse:
@@ -516,10 +532,10 @@ class ReplicaManager:
         code, message = await partition.replicate(
             request.after_seq, records, sum(len(record) for record in request.records), after_crc32
         )
-        if code == "divergence":
+        if code == ReplicationResult.DIVERGENCE:
             metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
             logger.error("%s/%d: %s", request.stream, request.partition, message)
-        if code == "ok":
+        if code == ReplicationResult.OK:
             partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
             if partition.finish_rebuild(max(request.primary_last_seq, request.high_watermark)):
                 logger.warning(
@@ -541,8 +557,8 @@ class ReplicaManager:
         if partition is None:
             return response
         before = partition.msg_count
-        await partition.replica_edit("truncate_prefix", first_seq=request.first_seq)
-        response.result_code = "ok"
+        await partition.replica_edit(TruncatePrefix(request.first_seq))
+        response.result_code = ReplicationResult.OK
         response.dropped = max(0, before - partition.msg_count)
         return self._fill(response, partition)
 
@@ -553,8 +569,8 @@ class ReplicaManager:
         if partition is None:
             return response
         before = partition.msg_count
-        await partition.replica_edit("remove", seqs=list(request.seqs), reason=request.reason or "work_queue_ack")
-        response.result_code = "ok"
+        await partition.replica_edit(RemoveSeqs(list(request.seqs), request.reason or "work_queue_ack"))
+        response.result_code = ReplicationResult.OK
         response.dropped = max(0, before - partition.msg_count)
         return self._fill(response, partition)
 
@@ -575,10 +591,8 @@ class ReplicaManager:
             )
             response.result_code, response.message = error.result_code.value, error.message
             return self._fill(response, partition)
-        await partition.replica_edit(
-            "consumer_snapshot", snapshot=snapshot, spec=consumer.spec if consumer is not None else None
-        )
-        response.result_code = "ok"
+        await partition.replica_edit(ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None))
+        response.result_code = ReplicationResult.OK
         return self._fill(response, partition)
 
     async def replicate_stream_create(
@@ -592,14 +606,14 @@ class ReplicaManager:
             # Deleted, being deleted (the router removes the copies before the record: a copy made
             # now would outlive it), or re-created otherwise by the router meanwhile: never resurrect
             # a copy.
-            response.result_code = "not_placed"
+            response.result_code = ReplicationResult.NOT_PLACED
             response.message = f"stream {record.config.name!r} is not (or no longer) placed like this by the router"
             return response
         record = current
         if self.node.hosted_stream(record.config.name) is None:
             await self.node.create_stream(record.config, record.placement)
         await self.apply_record(record)
-        response.result_code, response.success = "ok", True
+        response.result_code, response.success = ReplicationResult.OK, True
         return response
 
     async def replicate_stream_update(
@@ -612,11 +626,11 @@ class ReplicaManager:
         record = records.get(request.config.name)
         if record is None or record.config != request.config:
             return internal_pb2.ReplicateResponse(
-                result_code="stale_config",
+                result_code=ReplicationResult.STALE_CONFIG,
                 message=f"stream {request.config.name!r}: the config is not the router's current one; not applied",
             )
         await self.node.mirror_config(request.config)
-        return internal_pb2.ReplicateResponse(result_code="ok", success=True)
+        return internal_pb2.ReplicateResponse(result_code=ReplicationResult.OK, success=True)
 
     async def replicate_stream_delete(
         self, request: internal_pb2.ReplicateStreamDeleteRequest
@@ -628,12 +642,12 @@ class ReplicaManager:
         record = (await self.membership.stream_records([request.stream])).get(request.stream)
         if record is not None and not record.deleting:
             return internal_pb2.ReplicateResponse(
-                result_code="still_placed",
+                result_code=ReplicationResult.STILL_PLACED,
                 message=f"stream {request.stream!r} is still recorded by the router; not deleted",
             )
         with contextlib.suppress(NoSuchStreamError):
             await self.node.delete_stream(request.stream)
-        return internal_pb2.ReplicateResponse(result_code="ok", success=True)
+        return internal_pb2.ReplicateResponse(result_code=ReplicationResult.OK, success=True)
 
     def replica_state(self, request: internal_pb2.GetReplicaStateRequest) -> internal_pb2.GetReplicaStateResponse:
         return self.state_of(self.node.hosted_partition(request.stream, request.partition))

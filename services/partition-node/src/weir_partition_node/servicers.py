@@ -33,10 +33,10 @@ from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_gr
 from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFilter
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.commit_items import Delivery
 from weir_partition_node.handover import LeadershipHandover
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
-from weir_partition_node.partition import Delivery
 from weir_partition_node.replica import ReplicaManager
 
 logger = logging.getLogger(__name__)

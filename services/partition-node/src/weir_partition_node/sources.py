@@ -44,9 +44,9 @@ from weir_server.sources import (
     provenance,
 )
 
+from weir_partition_node.commit_items import PreparedEntry
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node, Stream
-from weir_partition_node.partition import PreparedEntry
 
 logger = logging.getLogger(__name__)
 PROVENANCE_HEADERS = frozenset({HEADER_SOURCE_STREAM, HEADER_SOURCE_PARTITION, HEADER_SOURCE_SEQ})

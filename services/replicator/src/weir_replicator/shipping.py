@@ -30,9 +30,10 @@ import time
 from dataclasses import dataclass, field
 
 from weir.client import LockstepStream, NodeClient
-from weir.errors import ChangeFeedTruncatedError, PositionOutOfRangeError, WeirError
+from weir.errors import ChangeFeedTruncatedError, PositionOutOfRangeError, ResultCode, WeirError
 from weir.v1 import internal_pb2, types_pb2
 from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
+from weir_server.replication import ReplicationResult
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership
@@ -256,7 +257,7 @@ class PartitionShipper:
         try:
             state = await target.replica_state(self.stream, self.partition)
         except WeirError as error:
-            if error.result_code.value != "no_such_stream":
+            if error.result_code != ResultCode.NO_SUCH_STREAM:
                 raise
             await target.replicate(
                 "ReplicateStreamCreate", internal_pb2.ReplicateStreamCreateRequest(record=self.record)
@@ -310,7 +311,7 @@ class PartitionShipper:
             ),
             timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
         )
-        if response.result_code != "ok":
+        if response.result_code != ReplicationResult.OK:
             logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
             return False
         target = self.clients.replication(follower.address)
@@ -353,11 +354,11 @@ class PartitionShipper:
         return True
 
     def _accepted(self, follower: _FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
-        if reply.result_code == "ok":
+        if reply.result_code == ReplicationResult.OK:
             follower.last_seq = reply.last_seq
             follower.first_seq = reply.first_seq
             return True
-        if reply.result_code == "out_of_order":
+        if reply.result_code == ReplicationResult.OUT_OF_ORDER:
             follower.last_seq = reply.last_seq  # resend from where its log ends
             follower.first_seq = reply.first_seq
             return True
@@ -410,7 +411,7 @@ class PartitionShipper:
             snapshots = await self.clients.replication(self.primary_address).consumer_snapshots(
                 self.stream, self.partition, self.epoch
             )
-            if snapshots.result_code != "ok":
+            if snapshots.result_code != ReplicationResult.OK:
                 follower.consumers_dirty = True
                 return
             for snapshot in snapshots.snapshots:
@@ -420,7 +421,7 @@ class PartitionShipper:
                         stream=self.stream, leader_epoch=self.epoch, snapshot=snapshot
                     ),
                 )
-                if reply.result_code not in ("ok", "no_such_consumer"):
+                if reply.result_code not in (ReplicationResult.OK, ResultCode.NO_SUCH_CONSUMER):
                     follower.consumers_dirty = True
             metrics.SNAPSHOTS_SHIPPED.labels(*self._labels).inc(len(snapshots.snapshots))
         if follower.delete_stream:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from weir.errors import WeirError
 from weir.v1 import types_pb2
 from weir_server.metadata import InSyncRecord
+from weir_server.replication import ReplicationResult
 
 from weir_router import metrics, rebalance
 
@@ -87,7 +88,7 @@ class LeaderRebalancer:
             metrics.LEADER_TRANSFERS.labels("unreachable").inc()
             logger.warning("%s/%d: handover to %s: %s", move.stream, move.partition, move.to_node_id, error)
             return False
-        if answer.result_code != "ok":
+        if answer.result_code != ReplicationResult.OK:
             metrics.LEADER_TRANSFERS.labels(answer.result_code).inc()
             logger.info(
                 "%s/%d: handover to %s refused: %s", move.stream, move.partition, move.to_node_id, answer.message

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from weir.errors import AlreadyExistsError, FailedPreconditionError, UnavailableError, WeirError
 from weir.v1 import router_pb2, types_pb2
 from weir_server.metadata import InSyncRecord
+from weir_server.replication import ReplicationResult
 
 from weir_router import moves, rebalance
 from weir_router.moves import MovePlan
@@ -128,7 +129,7 @@ class PartitionMover:
         answer = await self.core.nodes.replication(view.record.internal_address).transfer_leadership(
             self.plan.stream, self.plan.partition, entry.leader_epoch, to_node_id, FENCE_TIMEOUT_MS
         )
-        if answer.result_code != "ok":
+        if answer.result_code != ReplicationResult.OK:
             raise MoveFailed(
                 f"{self.plan.stream}/{self.plan.partition}: {entry.primary_node_id} refused to hand over: "
                 f"{answer.result_code}: {answer.message}"
