@@ -280,15 +280,22 @@ async def analytics_run(analytics_cluster: LocalCluster, spark_master: str) -> A
     return AnalyticsRun(cluster, data_dir, truth, before, scraped, log, stats, infos, messages)
 
 
-async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> None:
-    cluster, data_dir, stats = analytics_run.cluster, analytics_run.data_dir, analytics_run.stats
-    truth, infos, messages = analytics_run.truth, analytics_run.infos, analytics_run.messages
-    published: dict[tuple[str, int], int] = truth["published"]  # type: ignore[assignment]
-    assert stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
-    analytics = stats.analytics
-    per_stream = {entry.name: entry for entry in stats.streams}
+def published_of(run: AnalyticsRun) -> dict[tuple[str, int], int]:
+    """Messages the workload published, by (stream, partition)."""
+    published: dict[tuple[str, int], int] = run.truth["published"]  # type: ignore[assignment]
+    return published
 
-    # partitions: counts from the workload, bytes and last seq as the primaries store them
+
+def analytics_of(run: AnalyticsRun) -> tuple[Any, dict[str, Any]]:
+    """The ClusterAnalytics the job published, and the cluster's stream stats by name."""
+    assert run.stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
+    return run.stats.analytics, {entry.name: entry for entry in run.stats.streams}
+
+
+async def test_job_partition_figures_match_the_workload(analytics_run: AnalyticsRun) -> None:
+    """Counts from the workload, bytes and last seq as the primaries store them."""
+    published = published_of(analytics_run)
+    analytics, per_stream = analytics_of(analytics_run)
     figures = {(p.stream, p.partition): p for p in analytics.partitions}
     assert set(figures) == set(published), "the stats stream itself must be left out"
     for key, count in published.items():
@@ -299,7 +306,11 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
         assert figures[key].published_bytes == node_stats.bytes
         assert figures[key].primary_node_id == per_stream[stream].primary_node_ids[partition]
 
-    # consumers: acks, naks and the dead letter from the workload; floors as the primaries report them
+
+async def test_job_consumer_figures_match_the_workload(analytics_run: AnalyticsRun) -> None:
+    """Acks, naks and the dead letter from the workload; floors as the primaries report them."""
+    infos = analytics_run.infos
+    analytics, per_stream = analytics_of(analytics_run)
     consumers = {(c.stream, c.consumer): c for c in analytics.consumers}
     billing, audit = consumers[("orders", "billing")], consumers[("events", "audit")]
     assert (billing.acked, billing.redelivered, billing.dead_lettered, billing.naked) == (7, 1, 0, 1)
@@ -318,7 +329,11 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
     assert audit.lag_messages == infos["audit"].num_pending + infos["audit"].num_ack_pending == 0
     assert per_stream["events"].partition_stats[0].last_seq - infos["audit"].partitions[0].ack_floor == 3
 
-    # replication lag: orders/1's secondary misses exactly the 5 published after the replicator stopped
+
+async def test_job_replica_lag_counts_what_a_secondary_misses(analytics_run: AnalyticsRun) -> None:
+    """orders/1's secondary misses exactly the 5 published after the replicator stopped."""
+    truth, published = analytics_run.truth, published_of(analytics_run)
+    analytics, per_stream = analytics_of(analytics_run)
     replicas = {(r.stream, r.partition, r.node_id): r for r in analytics.replicas}
     for (stream, partition), count in published.items():
         copies = [r for key, r in replicas.items() if key[:2] == (stream, partition)]
@@ -329,7 +344,11 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
             assert copy.lag_messages == behind, (stream, partition, copy.node_id)
             assert copy.last_seq == count - behind
 
-    # nodes: partitions led, messages stored and skew from the placement and the workload
+
+async def test_job_node_figures_and_skew_match_the_placement(analytics_run: AnalyticsRun) -> None:
+    """Partitions led, messages stored and skew from the placement and the workload."""
+    cluster, published = analytics_run.cluster, published_of(analytics_run)
+    analytics, per_stream = analytics_of(analytics_run)
     led: Counter[str] = Counter()
     stored: Counter[str] = Counter()
     for (stream, partition), count in published.items():
@@ -346,7 +365,10 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
     assert analytics.skew_partitions == max(all_led) - min(all_led)
     assert analytics.skew_message_count == max(all_stored) - min(all_stored)
 
-    # windows (Parquet history): per window, the messages whose ts_ms falls in it
+
+async def test_job_windows_count_the_messages_by_their_time(analytics_run: AnalyticsRun) -> None:
+    """Parquet history: per window, the messages whose ts_ms falls in it."""
+    data_dir, messages = analytics_run.data_dir, analytics_run.messages
     windows: Counter[tuple[str, int, int]] = Counter()
     for row in parquet_rows(data_dir, "publish_windows"):
         windows[(str(row["stream"]), int(row["partition"]), int(row["window_start_ms"]))] += int(row["messages"])  # type: ignore[call-overload]
@@ -356,7 +378,11 @@ async def test_job_figures_match_the_workload(analytics_run: AnalyticsRun) -> No
             expected_windows[(stream, partition, message.ts_ms // WINDOW_MS * WINDOW_MS)] += 1
     assert windows == expected_windows
 
-    # every change of every feed counted once
+
+async def test_job_counts_every_change_once_and_the_cli_prints_the_same(analytics_run: AnalyticsRun) -> None:
+    """Every change of every feed counted once; `weir stats --analytics` prints the job's figures."""
+    cluster, data_dir, published = analytics_run.cluster, analytics_run.data_dir, published_of(analytics_run)
+    analytics, _ = analytics_of(analytics_run)
     positions = {position.node_id: position for position in analytics.feed_positions}
     for handle in cluster.nodes:
         position = positions[handle.node_id]

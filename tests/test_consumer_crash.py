@@ -187,6 +187,77 @@ async def drain(client: NodeClient, stream: str, model: Model) -> list[types_pb2
     raise AssertionError(f"{model.name}/{model.partition}: drain did not end")
 
 
+async def publish_every_partition(client: NodeClient, stream_name: str) -> None:
+    """PER_PARTITION messages in each partition, subject by seq (subject_of), payload p<partition>-<seq>."""
+    for partition in range(PARTITIONS):
+        for first in range(1, PER_PARTITION + 1, 500):
+            entries = [
+                streams_pb2.PublishEntry(
+                    subject=subject_of(seq), payload=f"p{partition}-{seq}".encode(), partition=partition
+                )
+                for seq in range(first, first + 500)
+            ]
+            results = await client.publish_batch(stream_name, entries)
+            assert [(r.result_code, r.partition, r.seq) for r in results] == [
+                ("ok", partition, seq) for seq in range(first, first + 500)
+            ]
+
+
+async def create_models(client: NodeClient, stream_name: str) -> dict[str, list[Model]]:
+    """Three consumers (every subject, orders.a only, a small max_ack_pending) and a model of each
+    one's state per partition."""
+    configs = [
+        consumer_config("all"),
+        consumer_config("only-a", filter_subject="orders.a"),
+        consumer_config("small", max_ack_pending=50, ack_wait_ms=10_000),
+    ]
+    models: dict[str, list[Model]] = {}
+    all_seqs = list(range(1, PER_PARTITION + 1))
+    for config in configs:
+        info = await client.create_consumer(stream_name, config)
+        matching = [seq for seq in all_seqs if not config.filter_subject or subject_of(seq) == "orders.a"]
+        models[config.name] = [
+            Model(config.name, p, matching, info.config.max_ack_pending, info.config.ack_wait_ms)
+            for p in range(PARTITIONS)
+        ]
+    return models
+
+
+async def redeliver_naked(client: NodeClient, stream_name: str, model: Model) -> None:
+    """The naked message comes again alone, with deliver_count 2; ack it."""
+    messages = await client.fetch(stream_name, model.name, model.partition, batch_size=1)
+    assert [(m.seq, m.deliver_count) for m in messages] == [(model.naked, 2)], (model.name, model.partition)
+    await client.ack(stream_name, model.name, model.partition, model.naked)
+    model.deliver_count[model.naked] = 2
+    model.redelivered_total += 1
+    model.acked.add(model.naked)
+
+
+async def drain_after_ack_wait(client: NodeClient, stream_name: str, model: Model) -> int:
+    """Past ack_wait: the unsettled deliveries come first (deliver_count + 1, lowest seq first),
+    then the never-delivered messages; everything matching but the terminated ends acknowledged.
+    Returns how many were redelivered."""
+    pending_before = model.pending
+    undelivered_before = model.undelivered()
+    received = await drain(client, stream_name, model)
+    seqs = [message.seq for message in received]
+    assert seqs == pending_before + undelivered_before, (model.name, model.partition)
+    for message in received:
+        assert message.partition == model.partition
+        assert message.subject == subject_of(message.seq)
+        assert message.payload == f"p{model.partition}-{message.seq}".encode()
+        expected_count = model.deliver_count.get(message.seq, 0) + 1
+        assert message.deliver_count == expected_count, (model.name, model.partition, message.seq)
+        model.deliver_count[message.seq] = message.deliver_count
+    model.acked.update(seqs)
+    model.delivered_total += len(undelivered_before)
+    model.redelivered_total += len(pending_before)
+    # At least once, nothing lost: every matching message acknowledged but the terminated.
+    assert model.acked == set(model.matching) - model.termed, (model.name, model.partition)
+    assert model.acked.isdisjoint(model.termed)
+    return len(pending_before)
+
+
 @pytest.mark.slow
 async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: NodeHandle, stream_name: str) -> None:
     """SIGKILL with deliveries pending in three consumers: their info is identical after the restart;
@@ -198,32 +269,8 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
     clock = TestClockClient(clock_node.internal_address, timeout_s=CALL_TIMEOUT_S)
     try:
         await client.create_stream(stream_config(stream_name, subjects=["orders.>"], partitions=PARTITIONS))
-        for partition in range(PARTITIONS):
-            for first in range(1, PER_PARTITION + 1, 500):
-                entries = [
-                    streams_pb2.PublishEntry(
-                        subject=subject_of(seq), payload=f"p{partition}-{seq}".encode(), partition=partition
-                    )
-                    for seq in range(first, first + 500)
-                ]
-                results = await client.publish_batch(stream_name, entries)
-                assert [(r.result_code, r.partition, r.seq) for r in results] == [
-                    ("ok", partition, seq) for seq in range(first, first + 500)
-                ]
-        configs = [
-            consumer_config("all"),
-            consumer_config("only-a", filter_subject="orders.a"),
-            consumer_config("small", max_ack_pending=50, ack_wait_ms=10_000),
-        ]
-        models: dict[str, list[Model]] = {}
-        all_seqs = list(range(1, PER_PARTITION + 1))
-        for config in configs:
-            info = await client.create_consumer(stream_name, config)
-            matching = [seq for seq in all_seqs if not config.filter_subject or subject_of(seq) == "orders.a"]
-            models[config.name] = [
-                Model(config.name, p, matching, info.config.max_ack_pending, info.config.ack_wait_ms)
-                for p in range(PARTITIONS)
-            ]
+        await publish_every_partition(client, stream_name)
+        models = await create_models(client, stream_name)
         for name, partition_models in models.items():
             for model in partition_models:
                 if name == "only-a" and model.partition == 1:
@@ -252,42 +299,15 @@ async def test_sigkill_keeps_consumer_state_and_redelivers_unacked(clock_node: N
 
         # Past the nak delay only: the naked message alone is due (its redeliver time survived).
         await clock.advance(NAK_DELAY_MS + 1)
-        for name, partition_models in models.items():
+        for partition_models in models.values():
             for model in partition_models:
-                if not model.naked:
-                    continue
-                messages = await client.fetch(stream_name, name, model.partition, batch_size=1)
-                assert [(m.seq, m.deliver_count) for m in messages] == [(model.naked, 2)], (name, model.partition)
-                await client.ack(stream_name, name, model.partition, model.naked)
-                model.deliver_count[model.naked] = 2
-                model.redelivered_total += 1
-                model.acked.add(model.naked)
+                if model.naked:
+                    await redeliver_naked(client, stream_name, model)
         await clock.advance(DEFAULT_ACK_WAIT_MS)
         redelivered = 0
         for name, partition_models in models.items():
             for model in partition_models:
-                pending_before = model.pending
-                undelivered_before = model.undelivered()
-                received = await drain(client, stream_name, model)
-                seqs = [message.seq for message in received]
-                assert seqs == pending_before + undelivered_before, (name, model.partition)
-                for message in received:
-                    assert message.partition == model.partition
-                    assert message.subject == subject_of(message.seq)
-                    assert message.payload == f"p{model.partition}-{message.seq}".encode()
-                    assert message.deliver_count == model.deliver_count.get(message.seq, 0) + 1, (
-                        name,
-                        model.partition,
-                        message.seq,
-                    )
-                    model.deliver_count[message.seq] = message.deliver_count
-                model.acked.update(seqs)
-                model.delivered_total += len(undelivered_before)
-                model.redelivered_total += len(pending_before)
-                redelivered += len(pending_before)
-                # At least once, nothing lost: every matching message acknowledged but the terminated.
-                assert model.acked == set(model.matching) - model.termed, (name, model.partition)
-                assert model.acked.isdisjoint(model.termed)
+                redelivered += await drain_after_ack_wait(client, stream_name, model)
             info = await client.consumer_info(stream_name, name)
             check_info_matches_model(info, partition_models)
             for state in info.partitions:

@@ -26,7 +26,7 @@ from weir.errors import (
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
-from weir_partition_node.consumers import Pending
+from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Pending, check_cursor
 from weir_partition_node.node import Node
 from weir_partition_node.settings import NodeSettings
 
@@ -1124,3 +1124,18 @@ async def test_subscribe_binding_rules(node: Node) -> None:
     await close(one)
     await close(two)
     assert node.consumer_info("bind", "shared").delivered_total == 4
+
+
+def test_check_cursor_refuses_a_cursor_that_breaks_the_pending_invariants() -> None:
+    """consumers.check_cursor (run on every cursor a commit stores): pending seqs ascend and none is
+    above last_delivered; a cursor that breaks it is a bug the commit must not store."""
+    spec = ConsumerSpec("c", 1, None, 30_000, 5, "", 1_000)
+    fine = ConsumerCursor(spec, 10, {4: Pending(0, 1, 0), 9: Pending(0, 1, 0)})
+    check_cursor(fine)
+    check_cursor(ConsumerCursor(spec, 0))
+    for broken in (
+        ConsumerCursor(spec, 8, {4: Pending(0, 1, 0), 9: Pending(0, 1, 0)}),  # 9 was never delivered
+        ConsumerCursor(spec, 10, {9: Pending(0, 1, 0), 4: Pending(0, 1, 0)}),  # out of order
+    ):
+        with pytest.raises(AssertionError, match="pending seqs"):
+            check_cursor(broken)

@@ -88,34 +88,59 @@ def _guard(method: str, handler: Any) -> Any:
         except DecodeError as error:
             return _Undecodable(method, str(error) or "truncated or malformed protobuf")
 
-    if handler.unary_unary is not None:
-        unary = handler.unary_unary
+    for guard in (_guard_unary, _guard_server_stream, _guard_client_stream):
+        guarded = guard(handler)
+        if guarded is not None:
+            return guarded._replace(request_deserializer=decode)
+    return handler
 
-        async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            if isinstance(request, _Undecodable):
-                await context.abort_with_status(request.error().to_status())
-            return await unary(request, context)
 
-        return handler._replace(request_deserializer=decode, unary_unary=unary_unary)
+async def _abort(request: _Undecodable, context: grpc.aio.ServicerContext) -> None:
+    await context.abort_with_status(request.error().to_status())
+
+
+def _guard_unary(handler: Any) -> Any:
+    """A unary-unary handler that aborts on an undecodable request; None for other kinds."""
+    if handler.unary_unary is None:
+        return None
+    unary = handler.unary_unary
+
+    async def unary_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if isinstance(request, _Undecodable):
+            await _abort(request, context)
+        return await unary(request, context)
+
+    return handler._replace(unary_unary=unary_unary)
+
+
+def _guard_server_stream(handler: Any) -> Any:
+    """A unary-stream handler (an async generator, or a coroutine writing with context.write as
+    grpc's Health.Watch does) that aborts on an undecodable request; None for other kinds."""
     if handler.unary_stream is not None and inspect.isasyncgenfunction(handler.unary_stream):
         server_stream = handler.unary_stream
 
         async def unary_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             if isinstance(request, _Undecodable):
-                await context.abort_with_status(request.error().to_status())
+                await _abort(request, context)
             async for response in server_stream(request, context):
                 yield response
 
-        return handler._replace(request_deserializer=decode, unary_stream=unary_stream)
+        return handler._replace(unary_stream=unary_stream)
     if handler.unary_stream is not None and inspect.iscoroutinefunction(handler.unary_stream):
-        writer = handler.unary_stream  # a server stream written with context.write (grpc's Health.Watch)
+        writer = handler.unary_stream
 
         async def unary_stream_writer(request: Any, context: grpc.aio.ServicerContext) -> None:
             if isinstance(request, _Undecodable):
-                await context.abort_with_status(request.error().to_status())
+                await _abort(request, context)
             await writer(request, context)
 
-        return handler._replace(request_deserializer=decode, unary_stream=unary_stream_writer)
+        return handler._replace(unary_stream=unary_stream_writer)
+    return None
+
+
+def _guard_client_stream(handler: Any) -> Any:
+    """A stream-stream (async generator) or stream-unary handler whose request stream aborts at
+    the first undecodable request; None for other kinds."""
     if handler.stream_stream is not None and inspect.isasyncgenfunction(handler.stream_stream):
         bidi = handler.stream_stream
 
@@ -123,19 +148,19 @@ def _guard(method: str, handler: Any) -> Any:
             async for response in bidi(_checked(requests, context), context):
                 yield response
 
-        return handler._replace(request_deserializer=decode, stream_stream=stream_stream)
+        return handler._replace(stream_stream=stream_stream)
     if handler.stream_unary is not None:
         client_stream = handler.stream_unary
 
         async def stream_unary(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
             return await client_stream(_checked(requests, context), context)
 
-        return handler._replace(request_deserializer=decode, stream_unary=stream_unary)
-    return handler
+        return handler._replace(stream_unary=stream_unary)
+    return None
 
 
 async def _checked(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
     async for request in requests:
         if isinstance(request, _Undecodable):
-            await context.abort_with_status(request.error().to_status())
+            await _abort(request, context)
         yield request

@@ -204,6 +204,19 @@ class ConsumerCursor:
         self.counts = None
 
 
+def check_cursor(cursor: ConsumerCursor) -> None:
+    """Assert the module's invariants of a cursor about to be stored, in O(1): the pending seqs'
+    lowest and highest (insertion order) are ordered and at most `last_delivered` (so `ack_floor`
+    is below every pending seq). A failure is a bug: the commit stores nothing."""
+    if not cursor.pending:
+        return
+    lowest = next(iter(cursor.pending))
+    highest = next(reversed(cursor.pending))
+    assert 0 < lowest <= highest <= cursor.last_delivered, (
+        f"consumer {cursor.spec.name!r}: pending seqs {lowest}..{highest}, last_delivered {cursor.last_delivered}"
+    )
+
+
 @dataclass(slots=True)
 class DueScan:
     """Pending entries whose redeliver time has come, split by whether they may be redelivered."""

@@ -389,23 +389,30 @@ class Node:
         else:
             log = self._open_partition_log(config, index, check=check and placement is not None)
             executor = self._executor
+        rebuilding = isinstance(log, SqlitePartitionLog) and rebuild.is_rebuilding(log.directory)
         partition = Partition(
-            view, index, log, feed=self.feed, clock=self._clock, executor=executor, limits=self._limits
+            view,
+            index,
+            log,
+            feed=self.feed,
+            clock=self._clock,
+            executor=executor,
+            limits=self._limits,
+            lease_refusal=self._lease_refusal,
+            rebuilding=rebuilding,
         )
-        partition.lease_refusal = self._lease_refusal
-        if isinstance(log, SqlitePartitionLog) and rebuild.is_rebuilding(log.directory):
-            partition.rebuilding = True
+        if isinstance(log, SqlitePartitionLog) and rebuilding:
             logger.warning("%s/%d: rebuilding from another copy (marker in %s)", config.name, index, log.directory)
         if placement is not None:
             entry = placement.partitions[index]
-            partition.replica_epoch = (replica_epochs or {}).get(index, entry.leader_epoch)
+            partition.adopt_replica_epoch((replica_epochs or {}).get(index, entry.leader_epoch))
             if config.replicas > 1:
                 # What the other copies hold is not stored: after a restart nothing past the
                 # log's start counts as replicated until the followers report again. Starting at
                 # the log end would answer a retried msg_id of an unreplicated record as stored
                 # by every in-sync replica (and a promoted follower would count the old
                 # primary's unconfirmed tail as confirmed).
-                partition.high_watermark = partition.first_seq - 1
+                partition.replication.forget(partition.first_seq - 1)
             partition.set_role(
                 leading=leading,
                 leader_epoch=entry.leader_epoch,
@@ -874,23 +881,7 @@ class Node:
             raise InvalidArgumentError(
                 f"msg_id: at most {MAX_MSG_ID_BYTES} bytes of UTF-8, got {_utf8_size(msg_id)}", stream=stream.name
             )
-        partitions = stream.config.partitions
-        if fields.HasField("partition"):
-            partition = fields.partition
-            if partition >= partitions:
-                raise NoSuchPartitionError(
-                    f"stream {stream.name!r} has {partitions} partition(s); partition {partition} does not exist",
-                    stream=stream.name,
-                    partition=partition,
-                )
-        elif partitions == 1:
-            partition = 0
-        elif key is not None:
-            partition = partition_for_key(key, partitions)
-        elif msg_id:  # a retry finds its original in the same partition's duplicate window
-            partition = partition_for_key(msg_id.encode("utf-8", "surrogatepass"), partitions)
-        else:
-            partition = _ROUND_ROBIN  # assigned once the whole request is valid
+        partition = _partition_of(stream, fields, key, msg_id)
         expected = fields.expected_last_seq if fields.HasField("expected_last_seq") else None
         entry = PreparedEntry(subject, payload, headers, ts_ms, expected, msg_id, key)
         if fields.delay_ms or fields.deliver_at_ms or fields.hold:
@@ -976,26 +967,7 @@ class Node:
         replicated = ack_level == streams_pb2.ACK_LEVEL_ALL and stream.config.replicas > 1
         prepare = self._prepare
         prepared = [prepare(stream, fields, index if batch else None) for index, fields in enumerate(entries)]
-        groups: dict[int, _PartitionGroup] = {}
-        for index, (partition, entry, size) in enumerate(prepared):
-            chosen = next(stream.round_robin) if partition == _ROUND_ROBIN else partition
-            group = groups.get(chosen)
-            if group is None:
-                if chosen not in stream.led_set:  # before anything is appended: a failed request stores nothing
-                    raise stream.not_leader(chosen)
-                if replicated:
-                    target = stream.partitions[chosen]
-                    if target.in_sync_count() < target.min_insync:
-                        raise target.not_enough_replicas()
-                group = groups[chosen] = _PartitionGroup()
-            group.indexes.append(index)
-            group.entries.append(entry)
-            group.size += size
-            if entry.deliver_at_ms:
-                group.scheduled += 1
-        for chosen, group in groups.items():
-            if group.scheduled:
-                _check_schedule_room(stream, stream.partitions[chosen], group.scheduled)
+        groups = _group_by_partition(stream, prepared, replicated=replicated)
         outcomes: list[PublishOutcome] = [PublishOutcome(0, 0)] * len(entries)
         if ack_level == streams_pb2.ACK_LEVEL_NONE:
             for partition, group in groups.items():
@@ -1908,6 +1880,59 @@ def _check_ttl(stream: Stream, entry: PreparedEntry, ttl_ms: int) -> int:
             stream=stream.name,
         )
     return ttl_ms
+
+
+def _partition_of(stream: Stream, fields: PublishFields, key: bytes | None, msg_id: str) -> int:
+    """The partition an entry goes to: the one it names, else by key, else by msg_id (a retry
+    finds its original in the same partition's duplicate window), else _ROUND_ROBIN (assigned once
+    the whole request is valid). Errors: NoSuchPartitionError."""
+    partitions = stream.config.partitions
+    if fields.HasField("partition"):
+        partition = fields.partition
+        if partition >= partitions:
+            raise NoSuchPartitionError(
+                f"stream {stream.name!r} has {partitions} partition(s); partition {partition} does not exist",
+                stream=stream.name,
+                partition=partition,
+            )
+        return partition
+    if partitions == 1:
+        return 0
+    if key is not None:
+        return partition_for_key(key, partitions)
+    if msg_id:
+        return partition_for_key(msg_id.encode("utf-8", "surrogatepass"), partitions)
+    return _ROUND_ROBIN
+
+
+def _group_by_partition(
+    stream: Stream, prepared: list[tuple[int, PreparedEntry, int]], *, replicated: bool
+) -> dict[int, _PartitionGroup]:
+    """A request's prepared entries by partition (round-robin ones assigned now), checked before
+    anything is appended, so a failed request stores nothing: each partition is led here, has
+    enough in-sync replicas for ack_level ALL (`replicated`) and room for its scheduled entries.
+    Errors: NotLeaderError, NotEnoughReplicasError, and those of _check_schedule_room."""
+    groups: dict[int, _PartitionGroup] = {}
+    for index, (partition, entry, size) in enumerate(prepared):
+        chosen = next(stream.round_robin) if partition == _ROUND_ROBIN else partition
+        group = groups.get(chosen)
+        if group is None:
+            if chosen not in stream.led_set:
+                raise stream.not_leader(chosen)
+            if replicated:
+                target = stream.partitions[chosen]
+                if target.in_sync_count() < target.min_insync:
+                    raise target.not_enough_replicas()
+            group = groups[chosen] = _PartitionGroup()
+        group.indexes.append(index)
+        group.entries.append(entry)
+        group.size += size
+        if entry.deliver_at_ms:
+            group.scheduled += 1
+    for chosen, group in groups.items():
+        if group.scheduled:
+            _check_schedule_room(stream, stream.partitions[chosen], group.scheduled)
+    return groups
 
 
 def _check_rollup(stream: Stream, entry: PreparedEntry) -> bool:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import heapq
-import itertools
 import logging
 import time
 import zlib
@@ -84,6 +82,7 @@ from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, p
 from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer
+from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
 
@@ -116,6 +115,8 @@ class Partition:
         clock: Clock,
         executor: Executor | None,
         limits: CommitLimits,
+        lease_refusal: Callable[[], WeirError | None] | None = None,
+        rebuilding: bool = False,
     ) -> None:
         self.stream = stream
         self.index = index
@@ -138,30 +139,26 @@ class Partition:
         self.leading = True
         self.leader_epoch = 0
         self.replica_epoch = 0
-        self.high_watermark = self.last_seq
         self.epoch_start_seq = 0  # the log's end when this node last became primary (set_role)
         # The soonest per-message TTL among stored messages (0 = none): retention removes what is due.
         self.earliest_expiry_ms = log.earliest_expiry_ms()
-        self.tracker: InSyncTracker | None = None
-        self.min_insync = 1
+        # The in-sync tracker, high watermark and ack-all waiters (watermark.py): their only writer.
+        self.replication = PartitionReplication(stream.name, index, self.last_seq)
         # The log was started empty in place of an unreadable file (storage/rebuild.py): it follows
         # until it caught up with its primary and never leads meanwhile.
-        self.rebuilding = False
-        self._replicated_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self.rebuilding = rebuilding
         # Clustered: the node's self-fencing (its heartbeat lease lapsed) as an error to refuse
         # appends with, checked when a commit decides them, not only when the request arrived: an
         # append queued before a pause must not be stored by a primary another node may have replaced.
-        self.lease_refusal: Callable[[], WeirError | None] | None = None
+        self.lease_refusal = lease_refusal
         # The duplicate window (dedupe.py): the primary's index of its recent message ids, loaded
         # from the log on the first publish that needs it after it started leading.
         self._duplicates: DuplicateWindow | None = None
         self._msg_ids_pruned_ms = 0
-        self._waiter_ids = itertools.count()
         self.consumers: dict[str, ConsumerCursor] = {}
         self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
         self._take_backs: set[asyncio.Task[None]] = set()
-        self._progress_waiters: set[asyncio.Future[None]] = set()
         self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
         self._closing = False
@@ -173,7 +170,6 @@ class Partition:
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
-        self._high_watermark_gauge = metrics.HIGH_WATERMARK.labels(*self._labels)
         self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
         # Delayed delivery (scheduled.py): the primary's index of schedule records not delivered yet
         # (None on a secondary, or when the stream does not allow them) and the timer that queues
@@ -265,14 +261,17 @@ class Partition:
             # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
             self.epoch_start_seq = self.last_seq
         self.leader_epoch = leader_epoch
-        self.tracker = tracker
-        self.min_insync = min_insync
+        self.replication.set_role(tracker, min_insync)
         if was_leading and (not leading or leader_epoch != previous_epoch):
             # The epoch that appended them is over: their records may be truncated by the next
             # leader (or, led again later, hold another primary's records), so they never complete.
             self.fail_replicated_waiters(self._leadership_lost(previous_epoch))
         if leading:
             self.update_high_watermark()
+
+    def adopt_replica_epoch(self, epoch: int) -> None:
+        """This replica's log is now a prefix of epoch `epoch`'s primary's (stored by the caller)."""
+        self.replica_epoch = epoch
 
     def finish_rebuild(self, primary_through_seq: int) -> bool:
         """Once the rebuilt log holds what its primary held (`primary_through_seq`: its last seq
@@ -414,29 +413,27 @@ class Partition:
         context.scheduled_delivered.append(item.seq)
         return context.append(message.subject, context.now_ms, message)
 
+    @property
+    def high_watermark(self) -> int:
+        return self.replication.high_watermark
+
+    @property
+    def tracker(self) -> InSyncTracker | None:
+        return self.replication.tracker
+
+    @property
+    def min_insync(self) -> int:
+        return self.replication.min_insync
+
     def in_sync_count(self) -> int:
-        return len(self.tracker.in_sync) if self.tracker is not None else 1
+        return self.replication.in_sync_count()
 
     def update_high_watermark(self) -> None:
         """Primary: recompute the high watermark and complete the publishes it now covers (or
         fail them all when the in-sync set is below min_insync_replicas)."""
         if not self.leading:
             return
-        tracker = self.tracker
-        if self._progress_waiters:
-            _wake(self._progress_waiters)
-        hw = self.last_seq if tracker is None else tracker.compute_high_watermark(self.last_seq)
-        advanced = hw > self.high_watermark
-        self.high_watermark = hw
-        self._high_watermark_gauge.set(hw)
-        waiters = self._replicated_waiters
-        if waiters and self.in_sync_count() < self.min_insync:
-            self.fail_replicated_waiters(self.not_enough_replicas())
-            return
-        while waiters and waiters[0][0] <= hw:
-            _, _, future = heapq.heappop(waiters)
-            if not future.done():
-                future.set_result(None)
+        advanced = self.replication.advance(self.last_seq, self.not_enough_replicas)
         if advanced and self.stream.deliver_up_to_high_watermark:
             self.wake_waiters()
 
@@ -459,11 +456,7 @@ class Partition:
         older epoch may hold another record now), TimeoutError."""
         if not self.leading or self.leader_epoch != leader_epoch:
             raise self._leadership_lost(leader_epoch)
-        if seq <= self.high_watermark and self.in_sync_count() >= self.min_insync:
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._replicated_waiters, (seq, next(self._waiter_ids), future))
-        await asyncio.wait_for(future, timeout_s)
+        await self.replication.wait(seq, timeout_s)
 
     def _leadership_lost(self, leader_epoch: int) -> NotEnoughReplicasError:
         return NotEnoughReplicasError(
@@ -481,10 +474,7 @@ class Partition:
         return self.lease_refusal() if self.lease_refusal is not None else None
 
     def fail_replicated_waiters(self, error: WeirError) -> None:
-        waiters, self._replicated_waiters = self._replicated_waiters, []
-        for _, _, future in waiters:
-            if not future.done():
-                future.set_exception(error)
+        self.replication.fail_waiters(error)
 
     def expiry_due(self, now_ms: int) -> bool:
         """Whether a stored message's TTL ran out (the primary removes it at its next commit)."""
@@ -589,7 +579,7 @@ class Partition:
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Primary: return at the next follower report or commit (the next `update_high_watermark`),
         or after `timeout_s`."""
-        await _wait_on(self._progress_waiters, timeout_s)
+        await self.replication.wait_for_progress(timeout_s)
 
     async def drain(self) -> None:
         """Wait until everything queued so far (and whatever joins it meanwhile) is committed."""
@@ -878,19 +868,11 @@ class Partition:
                     self._duplicates_counter.inc()
                     continue
             if entry.expected_last_seq is not None:
-                actual = subject_last.get(entry.subject)
-                if actual is None:
-                    actual = self.log.subject_last_seq(entry.subject)
-                if actual != entry.expected_last_seq:
+                mismatch = self._wrong_revision(entry, subject_last)
+                if mismatch is not None:
                     if window is not None and msg_id:
                         window.release(msg_id)
-                    outcomes.append(
-                        AppendOutcome(
-                            actual,
-                            "wrong_revision",
-                            f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
-                        )
-                    )
+                    outcomes.append(mismatch)
                     continue
             if entry.deliver_at_ms:
                 seq = self._append_schedule_record(entry, context)
@@ -898,21 +880,7 @@ class Partition:
                     context.msg_ids.append((seq, msg_id, now_ms))
                 outcomes.append(AppendOutcome(seq, scheduled=True, leader_epoch=epoch))
                 continue
-            if entry.headers:
-                message = types_pb2.Message(
-                    subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
-                )
-                message.msg_id = msg_id
-            elif msg_id:  # copying an empty repeated field costs ~1.4 us a message
-                message = types_pb2.Message(
-                    subject=entry.subject, payload=entry.payload, partition=partition, msg_id=msg_id
-                )
-            else:
-                message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
-            if entry.key is not None:
-                message.key = entry.key
-            if entry.ttl_ms:
-                message.expires_at_ms = now_ms + entry.ttl_ms
+            message = _new_message(entry, partition, now_ms)
             seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
             if entry.ttl_ms:
                 context.expiries.append((seq, message.expires_at_ms))
@@ -924,6 +892,20 @@ class Partition:
         if window is not None:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
         return outcomes
+
+    def _wrong_revision(self, entry: PreparedEntry, subject_last: dict[str, int]) -> AppendOutcome | None:
+        """The outcome of an entry whose expected_last_seq is not its subject's last seq (counting
+        this commit's earlier appends), else None."""
+        actual = subject_last.get(entry.subject)
+        if actual is None:
+            actual = self.log.subject_last_seq(entry.subject)
+        if actual == entry.expected_last_seq:
+            return None
+        return AppendOutcome(
+            actual,
+            "wrong_revision",
+            f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
+        )
 
     def _append_schedule_record(self, entry: PreparedEntry, context: CommitContext) -> int:
         """Store `entry` as a schedule record due at its deliver_at_ms, or a held record (deliver_at_ms
@@ -983,6 +965,11 @@ class Partition:
             return sum(taken)
         if op.kind == ConsumerOpKind.SEEK:
             return self._seek(cursor, op.seqs[0], context)
+        return self._decide_settle(cursor, op, context)
+
+    def _decide_settle(self, cursor: ConsumerCursor, op: ConsumerOp, context: CommitContext) -> Any:
+        """ack (many seqs), nak, term, dead_letter or in_progress (one seq) of `cursor`'s deliveries.
+        Errors: NotPendingError."""
         stale = self._stale_deliveries(cursor, op)
         if op.kind == ConsumerOpKind.ACK:
             results = consumers.ack(cursor, [seq for seq in op.seqs if seq not in stale])
@@ -1337,6 +1324,7 @@ class Partition:
         self, cursor: ConsumerCursor, batch: CommitBatch
     ) -> tuple[types_pb2.Change, consumers.CommitCounts]:
         """Put a changed cursor into `batch`; returns its ConsumerStateChange and this commit's counts."""
+        consumers.check_cursor(cursor)
         spec = cursor.spec
         name = spec.name
         batch.consumer_states.append(
@@ -1443,6 +1431,26 @@ async def _wait_on(waiters: set[asyncio.Future[None]], timeout_s: float) -> None
         pass
     finally:
         waiters.discard(waiter)
+
+
+def _new_message(entry: PreparedEntry, partition: int, now_ms: int) -> types_pb2.Message:
+    """The stored message of a published entry (seq and ts_ms set when the commit appends it)."""
+    if entry.headers:
+        message = types_pb2.Message(
+            subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
+        )
+        message.msg_id = entry.msg_id
+    elif entry.msg_id:  # copying an empty repeated field costs ~1.4 us a message
+        message = types_pb2.Message(
+            subject=entry.subject, payload=entry.payload, partition=partition, msg_id=entry.msg_id
+        )
+    else:
+        message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
+    if entry.key is not None:
+        message.key = entry.key
+    if entry.ttl_ms:
+        message.expires_at_ms = now_ms + entry.ttl_ms
+    return message
 
 
 def _ack_results(

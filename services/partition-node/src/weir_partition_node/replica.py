@@ -173,11 +173,11 @@ class ReplicaManager:
                             entry.leader_epoch,
                         )
                         metrics.DIVERGENT_TRUNCATED.labels(name, str(index)).inc(dropped)
-                    partition.high_watermark = min(partition.high_watermark, partition.last_seq)
+                    partition.replication.clamp(partition.last_seq)
                     epochs[index] = entry.leader_epoch
                 await self.node.catalog.set_replica_state(name, placement.SerializeToString(), epochs)
                 for index in changed:
-                    stream.partitions[index].replica_epoch = epochs[index]
+                    stream.partitions[index].adopt_replica_epoch(epochs[index])
             stream.placement = placement
             led = {
                 index for index in stream.partitions if placement.partitions[index].primary_node_id == self.node.node_id
@@ -536,7 +536,7 @@ class ReplicaManager:
             metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
             logger.error("%s/%d: %s", request.stream, request.partition, message)
         if code == ReplicationResult.OK:
-            partition.high_watermark = max(partition.high_watermark, min(request.high_watermark, partition.last_seq))
+            partition.replication.learn(request.high_watermark, partition.last_seq)
             if partition.finish_rebuild(max(request.primary_last_seq, request.high_watermark)):
                 logger.warning(
                     "%s/%d: rebuilt from the primary through seq %d; a replica like any other again",

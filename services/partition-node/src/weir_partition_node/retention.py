@@ -96,31 +96,9 @@ def plan_retention(
     """
     plan = RetentionPlan()
     removed: set[int] = set()
-    for reason, stored_rows in (removals or {}).items():
-        kept: list[RowInfo] = []
-        for stored in stored_rows:
-            if stored.seq >= first_seq and stored.seq not in removed:
-                removed.add(stored.seq)
-                kept.append(stored)
-                plan.consumer_removed_count += 1
-                plan.consumer_removed_bytes += stored.size
-        if kept:
-            plan.consumer_removals[reason] = kept
+    _plan_removals(plan, removed, removals or {}, first_seq)
     if bounds.max_msgs_per_subject:
-        by_subject: dict[str, list[NewRow]] = {}
-        for row in new_rows:
-            by_subject.setdefault(row.subject, []).append(row)
-        for subject, rows in by_subject.items():
-            keep_stored = bounds.max_msgs_per_subject - len(rows)
-            doomed: list[tuple[int, int]] = [(r.seq, r.size) for r in subject_excess(subject, max(0, keep_stored))]
-            if keep_stored < 0:
-                doomed.extend((r.seq, r.size) for r in rows[:-keep_stored])
-            for seq, size in doomed:
-                if seq in removed:
-                    continue
-                removed.add(seq)
-                plan.remove_seqs.append(seq)
-                plan.removed_bytes += size
+        _plan_subject_limit(plan, removed, bounds.max_msgs_per_subject, new_rows, subject_excess)
     if not bounds.any_prefix_bound and keep_from_seq <= first_seq and purge_before_seq <= first_seq:
         return plan
 
@@ -130,17 +108,15 @@ def plan_retention(
     for candidate in _rows_in_order(first_seq, new_rows, oldest):
         if candidate.seq in removed:
             continue
-        reason = ""
-        if bounds.max_msgs and count > bounds.max_msgs:
-            reason = "max_msgs"
-        elif bounds.max_bytes and total > bounds.max_bytes:
-            reason = "max_bytes"
-        elif age_cutoff is not None and candidate.ts_ms < age_cutoff:
-            reason = "max_age"
-        elif candidate.seq < purge_before_seq:
-            reason = "purge"
-        elif candidate.seq < keep_from_seq:
-            reason = "interest"
+        reason = _prefix_reason(
+            bounds,
+            count=count,
+            total=total,
+            age_cutoff=age_cutoff,
+            candidate=candidate,
+            purge_before_seq=purge_before_seq,
+            keep_from_seq=keep_from_seq,
+        )
         if not reason:
             break
         plan.truncate_reason = plan.truncate_reason or reason
@@ -150,6 +126,71 @@ def plan_retention(
         count -= 1
         total -= candidate.size
     return plan
+
+
+def _plan_removals(
+    plan: RetentionPlan, removed: set[int], removals: Mapping[str, Sequence[RowInfo]], first_seq: int
+) -> None:
+    """Removals decided elsewhere (stored rows by reason): each stored seq once, first reason wins."""
+    for reason, stored_rows in removals.items():
+        kept: list[RowInfo] = []
+        for stored in stored_rows:
+            if stored.seq >= first_seq and stored.seq not in removed:
+                removed.add(stored.seq)
+                kept.append(stored)
+                plan.consumer_removed_count += 1
+                plan.consumer_removed_bytes += stored.size
+        if kept:
+            plan.consumer_removals[reason] = kept
+
+
+def _plan_subject_limit(
+    plan: RetentionPlan,
+    removed: set[int],
+    max_msgs_per_subject: int,
+    new_rows: Sequence[NewRow],
+    subject_excess: Callable[[str, int], list[RowInfo]],
+) -> None:
+    """max_msgs_per_subject: per subject the new rows get, the oldest stored (then new) rows beyond it."""
+    by_subject: dict[str, list[NewRow]] = {}
+    for row in new_rows:
+        by_subject.setdefault(row.subject, []).append(row)
+    for subject, rows in by_subject.items():
+        keep_stored = max_msgs_per_subject - len(rows)
+        doomed: list[tuple[int, int]] = [(r.seq, r.size) for r in subject_excess(subject, max(0, keep_stored))]
+        if keep_stored < 0:
+            doomed.extend((r.seq, r.size) for r in rows[:-keep_stored])
+        for seq, size in doomed:
+            if seq in removed:
+                continue
+            removed.add(seq)
+            plan.remove_seqs.append(seq)
+            plan.removed_bytes += size
+
+
+def _prefix_reason(
+    bounds: LimitsBounds,
+    *,
+    count: int,
+    total: int,
+    age_cutoff: int | None,
+    candidate: RowInfo | NewRow,
+    purge_before_seq: int,
+    keep_from_seq: int,
+) -> str:
+    """Why the oldest remaining row goes ("" = it stays, and so does everything after it), given
+    the partition's `count` messages and `total` bytes with it."""
+    if bounds.max_msgs and count > bounds.max_msgs:
+        return "max_msgs"
+    if bounds.max_bytes and total > bounds.max_bytes:
+        return "max_bytes"
+    if age_cutoff is not None and candidate.ts_ms < age_cutoff:
+        return "max_age"
+    if candidate.seq < purge_before_seq:
+        return "purge"
+    if candidate.seq < keep_from_seq:
+        return "interest"
+    return ""
 
 
 def _rows_in_order(

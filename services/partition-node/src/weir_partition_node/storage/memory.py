@@ -48,17 +48,7 @@ class MemoryPartitionLog:
         self._expiries: dict[int, int] = {}  # seq -> expires_at_ms, for stored messages with a TTL
 
     def commit(self, batch: CommitBatch) -> None:
-        # Validate first so a failing batch changes nothing (atomicity).
-        for record in batch.records:
-            if record[0] in self._messages:
-                raise ValueError(f"seq {record[0]} already stored")
-        rows = self._msg_id_rows
-        if batch.msg_ids:
-            kept = [row for row in rows if batch.msg_ids_after is None or row.first_seq <= batch.msg_ids_after]
-            stored_through = kept[-1].last_seq if kept else 0
-            if batch.msg_ids_after is not None:
-                stored_through = min(stored_through, batch.msg_ids_after)
-            msgids.check_appended([seq for seq, _, _ in batch.msg_ids], stored_through)
+        self._check(batch)  # first, so a failing batch changes nothing (atomicity)
         for record in batch.records:
             self._insert(record)
         self._expiries.update(batch.expiries)
@@ -77,6 +67,24 @@ class MemoryPartitionLog:
             for change_seq in self._change_seqs[:cut]:
                 del self._changes[change_seq]
             del self._change_seqs[:cut]
+        self._store_consumers(batch)
+        self._store_msg_ids(batch)
+        self._last_seq = batch.last_seq
+
+    def _check(self, batch: CommitBatch) -> None:
+        """Refuse (ValueError) a batch that would store a seq twice, or duplicate-window rows out of order."""
+        for record in batch.records:
+            if record[0] in self._messages:
+                raise ValueError(f"seq {record[0]} already stored")
+        if batch.msg_ids:
+            rows = self._msg_id_rows
+            kept = [row for row in rows if batch.msg_ids_after is None or row.first_seq <= batch.msg_ids_after]
+            stored_through = kept[-1].last_seq if kept else 0
+            if batch.msg_ids_after is not None:
+                stored_through = min(stored_through, batch.msg_ids_after)
+            msgids.check_appended([seq for seq, _, _ in batch.msg_ids], stored_through)
+
+    def _store_consumers(self, batch: CommitBatch) -> None:
         for name in batch.consumer_deletes:
             self._consumers.pop(name, None)
             self._pending.pop(name, None)
@@ -86,8 +94,6 @@ class MemoryPartitionLog:
             self._pending.get(name, {}).pop(seq, None)
         for name, seq, delivered_at, count, redeliver_at in batch.pending_upserts:
             self._pending.setdefault(name, {})[seq] = (delivered_at, count, redeliver_at)
-        self._store_msg_ids(batch)
-        self._last_seq = batch.last_seq
 
     def _store_msg_ids(self, batch: CommitBatch) -> None:
         rows = self._msg_id_rows

@@ -117,6 +117,51 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE consumers ADD COLUMN last_per_subject_until INTEGER NOT NULL DEFAULT 0")
 
 
+def _write_messages(db: sqlite3.Connection, batch: CommitBatch) -> None:
+    """The batch's message rows, in CommitBatch's order: insert, repair, index expiries, remove, cut."""
+    if batch.records:
+        db.executemany(
+            "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)", batch.records
+        )
+    if batch.repairs:
+        db.executemany(
+            "UPDATE messages SET record = ? WHERE seq = ? AND crc = ?",
+            [(record, seq, crc) for seq, crc, record in batch.repairs],
+        )
+    if batch.expiries:
+        db.executemany("INSERT OR REPLACE INTO expiries (seq, expires_at_ms) VALUES (?, ?)", batch.expiries)
+    if batch.remove_seqs:
+        removed = [(seq,) for seq in batch.remove_seqs]
+        db.executemany("DELETE FROM messages WHERE seq = ?", removed)
+        db.executemany("DELETE FROM expiries WHERE seq = ?", removed)
+    if batch.truncate_before > 0:
+        db.execute("DELETE FROM messages WHERE seq < ?", (batch.truncate_before,))
+        db.execute("DELETE FROM expiries WHERE seq < ?", (batch.truncate_before,))
+
+
+def _write_consumers(db: sqlite3.Connection, batch: CommitBatch) -> None:
+    """The batch's consumer store: drop consumers, then upsert cursors, then pending entries."""
+    if batch.consumer_deletes:
+        names = [(name,) for name in batch.consumer_deletes]
+        db.executemany("DELETE FROM consumers WHERE name = ?", names)
+        db.executemany("DELETE FROM pending WHERE consumer = ?", names)
+    if batch.consumer_states:
+        db.executemany(
+            "INSERT OR REPLACE INTO consumers (name, incarnation, ack_floor, last_delivered, delivered, "
+            "acked, redelivered, dead_lettered, dropped, termed, last_per_subject_until) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            batch.consumer_states,
+        )
+    if batch.pending_deletes:
+        db.executemany("DELETE FROM pending WHERE consumer = ? AND seq = ?", batch.pending_deletes)
+    if batch.pending_upserts:
+        db.executemany(
+            "INSERT OR REPLACE INTO pending (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms) "
+            "VALUES (?, ?, ?, ?, ?)",
+            batch.pending_upserts,
+        )
+
+
 class SqlitePartitionLog:
     """A `PartitionLog` in ``<directory>/log.sqlite``."""
 
@@ -197,48 +242,12 @@ class SqlitePartitionLog:
         db = self._writer
         db.execute("BEGIN IMMEDIATE")
         try:
-            if batch.records:
-                db.executemany(
-                    "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)",
-                    batch.records,
-                )
-            if batch.repairs:
-                db.executemany(
-                    "UPDATE messages SET record = ? WHERE seq = ? AND crc = ?",
-                    [(record, seq, crc) for seq, crc, record in batch.repairs],
-                )
-            if batch.expiries:
-                db.executemany("INSERT OR REPLACE INTO expiries (seq, expires_at_ms) VALUES (?, ?)", batch.expiries)
-            if batch.remove_seqs:
-                removed = [(seq,) for seq in batch.remove_seqs]
-                db.executemany("DELETE FROM messages WHERE seq = ?", removed)
-                db.executemany("DELETE FROM expiries WHERE seq = ?", removed)
-            if batch.truncate_before > 0:
-                db.execute("DELETE FROM messages WHERE seq < ?", (batch.truncate_before,))
-                db.execute("DELETE FROM expiries WHERE seq < ?", (batch.truncate_before,))
+            _write_messages(db, batch)
             if batch.changes:
                 db.executemany("INSERT INTO changes (change_seq, ts_ms, record) VALUES (?, ?, ?)", batch.changes)
             if batch.drop_changes_before > 0:
                 db.execute("DELETE FROM changes WHERE change_seq < ?", (batch.drop_changes_before,))
-            if batch.consumer_deletes:
-                names = [(name,) for name in batch.consumer_deletes]
-                db.executemany("DELETE FROM consumers WHERE name = ?", names)
-                db.executemany("DELETE FROM pending WHERE consumer = ?", names)
-            if batch.consumer_states:
-                db.executemany(
-                    "INSERT OR REPLACE INTO consumers (name, incarnation, ack_floor, last_delivered, delivered, "
-                    "acked, redelivered, dead_lettered, dropped, termed, last_per_subject_until) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    batch.consumer_states,
-                )
-            if batch.pending_deletes:
-                db.executemany("DELETE FROM pending WHERE consumer = ? AND seq = ?", batch.pending_deletes)
-            if batch.pending_upserts:
-                db.executemany(
-                    "INSERT OR REPLACE INTO pending (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    batch.pending_upserts,
-                )
+            _write_consumers(db, batch)
             if batch.msg_ids or batch.msg_ids_after is not None or batch.msg_id_retention is not None:
                 self._msg_ids.store(db, batch)
             if batch.truncate_before > 0 or batch.remove_seqs:
