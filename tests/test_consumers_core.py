@@ -73,7 +73,7 @@ async def publish(node: Node, stream: str, *entries: streams_pb2.PublishEntry) -
 
 
 async def changes(node: Node, from_change_seq: int = 0) -> list[types_pb2.Change]:
-    records, _, _ = await node.read_changes(from_change_seq, 10_000)
+    records, _, _ = await node.changes.read_changes(from_change_seq, 10_000)
     return [types_pb2.Change.FromString(record) for record in records]
 
 
@@ -117,16 +117,16 @@ def totals(info: types_pb2.ConsumerInfo) -> tuple[int, int, int, int, int, int]:
 
 
 def record_size(node: Node, stream: str, seq: int, partition: int = 0) -> int:
-    return len(node.get_message(stream, partition, seq))
+    return len(node.reads.get_message(stream, partition, seq))
 
 
 def stored_seqs(node: Node, stream: str, partition: int = 0) -> list[int]:
-    records, _, _ = node.read_messages(stream, partition, 0, 10_000, 0)
+    records, _, _ = node.reads.read_messages(stream, partition, 0, 10_000, 0)
     return [seq for seq, _ in records]
 
 
 def stored_bytes(node: Node, stream: str, partition: int = 0) -> int:
-    records, _, _ = node.read_messages(stream, partition, 0, 10_000, 0)
+    records, _, _ = node.reads.read_messages(stream, partition, 0, 10_000, 0)
     return sum(len(record) for _, record in records)
 
 
@@ -362,7 +362,7 @@ async def test_fetch_record_is_the_stored_message(node: Node) -> None:
         T0,
     )
     assert [(h.key, h.value) for h in message.headers] == [("h", "v")]
-    assert delivery.record == node.get_message("rec", 1, 1)
+    assert delivery.record == node.reads.get_message("rec", 1, 1)
 
 
 async def test_max_ack_pending_bounds_fetch(node: Node, storage: str) -> None:
@@ -528,7 +528,7 @@ async def dead_letter_setup(node: Node, clock: ManualClock, storage: str, dead_l
 
 def assert_dead_letter(node: Node, clock: ManualClock) -> None:
     assert stats(node, "dl", 1)[2:] == (1, 2)
-    message = types_pb2.Message.FromString(node.get_message("dl", 1, 2))
+    message = types_pb2.Message.FromString(node.reads.get_message("dl", 1, 2))
     assert (message.seq, message.subject, message.payload, message.partition, message.ts_ms) == (
         2,
         "dlq.c",
@@ -617,7 +617,7 @@ async def test_work_queue_ack_removes_the_message(node: Node, storage: str) -> N
     assert stored_seqs(node, "wq") == [1, 3]
     assert stored_bytes(node, "wq") == sizes[1] + sizes[3]
     with pytest.raises(NoSuchMessageError):
-        node.get_message("wq", 0, 2)
+        node.reads.get_message("wq", 0, 2)
     new = await changes(node)
     assert [c.WhichOneof("kind") for c in new[before:]] == ["remove", "consumer_state"]
     remove = new[before].remove
@@ -659,7 +659,7 @@ async def test_work_queue_dead_letter_moves_the_original(node: Node, clock: Manu
     clock.advance(1000)
     assert await fetch(node, "wqd", batch=1) == [(2, 1)]  # seq 1 dead-lettered in the same commit
     assert stored_seqs(node, "wqd") == [2, 3]
-    dead = types_pb2.Message.FromString(node.get_message("wqd", 0, 3))
+    dead = types_pb2.Message.FromString(node.reads.get_message("wqd", 0, 3))
     assert (dead.subject, dead.payload) == ("dlq.x", b"first")
     msg_count, total, _, last_seq = stats(node, "wqd")
     assert (msg_count, total, last_seq) == (2, stored_bytes(node, "wqd"), 3)
@@ -846,7 +846,7 @@ async def test_watch_lifecycle_includes_consumer_events(node: Node) -> None:
     seen: list[tuple[str, str]] = []
 
     async def watch() -> None:
-        async for change in node.watch_lifecycle(start):
+        async for change in node.changes.watch_lifecycle(start):
             kind = change.WhichOneof("kind") or ""
             name = change.consumer_created.config.name or change.consumer_deleted.consumer
             seen.append((kind, name))

@@ -172,7 +172,7 @@ async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_no
         (0, 6, False),
     ]
     assert core.stream_info("orders").stats.msg_count == 6
-    stored = [types_pb2.Message.FromString(record) for _, record in core.read_messages("orders", 0, 1, 100, 0)[0]]
+    stored = [types_pb2.Message.FromString(record) for _, record in core.reads.read_messages("orders", 0, 1, 100, 0)[0]]
     assert [message.msg_id for message in stored] == ["a", "b", "", "c", "d", ""]
 
 

@@ -76,7 +76,7 @@ async def publish(node: Node, stream: str, *entries: streams_pb2.PublishEntry) -
 
 
 async def changes(node: Node, from_change_seq: int = 0) -> list[types_pb2.Change]:
-    records, _, _ = await node.read_changes(from_change_seq, 10_000)
+    records, _, _ = await node.changes.read_changes(from_change_seq, 10_000)
     return [types_pb2.Change.FromString(record) for record in records]
 
 
@@ -122,7 +122,7 @@ async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: s
     await node.create_stream(stream_config("kv", subjects=["kv.>"], max_msgs_per_subject=2, storage=storage))
     for value in range(5):
         await publish(node, "kv", entry("kv.a", bytes([value])), entry("kv.b", bytes([value])))
-    history = node.scan_subject("kv", 0, "kv.a", 0, 100)
+    history = node.reads.scan_subject("kv", 0, "kv.a", 0, 100)
     assert [types_pb2.Message.FromString(r).payload for r in history] == [b"\x03", b"\x04"]
     assert node.stream_info("kv").stats.msg_count == 4
     removes = [c.remove for c in await changes(node) if c.WhichOneof("kind") == "remove"]
@@ -136,7 +136,7 @@ async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_com
     assert await publish(node, "roll", entry("kv.a", b"purged", rollup=True)) == [4]
 
     def payloads(subject: str) -> list[bytes]:
-        return [types_pb2.Message.FromString(r).payload for r in node.scan_subject("roll", 0, subject, 0, 100)]
+        return [types_pb2.Message.FromString(r).payload for r in node.reads.scan_subject("roll", 0, subject, 0, 100)]
 
     assert (payloads("kv.a"), payloads("kv.b")) == ([b"purged"], [b"1"])
     (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
@@ -169,19 +169,19 @@ async def test_a_message_with_a_ttl_is_removed_when_it_runs_out(node: Node, cloc
     await node.create_stream(stream_config("ttl", storage=storage))
     stored_at = clock.now_ms()
     assert await publish(node, "ttl", entry(ttl_ms=1000), entry(), entry(ttl_ms=3000)) == [1, 2, 3]
-    records, _, _ = node.read_messages("ttl", 0, 1, 1, 0)
+    records, _, _ = node.reads.read_messages("ttl", 0, 1, 1, 0)
     assert types_pb2.Message.FromString(records[0][1]).expires_at_ms == stored_at + 1000
     feed_before = len(await changes(node))
     clock.advance(999)
     assert await node.sweep_once() == 0
     clock.advance(1)
     assert await node.sweep_once() == 1
-    assert [seq for seq, _ in node.read_messages("ttl", 0, 0, 100, 0)[0]] == [2, 3]
+    assert [seq for seq, _ in node.reads.read_messages("ttl", 0, 0, 100, 0)[0]] == [2, 3]
     (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
     assert (list(remove.seqs), remove.reason) == ([1], "ttl")
     clock.advance(2000)
     assert await node.sweep_once() == 1
-    assert [seq for seq, _ in node.read_messages("ttl", 0, 0, 100, 0)[0]] == [2]
+    assert [seq for seq, _ in node.reads.read_messages("ttl", 0, 0, 100, 0)[0]] == [2]
     assert node.hosted_partition("ttl", 0).earliest_expiry_ms == 0
 
 
@@ -205,7 +205,7 @@ async def test_ttls_survive_a_restart_and_a_promoted_copy_expires_what_it_replic
         copy.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
         clock.advance(5000)
         assert await reopened.sweep_once() == 1  # "kept": its TTL index was stored; the copy follows
-        assert [seq for seq, _ in reopened.read_messages("kept", 0, 0, 100, 0)[0]] == [2]
+        assert [seq for seq, _ in reopened.reads.read_messages("kept", 0, 0, 100, 0)[0]] == [2]
         assert copy.msg_count == 1  # a secondary never expires anything itself
         copy.set_role(leading=True, leader_epoch=3, tracker=None, min_insync=1)
         assert await reopened.sweep_once() == 1
@@ -228,7 +228,7 @@ async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storag
     await publish(node, "del", *[entry() for _ in range(5)])
     feed_before = len(await changes(node))
     assert await node.purge_partition("del", 0, None, [4, 2, 9, 2]) == (2, 1)  # 9 is not stored
-    assert [seq for seq, _ in node.read_messages("del", 0, 0, 100, 0)[0]] == [1, 3, 5]
+    assert [seq for seq, _ in node.reads.read_messages("del", 0, 0, 100, 0)[0]] == [1, 3, 5]
     (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
     assert (list(remove.seqs), remove.reason) == ([2, 4], "deleted")
     assert await node.purge_partition("del", 0, None, [1]) == (1, 3)  # the first one: first_seq moves
@@ -297,10 +297,10 @@ async def test_change_feed_retention_reports_truncation(tmp_path: Path, clock: M
             await publish(core, "busy", entry())
         await core.sweep_once()
         with pytest.raises(ChangeFeedTruncatedError) as caught:
-            await core.read_changes(1, 10)
+            await core.changes.read_changes(1, 10)
         first = int(caught.value.metadata["first_change_seq"])
         assert first > 1
-        records, _, horizon = await core.read_changes(first, 10_000)
+        records, _, horizon = await core.changes.read_changes(first, 10_000)
         assert len(records) == horizon - first + 1
     finally:
         await core.close()
@@ -373,7 +373,7 @@ async def _read_all(node: Node, start: int, limit: int, feed_filter: ChangeFilte
     read: list[types_pb2.Change] = []
     cursor = start
     while cursor <= node.feed.horizon:
-        records, next_seq, _ = await node.read_changes(cursor, limit, feed_filter)
+        records, next_seq, _ = await node.changes.read_changes(cursor, limit, feed_filter)
         assert next_seq > cursor
         assert len(records) <= limit
         page = [types_pb2.Change.FromString(record) for record in records]
@@ -439,7 +439,7 @@ async def test_a_filtered_tail_sends_progress_past_skipped_changes(node: Node) -
     batches: asyncio.Queue[tuple[list[bytes], int, int]] = asyncio.Queue()
 
     async def tail() -> None:
-        async for batch in node.tail_changes(
+        async for batch in node.changes.tail_changes(
             start, 100, ChangeFilter(stream="quiet", partition=0, exclude_appends=True)
         ):
             await batches.put(batch)
@@ -566,15 +566,15 @@ async def test_a_new_primary_answers_point_reads_of_a_high_watermark_stream_once
     partition.set_role(leading=True, leader_epoch=3, tracker=three_copies(high_watermark=1), min_insync=2)
     assert partition.high_watermark == 1  # the followers have not reported to the new epoch yet
     with pytest.raises(CatchingUpError, match="confirming what the previous one acknowledged"):
-        node.latest_at_subject("promoted", 0, "k")
+        node.reads.latest_at_subject("promoted", 0, "k")
     with pytest.raises(CatchingUpError):
-        node.scan_subject("promoted", 0, "k", 0, 10)
-    assert [seq for seq, _ in node.read_messages("promoted", 0, 0, 10, 0)[0]] == [1]  # a tail read waits
+        node.reads.scan_subject("promoted", 0, "k", 0, 10)
+    assert [seq for seq, _ in node.reads.read_messages("promoted", 0, 0, 10, 0)[0]] == [1]  # a tail read waits
     assert partition.tracker is not None
     for follower in ("f1", "f2"):
         partition.tracker.report(follower, 2, 2, now_ms=1)
     partition.update_high_watermark()
-    latest = node.latest_at_subject("promoted", 0, "k")
+    latest = node.reads.latest_at_subject("promoted", 0, "k")
     assert latest is not None and types_pb2.Message.FromString(latest).seq == 2
 
 
@@ -706,8 +706,8 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
 
         async def sample() -> None:
             while not stop.is_set():
-                watermark = core.feed_watermark_ms()
-                _, _, horizon = await core.read_changes(2**62, 1)
+                watermark = core.changes.feed_watermark_ms()
+                _, _, horizon = await core.changes.read_changes(2**62, 1)
                 samples.append((watermark, horizon))
                 await asyncio.sleep(0.001)
 
@@ -722,7 +722,7 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
         changes: list[types_pb2.Change] = []
         position = 1
         while True:
-            records, position, horizon = await core.read_changes(position, 10_000)
+            records, position, horizon = await core.changes.read_changes(position, 10_000)
             changes.extend(types_pb2.Change.FromString(record) for record in records)
             if position > horizon:
                 break

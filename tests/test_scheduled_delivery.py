@@ -111,7 +111,7 @@ async def fetch_messages(node: Node, stream: str, max_wait_ms: int = 0) -> list[
 
 
 def stored(node: Node, stream: str) -> list[tuple[int, str]]:
-    records, _, _ = node.read_messages(stream, 0, 0, 10_000, 0)
+    records, _, _ = node.reads.read_messages(stream, 0, 0, 10_000, 0)
     return [(seq, types_pb2.Message.FromString(record).subject) for seq, record in records]
 
 
@@ -148,8 +148,8 @@ async def test_a_delayed_message_is_stored_at_once_and_delivered_at_its_time(
     assert [(h.key, h.value) for h in delivered.headers] == [("h", "v")]
     assert stored(core, "delayed") == [(2, "s.now"), (3, "s.late")]  # the schedule record went with it
     with pytest.raises(NoSuchMessageError):
-        core.get_message("delayed", 0, 1)
-    records, _, _ = await core.read_changes(0, 10_000)
+        core.reads.get_message("delayed", 0, 1)
+    records, _, _ = await core.changes.read_changes(0, 10_000)
     removals = [change.remove for change in map(types_pb2.Change.FromString, records) if change.HasField("remove")]
     assert [(list(r.seqs), r.reason) for r in removals] == [([1], "scheduled")]
     clock.advance(30_000)  # (under the consumer's ack_wait: nothing is redelivered)
@@ -397,7 +397,7 @@ async def test_held_messages_wait_for_a_release_that_delivers_or_discards_them(c
         with pytest.raises(NoSuchMessageError, match="no scheduled or held message"):
             await core.release_scheduled("tx", 0, seq, discard=True)
     assert [subject for _, subject in stored(core, "tx")] == ["tx.order", "tx.order"]
-    records, _, _ = await core.read_changes(0, 10_000)
+    records, _, _ = await core.changes.read_changes(0, 10_000)
     reasons = [c.remove.reason for c in map(types_pb2.Change.FromString, records) if c.HasField("remove")]
     assert sorted(reasons) == ["discarded", "scheduled", "scheduled"]
 

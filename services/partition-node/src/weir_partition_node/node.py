@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import itertools
 import logging
 import shutil
@@ -25,15 +24,12 @@ from typing import Any, Protocol, TypeVar
 
 from weir.errors import (
     AlreadyExistsError,
-    ChangeFeedTruncatedError,
     ConsumerBoundError,
-    CorruptRecordError,
     InvalidArgumentError,
     InvalidConfigError,
     InvalidSubjectError,
     LeaderLeaseExpiredError,
     NoSuchConsumerError,
-    NoSuchMessageError,
     NoSuchPartitionError,
     NoSuchStreamError,
     NotLeaderError,
@@ -53,17 +49,15 @@ from weir.subjects import (
     SubjectFilter,
     patterns_overlap,
     validate_name,
-    validate_pattern,
-    validate_subject,
 )
 from weir.v1 import streams_pb2, types_pb2
 from weir_server.consumer_info import add_partition_totals
 from weir_server.replication import InSyncTracker
 from weir_server.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
 
-from weir_partition_node import consumers, metrics, reads, scheduled
+from weir_partition_node import consumers, metrics, scheduled
 from weir_partition_node.catalog import Catalog, ConsumerRow
-from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
+from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
 from weir_partition_node.commit_items import AppendOutcome, CommitLimits, ConsumerOpKind, Delivery, PreparedEntry
 from weir_partition_node.consumers import (
@@ -74,6 +68,15 @@ from weir_partition_node.consumers import (
     normalize_consumer_config,
 )
 from weir_partition_node.dedupe import MAX_MSG_ID_BYTES
+from weir_partition_node.feed_reads import TAIL_IDLE_WAKE_S, ChangeFeedReader
+from weir_partition_node.node_reads import (
+    DEFAULT_READ_BYTES,
+    DEFAULT_READ_MESSAGES,
+    MAX_FETCH_WAIT_MS,
+    MAX_READ_MESSAGES,
+    NodeReads,
+    check_max_bytes,
+)
 from weir_partition_node.partition import Partition, StreamView
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage import rebuild
@@ -86,21 +89,9 @@ from weir_partition_node.streamconfig import bounds_of, check_placement, hosted_
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DEFAULT_READ_MESSAGES = 100
-MAX_READ_MESSAGES = 10_000
-DEFAULT_READ_BYTES = 4 * 1024 * 1024
-# A read answer's bound (it must fit the gRPC send limit, 64 MiB; at least one message always goes).
-MAX_READ_BYTES = 32 * 1024 * 1024
 MAX_PUBLISH_BATCH_ENTRIES = 10_000
-DEFAULT_SCAN_LIMIT = 1000
-DEFAULT_SUBJECT_LIST_LIMIT = 10_000
-DEFAULT_CHANGES = 1000
-MAX_CHANGES = 10_000
-TAIL_IDLE_WAKE_S = 5.0
-TAIL_PROGRESS_MS = 1000
 DEFAULT_FETCH_BATCH = 100
 MAX_FETCH_BATCH = 10_000
-MAX_FETCH_WAIT_MS = 300_000
 DEFAULT_SUBSCRIBE_BATCH = 16  # seed default
 MAX_ACK_BATCH = 10_000
 NO_LIMIT = 2**62  # a LIMIT that SQLite (signed 64-bit) accepts and no table reaches
@@ -248,6 +239,18 @@ class Node:
         self.lease_valid: Callable[[], bool] | None = None
         # The source tails' status of a sourcing stream this node leads (set by the server: sources.py).
         self.source_status: Callable[[str], list[types_pb2.SourceStatus]] | None = None
+        # The node's sections besides stream admin, publish and consumers (its own modules).
+        self.reads = NodeReads(
+            partition=self._partition, hosted_partition=self.hosted_partition, closing=lambda: self._closing
+        )
+        self.changes = ChangeFeedReader(
+            feed=feed,
+            clock=clock,
+            catalog=catalog,
+            streams=self._streams,
+            change_floor=lambda: self._change_floor,
+            closing=lambda: self._closing,
+        )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -1493,281 +1496,6 @@ class Node:
                         processed += 1
         return processed
 
-    # -- reads ---------------------------------------------------------------------------------------
-
-    def get_message(self, stream: str, partition_index: int, seq: int) -> bytes:
-        partition = self._partition(stream, partition_index)
-        record = self._read(partition, lambda: partition.log.get(seq))
-        if record is None:
-            raise NoSuchMessageError(
-                f"stream {stream!r} partition {partition_index} has no message at seq {seq} "
-                f"(stored: {partition.first_seq}..{partition.last_seq})",
-                stream=stream,
-                partition=partition_index,
-                seq=seq,
-            )
-        return record
-
-    def seq_at_time(self, stream: str, partition_index: int, time_ms: int) -> tuple[int, int]:
-        """(the first seq stored at or after `time_ms`, or last_seq + 1 when none is; last_seq).
-        Errors: NoSuchStreamError, NoSuchPartitionError, InvalidArgumentError (negative time)."""
-        if time_ms < 0:
-            raise InvalidArgumentError(f"time_ms: milliseconds since the Unix epoch, >= 0; got {time_ms}")
-        partition = self._partition(stream, partition_index)
-        last_seq = partition.last_seq
-        seq = self._read(partition, lambda: partition.log.first_seq_at_time(time_ms))
-        return seq or last_seq + 1, last_seq
-
-    def _read_partition(self, stream: str, partition_index: int, any_replica: bool) -> Partition:
-        """The partition a read addresses: its primary's copy, or with `any_replica` (internal port)
-        any copy this node holds."""
-        if any_replica:
-            return self.hosted_partition(stream, partition_index)
-        return self._partition(stream, partition_index)
-
-    def first_seq(self, stream: str, partition_index: int, any_replica: bool = False) -> int:
-        """The first stored seq of the partition a read addresses (its last seq + 1 when it holds
-        none). Errors: those of `read_messages`."""
-        return self._read_partition(stream, partition_index, any_replica).first_seq
-
-    def read_messages(
-        self,
-        stream: str,
-        partition_index: int,
-        from_seq: int,
-        max_messages: int,
-        max_bytes: int,
-        *,
-        any_replica: bool = False,
-        filter_subject: str = "",
-        last_per_subject_until: int = 0,
-    ) -> tuple[list[tuple[int, bytes]], int, int]:
-        """(records, next_seq, last_seq) of one partition from `from_seq` (0 = first stored):
-        see reads.read_range. `any_replica` (internal port) reads a secondary's copy too, whole (up to
-        its last seq, whatever its high watermark: for inspection). Errors: NoSuchStreamError /
-        NoSuchPartitionError / NotLeaderError, InvalidArgumentError, InvalidSubjectError (filter_subject)."""
-        partition = self._read_partition(stream, partition_index, any_replica)
-        if max_messages > MAX_READ_MESSAGES:
-            raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
-        check_max_bytes(max_bytes)
-        accepts = None
-        if filter_subject:
-            validate_pattern(filter_subject)
-            accepts = SubjectFilter([filter_subject]).accepts
-        result = self._read(
-            partition,
-            lambda: reads.read_range(
-                partition,
-                from_seq,
-                max_messages or DEFAULT_READ_MESSAGES,
-                max_bytes or DEFAULT_READ_BYTES,
-                accepts=accepts,
-                last_per_subject_until=last_per_subject_until,
-                whole_copy=any_replica,
-            ),
-        )
-        return result.records, result.next_seq, result.last_seq
-
-    async def read_messages_waiting(
-        self,
-        stream: str,
-        partition_index: int,
-        from_seq: int,
-        max_messages: int,
-        max_bytes: int,
-        *,
-        max_wait_ms: int = 0,
-        any_replica: bool = False,
-        filter_subject: str = "",
-        last_per_subject_until: int = 0,
-    ) -> tuple[list[tuple[int, bytes]], int, int]:
-        """`read_messages`, long-polling up to `max_wait_ms` (0 = answer at once) for a readable
-        message at or after `from_seq` (after the filter): a tail reader's call. Errors: those of
-        `read_messages`; InvalidArgumentError for a max_wait_ms above MAX_FETCH_WAIT_MS."""
-        if max_wait_ms > MAX_FETCH_WAIT_MS:
-            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {max_wait_ms}")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max_wait_ms / 1000
-        while True:
-            records, next_seq, last_seq = self.read_messages(
-                stream,
-                partition_index,
-                from_seq,
-                max_messages,
-                max_bytes,
-                any_replica=any_replica,
-                filter_subject=filter_subject,
-                last_per_subject_until=last_per_subject_until,
-            )
-            remaining = deadline - loop.time()
-            if records or remaining <= 0 or self._closing:
-                return records, next_seq, last_seq
-            from_seq = next_seq  # what the filter passed over is not looked at again
-            await self._read_partition(stream, partition_index, any_replica).wait_for_work(remaining)
-
-    def latest_at_subject(self, stream: str, partition_index: int, subject: str) -> bytes | None:
-        partition = self._partition(stream, partition_index)
-        validate_subject(subject)
-        return self._read(partition, lambda: reads.latest_at_subject(partition, subject))
-
-    def subjects_with_prefix(
-        self, stream: str, partition_index: int, prefix: str, limit: int
-    ) -> tuple[list[str], bool]:
-        partition = self._partition(stream, partition_index)
-        limit = limit or DEFAULT_SUBJECT_LIST_LIMIT
-        if limit > DEFAULT_SUBJECT_LIST_LIMIT:
-            raise InvalidArgumentError(f"limit: at most {DEFAULT_SUBJECT_LIST_LIMIT}, got {limit}")
-        subjects = partition.log.subjects_with_prefix(prefix, limit + 1)
-        return subjects[:limit], len(subjects) > limit
-
-    def latest_by_prefix(
-        self, stream: str, partition_index: int, prefix: str, limit: int
-    ) -> tuple[list[str], list[bytes], bool]:
-        """ListSubjectsByPrefix with include_latest: see reads.latest_by_prefix. Errors: those of
-        `subjects_with_prefix`."""
-        partition = self._partition(stream, partition_index)
-        limit = limit or DEFAULT_SUBJECT_LIST_LIMIT
-        if limit > DEFAULT_SUBJECT_LIST_LIMIT:
-            raise InvalidArgumentError(f"limit: at most {DEFAULT_SUBJECT_LIST_LIMIT}, got {limit}")
-        return self._read(partition, lambda: reads.latest_by_prefix(partition, prefix, limit, DEFAULT_READ_BYTES))
-
-    def scan_subject(self, stream: str, partition_index: int, subject: str, from_seq: int, limit: int) -> list[bytes]:
-        partition = self._partition(stream, partition_index)
-        validate_subject(subject)
-        limit = limit or DEFAULT_SCAN_LIMIT
-        if limit > MAX_READ_MESSAGES:
-            raise InvalidArgumentError(f"limit: at most {MAX_READ_MESSAGES}, got {limit}")
-        return self._read(
-            partition, lambda: reads.scan_subject(partition, subject, from_seq, limit, DEFAULT_READ_BYTES)
-        )
-
-    def _read(self, partition: Partition, read: Callable[[], T]) -> T:
-        try:
-            return read()
-        except CorruptRecordError:
-            metrics.CHECKSUM_FAILURES.labels(partition.stream.name, str(partition.index)).inc()
-            raise
-
-    # -- change feed -----------------------------------------------------------------------------------
-
-    def feed_watermark_ms(self) -> int:
-        """The change feed's watermark now (ChangeFeedClock.watermark_ms): every change with ts_ms
-        below it is at or below any horizon read from now on."""
-        return self.feed.watermark_ms(self._clock.now_ms())
-
-    async def read_changes(
-        self, from_change_seq: int, max_changes: int, feed_filter: ChangeFilter = EVERY_CHANGE
-    ) -> tuple[list[bytes], int, int]:
-        """(encoded changes, next_change_seq, horizon): the changes from `from_change_seq` (0 = the
-        first retained) up to the horizon that `feed_filter` keeps, at most `max_changes` (0 =
-        1,000). Every kept change below next_change_seq is in the answer. Logs that cannot hold a
-        kept change past the start are not read at all. Errors: ChangeFeedTruncatedError,
-        InvalidArgumentError (max_changes over 10,000)."""
-        if max_changes > MAX_CHANGES:
-            raise InvalidArgumentError(f"max_changes: at most {MAX_CHANGES}, got {max_changes}")
-        limit = max_changes or DEFAULT_CHANGES
-        if from_change_seq and from_change_seq <= self._change_floor:
-            raise ChangeFeedTruncatedError(
-                f"changes before {self._change_floor + 1} were removed by change-feed retention",
-                first_change_seq=self._change_floor + 1,
-            )
-        start = max(from_change_seq, self._change_floor + 1)
-        horizon = self.feed.horizon
-        if start > horizon:
-            return [], start, horizon
-        through = horizon  # every kept change up to here is read
-        sources: list[list[tuple[int, bytes]]] = []
-
-        def take(rows: list[tuple[int, bytes]], keep: Callable[[bytes], bool] | None) -> None:
-            nonlocal through
-            if len(rows) == limit:  # cut at the limit: this source is read only up to its last row
-                through = min(through, rows[-1][0])
-            sources.append(rows if keep is None else [row for row in rows if keep(row[1])])
-
-        if start <= self._catalog.last_change_seq:  # else nothing there: no query on its thread
-            rows = await self._catalog.read_changes(start, horizon, limit)
-            take(rows, feed_filter.record_check(from_partition_log=False))
-        keep_partition_record = feed_filter.record_check(from_partition_log=True)
-        for stream in list(self._streams.values()):
-            for partition in stream.partitions.values():
-                if not feed_filter.reads_partition(stream.config.name, partition.index):
-                    continue
-                newest = (
-                    partition.last_non_append_change_seq if feed_filter.exclude_appends else partition.last_change_seq
-                )
-                if newest >= start:
-                    take(partition.log.read_changes(start, horizon, limit), keep_partition_record)
-        merged = list(
-            itertools.islice(itertools.takewhile(lambda row: row[0] <= through, heapq.merge(*sources)), limit)
-        )
-        if len(merged) == limit:
-            through = merged[-1][0]
-        return [record for _, record in merged], through + 1, horizon
-
-    def check_feed_position(self, from_change_seq: int) -> None:
-        """A live read may start at most at the next change seq this node will write. Errors:
-        PositionOutOfRangeError (metadata next_change_seq)."""
-        next_change_seq = self.feed.horizon + 1
-        if from_change_seq > next_change_seq:
-            raise PositionOutOfRangeError(
-                f"from_change_seq {from_change_seq} is beyond this node's change feed, which continues at "
-                f"{next_change_seq} (the node's data was replaced, or the position is another node's); "
-                "nothing would ever arrive there",
-                next_change_seq=next_change_seq,
-            )
-
-    async def tail_changes(
-        self, from_change_seq: int, max_per_batch: int, feed_filter: ChangeFilter = EVERY_CHANGE
-    ) -> AsyncIterator[tuple[list[bytes], int, int]]:
-        """Yield (changes, through_change_seq, horizon) batches from `from_change_seq` on, live,
-        until shutdown: every change `feed_filter` keeps up to through_change_seq has been yielded.
-        When the filter skipped changes and nothing was yielded for TAIL_PROGRESS_MS, a batch without
-        changes carries the new through_change_seq (checked on each commit and every
-        TAIL_IDLE_WAKE_S), so a client storing its position does not fall behind change-feed
-        retention. Errors: as read_changes, and PositionOutOfRangeError (a start past the feed)."""
-        if max_per_batch > MAX_CHANGES:  # bad arguments first, then where the read starts
-            raise InvalidArgumentError(f"max_changes: at most {MAX_CHANGES}, got {max_per_batch}")
-        self.check_feed_position(from_change_seq)
-        cursor = from_change_seq
-        reported = cursor - 1
-        reported_at = monotonic_ms()
-        while not self._closing:
-            changes, cursor, horizon = await self.read_changes(cursor, max_per_batch, feed_filter)
-            if changes or (cursor - 1 > reported and monotonic_ms() - reported_at >= TAIL_PROGRESS_MS):
-                yield changes, cursor - 1, horizon
-                reported, reported_at = cursor - 1, monotonic_ms()
-                if changes:
-                    continue
-            await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
-
-    async def watch_lifecycle(self, from_change_seq: int = 0) -> AsyncIterator[types_pb2.Change]:
-        """Stream and consumer created/updated/deleted changes from `from_change_seq` (0 = from now on), live,
-        until shutdown. Errors: ChangeFeedTruncatedError, PositionOutOfRangeError (a start past the
-        feed)."""
-        if from_change_seq and from_change_seq <= self._change_floor:
-            raise ChangeFeedTruncatedError(
-                f"changes before {self._change_floor + 1} were removed by change-feed retention",
-                first_change_seq=self._change_floor + 1,
-            )
-        self.check_feed_position(from_change_seq)
-        cursor = from_change_seq or self.feed.horizon + 1
-        while not self._closing:
-            horizon = self.feed.horizon
-            if horizon < cursor:
-                await self.feed.wait_past(cursor - 1, TAIL_IDLE_WAKE_S)
-                continue
-            if cursor <= self._catalog.last_change_seq:  # lifecycle changes live in the catalog only
-                # In pages: the catalog also keeps deleted streams' archived changes, any number.
-                rows = await self._catalog.read_changes(cursor, horizon, DEFAULT_CHANGES)
-                for _, record in rows:
-                    change = types_pb2.Change.FromString(record)
-                    if change.WhichOneof("kind") in _LIFECYCLE_KINDS:
-                        yield change
-                if len(rows) == DEFAULT_CHANGES:
-                    cursor = rows[-1][0] + 1
-                    continue
-            cursor = horizon + 1
-
     # -- background work -------------------------------------------------------------------------------
 
     async def _sweep_forever(self) -> None:
@@ -1805,9 +1533,6 @@ class Node:
 
 
 _ROUND_ROBIN = -1
-_LIFECYCLE_KINDS = frozenset(
-    ("stream_created", "stream_updated", "stream_deleted", "consumer_created", "consumer_deleted", "leader_changed")
-)
 _ACK_LEVELS = frozenset(streams_pb2.AckLevel.values())  # resolved once: publish is the hot path
 
 
@@ -1825,12 +1550,6 @@ def hides_reserved(config: types_pb2.StreamConfig) -> bool:
     """Whether the stream stores records at reserved subjects that consumers must not see: schedule
     records (allow_scheduled_messages) or source positions (sources)."""
     return config.allow_scheduled_messages or bool(config.sources)
-
-
-def check_max_bytes(max_bytes: int) -> None:
-    """A read's byte bound must let the answer fit a gRPC message. Errors: InvalidArgumentError."""
-    if max_bytes > MAX_READ_BYTES:
-        raise InvalidArgumentError(f"max_bytes: at most {MAX_READ_BYTES} (32 MiB), got {max_bytes}")
 
 
 def _configure_view(view: StreamView, config: types_pb2.StreamConfig) -> StreamView:

@@ -48,7 +48,8 @@ from weir_partition_node.commit_items import (
     TruncateTail,
 )
 from weir_partition_node.membership import Membership
-from weir_partition_node.node import MAX_READ_MESSAGES, Node, Stream, check_max_bytes
+from weir_partition_node.node import Node, Stream
+from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
 from weir_partition_node.streamconfig import hosted_partitions
 

@@ -314,19 +314,19 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def GetMessage(self, request: streams_pb2.GetMessageRequest, context: Any) -> Any:
-        record = self.node.get_message(request.stream, request.partition, request.seq)
+        record = self.node.reads.get_message(request.stream, request.partition, request.seq)
         response = streams_pb2.GetMessageResponse()
         response.message.MergeFromString(record)
         return response
 
     @unary
     async def SeqAtTime(self, request: streams_pb2.SeqAtTimeRequest, context: Any) -> Any:
-        seq, last_seq = self.node.seq_at_time(request.stream, request.partition, request.time_ms)
+        seq, last_seq = self.node.reads.seq_at_time(request.stream, request.partition, request.time_ms)
         return streams_pb2.SeqAtTimeResponse(seq=seq, last_seq=last_seq)
 
     @unary
     async def ReadMessages(self, request: streams_pb2.ReadMessagesRequest, context: Any) -> Any:
-        records, next_seq, last_seq = await self.node.read_messages_waiting(
+        records, next_seq, last_seq = await self.node.reads.read_messages_waiting(
             request.stream,
             request.partition,
             request.from_seq,
@@ -338,7 +338,9 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             max_wait_ms=request.max_wait_ms,
         )
         # No await since the read: the first seq is the one the read saw (last seq + 1 when empty).
-        first_seq = self.node.first_seq(request.stream, request.partition, self.admin and self.membership is not None)
+        first_seq = self.node.reads.first_seq(
+            request.stream, request.partition, self.admin and self.membership is not None
+        )
         response = streams_pb2.ReadMessagesResponse(next_seq=next_seq, last_seq=last_seq, first_seq=first_seq)
         add = response.messages.add
         for _, record in records:
@@ -347,7 +349,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def ReadLatestAtSubject(self, request: streams_pb2.ReadLatestAtSubjectRequest, context: Any) -> Any:
-        record = self.node.latest_at_subject(request.stream, request.partition, request.subject)
+        record = self.node.reads.latest_at_subject(request.stream, request.partition, request.subject)
         response = streams_pb2.ReadLatestAtSubjectResponse()
         if record is not None:
             response.latest.MergeFromString(record)
@@ -356,11 +358,11 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def ListSubjectsByPrefix(self, request: streams_pb2.ListSubjectsByPrefixRequest, context: Any) -> Any:
         if not request.include_latest:
-            subjects, truncated = self.node.subjects_with_prefix(
+            subjects, truncated = self.node.reads.subjects_with_prefix(
                 request.stream, request.partition, request.prefix, request.limit
             )
             return streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
-        subjects, records, truncated = self.node.latest_by_prefix(
+        subjects, records, truncated = self.node.reads.latest_by_prefix(
             request.stream, request.partition, request.prefix, request.limit
         )
         response = streams_pb2.ListSubjectsByPrefixResponse(subjects=subjects, truncated=truncated)
@@ -371,7 +373,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def ScanExactAtSubject(self, request: streams_pb2.ScanExactAtSubjectRequest, context: Any) -> Any:
-        records = self.node.scan_subject(
+        records = self.node.reads.scan_subject(
             request.stream, request.partition, request.subject, request.from_seq, request.limit
         )
         response = streams_pb2.ScanExactAtSubjectResponse()
@@ -382,7 +384,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @server_stream
     async def WatchStreams(self, request: streams_pb2.WatchStreamsRequest, context: Any) -> AsyncIterator[Any]:
-        async for change in self.node.watch_lifecycle(request.from_change_seq):
+        async for change in self.node.changes.watch_lifecycle(request.from_change_seq):
             kind = change.WhichOneof("kind") or ""
             consumer = ""
             if kind == "consumer_created":
@@ -578,8 +580,8 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
 
     @unary
     async def ReadChanges(self, request: internal_pb2.ReadChangesRequest, context: Any) -> Any:
-        watermark_ms = self.node.feed_watermark_ms()  # before the horizon is read: valid for it
-        records, next_seq, horizon = await self.node.read_changes(request.from_change_seq, request.max_changes)
+        watermark_ms = self.node.changes.feed_watermark_ms()  # before the horizon is read: valid for it
+        records, next_seq, horizon = await self.node.changes.read_changes(request.from_change_seq, request.max_changes)
         response = internal_pb2.ReadChangesResponse(
             next_change_seq=next_seq, last_change_seq=horizon, node_id=self.node.node_id, watermark_ms=watermark_ms
         )
@@ -595,7 +597,7 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
             partition=request.partition if request.HasField("partition") else None,
             exclude_appends=request.exclude_appends,
         )
-        async for records, through, horizon in self.node.tail_changes(
+        async for records, through, horizon in self.node.changes.tail_changes(
             request.from_change_seq, request.max_changes_per_batch, feed_filter
         ):
             batch = internal_pb2.ChangeBatch(
