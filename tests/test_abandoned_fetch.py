@@ -31,7 +31,7 @@ async def core(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
     )
     try:
         await node.create_stream(stream_config("s", storage=str(request.param)))
-        await node.create_consumer("s", consumer_config("c", ack_wait_ms=600_000))
+        await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=600_000))
         entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(MESSAGES)]
         await node.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)
         yield node
@@ -40,11 +40,11 @@ async def core(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
 
 
 def ack_pending(core: Node) -> int:
-    return core.consumer_info("s", "c").num_ack_pending
+    return core.consumers.consumer_info("s", "c").num_ack_pending
 
 
 async def fetch_now(core: Node) -> list[tuple[int, int]]:
-    deliveries = await core.fetch("s", "c", 0, batch_size=100)
+    deliveries = await core.consumers.fetch("s", "c", 0, batch_size=100)
     return [(delivery.seq, delivery.deliver_count) for delivery in deliveries]
 
 
@@ -57,7 +57,7 @@ async def cancelled(task: asyncio.Task[list[Delivery]]) -> None:
 async def decided(core: Node) -> asyncio.Task[list[Delivery]]:
     """A fetch of everything, running until its commit has decided the deliveries (they are
     pending; the commit may not have finished storing them)."""
-    task = asyncio.create_task(core.fetch("s", "c", 0, batch_size=100))
+    task = asyncio.create_task(core.consumers.fetch("s", "c", 0, batch_size=100))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + DEADLINE_S
     while loop.time() < deadline:  # one loop step at a time: the commit has not stored them yet
@@ -71,14 +71,14 @@ async def decided(core: Node) -> asyncio.Task[list[Delivery]]:
 async def fetch_when_due(core: Node) -> list[tuple[int, int]]:
     """A long-poll fetch: it answers once something is due (the take-back's commit wakes it, as any
     change of consumer state does), or empty after DEADLINE_S."""
-    deliveries = await core.fetch("s", "c", 0, batch_size=100, max_wait_ms=int(DEADLINE_S * 1000))
+    deliveries = await core.consumers.fetch("s", "c", 0, batch_size=100, max_wait_ms=int(DEADLINE_S * 1000))
     return [(delivery.seq, delivery.deliver_count) for delivery in deliveries]
 
 
 async def test_a_fetch_cancelled_as_soon_as_it_is_queued_loses_nothing(core: Node) -> None:
     """Cancelled right after it was queued: the commit loop either skips it (it saw the caller go)
     or decides it first and its deliveries are taken back; either way they are due at once."""
-    task = asyncio.create_task(core.fetch("s", "c", 0, batch_size=100))
+    task = asyncio.create_task(core.consumers.fetch("s", "c", 0, batch_size=100))
     await asyncio.sleep(0)  # the fetch is queued
     await cancelled(task)
     assert await fetch_when_due(core) == [(seq, 1) for seq in range(1, MESSAGES + 1)]
@@ -88,9 +88,9 @@ async def test_deliveries_of_a_fetch_cancelled_after_its_commit_decided_come_bac
     await cancelled(await decided(core))
     again = await fetch_when_due(core)
     assert again == [(seq, 1) for seq in range(1, MESSAGES + 1)]  # the same deliver_count: never seen
-    await core.ack_batch("s", "c", 0, [seq for seq, _ in again], [count for _, count in again])
+    await core.consumers.ack_batch("s", "c", 0, [seq for seq, _ in again], [count for _, count in again])
     assert ack_pending(core) == 0
-    info = core.consumer_info("s", "c")
+    info = core.consumers.consumer_info("s", "c")
     assert (info.delivered_total, info.redelivered_total) == (MESSAGES, MESSAGES)  # the node made both
 
 
@@ -100,7 +100,7 @@ async def test_a_delivery_settled_before_its_take_back_stays_settled(core: Node)
     task = await decided(core)
     task.cancel()
     # Queued before the take-back: the fetch's commit has to finish before that one is queued.
-    acking = asyncio.create_task(core.ack_batch("s", "c", 0, [1, 2]))
+    acking = asyncio.create_task(core.consumers.ack_batch("s", "c", 0, [1, 2]))
     with pytest.raises(asyncio.CancelledError):
         await task
     assert [code for _, code, _ in await acking] == ["ok", "ok"]

@@ -31,7 +31,7 @@ async def core(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Node]:
         NodeSettings(node_id="binding", data_dir=tmp_path / "data", retention_sweep_interval_ms=3_600_000), clock=clock
     )
     await node.create_stream(stream_config("s"))
-    await node.create_consumer("s", consumer_config("c", ack_wait_ms=ACK_WAIT_MS))
+    await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=ACK_WAIT_MS))
     entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(3)]
     await node.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)
     yield node
@@ -39,7 +39,7 @@ async def core(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Node]:
 
 
 async def fetch(core: Node, batch: int = 10, ack_wait_ms: int = 0) -> list[tuple[int, int]]:
-    deliveries = await core.fetch("s", "c", 0, batch_size=batch, ack_wait_ms=ack_wait_ms)
+    deliveries = await core.consumers.fetch("s", "c", 0, batch_size=batch, ack_wait_ms=ack_wait_ms)
     return [(delivery.seq, delivery.deliver_count) for delivery in deliveries]
 
 
@@ -53,7 +53,7 @@ async def test_each_fetch_chooses_how_long_its_messages_stay_invisible(core: Nod
     clock.advance(60_000 - ACK_WAIT_MS)
     assert (1, 3) in await fetch(core)
     with pytest.raises(InvalidArgumentError, match="ack_wait_ms"):
-        await core.fetch("s", "c", 0, batch_size=1, ack_wait_ms=8 * 24 * 3_600_000)
+        await core.consumers.fetch("s", "c", 0, batch_size=1, ack_wait_ms=8 * 24 * 3_600_000)
 
 
 async def test_a_settle_bound_to_an_earlier_delivery_is_stale(core: Node, clock: ManualClock) -> None:
@@ -61,22 +61,22 @@ async def test_a_settle_bound_to_an_earlier_delivery_is_stale(core: Node, clock:
     clock.advance(1_000)
     assert await fetch(core, batch=3) == [(1, 2), (2, 2), (3, 2)]  # every handle of delivery 1 is now stale
     for settle in (
-        core.ack("s", "c", 0, 1, deliver_count=1),
-        core.nak("s", "c", 0, 1, 0, deliver_count=1),
-        core.term("s", "c", 0, 1, deliver_count=1),
+        core.consumers.ack("s", "c", 0, 1, deliver_count=1),
+        core.consumers.nak("s", "c", 0, 1, 0, deliver_count=1),
+        core.consumers.term("s", "c", 0, 1, deliver_count=1),
     ):
         with pytest.raises(NotPendingError, match="stale receipt handle"):
             await settle
-    results = await core.ack_batch("s", "c", 0, [1, 2, 3], [1, 2, 0])  # stale, this delivery, any delivery
+    results = await core.consumers.ack_batch("s", "c", 0, [1, 2, 3], [1, 2, 0])  # stale, this delivery, any delivery
     assert [(seq, code) for seq, code, _ in results] == [(1, "not_pending"), (2, "ok"), (3, "ok")]
     assert "delivered again since" in results[0][2]
-    await core.nak("s", "c", 0, 1, 0, deliver_count=2)  # the current delivery settles
+    await core.consumers.nak("s", "c", 0, 1, 0, deliver_count=2)  # the current delivery settles
     assert await fetch(core) == [(1, 3)]
-    await core.ack("s", "c", 0, 1, deliver_count=3)
+    await core.consumers.ack("s", "c", 0, 1, deliver_count=3)
     with pytest.raises(NotPendingError, match="already acknowledged"):
-        await core.ack("s", "c", 0, 1, deliver_count=3)
+        await core.consumers.ack("s", "c", 0, 1, deliver_count=3)
     with pytest.raises(InvalidArgumentError, match="one per seq"):
-        await core.ack_batch("s", "c", 0, [1, 2], [1])
+        await core.consumers.ack_batch("s", "c", 0, [1, 2], [1])
 
 
 async def test_receipt_bindings_over_grpc(client: NodeClient, stream_name: str) -> None:

@@ -392,14 +392,14 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
     start = node.feed.horizon + 1
     await node.create_stream(stream_config("left", partitions=3, retention="work_queue"))
     await node.create_stream(stream_config("right", partitions=3))
-    await node.create_consumer("left", consumer_config("worker"))
-    await node.create_consumer("right", consumer_config("reader"))
+    await node.consumers.create_consumer("left", consumer_config("worker"))
+    await node.consumers.create_consumer("right", consumer_config("reader"))
     await node.create_stream(stream_config("gone", partitions=2))  # deleted half-way: archived changes
-    await node.create_consumer("gone", consumer_config("reader"))
+    await node.consumers.create_consumer("gone", consumer_config("reader"))
     for index in (0, 1):
         await publish(node, "gone", entry(partition=index), entry(partition=index))
-        deliveries = await node.fetch("gone", "reader", index, batch_size=1)
-        await node.ack_batch("gone", "reader", index, [delivery.seq for delivery in deliveries])
+        deliveries = await node.consumers.fetch("gone", "reader", index, batch_size=1)
+        await node.consumers.ack_batch("gone", "reader", index, [delivery.seq for delivery in deliveries])
     for step in range(60):
         if step == 30:
             await node.delete_stream("gone")
@@ -409,13 +409,13 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
         if action < 0.5:
             await publish(node, stream, *(entry(partition=index) for _ in range(rng.randint(1, 4))))
         elif action < 0.85:
-            deliveries = await node.fetch(stream, consumer, index, batch_size=rng.randint(1, 3))
+            deliveries = await node.consumers.fetch(stream, consumer, index, batch_size=rng.randint(1, 3))
             if deliveries:
-                await node.ack_batch(stream, consumer, index, [delivery.seq for delivery in deliveries])
+                await node.consumers.ack_batch(stream, consumer, index, [delivery.seq for delivery in deliveries])
         elif action < 0.95:
             await node.update_stream(streams_pb2.UpdateStreamRequest(name="right", max_msgs=rng.randint(1, 5)))
         else:
-            await node.create_consumer("right", consumer_config(f"extra-{rng.randrange(1_000_000)}"))
+            await node.consumers.create_consumer("right", consumer_config(f"extra-{rng.randrange(1_000_000)}"))
     everything = await _read_all(node, start, 10_000, EVERY_CHANGE)
     assert {change.WhichOneof("kind") for change in everything} >= {"append", "remove", "consumer_state", "truncate"}
     filters = [EVERY_CHANGE, ChangeFilter(exclude_appends=True)]
@@ -434,7 +434,7 @@ async def test_a_filtered_tail_sends_progress_past_skipped_changes(node: Node) -
     """A tail without appends gets the consumer changes at once and, when it only skipped appends, a
     batch without changes whose through_change_seq covers them (so a stored position keeps up)."""
     await node.create_stream(stream_config("quiet"))
-    await node.create_consumer("quiet", consumer_config("reader"))
+    await node.consumers.create_consumer("quiet", consumer_config("reader"))
     start = node.feed.horizon + 1
     batches: asyncio.Queue[tuple[list[bytes], int, int]] = asyncio.Queue()
 
@@ -447,8 +447,8 @@ async def test_a_filtered_tail_sends_progress_past_skipped_changes(node: Node) -
     tailer = asyncio.create_task(tail())
     try:
         await publish(node, "quiet", entry(), entry())
-        deliveries = await node.fetch("quiet", "reader", 0, batch_size=10)
-        await node.ack_batch("quiet", "reader", 0, [delivery.seq for delivery in deliveries])
+        deliveries = await node.consumers.fetch("quiet", "reader", 0, batch_size=10)
+        await node.consumers.ack_batch("quiet", "reader", 0, [delivery.seq for delivery in deliveries])
         seen: list[types_pb2.Change] = []
         while not seen or seen[-1].consumer_state.ack_floor < 2:  # the fetch's change, then the ack's
             records, through, horizon = await asyncio.wait_for(batches.get(), 10)

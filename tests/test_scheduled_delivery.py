@@ -102,11 +102,11 @@ async def publish_one(node: Node, stream: str, published: streams_pb2.PublishEnt
 
 async def create(node: Node, stream: str, **config: object) -> None:
     await node.create_stream(stream_config(stream, allow_scheduled_messages=True, **config))  # type: ignore[arg-type]
-    await node.create_consumer(stream, consumer_config("c", ack_wait_ms=60_000))
+    await node.consumers.create_consumer(stream, consumer_config("c", ack_wait_ms=60_000))
 
 
 async def fetch_messages(node: Node, stream: str, max_wait_ms: int = 0) -> list[types_pb2.Message]:
-    deliveries = await node.fetch(stream, "c", 0, batch_size=100, max_wait_ms=max_wait_ms)
+    deliveries = await node.consumers.fetch(stream, "c", 0, batch_size=100, max_wait_ms=max_wait_ms)
     return [types_pb2.Message.FromString(delivery.record) for delivery in deliveries]
 
 
@@ -199,14 +199,14 @@ async def test_interest_retention_keeps_schedule_records_until_they_are_delivere
     await publish_one(core, "interest", entry(payload=b"later", delay_ms=1_000))
     await publish_one(core, "interest", entry(payload=b"now"))
     (now,) = await fetch_messages(core, "interest")
-    await core.ack("interest", "c", 0, now.seq)
+    await core.consumers.ack("interest", "c", 0, now.seq)
     await core.sweep_once()
     # Interest retention truncates a prefix: the schedule record holds it (and what follows) back.
     assert [seq for seq, _ in stored(core, "interest")] == [1, 2]
     clock.advance(1_000)
     (later,) = await wait_delivered(core, "interest", 1)
     assert later.payload == b"later"
-    await core.ack("interest", "c", 0, later.seq)
+    await core.consumers.ack("interest", "c", 0, later.seq)
     await core.sweep_once()
     assert stored(core, "interest") == []  # delivered and acknowledged: all of it goes
 
@@ -331,7 +331,7 @@ async def test_a_secondary_removes_the_schedule_record_with_the_delivered_messag
     removal of its schedule record land in one commit (no window where a new primary holds both), and
     a promoted secondary delivers exactly the schedule records its log still holds."""
     await core.create_stream(stream_config("copy", allow_scheduled_messages=True))
-    await core.create_consumer("copy", consumer_config("c", ack_wait_ms=60_000))
+    await core.consumers.create_consumer("copy", consumer_config("c", ack_wait_ms=60_000))
     partition = core.hosted_partition("copy", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     assert partition.scheduled_count == 0  # a secondary keeps no index

@@ -410,22 +410,24 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def CreateConsumer(self, request: streams_pb2.CreateConsumerRequest, context: Any) -> Any:
         self._check_admin("CreateConsumer")
-        info = await self.node.create_consumer(request.stream, request.config)
+        info = await self.node.consumers.create_consumer(request.stream, request.config)
         return streams_pb2.CreateConsumerResponse(info=info)
 
     @unary
     async def DeleteConsumer(self, request: streams_pb2.DeleteConsumerRequest, context: Any) -> Any:
         self._check_admin("DeleteConsumer")
-        await self.node.delete_consumer(request.stream, request.consumer)
+        await self.node.consumers.delete_consumer(request.stream, request.consumer)
         return streams_pb2.DeleteConsumerResponse()
 
     @unary
     async def ListConsumers(self, request: streams_pb2.ListConsumersRequest, context: Any) -> Any:
-        return streams_pb2.ListConsumersResponse(consumers=self.node.list_consumers(request.stream))
+        return streams_pb2.ListConsumersResponse(consumers=self.node.consumers.list_consumers(request.stream))
 
     @unary
     async def GetConsumerInfo(self, request: streams_pb2.GetConsumerInfoRequest, context: Any) -> Any:
-        return streams_pb2.GetConsumerInfoResponse(info=self.node.consumer_info(request.stream, request.consumer))
+        return streams_pb2.GetConsumerInfoResponse(
+            info=self.node.consumers.consumer_info(request.stream, request.consumer)
+        )
 
     @unary
     async def Fetch(self, request: streams_pb2.FetchRequest, context: Any) -> Any:
@@ -436,7 +438,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         return await self._fetch(request)
 
     async def _fetch(self, request: streams_pb2.FetchRequest) -> streams_pb2.FetchResponse:
-        deliveries = await self.node.fetch(
+        deliveries = await self.node.consumers.fetch(
             request.stream,
             request.consumer,
             request.partition,
@@ -453,7 +455,9 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Ack(self, request: streams_pb2.AckRequest, context: Any) -> Any:
-        await self.node.ack(request.stream, request.consumer, request.partition, request.seq, request.deliver_count)
+        await self.node.consumers.ack(
+            request.stream, request.consumer, request.partition, request.seq, request.deliver_count
+        )
         return streams_pb2.AckResponse()
 
     @unary
@@ -465,7 +469,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         return await self._ack_batch(request)
 
     async def _ack_batch(self, request: streams_pb2.AckBatchRequest) -> streams_pb2.AckBatchResponse:
-        results = await self.node.ack_batch(
+        results = await self.node.consumers.ack_batch(
             request.stream, request.consumer, request.partition, request.seqs, request.deliver_counts
         )
         response = streams_pb2.AckBatchResponse()
@@ -476,7 +480,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Nak(self, request: streams_pb2.NakRequest, context: Any) -> Any:
-        await self.node.nak(
+        await self.node.consumers.nak(
             request.stream,
             request.consumer,
             request.partition,
@@ -488,7 +492,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Term(self, request: streams_pb2.TermRequest, context: Any) -> Any:
-        await self.node.term(
+        await self.node.consumers.term(
             request.stream,
             request.consumer,
             request.partition,
@@ -524,7 +528,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
             raise InvalidArgumentError("seq: seqs start at 1 (use end for only new messages)")
         if position == "end" and not request.end:
             raise InvalidArgumentError("end: set it to true (or give seq or time_ms)")
-        next_seq, dropped = await self.node.seek_consumer(
+        next_seq, dropped = await self.node.consumers.seek_consumer(
             request.stream,
             request.consumer,
             request.partition,
@@ -535,12 +539,14 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def InProgress(self, request: streams_pb2.InProgressRequest, context: Any) -> Any:
-        redeliver_at_ms = await self.node.in_progress(request.stream, request.consumer, request.partition, request.seq)
+        redeliver_at_ms = await self.node.consumers.in_progress(
+            request.stream, request.consumer, request.partition, request.seq
+        )
         return streams_pb2.InProgressResponse(redeliver_at_ms=redeliver_at_ms)
 
     @server_stream
     async def Subscribe(self, request: streams_pb2.SubscribeRequest, context: Any) -> AsyncIterator[Any]:
-        batches = self.node.subscribe_batches(
+        batches = self.node.consumers.subscribe_batches(
             request.stream,
             request.consumer,
             partitions=request.partitions,
