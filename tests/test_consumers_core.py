@@ -67,7 +67,7 @@ def entry(subject: str = "s.a", payload: bytes = b"x", **fields: object) -> stre
 
 
 async def publish(node: Node, stream: str, *entries: streams_pb2.PublishEntry) -> list[int]:
-    outcomes = await node.publish(stream, list(entries), streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    outcomes = await node.publisher.publish(stream, list(entries), streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert all(outcome.result_code == "ok" for outcome in outcomes)
     return [outcome.seq for outcome in outcomes]
 

@@ -150,7 +150,7 @@ def storage(request: pytest.FixtureRequest) -> str:
 
 async def outcomes(core: Node, stream: str, *entries: streams_pb2.PublishEntry) -> list[tuple[int, int, bool]]:
     """(partition, seq, duplicate) per entry."""
-    answered = await core.publish(stream, list(entries), LEADER, batch=True)
+    answered = await core.publisher.publish(stream, list(entries), LEADER, batch=True)
     return [(outcome.partition, outcome.seq, outcome.duplicate) for outcome in answered]
 
 
@@ -178,7 +178,7 @@ async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_no
 
 async def test_an_id_whose_publish_failed_its_revision_check_is_not_remembered(core: Node) -> None:
     await core.create_stream(stream_config("orders"))
-    failed = await core.publish("orders", [entry(msg_id="a", expected_last_seq=5)], LEADER, batch=True)
+    failed = await core.publisher.publish("orders", [entry(msg_id="a", expected_last_seq=5)], LEADER, batch=True)
     assert (failed[0].result_code, failed[0].duplicate) == ("wrong_revision", False)
     assert await outcomes(core, "orders", entry(msg_id="a", expected_last_seq=0)) == [(0, 1, False)]
     # A retry of a stored one is a duplicate before its (now stale) revision is looked at.

@@ -71,7 +71,7 @@ def entry(subject: str = "s.a", payload: bytes = b"x", **fields: object) -> stre
 
 
 async def publish(node: Node, stream: str, *entries: streams_pb2.PublishEntry) -> list[int]:
-    outcomes = await node.publish(stream, list(entries), streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    outcomes = await node.publisher.publish(stream, list(entries), streams_pb2.ACK_LEVEL_LEADER, batch=True)
     return [outcome.seq for outcome in outcomes]
 
 
@@ -142,7 +142,7 @@ async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_com
     (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
     assert (list(remove.seqs), remove.reason) == ([1, 3], "rollup")
     # Earlier messages of the same commit go too; a later one stays.
-    outcomes = await node.publish(
+    outcomes = await node.publisher.publish(
         "roll",
         [entry("kv.a", b"5"), entry("kv.a", b"6", rollup=True), entry("kv.a", b"7")],
         streams_pb2.ACK_LEVEL_LEADER,
@@ -240,7 +240,7 @@ async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storag
 
 async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:
     await node.create_stream(stream_config("cas", storage=storage))
-    outcomes = await node.publish(
+    outcomes = await node.publisher.publish(
         "cas",
         [
             entry("s.k", expected_last_seq=0),
@@ -258,7 +258,9 @@ async def test_keyed_publish_lands_on_hash_partition(node: Node) -> None:
 
     await node.create_stream(stream_config("keyed", partitions=16))
     keys = [f"user-{index}".encode() for index in range(50)]
-    outcomes = await node.publish("keyed", [entry(key=key) for key in keys], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    outcomes = await node.publisher.publish(
+        "keyed", [entry(key=key) for key in keys], streams_pb2.ACK_LEVEL_LEADER, batch=True
+    )
     assert [o.partition for o in outcomes] == [partition_for_key(key, 16) for key in keys]
     info = node.stream_info("keyed")
     assert info.stats.msg_count == 50
@@ -267,7 +269,9 @@ async def test_keyed_publish_lands_on_hash_partition(node: Node) -> None:
 
 async def test_round_robin_without_key(node: Node) -> None:
     await node.create_stream(stream_config("spread", partitions=4))
-    outcomes = await node.publish("spread", [entry() for _ in range(8)], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    outcomes = await node.publisher.publish(
+        "spread", [entry() for _ in range(8)], streams_pb2.ACK_LEVEL_LEADER, batch=True
+    )
     assert sorted(o.partition for o in outcomes) == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
@@ -336,7 +340,7 @@ async def test_rejected_batch_does_not_advance_round_robin(node: Node) -> None:
     await node.create_stream(stream_config("fair", partitions=2))
     with pytest.raises(InvalidSubjectError, match=r"entries\[1\]"):
         await publish(node, "fair", entry(), entry("bad..subject"))
-    outcomes = await node.publish("fair", [entry(), entry()], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    outcomes = await node.publisher.publish("fair", [entry(), entry()], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert [o.partition for o in outcomes] == [0, 1]
     assert node.stream_info("fair").stats.msg_count == 2
 
@@ -651,21 +655,23 @@ async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_follow
     placement = led_here_with_two_followers()
     first = await Node.open(settings(tmp_path), clock)
     await first.create_stream(stream_config("restarted", replicas=3), placement)
-    await first.publish("restarted", [entry(msg_id="m1"), entry(msg_id="m2")], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await first.publisher.publish(
+        "restarted", [entry(msg_id="m1"), entry(msg_id="m2")], streams_pb2.ACK_LEVEL_LEADER, batch=True
+    )
     await first.close()
     second = await Node.open(settings(tmp_path), clock)
     try:
         partition = second._streams["restarted"].partitions[0]
         assert (partition.last_seq, partition.high_watermark) == (2, 0)
         with pytest.raises(ReplicationTimeoutError):
-            await second.publish(
+            await second.publisher.publish(
                 "restarted", [entry(msg_id="m2")], streams_pb2.ACK_LEVEL_ALL, batch=True, replication_timeout_ms=300
             )
         assert partition.tracker is not None
         for follower in ("f1", "f2"):
             partition.tracker.report(follower, 2, partition.last_seq, 0)
         partition.update_high_watermark()
-        (outcome,) = await second.publish(
+        (outcome,) = await second.publisher.publish(
             "restarted", [entry(msg_id="m2")], streams_pb2.ACK_LEVEL_ALL, batch=True, replication_timeout_ms=300
         )
         assert (outcome.seq, outcome.duplicate, partition.high_watermark) == (2, True, 2)
@@ -803,7 +809,9 @@ async def test_an_unreadable_replicated_partition_file_is_moved_aside_and_rebuil
     placement = led_here_with_two_followers()
     first = await Node.open(settings(tmp_path), clock)
     await first.create_stream(stream_config("cut", replicas=3), placement)
-    await first.publish("cut", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await first.publisher.publish(
+        "cut", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True
+    )
     await first.close()
     directory = tmp_path / "data" / "streams" / "cut" / "0"
     cut_in_half(directory / "log.sqlite")
@@ -843,7 +851,9 @@ async def test_an_unreadable_single_copy_partition_file_stops_the_node_naming_it
     the partition were empty; the error names the file."""
     node = await Node.open(settings(tmp_path))
     await node.create_stream(stream_config("alone"))
-    await node.publish("alone", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    await node.publisher.publish(
+        "alone", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True
+    )
     await node.close()
     database = tmp_path / "data" / "streams" / "alone" / "0" / "log.sqlite"
     cut_in_half(database)

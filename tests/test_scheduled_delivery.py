@@ -95,7 +95,7 @@ def entry(subject: str = "s.a", payload: bytes = b"x", **fields: object) -> stre
 
 
 async def publish_one(node: Node, stream: str, published: streams_pb2.PublishEntry) -> tuple[int, bool]:
-    (outcome,) = await node.publish(stream, [published], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+    (outcome,) = await node.publisher.publish(stream, [published], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert outcome.result_code == "ok", outcome
     return outcome.seq, outcome.scheduled
 
@@ -213,10 +213,10 @@ async def test_interest_retention_keeps_schedule_records_until_they_are_delivere
 
 async def test_a_retried_scheduled_publish_is_stored_once(core: Node, clock: ManualClock) -> None:
     await create(core, "retried")
-    first = await core.publish(
+    first = await core.publisher.publish(
         "retried", [entry(delay_ms=1_000, msg_id="once")], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )
-    again = await core.publish(
+    again = await core.publisher.publish(
         "retried", [entry(delay_ms=1_000, msg_id="once")], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )
     assert (first[0].seq, first[0].scheduled, again[0].seq, again[0].duplicate) == (1, True, 1, True)
@@ -238,11 +238,13 @@ async def test_bad_scheduled_publishes_are_refused_and_store_nothing(core: Node)
     ]
     for stream, bad, error, words in cases:
         with pytest.raises(error, match=words):
-            await core.publish(stream, [entry(), bad], streams_pb2.ACK_LEVEL_LEADER, batch=True)
+            await core.publisher.publish(stream, [entry(), bad], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert stored(core, "plain") == [] and stored(core, "aged") == []
     await core.create_stream(stream_config("forever", allow_scheduled_messages=True))
     with pytest.raises(InvalidArgumentError, match="366 days"):
-        await core.publish("forever", [entry(delay_ms=367 * 86_400_000)], streams_pb2.ACK_LEVEL_LEADER, batch=False)
+        await core.publisher.publish(
+            "forever", [entry(delay_ms=367 * 86_400_000)], streams_pb2.ACK_LEVEL_LEADER, batch=False
+        )
 
 
 # -- over gRPC, and through a failover (real processes) -------------------------------------------------

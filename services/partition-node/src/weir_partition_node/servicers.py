@@ -261,7 +261,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def Publish(self, request: streams_pb2.PublishRequest, context: Any) -> Any:
-        (outcome,) = await self.node.publish(
+        (outcome,) = await self.node.publisher.publish(
             request.stream,
             [request],
             request.ack_level,
@@ -289,7 +289,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     async def _publish_batch(
         self, request: streams_pb2.PublishBatchRequest, context: grpc.aio.ServicerContext | None
     ) -> streams_pb2.PublishBatchResponse:
-        outcomes = await self.node.publish(
+        outcomes = await self.node.publisher.publish(
             request.stream,
             request.entries,
             request.ack_level,

@@ -295,7 +295,7 @@ class PartitionTail:
             if message.HasField("key"):
                 fields.key = message.key
             try:
-                _, entry, size = self.node.prepare_entry(stream, fields)
+                _, entry, size = self.node.publisher.prepare_entry(stream, fields)
             except WeirError as error:
                 batch.errors.append((message.seq, error.message))
                 continue
