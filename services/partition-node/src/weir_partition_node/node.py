@@ -1,5 +1,10 @@
 """The partition node core, transport-neutral: streams, publish, reads, consumers and the change feed.
 
+`Node` holds the hosted streams, their lifecycle and admin (create, update, delete, placement,
+purges, scheduled releases); the rest is in its sections, each a module of its own:
+`node.publisher` (node_publish.py), `node.consumers` (node_consumers.py), `node.reads`
+(node_reads.py) and `node.changes` (feed_reads.py).
+
 The gRPC servicers are thin adapters over `Node`; everything here raises typed `WeirError`s and
 takes/returns weir.v1 protobuf messages (the upb codec is the fastest representation we have).
 
