@@ -22,7 +22,7 @@ def test_data_changes_describe_the_append_then_each_removal_reason_then_the_trun
         truncate_reason="max_msgs",
         consumer_removals={"work_queue_ack": [RowInfo(7, 5, 0), RowInfo(8, 6, 0)], "ttl": [RowInfo(9, 1, 0)]},
     )
-    changes = data_changes("orders", 2, PRIMARY, records=records, last_seq=13, retention=retention)
+    changes = data_changes("orders", 2, PRIMARY, records=records, appended_bytes=36, last_seq=13, retention=retention)
     kinds = [change.WhichOneof("kind") for change in changes]
     assert kinds == ["append", "remove", "remove", "remove", "truncate"]
     assert all((change.stream, change.partition, change.role) == ("orders", 2, PRIMARY) for change in changes)
@@ -42,7 +42,9 @@ def test_data_changes_describe_the_append_then_each_removal_reason_then_the_trun
 
 def test_a_commit_without_data_has_no_data_changes_and_stores_nothing() -> None:
     secondary = types_pb2.PARTITION_ROLE_SECONDARY
-    assert data_changes("orders", 0, secondary, records=[], last_seq=5, retention=RetentionPlan()) == []
+    assert (
+        data_changes("orders", 0, secondary, records=[], appended_bytes=0, last_seq=5, retention=RetentionPlan()) == []
+    )
     plan = CommitPlan(CommitBatch(last_seq=5), RetentionPlan(), [], [])
     assert plan.empty
     for batch in (

@@ -57,12 +57,13 @@ def data_changes(
     role: types_pb2.PartitionRole,
     *,
     records: list[Record],
+    appended_bytes: int,
     last_seq: int,
     retention: RetentionPlan,
 ) -> list[types_pb2.Change]:
     """The change-feed entries of a commit's data (seqs and ts set later, when allocated): an
-    AppendChange for `records` (seq, ts_ms, subject, size, crc, record tuples, ascending) up to
-    `last_seq` (the log's end after the commit), a
+    AppendChange for `records` (seq, ts_ms, subject, size, crc, record tuples, ascending;
+    `appended_bytes` their stored size) up to `last_seq` (the log's end after the commit), a
     RemoveChange for the subject limit's removals and one per consumer-driven reason, and a
     TruncateChange for a prefix cut. Order: append, removes, truncate."""
 
@@ -75,7 +76,7 @@ def data_changes(
             first_seq=records[0][0],
             last_seq=last_seq,
             message_count=len(records),
-            bytes=sum(record[3] for record in records),
+            bytes=appended_bytes,
         )
         changes.append(change(append=appended))
     if retention.remove_seqs:

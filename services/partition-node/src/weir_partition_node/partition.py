@@ -82,6 +82,7 @@ from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, p
 from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer
+from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
@@ -571,10 +572,10 @@ class Partition:
     async def wait_for_work(self, timeout_s: float) -> None:
         """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
         or after `timeout_s`."""
-        await _wait_on(self._waiters, timeout_s)
+        await wait_on(self._waiters, timeout_s)
 
     def wake_waiters(self) -> None:
-        _wake(self._waiters)
+        wake(self._waiters)
 
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Primary: return at the next follower report or commit (the next `update_high_watermark`),
@@ -747,8 +748,15 @@ class Partition:
             view = self.stream
             batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
         role = types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
+        appended_bytes = sum(record[3] for record in context.records)
         changes = data_changes(
-            self.stream.name, self.index, role, records=context.records, last_seq=context.seq, retention=retention
+            self.stream.name,
+            self.index,
+            role,
+            records=context.records,
+            appended_bytes=appended_bytes,
+            last_seq=context.seq,
+            retention=retention,
         )
         touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
@@ -760,7 +768,6 @@ class Partition:
             change.change_seq = change_seq
             change.ts_ms = now_ms
             batch.changes.append((change_seq, now_ms, change.SerializeToString()))
-        appended_bytes = sum(record[3] for record in context.records)
         return CommitPlan(batch, retention, changes, change_seqs, touched_counts, prune_msg_ids, appended_bytes)
 
     async def _write(self, plan: CommitPlan, items: list[CommitItem], context: CommitContext) -> bool:
@@ -1421,18 +1428,6 @@ class Partition:
             self._forget_consumer_metrics(name)
 
 
-async def _wait_on(waiters: set[asyncio.Future[None]], timeout_s: float) -> None:
-    """Join `waiters` until `_wake` resolves them or `timeout_s` passes."""
-    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    waiters.add(waiter)
-    try:
-        await asyncio.wait_for(waiter, timeout_s)
-    except TimeoutError:
-        pass
-    finally:
-        waiters.discard(waiter)
-
-
 def _new_message(entry: PreparedEntry, partition: int, now_ms: int) -> types_pb2.Message:
     """The stored message of a published entry (seq and ts_ms set when the commit appends it)."""
     if entry.headers:
@@ -1467,10 +1462,3 @@ def _ack_results(
         else:
             out.append((seq, "not_pending", reason or consumers.not_pending_reason(cursor, seq)))
     return out
-
-
-def _wake(waiters: set[asyncio.Future[None]]) -> None:
-    for waiter in waiters:
-        if not waiter.done():
-            waiter.set_result(None)
-    waiters.clear()

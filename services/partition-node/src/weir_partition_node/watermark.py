@@ -23,6 +23,7 @@ from weir.errors import WeirError
 from weir_server.replication import InSyncTracker
 
 from weir_partition_node import metrics
+from weir_partition_node.waiters import wait_on, wake
 
 
 class PartitionReplication:
@@ -63,7 +64,7 @@ class PartitionReplication:
         """Primary: recompute the watermark for a log ending at `last_seq` and complete the waiters
         it now covers; with fewer in-sync replicas than `min_insync`, fail every waiter with
         `shortfall()` instead. Returns whether the watermark moved up."""
-        _wake(self._progress_waiters)
+        wake(self._progress_waiters)
         tracker = self.tracker
         high_watermark = last_seq if tracker is None else tracker.compute_high_watermark(last_seq)
         assert high_watermark >= self._high_watermark, (
@@ -113,17 +114,4 @@ class PartitionReplication:
 
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Until the next `advance` (a follower report or a commit), or `timeout_s`."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._progress_waiters.add(waiter)
-        try:
-            await asyncio.wait_for(waiter, timeout_s)
-        except TimeoutError:
-            pass
-        finally:
-            self._progress_waiters.discard(waiter)
-
-
-def _wake(waiters: set[asyncio.Future[None]]) -> None:
-    for waiter in waiters:
-        if not waiter.done():
-            waiter.set_result(None)
+        await wait_on(self._progress_waiters, timeout_s)
