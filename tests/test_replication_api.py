@@ -32,6 +32,7 @@ from weir.cluster import WeirClient
 from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamError, NotLeaderError, WeirError
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
+from weir_partition_node import record_batch
 from weir_server.internal_clients import ReplicationClient
 from weir_server.metadata import Keys
 
@@ -437,6 +438,116 @@ async def test_replicate_message_with_an_undecodable_record_is_invalid_argument(
     good = await replicate(placed.first, "ReplicateMessage", message_request(placed, 0, [record(1, b"fine")]))
     assert (good.result_code, good.last_seq) == ("ok", 1)  # the partition was not left failed
     assert seqs(await copy_of(placed.first, stream_name)) == [1]
+
+
+# -- 2b. record batches (issue 25: what this version's replicator ships) -------------------------------
+
+
+def batch_request(placed: Placed, after_seq: int, batch: bytes, **fields: Any) -> internal_pb2.ReplicateMessageRequest:
+    return internal_pb2.ReplicateMessageRequest(
+        stream=placed.stream, partition=0, leader_epoch=placed.epoch, after_seq=after_seq, record_batch=batch, **fields
+    )
+
+
+async def test_a_record_batch_from_the_primary_applies_on_a_secondary_as_the_records_would(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """FetchReplication with want_record_batch answers one batch (no record list) holding what the
+    primary stores, indexed without decoding: subject, timestamp, msg_id. Pushed as it came, the
+    secondary's copy is the primary's; a batch that says it follows another seq than the request's
+    after_seq is refused whole."""
+    placed = await place(manual, manual_client, stream_name)
+    async with client_port(placed.primary) as node:
+        await node.publish(stream_name, "orders.a", b"one", msg_id="order-1")
+        await node.publish(stream_name, "orders.b", b"two")
+    pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
+    assert pulled.result_code == "ok", pulled.message
+    assert (list(pulled.records), pulled.record_count) == ([], 2)
+    batch = record_batch.decode(pulled.record_batch)
+    primary_copy = await copy_of(placed.primary, stream_name)
+    assert [types_pb2.Message.FromString(entry.record) for entry in batch.records] == primary_copy
+    assert [(entry.seq, entry.subject, entry.msg_id) for entry in batch.records] == [
+        (1, "orders.a", "order-1"),
+        (2, "orders.b", ""),
+    ]
+    assert [entry.ts_ms for entry in batch.records] == [message.ts_ms for message in primary_copy]
+    assert (batch.previous_seq, batch.previous_crc32, batch.leader_epoch) == (0, None, placed.epoch)
+
+    misplaced = await raw_failure(
+        placed.first.internal_address, "ReplicateMessage", batch_request(placed, 1, pulled.record_batch)
+    )
+    assert (misplaced.code, misplaced.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), misplaced
+    assert "after_seq is 1" in misplaced.message
+    both = batch_request(placed, 0, pulled.record_batch, records=[record(1, b"one")])
+    failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", both)
+    assert "not both" in failure.message
+    assert await copy_of(placed.first, stream_name) == []
+
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, pulled.record_batch))
+    assert (applied.result_code, applied.last_seq) == ("ok", 2), applied.message
+    assert await copy_of(placed.first, stream_name) == primary_copy
+    await publish(placed, 2, prefix="later")
+    after = await fetch(placed, placed.first, 2, want_record_batch=True)
+    following = record_batch.decode(after.record_batch)
+    assert (following.previous_seq, following.previous_crc32) == (2, after.follower_last_crc32)
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 2, after.record_batch))
+    assert (applied.result_code, applied.last_seq) == ("ok", 4), applied.message
+    assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
+
+
+async def test_a_record_batch_damaged_in_flight_is_refused_whole_and_nothing_is_stored(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """One flipped byte anywhere in a relayed batch (header, index section, a record) fails the
+    push with INVALID_ARGUMENT saying it is damaged; the secondary stores none of it and the
+    undamaged batch applies afterwards."""
+    placed = await place(manual, manual_client, stream_name)
+    await publish(placed, 3)
+    pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
+    data = pulled.record_batch
+    before = await snapshot(placed.first, stream_name)
+    for index in (4, 9, record_batch.HEADER.size + 2, len(data) // 2, len(data) - 1):
+        damaged = bytearray(data)
+        damaged[index] ^= 0x10
+        failure = await raw_failure(
+            placed.first.internal_address, "ReplicateMessage", batch_request(placed, 0, bytes(damaged))
+        )
+        assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), failure
+        assert "damaged" in failure.message and "nothing stored" in failure.message, failure
+        assert await snapshot(placed.first, stream_name) == before
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, data))
+    assert (applied.result_code, applied.last_seq) == ("ok", 3), applied.message
+    assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
+
+
+async def test_a_record_batch_that_does_not_extend_the_followers_log_is_a_divergence(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """The log-matching check travels inside the batch: one whose record at after_seq (by its
+    CRC-32) is not the follower's is refused as a divergence, with nothing stored."""
+    placed = await place(manual, manual_client, stream_name)
+    await publish(placed, 3)
+    await ship(placed, placed.first)
+    before = await snapshot(placed.first, stream_name)
+    body = record(4, b"four")
+    forged = record_batch.encode(
+        [record_batch.BatchRecord(4, 1_700_000_000_000, "orders.x", body, record_batch.record_crc32(body))],
+        leader_epoch=placed.epoch,
+        previous_seq=3,
+        previous_crc32=record_batch.record_crc32(record(3, b"not the follower's seq 3")),
+    )
+    reply = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 3, forged))
+    assert (reply.result_code, reply.success) == ("divergence", False), reply
+    assert await snapshot(placed.first, stream_name) == before
+    stale = record_batch.encode(
+        [record_batch.BatchRecord(4, 1, "orders.x", body, record_batch.record_crc32(body))],
+        leader_epoch=placed.epoch - 1,
+        previous_seq=3,
+        previous_crc32=None,
+    )
+    failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", batch_request(placed, 3, stale))
+    assert "relayed under leader epoch" in failure.message
+    assert await snapshot(placed.first, stream_name) == before
 
 
 # -- 3. FetchReplication ------------------------------------------------------------------------------

@@ -21,9 +21,7 @@ import asyncio
 import contextlib
 import logging
 import zlib
-from collections.abc import Sequence
 
-from google.protobuf.message import DecodeError
 from redis.exceptions import RedisError
 from weir.errors import (
     CorruptRecordError,
@@ -43,7 +41,6 @@ from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.commit_items import (
     RemoveSeqs,
     ReplaceConsumerState,
-    ReplicatedRecord,
     TruncatePrefix,
     TruncateTail,
 )
@@ -51,6 +48,7 @@ from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node, Stream
 from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
+from weir_partition_node.replication_batches import batch_of_rows, records_of_batch, records_of_list
 from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
@@ -414,17 +412,22 @@ class ReplicaManager:
             finally:
                 if parked and tracker is not None:
                     tracker.unpark(request.follower_node_id, monotonic_ms())
+        rows: list[tuple[int, bytes]] = []
         if start <= partition.last_seq:
             rows = partition.log.read(max(start, partition.first_seq), max_messages, max_bytes)
+        matched_crc32 = self._record_crc32(partition, request.follower_last_seq)
+        if matched_crc32 is not None:  # log matching: what the follower must hold there
+            response.follower_last_crc32 = matched_crc32
+        if rows and request.want_record_batch:
+            response.record_batch, response.record_count = batch_of_rows(
+                rows,
+                leader_epoch=partition.leader_epoch,
+                previous_seq=request.follower_last_seq,
+                previous_crc32=matched_crc32,
+            )
+        elif rows:
             response.records.extend(record for _, record in rows)
             response.record_crc32s.extend(zlib.crc32(record) for _, record in rows)
-        if request.follower_last_seq:
-            try:
-                matched = partition.log.get(request.follower_last_seq)
-            except CorruptRecordError:  # damaged here: nothing to match against until repaired
-                matched = None
-            if matched is not None:  # log matching: what the follower must hold there
-                response.follower_last_crc32 = zlib.crc32(matched)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
         response.high_watermark = partition.high_watermark
@@ -432,6 +435,18 @@ class ReplicaManager:
         if tracker is not None:
             response.in_sync_node_ids.extend(tracker.in_sync_sorted())
         return response
+
+    @staticmethod
+    def _record_crc32(partition: Partition, seq: int) -> int | None:
+        """The CRC-32 of the record this replica holds at `seq`; None when it holds none there
+        (seq 0, removed) or its copy is damaged (nothing to match against until repaired)."""
+        if not seq:
+            return None
+        try:
+            held = partition.log.get(seq)
+        except CorruptRecordError:
+            return None
+        return zlib.crc32(held) if held is not None else None
 
     def consumer_snapshots(
         self, request: internal_pb2.GetConsumerSnapshotsRequest
@@ -528,10 +543,17 @@ class ReplicaManager:
         partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
         if partition is None:
             return response
-        records = _decode_records(request.after_seq, request.records, request.record_crc32s)
-        after_crc32 = request.after_crc32 if request.HasField("after_crc32") else None
+        if request.record_batch:
+            if request.records:
+                raise InvalidArgumentError("records and record_batch: give one of them, not both")
+            records, after_crc32 = records_of_batch(
+                request.record_batch, after_seq=request.after_seq, leader_epoch=request.leader_epoch
+            )
+        else:
+            records = records_of_list(request.after_seq, request.records, request.record_crc32s)
+            after_crc32 = request.after_crc32 if request.HasField("after_crc32") else None
         code, message = await partition.replicate(
-            request.after_seq, records, sum(len(record) for record in request.records), after_crc32
+            request.after_seq, records, sum(len(record[3]) for record in records), after_crc32
         )
         if code == ReplicationResult.DIVERGENCE:
             metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
@@ -652,41 +674,3 @@ class ReplicaManager:
 
     def replica_state(self, request: internal_pb2.GetReplicaStateRequest) -> internal_pb2.GetReplicaStateResponse:
         return self.state_of(self.node.hosted_partition(request.stream, request.partition))
-
-
-def _decode_records(after_seq: int, records: Sequence[bytes], crc32s: Sequence[int] = ()) -> list[ReplicatedRecord]:
-    """Decode and check a ReplicateMessage's records before anything is queued (bad input never
-    reaches the commit loop): with `crc32s` (the primary's, one per record), each record's bytes
-    must match theirs. Errors: InvalidArgumentError."""
-    if crc32s and len(crc32s) != len(records):
-        raise InvalidArgumentError(f"record_crc32s: {len(crc32s)} given for {len(records)} records")
-    decoded: list[ReplicatedRecord] = []
-    previous = after_seq
-    for index, record in enumerate(records):
-        if crc32s and zlib.crc32(record) != crc32s[index]:
-            raise InvalidArgumentError(
-                f"records[{index}]: its bytes do not match the primary's CRC-32 {crc32s[index]} "
-                "(damaged on the way); nothing stored"
-            )
-        try:
-            message = types_pb2.Message.FromString(record)
-        except DecodeError as error:
-            raise InvalidArgumentError(f"records[{index}]: not an encoded weir.v1.Message ({error})") from None
-        if message.seq <= previous:
-            raise InvalidArgumentError(
-                f"records[{index}]: seq {message.seq} does not follow seq {previous} "
-                "(seqs must increase, above after_seq)"
-            )
-        previous = message.seq
-        decoded.append(
-            (
-                message.seq,
-                message.ts_ms,
-                message.subject,
-                record,
-                message.msg_id,
-                message.scheduled_seq,
-                message.expires_at_ms,
-            )
-        )
-    return decoded

@@ -10,7 +10,9 @@ SHIPPED_MESSAGES = Counter(
     "weir_replicator_shipped_messages_total", "Records pushed to secondaries", ["stream", "partition"]
 )
 SHIPPED_BYTES = Counter(
-    "weir_replicator_shipped_bytes_total", "Record bytes pushed to secondaries", ["stream", "partition"]
+    "weir_replicator_shipped_bytes_total",
+    "Record batch bytes pushed to secondaries (records and their batch headers)",
+    ["stream", "partition"],
 )
 FETCHES = Counter(
     "weir_replicator_fetches_total",

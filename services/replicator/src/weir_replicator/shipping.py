@@ -4,8 +4,9 @@ A `PartitionShipper` runs while this instance holds the partition's lease, for o
 
 - One `_FollowerLoop` per secondary pulls from the primary with FetchReplication (reporting what
   the follower holds, which is how the primary learns its progress for the in-sync set and the high
-  watermark) and pushes the records with ReplicateMessage at the primary's exact seqs, both as
-  lockstep exchanges on long-lived calls (FetchReplicationStream, ReplicateMessageStream). Positions
+  watermark) and pushes what it got with ReplicateMessage, both as lockstep exchanges on long-lived
+  calls (FetchReplicationStream, ReplicateMessageStream). What it pushes is the primary's record
+  batch, its bytes untouched: this process never decodes a record (issue 25). Positions
   come from the follower itself (GetReplicaState), never from this process, so a restarted
   replicator resumes exactly where each follower is: no gap, no duplicate.
 - One tail of the primary's change feed, filtered at the primary to this stream and partition
@@ -308,6 +309,7 @@ class PartitionShipper:
                 max_messages=self.settings.max_batch_messages,
                 max_bytes=self.settings.max_batch_bytes,
                 max_wait_ms=wait_ms,
+                want_record_batch=True,
             ),
             timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
         )
@@ -324,28 +326,27 @@ class PartitionShipper:
             )
             if not self._accepted(follower, reply):
                 return False
-        records = response.records
-        metrics.FETCHES.labels(*self._labels, "records" if records else "empty").inc()
-        if records:
+        batch = response.record_batch
+        metrics.FETCHES.labels(*self._labels, "records" if batch else "empty").inc()
+        if batch:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
+            # The batch's bytes as they came: its CRC32C and the log-matching check against
+            # after_seq travel inside it, for the follower to verify.
             push = internal_pb2.ReplicateMessageRequest(
                 stream=self.stream,
                 partition=self.partition,
                 leader_epoch=self.epoch,
                 after_seq=follower.last_seq,
-                records=records,
+                record_batch=batch,
                 high_watermark=response.high_watermark,
                 primary_last_seq=response.last_seq,
-                record_crc32s=response.record_crc32s,
             )
-            if response.HasField("follower_last_crc32"):  # log matching, checked by the follower
-                push.after_crc32 = response.follower_last_crc32
             reply = await follower.push_stream.exchange(push, timeout_s=self.settings.node_timeout_ms / 1000)
             if not self._accepted(follower, reply):
                 return False
-            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(len(records))
-            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, records)))
+            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(response.record_count)
+            metrics.SHIPPED_BYTES.labels(*self._labels).inc(len(batch))
         metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
             max(0, response.last_seq - (follower.last_seq or 0))
         )
