@@ -443,79 +443,118 @@ async def test_replicate_message_with_an_undecodable_record_is_invalid_argument(
 # -- 2b. record batches (issue 25: what this version's replicator ships) -------------------------------
 
 
-def batch_request(placed: Placed, after_seq: int, batch: bytes, **fields: Any) -> internal_pb2.ReplicateMessageRequest:
+def batch_request(
+    placed: Placed, after_seq: int, batches: list[bytes], **fields: Any
+) -> internal_pb2.ReplicateMessageRequest:
     return internal_pb2.ReplicateMessageRequest(
-        stream=placed.stream, partition=0, leader_epoch=placed.epoch, after_seq=after_seq, record_batch=batch, **fields
+        stream=placed.stream,
+        partition=0,
+        leader_epoch=placed.epoch,
+        after_seq=after_seq,
+        record_batches=batches,
+        **fields,
     )
 
 
-async def test_a_record_batch_from_the_primary_applies_on_a_secondary_as_the_records_would(
+async def test_record_batches_from_the_primary_apply_on_a_secondary_as_the_records_would(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:
-    """FetchReplication with want_record_batch answers one batch (no record list) holding what the
-    primary stores, indexed without decoding: subject, timestamp, msg_id. Pushed as it came, the
-    secondary's copy is the primary's; a batch that says it follows another seq than the request's
-    after_seq is refused whole."""
+    """FetchReplication with want_record_batch answers record batches (no record list), one per
+    commit, each following the one before, holding what the primary stores, indexed without
+    decoding: subject, timestamp, msg_id. Pushed as they came, the secondary's copy is the
+    primary's; batches out of order, or said to follow another seq than after_seq, are refused
+    whole."""
     placed = await place(manual, manual_client, stream_name)
     async with client_port(placed.primary) as node:
         await node.publish(stream_name, "orders.a", b"one", msg_id="order-1")
         await node.publish(stream_name, "orders.b", b"two")
     pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
     assert pulled.result_code == "ok", pulled.message
-    assert (list(pulled.records), pulled.record_count) == ([], 2)
-    batch = record_batch.decode(pulled.record_batch)
+    assert (list(pulled.records), pulled.record_count, len(pulled.record_batches)) == ([], 2, 2)
+    first, second = (record_batch.decode(data) for data in pulled.record_batches)
     primary_copy = await copy_of(placed.primary, stream_name)
-    assert [types_pb2.Message.FromString(entry.record) for entry in batch.records] == primary_copy
-    assert [(entry.seq, entry.subject, entry.msg_id) for entry in batch.records] == [
+    entries = first.records + second.records
+    assert [types_pb2.Message.FromString(entry.record) for entry in entries] == primary_copy
+    assert [(entry.seq, entry.subject, entry.msg_id) for entry in entries] == [
         (1, "orders.a", "order-1"),
         (2, "orders.b", ""),
     ]
-    assert [entry.ts_ms for entry in batch.records] == [message.ts_ms for message in primary_copy]
-    assert (batch.previous_seq, batch.previous_crc32, batch.leader_epoch) == (0, None, placed.epoch)
+    assert [entry.ts_ms for entry in entries] == [message.ts_ms for message in primary_copy]
+    assert (first.previous_seq, first.previous_crc32, first.leader_epoch) == (0, None, placed.epoch)
+    assert (second.previous_seq, second.previous_crc32) == (1, first.records[0].crc32)
 
-    misplaced = await raw_failure(
-        placed.first.internal_address, "ReplicateMessage", batch_request(placed, 1, pulled.record_batch)
-    )
-    assert (misplaced.code, misplaced.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), misplaced
-    assert "after_seq is 1" in misplaced.message
-    both = batch_request(placed, 0, pulled.record_batch, records=[record(1, b"one")])
-    failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", both)
-    assert "not both" in failure.message
+    batches = list(pulled.record_batches)
+    for bad, says in (
+        (batch_request(placed, 1, batches), "after_seq is 1"),
+        (batch_request(placed, 0, batches[::-1]), "follows seq 1"),
+        (batch_request(placed, 0, [batches[0], batches[0]]), "does not follow record_batches[0]"),
+        (batch_request(placed, 0, batches, records=[record(1, b"one")]), "not both"),
+    ):
+        failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", bad)
+        assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), failure
+        assert says in failure.message, failure
     assert await copy_of(placed.first, stream_name) == []
 
-    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, pulled.record_batch))
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, batches))
     assert (applied.result_code, applied.last_seq) == ("ok", 2), applied.message
     assert await copy_of(placed.first, stream_name) == primary_copy
     await publish(placed, 2, prefix="later")
     after = await fetch(placed, placed.first, 2, want_record_batch=True)
-    following = record_batch.decode(after.record_batch)
-    assert (following.previous_seq, following.previous_crc32) == (2, after.follower_last_crc32)
-    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 2, after.record_batch))
+    following = record_batch.decode(after.record_batches[0])
+    assert (following.previous_seq, following.previous_crc32) == (2, second.records[0].crc32)
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 2, list(after.record_batches)))
     assert (applied.result_code, applied.last_seq) == ("ok", 4), applied.message
     assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
+
+
+async def test_a_follower_inside_a_commit_or_behind_a_removal_gets_what_the_log_holds(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """A follower whose log ends inside a commit gets the rest from the log, as one batch that
+    follows its last seq; a message the primary removed after its commit is never shipped again
+    (its commit's batch is no longer used)."""
+    placed = await place(manual, manual_client, stream_name)
+    entries = [streams_pb2.PublishEntry(subject=f"orders.{index}", payload=b"p%d" % index) for index in range(4)]
+    async with client_port(placed.primary) as node:
+        await node.publish_batch(stream_name, entries)  # one commit: seqs 1-4
+        inside = await fetch(placed, placed.first, 2, want_record_batch=True)
+        (batch,) = (record_batch.decode(data) for data in inside.record_batches)
+        assert ([entry.seq for entry in batch.records], batch.previous_seq) == ([3, 4], 2)
+        assert batch.previous_crc32 == record_batch.record_crc32(
+            (await node.get_message(stream_name, 0, 2)).SerializeToString()
+        )
+        await node.purge_partition(stream_name, 0, seqs=[3])
+    pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
+    shipped = [entry.seq for data in pulled.record_batches for entry in record_batch.decode(data).records]
+    assert shipped == [1, 2, 4]
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, list(pulled.record_batches)))
+    assert (applied.result_code, applied.last_seq) == ("ok", 4), applied.message
+    assert seqs(await copy_of(placed.first, stream_name)) == [1, 2, 4]
 
 
 async def test_a_record_batch_damaged_in_flight_is_refused_whole_and_nothing_is_stored(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:
     """One flipped byte anywhere in a relayed batch (header, index section, a record) fails the
-    push with INVALID_ARGUMENT saying it is damaged; the secondary stores none of it and the
-    undamaged batch applies afterwards."""
+    push with INVALID_ARGUMENT saying it is damaged; the secondary stores none of the request (not
+    the undamaged batch before it either), and the undamaged batches apply afterwards."""
     placed = await place(manual, manual_client, stream_name)
     await publish(placed, 3)
     pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
-    data = pulled.record_batch
+    batches = list(pulled.record_batches)
+    assert len(batches) == 3
+    data = batches[-1]
     before = await snapshot(placed.first, stream_name)
     for index in (4, 9, record_batch.HEADER.size + 2, len(data) // 2, len(data) - 1):
         damaged = bytearray(data)
         damaged[index] ^= 0x10
-        failure = await raw_failure(
-            placed.first.internal_address, "ReplicateMessage", batch_request(placed, 0, bytes(damaged))
-        )
+        request = batch_request(placed, 0, [*batches[:-1], bytes(damaged)])
+        failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", request)
         assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), failure
-        assert "damaged" in failure.message and "nothing stored" in failure.message, failure
+        assert "record_batches[2]" in failure.message and "damaged" in failure.message, failure
+        assert "nothing stored" in failure.message, failure
         assert await snapshot(placed.first, stream_name) == before
-    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, data))
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 0, batches))
     assert (applied.result_code, applied.last_seq) == ("ok", 3), applied.message
     assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
 
@@ -536,7 +575,7 @@ async def test_a_record_batch_that_does_not_extend_the_followers_log_is_a_diverg
         previous_seq=3,
         previous_crc32=record_batch.record_crc32(record(3, b"not the follower's seq 3")),
     )
-    reply = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 3, forged))
+    reply = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 3, [forged]))
     assert (reply.result_code, reply.success) == ("divergence", False), reply
     assert await snapshot(placed.first, stream_name) == before
     stale = record_batch.encode(
@@ -545,7 +584,7 @@ async def test_a_record_batch_that_does_not_extend_the_followers_log_is_a_diverg
         previous_seq=3,
         previous_crc32=None,
     )
-    failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", batch_request(placed, 3, stale))
+    failure = await raw_failure(placed.first.internal_address, "ReplicateMessage", batch_request(placed, 3, [stale]))
     assert "relayed under leader epoch" in failure.message
     assert await snapshot(placed.first, stream_name) == before
 

@@ -261,6 +261,10 @@ class CommitContext:
     expiries: list[tuple[int, int]] = field(default_factory=list)
     # PurgePartition with seqs (primary only): these go, reason "deleted".
     deleted_seqs: list[int] = field(default_factory=list)
+    # A primary with followers notes, by seq, each appended record's (msg_id, scheduled_seq,
+    # expires_at_ms) when any is set: what its record batch says of it (batch_cache.py).
+    note_extras: bool = False
+    extras: dict[int, tuple[str, int, int]] = field(default_factory=dict)
 
     def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
         """Add a record that already has its seq (replication)."""
@@ -275,4 +279,6 @@ class CommitContext:
         message.ts_ms = ts_ms
         self.records.append(make_record(self.seq, ts_ms, subject, message.SerializeToString()))
         self.subject_last[subject] = self.seq
+        if self.note_extras and (message.msg_id or message.scheduled_seq or message.expires_at_ms):
+            self.extras[self.seq] = (message.msg_id, message.scheduled_seq, message.expires_at_ms)
         return self.seq

@@ -139,6 +139,12 @@ DIVERGENT_TRUNCATED = Counter(
     "Messages removed from a divergent tail when the replica adopted a newer leader epoch",
     ["stream", "partition"],
 )
+REPLICATION_BATCHES = Counter(
+    "weir_replication_batches_total",
+    "Record batches a primary shipped to followers, by where they came from: cache (built when the "
+    "commit was durable) or log (read and packed for a follower elsewhere in the log)",
+    ["source"],
+)
 REPLICATION_DIVERGENCES = Counter(
     "weir_replication_divergences_total",
     "ReplicateMessage calls refused because a stored record differed from the primary's",

@@ -48,6 +48,7 @@ from weir_server.replication import InSyncTracker, ReplicationResult
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
 from weir_partition_node import consumers, metrics, reads, scheduled
+from weir_partition_node.batch_cache import BatchCache
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import (
@@ -145,6 +146,8 @@ class Partition:
         self.earliest_expiry_ms = log.earliest_expiry_ms()
         # The in-sync tracker, high watermark and ack-all waiters (watermark.py): their only writer.
         self.replication = PartitionReplication(stream.name, index, self.last_seq)
+        # A primary with followers: its newest commits as the record batches it ships them.
+        self.batch_cache = BatchCache()
         # The log was started empty in place of an unreadable file (storage/rebuild.py): it follows
         # until it caught up with its primary and never leads meanwhile.
         self.rebuilding = rebuilding
@@ -261,6 +264,8 @@ class Partition:
             # What an earlier primary may have acknowledged ends at most here: point reads of a
             # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
             self.epoch_start_seq = self.last_seq
+        if leading != was_leading or leader_epoch != previous_epoch:
+            self.batch_cache.clear()
         self.leader_epoch = leader_epoch
         self.replication.set_role(tracker, min_insync)
         if was_leading and (not leading or leader_epoch != previous_epoch):
@@ -660,7 +665,7 @@ class Partition:
         results), plan the transaction (rows, retention, changes), write it (a worker thread), and
         only then apply it to the cached state and answer the callers."""
         started = time.perf_counter()
-        context = CommitContext(now_ms, self.last_seq)
+        context = CommitContext(now_ms, self.last_seq, note_extras=self._caches_batches)
         results = [self._decide(item, context) for item in items]
         plan = await self._plan_commit(items, context)
         if not await self._write(plan, items, context):
@@ -830,6 +835,37 @@ class Partition:
             self._duplicates.expire(context.now_ms)  # ids past the window leave memory as new ones come in
         if self._schedule is not None:
             self._index_scheduled(records, batch.remove_seqs, self.first_seq)
+        if context.note_extras and self._caches_batches:  # (the role may have changed during the write)
+            self._cache_batch(batch, context)
+        elif len(self.batch_cache):
+            self.batch_cache.clear()
+
+    @property
+    def _caches_batches(self) -> bool:
+        """Whether commits go to the batch cache: a primary with followers (batch_cache.py)."""
+        return self.leading and self.replication.tracker is not None
+
+    def _cache_batch(self, batch: CommitBatch, context: CommitContext) -> None:
+        """Mirror a durable commit in the batch cache, in CommitBatch's order."""
+        cache = self.batch_cache
+        if batch.repairs:
+            cache.clear()
+        cache.add(batch.records, context.extras, leader_epoch=self.leader_epoch, previous_crc32=self.stored_crc32)
+        if batch.remove_seqs:
+            cache.removed(batch.remove_seqs)
+        if batch.truncate_before:
+            cache.truncated(batch.truncate_before)
+
+    def stored_crc32(self, seq: int) -> int | None:
+        """The CRC-32 of the record stored at `seq`; None when there is none (seq 0, removed) or
+        its stored bytes are damaged (nothing to match against until the scrub repairs it)."""
+        if not seq:
+            return None
+        try:
+            held = self.log.get(seq)
+        except CorruptRecordError:
+            return None
+        return zlib.crc32(held) if held is not None else None
 
     def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Once the callers have their answers: wake readers, move the high watermark, count."""

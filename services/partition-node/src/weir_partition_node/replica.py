@@ -20,11 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import zlib
 
 from redis.exceptions import RedisError
 from weir.errors import (
-    CorruptRecordError,
     InvalidArgumentError,
     NoSuchConsumerError,
     NoSuchPartitionError,
@@ -48,7 +46,7 @@ from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node, Stream
 from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
-from weir_partition_node.replication_batches import batch_of_rows, records_of_batch, records_of_list
+from weir_partition_node.replication_batches import add_records, records_of_batches, records_of_list
 from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
@@ -412,22 +410,7 @@ class ReplicaManager:
             finally:
                 if parked and tracker is not None:
                     tracker.unpark(request.follower_node_id, monotonic_ms())
-        rows: list[tuple[int, bytes]] = []
-        if start <= partition.last_seq:
-            rows = partition.log.read(max(start, partition.first_seq), max_messages, max_bytes)
-        matched_crc32 = self._record_crc32(partition, request.follower_last_seq)
-        if matched_crc32 is not None:  # log matching: what the follower must hold there
-            response.follower_last_crc32 = matched_crc32
-        if rows and request.want_record_batch:
-            response.record_batch, response.record_count = batch_of_rows(
-                rows,
-                leader_epoch=partition.leader_epoch,
-                previous_seq=request.follower_last_seq,
-                previous_crc32=matched_crc32,
-            )
-        elif rows:
-            response.records.extend(record for _, record in rows)
-            response.record_crc32s.extend(zlib.crc32(record) for _, record in rows)
+        add_records(response, partition, request, max_messages, max_bytes)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
         response.high_watermark = partition.high_watermark
@@ -435,18 +418,6 @@ class ReplicaManager:
         if tracker is not None:
             response.in_sync_node_ids.extend(tracker.in_sync_sorted())
         return response
-
-    @staticmethod
-    def _record_crc32(partition: Partition, seq: int) -> int | None:
-        """The CRC-32 of the record this replica holds at `seq`; None when it holds none there
-        (seq 0, removed) or its copy is damaged (nothing to match against until repaired)."""
-        if not seq:
-            return None
-        try:
-            held = partition.log.get(seq)
-        except CorruptRecordError:
-            return None
-        return zlib.crc32(held) if held is not None else None
 
     def consumer_snapshots(
         self, request: internal_pb2.GetConsumerSnapshotsRequest
@@ -543,11 +514,11 @@ class ReplicaManager:
         partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
         if partition is None:
             return response
-        if request.record_batch:
+        if request.record_batches:
             if request.records:
-                raise InvalidArgumentError("records and record_batch: give one of them, not both")
-            records, after_crc32 = records_of_batch(
-                request.record_batch, after_seq=request.after_seq, leader_epoch=request.leader_epoch
+                raise InvalidArgumentError("records and record_batches: give one of them, not both")
+            records, after_crc32 = records_of_batches(
+                request.record_batches, after_seq=request.after_seq, leader_epoch=request.leader_epoch
             )
         else:
             records = records_of_list(request.after_seq, request.records, request.record_crc32s)

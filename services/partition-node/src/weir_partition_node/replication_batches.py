@@ -1,9 +1,10 @@
 """What FetchReplication ships and ReplicateMessage takes, in both shapes (DESIGN §5, issue 25).
 
 - **Record batches** (`FetchReplicationRequest.want_record_batch`, what this version's replicator
-  asks for): the primary packs the records after the follower's last seq into one record batch
-  (`record_batch.py`) with the log-matching check inside; the replicator relays its bytes; the
-  follower checks the whole batch before it reads a record from it.
+  asks for): the primary answers with the batches its newest commits were cached as
+  (`batch_cache.py`), or packs what it reads from its log into one; each carries the log-matching
+  check against the seq it follows. The replicator relays their bytes; the follower checks every
+  batch whole before it reads a record from any.
 - **Record lists** (`records` with `record_crc32s`, an earlier replicator's shape): one encoded
   weir.v1.Message per record, each checked against its CRC-32 and decoded here.
 
@@ -18,10 +19,11 @@ from collections.abc import Sequence
 
 from google.protobuf.message import DecodeError
 from weir.errors import InvalidArgumentError
-from weir.v1 import types_pb2
+from weir.v1 import internal_pb2, types_pb2
 
-from weir_partition_node import record_batch
+from weir_partition_node import metrics, record_batch
 from weir_partition_node.commit_items import ReplicatedRecord
+from weir_partition_node.partition import Partition
 from weir_partition_node.record_batch import BatchRecord, RecordBatchError
 
 
@@ -55,36 +57,93 @@ def batch_of_rows(
     return encoded, len(records)
 
 
-def records_of_batch(data: bytes, *, after_seq: int, leader_epoch: int) -> tuple[list[ReplicatedRecord], int | None]:
-    """The records of a relayed record batch, and the CRC-32 the follower's record at `after_seq`
-    must have (None: nothing to compare). The batch must be whole (its CRC32C), follow `after_seq`
-    and come from the primary of `leader_epoch`. Errors: InvalidArgumentError, nothing stored."""
-    try:
-        batch = record_batch.decode(data)
-    except RecordBatchError as error:
-        raise InvalidArgumentError(f"record_batch: {error}; nothing stored") from None
-    if batch.previous_seq != after_seq:
-        raise InvalidArgumentError(
-            f"record_batch: it follows seq {batch.previous_seq}, the request's after_seq is {after_seq}"
-        )
-    if batch.leader_epoch != leader_epoch:
-        raise InvalidArgumentError(
-            f"record_batch: built by the primary of leader epoch {batch.leader_epoch}, "
-            f"relayed under leader epoch {leader_epoch}"
-        )
-    records = [
-        (
-            record.seq,
-            record.ts_ms,
-            record.subject,
-            record.record,
-            record.msg_id,
-            record.scheduled_seq,
-            record.expires_at_ms,
-        )
-        for record in batch.records
-    ]
-    return records, batch.previous_crc32
+def add_records(
+    response: internal_pb2.FetchReplicationResponse,
+    partition: Partition,
+    request: internal_pb2.FetchReplicationRequest,
+    max_messages: int,
+    max_bytes: int,
+) -> None:
+    """Put what follows the follower's last seq in a primary's FetchReplication answer, in the
+    shape the request asks for, within `max_messages` and about `max_bytes`."""
+    after_seq = request.follower_last_seq
+    if request.want_record_batch:
+        if after_seq < partition.last_seq:
+            batches, response.record_count = record_batches(partition, after_seq, max_messages, max_bytes)
+            response.record_batches.extend(batches)
+        return
+    matched_crc32 = partition.stored_crc32(after_seq)
+    if matched_crc32 is not None:  # log matching: what the follower must hold there
+        response.follower_last_crc32 = matched_crc32
+    if after_seq < partition.last_seq:
+        rows = partition.log.read(max(after_seq + 1, partition.first_seq), max_messages, max_bytes)
+        response.records.extend(record for _, record in rows)
+        response.record_crc32s.extend(zlib.crc32(record) for _, record in rows)
+
+
+def record_batches(partition: Partition, after_seq: int, max_messages: int, max_bytes: int) -> tuple[list[bytes], int]:
+    """A primary's answer to a follower whose log ends at `after_seq` (below the partition's last
+    seq): its cached batches from there (batch_cache.py), else one batch read from the log; and
+    how many records they hold."""
+    cached = partition.batch_cache.take(after_seq, max_messages, max_bytes)
+    if cached is not None:
+        metrics.REPLICATION_BATCHES.labels("cache").inc(len(cached[0]))
+        return cached
+    rows = partition.log.read(max(after_seq + 1, partition.first_seq), max_messages, max_bytes)
+    if not rows:
+        return [], 0
+    metrics.REPLICATION_BATCHES.labels("log").inc()
+    data, count = batch_of_rows(
+        rows,
+        leader_epoch=partition.leader_epoch,
+        previous_seq=after_seq,
+        previous_crc32=partition.stored_crc32(after_seq),
+    )
+    return [data], count
+
+
+def records_of_batches(
+    batches: Sequence[bytes], *, after_seq: int, leader_epoch: int
+) -> tuple[list[ReplicatedRecord], int | None]:
+    """The records of relayed record batches, and the CRC-32 the follower's record at `after_seq`
+    must have (None: nothing to compare). Each batch must be whole (its CRC32C) and come from the
+    primary of `leader_epoch`; the first must follow `after_seq` and each the one before it (its
+    seq and CRC-32). Errors: InvalidArgumentError, nothing stored."""
+    records: list[ReplicatedRecord] = []
+    first_crc32: int | None = None
+    previous: record_batch.RecordBatch | None = None
+    for index, data in enumerate(batches):
+        try:
+            batch = record_batch.decode(data)
+        except RecordBatchError as error:
+            raise InvalidArgumentError(f"record_batches[{index}]: {error}; nothing stored") from None
+        if batch.leader_epoch != leader_epoch:
+            raise InvalidArgumentError(
+                f"record_batches[{index}]: built by the primary of leader epoch {batch.leader_epoch}, "
+                f"relayed under leader epoch {leader_epoch}"
+            )
+        if previous is None:
+            if batch.previous_seq != after_seq:
+                raise InvalidArgumentError(
+                    f"record_batches[0]: it follows seq {batch.previous_seq}, the request's after_seq is {after_seq}"
+                )
+            first_crc32 = batch.previous_crc32
+        elif batch.previous_seq != previous.last_seq or batch.previous_crc32 not in (None, previous.records[-1].crc32):
+            raise InvalidArgumentError(f"record_batches[{index}]: does not follow record_batches[{index - 1}]")
+        records += [
+            (
+                record.seq,
+                record.ts_ms,
+                record.subject,
+                record.record,
+                record.msg_id,
+                record.scheduled_seq,
+                record.expires_at_ms,
+            )
+            for record in batch.records
+        ]
+        previous = batch
+    return records, first_crc32
 
 
 def records_of_list(after_seq: int, records: Sequence[bytes], crc32s: Sequence[int] = ()) -> list[ReplicatedRecord]:

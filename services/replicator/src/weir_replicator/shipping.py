@@ -6,7 +6,7 @@ A `PartitionShipper` runs while this instance holds the partition's lease, for o
   the follower holds, which is how the primary learns its progress for the in-sync set and the high
   watermark) and pushes what it got with ReplicateMessage, both as lockstep exchanges on long-lived
   calls (FetchReplicationStream, ReplicateMessageStream). What it pushes is the primary's record
-  batch, its bytes untouched: this process never decodes a record (issue 25). Positions
+  batches, their bytes untouched: this process never decodes a record (issue 25). Positions
   come from the follower itself (GetReplicaState), never from this process, so a restarted
   replicator resumes exactly where each follower is: no gap, no duplicate.
 - One tail of the primary's change feed, filtered at the primary to this stream and partition
@@ -326,19 +326,19 @@ class PartitionShipper:
             )
             if not self._accepted(follower, reply):
                 return False
-        batch = response.record_batch
-        metrics.FETCHES.labels(*self._labels, "records" if batch else "empty").inc()
-        if batch:
+        batches = response.record_batches
+        metrics.FETCHES.labels(*self._labels, "records" if batches else "empty").inc()
+        if batches:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
-            # The batch's bytes as they came: its CRC32C and the log-matching check against
-            # after_seq travel inside it, for the follower to verify.
+            # The batches' bytes as they came: their CRC32Cs and the log-matching checks travel
+            # inside them, for the follower to verify.
             push = internal_pb2.ReplicateMessageRequest(
                 stream=self.stream,
                 partition=self.partition,
                 leader_epoch=self.epoch,
                 after_seq=follower.last_seq,
-                record_batch=batch,
+                record_batches=batches,
                 high_watermark=response.high_watermark,
                 primary_last_seq=response.last_seq,
             )
@@ -346,7 +346,7 @@ class PartitionShipper:
             if not self._accepted(follower, reply):
                 return False
             metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(response.record_count)
-            metrics.SHIPPED_BYTES.labels(*self._labels).inc(len(batch))
+            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, batches)))
         metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
             max(0, response.last_seq - (follower.last_seq or 0))
         )

@@ -90,7 +90,7 @@ class FetchReplicationRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ...) -> None: ...
 
 class FetchReplicationResponse(_message.Message):
-    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batch", "record_count")
+    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batches", "record_count")
     RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
@@ -101,7 +101,7 @@ class FetchReplicationResponse(_message.Message):
     IN_SYNC_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     FOLLOWER_LAST_CRC32_FIELD_NUMBER: _ClassVar[int]
     RECORD_CRC32S_FIELD_NUMBER: _ClassVar[int]
-    RECORD_BATCH_FIELD_NUMBER: _ClassVar[int]
+    RECORD_BATCHES_FIELD_NUMBER: _ClassVar[int]
     RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
     result_code: str
     message: str
@@ -113,9 +113,9 @@ class FetchReplicationResponse(_message.Message):
     in_sync_node_ids: _containers.RepeatedScalarFieldContainer[str]
     follower_last_crc32: int
     record_crc32s: _containers.RepeatedScalarFieldContainer[int]
-    record_batch: bytes
+    record_batches: _containers.RepeatedScalarFieldContainer[bytes]
     record_count: int
-    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batch: _Optional[bytes] = ..., record_count: _Optional[int] = ...) -> None: ...
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ...) -> None: ...
 
 class GetConsumerSnapshotsRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch")
@@ -192,7 +192,7 @@ class ReplicateStreamCreateRequest(_message.Message):
     def __init__(self, record: _Optional[_Union[_types_pb2.StreamRecord, _Mapping]] = ...) -> None: ...
 
 class ReplicateMessageRequest(_message.Message):
-    __slots__ = ("stream", "partition", "leader_epoch", "after_seq", "records", "high_watermark", "after_crc32", "primary_last_seq", "record_crc32s", "record_batch")
+    __slots__ = ("stream", "partition", "leader_epoch", "after_seq", "records", "high_watermark", "after_crc32", "primary_last_seq", "record_crc32s", "record_batches")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -202,7 +202,7 @@ class ReplicateMessageRequest(_message.Message):
     AFTER_CRC32_FIELD_NUMBER: _ClassVar[int]
     PRIMARY_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     RECORD_CRC32S_FIELD_NUMBER: _ClassVar[int]
-    RECORD_BATCH_FIELD_NUMBER: _ClassVar[int]
+    RECORD_BATCHES_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     leader_epoch: int
@@ -212,8 +212,8 @@ class ReplicateMessageRequest(_message.Message):
     after_crc32: int
     primary_last_seq: int
     record_crc32s: _containers.RepeatedScalarFieldContainer[int]
-    record_batch: bytes
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., after_seq: _Optional[int] = ..., records: _Optional[_Iterable[bytes]] = ..., high_watermark: _Optional[int] = ..., after_crc32: _Optional[int] = ..., primary_last_seq: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batch: _Optional[bytes] = ...) -> None: ...
+    record_batches: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., after_seq: _Optional[int] = ..., records: _Optional[_Iterable[bytes]] = ..., high_watermark: _Optional[int] = ..., after_crc32: _Optional[int] = ..., primary_last_seq: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class ReplicateTruncateRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch", "first_seq")
