@@ -49,9 +49,14 @@ def test_the_bounds_stop_at_a_whole_batch() -> None:
 
 def test_the_previous_records_crc_is_asked_only_when_the_batch_before_is_not_cached() -> None:
     asked: list[int] = []
+
+    def previous_crc32(seq: int) -> int:
+        asked.append(seq)
+        return 99
+
     cache = BatchCache()
     for first, last in ((5, 6), (7, 8)):
-        cache.add(_commit(first, last), {}, leader_epoch=1, previous_crc32=lambda seq: asked.append(seq) or 99)
+        cache.add(_commit(first, last), {}, leader_epoch=1, previous_crc32=previous_crc32)
     assert asked == [4]
     assert record_batch.decode(cache.take(4, 10, 1 << 20)[0][0]).previous_crc32 == 99  # type: ignore[index]
 

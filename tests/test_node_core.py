@@ -30,6 +30,7 @@ from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, Change
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import ConsumerOpKind, PreparedEntry
 from weir_partition_node.node import Node
+from weir_partition_node.record_batch import BatchRecord
 from weir_partition_node.server import _bounded
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
@@ -73,6 +74,12 @@ def entry(subject: str = "s.a", payload: bytes = b"x", **fields: object) -> stre
 async def publish(node: Node, stream: str, *entries: streams_pb2.PublishEntry) -> list[int]:
     outcomes = await node.publisher.publish(stream, list(entries), streams_pb2.ACK_LEVEL_LEADER, batch=True)
     return [outcome.seq for outcome in outcomes]
+
+
+def _replicated(seq: int, ts_ms: int, subject: str, message: types_pb2.Message) -> BatchRecord:
+    """`message` as a secondary gets it from its primary (replication_batches.py)."""
+    encoded = message.SerializeToString()
+    return BatchRecord(seq, ts_ms, subject, encoded, zlib.crc32(encoded))
 
 
 async def changes(node: Node, from_change_seq: int = 0) -> list[types_pb2.Change]:
@@ -195,7 +202,8 @@ async def test_ttls_survive_a_restart_and_a_promoted_copy_expires_what_it_replic
     partition = core.hosted_partition("copy", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     message = types_pb2.Message(seq=1, ts_ms=clock.now_ms(), subject="s", expires_at_ms=clock.now_ms() + 5000)
-    replicated = (1, message.ts_ms, "s", message.SerializeToString(), "", 0, message.expires_at_ms)
+    encoded = message.SerializeToString()
+    replicated = BatchRecord(1, message.ts_ms, "s", encoded, zlib.crc32(encoded), expires_at_ms=message.expires_at_ms)
     assert await partition.replicate(0, [replicated], 10) == ("ok", "")
     await core.close()
 
@@ -555,15 +563,7 @@ async def test_a_new_primary_answers_point_reads_of_a_high_watermark_stream_once
     partition = node.hosted_partition("promoted", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     records = [
-        (
-            seq,
-            1,
-            "k",
-            types_pb2.Message(seq=seq, ts_ms=1, subject="k", payload=b"v%d" % seq).SerializeToString(),
-            "",
-            0,
-            0,
-        )
+        _replicated(seq, 1, "k", types_pb2.Message(seq=seq, ts_ms=1, subject="k", payload=b"v%d" % seq))
         for seq in (1, 2)
     ]
     assert await partition.replicate(0, records, 10) == ("ok", "")
@@ -747,15 +747,7 @@ async def test_a_secondary_with_a_damaged_last_record_keeps_replicating(node: No
     partition = node.hosted_partition("damaged-tail", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     records = [
-        (
-            seq,
-            1,
-            "s",
-            types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=b"p%d" % seq).SerializeToString(),
-            "",
-            0,
-            0,
-        )
+        _replicated(seq, 1, "s", types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=b"p%d" % seq))
         for seq in (1, 2, 3)
     ]
     assert await partition.replicate(0, records[:2], 10) == ("ok", "")
@@ -776,9 +768,8 @@ async def test_a_secondary_appends_only_records_that_follow_the_primarys_record_
     partition = node.hosted_partition("matching", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
 
-    def record(seq: int, payload: bytes) -> tuple[int, int, str, bytes, str, int, int]:
-        encoded = types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=payload).SerializeToString()
-        return (seq, 1, "s", encoded, "", 0, 0)
+    def record(seq: int, payload: bytes) -> BatchRecord:
+        return _replicated(seq, 1, "s", types_pb2.Message(seq=seq, ts_ms=1, subject="s", payload=payload))
 
     first = record(1, b"one")
     assert await partition.replicate(0, [first], 10) == ("ok", "")
@@ -834,10 +825,7 @@ async def test_an_unreadable_replicated_partition_file_is_moved_aside_and_rebuil
     try:
         partition = node._streams["cut"].partitions[0]
         assert not partition.finish_rebuild(primary_through_seq=1)  # holds nothing yet
-        records = [
-            (seq, seq, "s.a", types_pb2.Message(seq=seq, subject="s.a", ts_ms=seq).SerializeToString(), "", 0, 0)
-            for seq in (1, 2)
-        ]
+        records = [_replicated(seq, seq, "s.a", types_pb2.Message(seq=seq, subject="s.a", ts_ms=seq)) for seq in (1, 2)]
         code, _ = await partition.replicate(0, records, 100, None)
         assert code == "ok"
         assert partition.finish_rebuild(primary_through_seq=2)

@@ -6,6 +6,7 @@ clock, so no test sleeps for the delay."""
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from weir.errors import (
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.node import Node
+from weir_partition_node.record_batch import BatchRecord
 from weir_partition_node.scheduled import (
     ScheduleIndex,
     parse_scheduled_subject,
@@ -321,9 +323,18 @@ async def test_a_scheduled_message_is_delivered_once_by_the_new_primary_after_a_
 # -- a secondary, and a secondary promoted (in-process) ----------------------------------------------
 
 
-def replicated(message: types_pb2.Message) -> tuple[int, int, str, bytes, str, int, int]:
+def replicated(message: types_pb2.Message) -> BatchRecord:
     encoded = message.SerializeToString()
-    return (message.seq, message.ts_ms, message.subject, encoded, "", message.scheduled_seq, message.expires_at_ms)
+    return BatchRecord(
+        message.seq,
+        message.ts_ms,
+        message.subject,
+        encoded,
+        zlib.crc32(encoded),
+        "",
+        message.scheduled_seq,
+        message.expires_at_ms,
+    )
 
 
 async def test_a_secondary_removes_the_schedule_record_with_the_delivered_message_and_a_promotion_resumes(

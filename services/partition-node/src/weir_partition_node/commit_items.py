@@ -18,6 +18,7 @@ from weir.v1 import internal_pb2, types_pb2
 from weir_server.replication import ReplicationResult
 
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec
+from weir_partition_node.record_batch import BatchRecord
 from weir_partition_node.storage.base import Record, make_record
 
 PURGE_ALL = -1  # SweepItem.purge_before_seq: every message stored when the commit decides
@@ -152,10 +153,10 @@ class ConsumerOp:
 # -- queue items: secondary (and role changes) ---------------------------------------------------
 
 
-# One record from the primary, decoded and validated by the caller: (seq, ts_ms, subject, encoded,
-# msg_id ("" = none), scheduled_seq (0 = none: else the schedule record it delivers, removed with it)).
-# expires_at_ms (0 = no TTL) last.
-ReplicatedRecord = tuple[int, int, str, bytes, str, int, int]
+# One record from the primary, validated by the caller (replication_batches.py): seq, ts_ms, subject,
+# the encoded record, its CRC-32, msg_id ("" = none), scheduled_seq (0 = none: else the schedule
+# record it delivers, removed with it) and expires_at_ms (0 = no TTL).
+ReplicatedRecord = BatchRecord
 
 
 @dataclass(slots=True)
@@ -266,10 +267,11 @@ class CommitContext:
     note_extras: bool = False
     extras: dict[int, tuple[str, int, int]] = field(default_factory=dict)
 
-    def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes) -> None:
-        """Add a record that already has its seq (replication)."""
+    def append_record(self, seq: int, ts_ms: int, subject: str, encoded: bytes, crc32: int) -> None:
+        """Add a record that already has its seq and checksum (replication: the primary's, checked
+        by the caller)."""
         self.seq = seq
-        self.records.append(make_record(seq, ts_ms, subject, encoded))
+        self.records.append((seq, ts_ms, subject, len(encoded), crc32, encoded))
         self.subject_last[subject] = seq
 
     def append(self, subject: str, ts_ms: int, message: types_pb2.Message) -> int:

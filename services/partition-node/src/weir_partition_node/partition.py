@@ -1073,15 +1073,15 @@ class Partition:
             held = self._held(item.after_seq)  # log matching: these records must follow the same record
             if held is not None and zlib.crc32(held) != item.after_crc32:
                 return ReplicationResult.DIVERGENCE, f"seq {item.after_seq} holds another record than the primary's"
-        for seq, _, _, record, _, _, _ in item.records:  # a replay must match what this replica holds
+        for seq, _, _, record, _, _, _, _ in item.records:  # a replay must match what this replica holds
             if seq > end:
                 break
             stored = self._held(seq)
             if stored is not None and stored != record:
                 return ReplicationResult.DIVERGENCE, f"seq {seq} holds another record than the primary's"
-        for seq, ts_ms, subject, record, msg_id, scheduled_seq, expires_at_ms in item.records:
+        for seq, ts_ms, subject, record, crc32, msg_id, scheduled_seq, expires_at_ms in item.records:
             if seq > end:
-                context.append_record(seq, ts_ms, subject, record)
+                context.append_record(seq, ts_ms, subject, record, crc32)
                 if expires_at_ms:  # indexed as on the primary: a copy that takes over expires it
                     context.expiries.append((seq, expires_at_ms))
                 if scheduled_seq:  # a delivered schedule record: it goes in this commit, as on the primary

@@ -130,18 +130,7 @@ def records_of_batches(
             first_crc32 = batch.previous_crc32
         elif batch.previous_seq != previous.last_seq or batch.previous_crc32 not in (None, previous.records[-1].crc32):
             raise InvalidArgumentError(f"record_batches[{index}]: does not follow record_batches[{index - 1}]")
-        records += [
-            (
-                record.seq,
-                record.ts_ms,
-                record.subject,
-                record.record,
-                record.msg_id,
-                record.scheduled_seq,
-                record.expires_at_ms,
-            )
-            for record in batch.records
-        ]
+        records += batch.records
         previous = batch
     return records, first_crc32
 
@@ -155,7 +144,8 @@ def records_of_list(after_seq: int, records: Sequence[bytes], crc32s: Sequence[i
     decoded: list[ReplicatedRecord] = []
     previous = after_seq
     for index, record in enumerate(records):
-        if crc32s and zlib.crc32(record) != crc32s[index]:
+        crc32 = zlib.crc32(record)
+        if crc32s and crc32 != crc32s[index]:
             raise InvalidArgumentError(
                 f"records[{index}]: its bytes do not match the primary's CRC-32 {crc32s[index]} "
                 "(damaged on the way); nothing stored"
@@ -171,11 +161,12 @@ def records_of_list(after_seq: int, records: Sequence[bytes], crc32s: Sequence[i
             )
         previous = message.seq
         decoded.append(
-            (
+            BatchRecord(
                 message.seq,
                 message.ts_ms,
                 message.subject,
                 record,
+                crc32,
                 message.msg_id,
                 message.scheduled_seq,
                 message.expires_at_ms,
