@@ -93,3 +93,13 @@ def test_extras_are_carried_into_the_batch() -> None:
     cache.add(_commit(1, 2), {2: ("id-2", 0, 5_000)}, leader_epoch=1, previous_crc32=lambda seq: None)
     entries = record_batch.decode(cache.take(0, 10, 1 << 20)[0][0]).records  # type: ignore[index]
     assert [(entry.msg_id, entry.expires_at_ms) for entry in entries] == [("", 0), ("id-2", 5_000)]
+
+
+def test_what_every_follower_holds_is_forgotten() -> None:
+    cache = _cache((1, 3), (4, 6), (7, 9))
+    cache.forget_through(5)  # inside the second batch: a follower still needs it
+    assert len(cache) == 2
+    assert _seqs(cache.take(3, 1000, 1 << 20)[0]) == [4, 5, 6, 7, 8, 9]  # type: ignore[index]
+    cache.forget_through(6)
+    assert len(cache) == 1
+    assert cache.take(3, 1000, 1 << 20) is None

@@ -9,8 +9,10 @@ any other position, or a batch no longer cached, is read from the log (`replicat
 
 What the cache holds is always what the log holds: a batch any of whose records was removed since
 (a work-queue ack, a dead letter, retention) is dropped, as is every batch below a truncation, so a
-follower never gets a record back that the primary removed. Bounded by `max_bytes` (oldest first);
-emptied when the partition stops leading or its leader epoch changes. Event loop only.
+follower never gets a record back that the primary removed. What every follower holds is dropped
+as their fetches report it (`forget_through`), so the cache holds the commits in flight, within
+`max_bytes` (oldest first: a follower far behind reads the log); it is emptied when the partition
+stops leading or its leader epoch changes. Event loop only.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from weir_partition_node import record_batch
 from weir_partition_node.record_batch import BatchRecord, RecordBatchError
 from weir_partition_node.storage.base import Record
 
-DEFAULT_BATCH_CACHE_BYTES = 4 * 1024 * 1024
+DEFAULT_BATCH_CACHE_BYTES = 2 * 1024 * 1024
 
 # A record's (msg_id, scheduled_seq, expires_at_ms) when any is set, by seq.
 RecordExtras = dict[int, tuple[str, int, int]]
@@ -110,6 +112,12 @@ class BatchCache:
             size += len(batch.data)
             expected = batch.last_seq
         return (taken, count) if taken else None
+
+    def forget_through(self, seq: int) -> None:
+        """Drop the batches every follower holds: those ending at or below `seq`."""
+        index = bisect_right(self._last_seqs, seq)
+        if index:
+            self._drop_range(0, index)
 
     def removed(self, seqs: Iterable[int]) -> None:
         """Drop the batches that hold any of `seqs` (removed from the log)."""

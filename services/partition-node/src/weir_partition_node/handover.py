@@ -7,7 +7,10 @@ primary hands over in steps: it stops leading the partition for clients (publish
 acks get `not_leader`, retryable: the SDK retries them, and idempotent publishes are stored once),
 lets its commit queue drain, and waits until the target's reported log end reaches its own and the
 high watermark covers it too (so every ack-all publish in flight is acknowledged here, not failed
-and retried). Only then does it answer `ok` with that end; the controller writes the next epoch
+and retried). It then hands the target every consumer's committed state itself
+(`ConsumerStateShipper`). The replicator ships snapshots at most every snapshot_interval_ms, and the
+target refuses the old epoch's once it leads, so the acks of the last moments would otherwise be
+delivered again after their ack wait. Only then does it answer `ok` with that end; the controller writes the next epoch
 starting after it, so neither copy has a tail to truncate. The primary stays fenced until it adopts
 that record, or until the fence's time runs out (the controller died in between), when it leads
 again under its epoch.
@@ -22,12 +25,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
-from weir.errors import InvalidArgumentError
+from weir import tls as sdk_tls
+from weir.errors import InvalidArgumentError, ResultCode, WeirError
 from weir.v1 import internal_pb2
+from weir_server.internal_clients import ReplicationClient
 from weir_server.replication import ReplicationResult
 
 from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.membership import Membership
 from weir_partition_node.replica import ReplicaManager
 
 logger = logging.getLogger(__name__)
@@ -36,13 +43,48 @@ DEFAULT_TRANSFER_TIMEOUT_MS = 5000
 MAX_TRANSFER_TIMEOUT_MS = 30_000
 
 
+# Hands (stream, leader epoch, target node id, snapshots) to the target; raises when it could not.
+ShipConsumers = Callable[[str, int, str, list[internal_pb2.ConsumerSnapshot]], Awaitable[None]]
+
+
+class ConsumerStateShipper:
+    """Pushes consumer snapshots to another node's Replication service (ReplicateConsumerState, as
+    the replicator does), on its registered internal address with this node's service identity."""
+
+    def __init__(self, membership: Membership, *, security: sdk_tls.Security, timeout_s: float = 5.0) -> None:
+        self.membership = membership
+        self.security = security
+        self.timeout_s = timeout_s
+
+    async def __call__(
+        self, stream: str, leader_epoch: int, node_id: str, snapshots: list[internal_pb2.ConsumerSnapshot]
+    ) -> None:
+        """Errors: ConnectionError (no known address, or a refusal), WeirError (the call failed)."""
+        address = await self.membership.internal_address(node_id)
+        if not address:
+            raise ConnectionError(f"{node_id} has no known internal address")
+        async with ReplicationClient(address, timeout_s=self.timeout_s, tls=self.security) as target:
+            for snapshot in snapshots:
+                request = internal_pb2.ReplicateConsumerStateRequest(
+                    stream=stream, leader_epoch=leader_epoch, snapshot=snapshot
+                )
+                reply = await target.replicate("ReplicateConsumerState", request)
+                # (a consumer the target does not have yet is skipped, as the replicator does)
+                if reply.result_code not in (ReplicationResult.OK, ResultCode.NO_SUCH_CONSUMER):
+                    raise ConnectionError(
+                        f"{node_id} refused consumer {snapshot.consumer!r}: {reply.result_code} {reply.message}"
+                    )
+
+
 class LeadershipHandover:
     """TransferLeadership's core; shares the ReplicaManager's per-stream lock, so no placement is
-    adopted halfway through a handover."""
+    adopted halfway through a handover. `ship_consumers`: how the target gets the consumers'
+    state before the answer (None: left to the replicator)."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, ship_consumers: ShipConsumers | None = None) -> None:
         self.replicas = replicas
         self.node = replicas.node
+        self.ship_consumers = ship_consumers
         self._unfence: dict[tuple[str, int], asyncio.TimerHandle] = {}
 
     async def transfer(
@@ -96,6 +138,12 @@ class LeadershipHandover:
                     "this node leads again"
                 )
                 return response
+            not_handed = await self._hand_consumers(request, epoch, to_self, deadline_ms)
+            if not_handed is not None:
+                self._lead_again(request.stream, request.partition, epoch)
+                response.result_code = ReplicationResult.TIMEOUT
+                response.message = f"{not_handed}; this node leads again"
+                return response
             key = (request.stream, request.partition)
             previous = self._unfence.pop(key, None)
             if previous is not None:
@@ -115,6 +163,36 @@ class LeadershipHandover:
                 epoch,
             )
             return response
+
+    async def _hand_consumers(
+        self, request: internal_pb2.TransferLeadershipRequest, epoch: int, to_self: bool, deadline_ms: int
+    ) -> str | None:
+        """Give the target the consumers' committed state (the partition is fenced and drained: it
+        changes no more). None when done or nothing to do, else what went wrong."""
+        if to_self or self.ship_consumers is None:
+            return None
+        snapshots = self.replicas.consumer_snapshots(
+            internal_pb2.GetConsumerSnapshotsRequest(
+                stream=request.stream, partition=request.partition, leader_epoch=epoch
+            )
+        )
+        if snapshots.result_code != ReplicationResult.OK:
+            return snapshots.message
+        if not snapshots.snapshots:
+            return None
+        try:
+            async with asyncio.timeout(max(0.1, (deadline_ms - monotonic_ms()) / 1000)):
+                await self.ship_consumers(request.stream, epoch, request.to_node_id, list(snapshots.snapshots))
+        except (WeirError, OSError, TimeoutError) as error:
+            logger.warning(
+                "%s/%d: consumer state not handed to %s: %s",
+                request.stream,
+                request.partition,
+                request.to_node_id,
+                error,
+            )
+            return f"the consumers' state could not be handed to {request.to_node_id} ({error})"
+        return None
 
     def _lead_again(self, stream_name: str, index: int, epoch: int) -> None:
         """End a fence. Still leading under the same epoch: no new leader took over (the controller

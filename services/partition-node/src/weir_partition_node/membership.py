@@ -115,10 +115,18 @@ class Membership:
 
     async def leader_address(self, node_id: str) -> str:
         """The client address a node registered ("" when unknown or Redis is unreachable)."""
+        return await self._registered_address(node_id, "client_address")
+
+    async def internal_address(self, node_id: str) -> str:
+        """The internal (replication) address a node registered ("" when unknown or Redis is
+        unreachable)."""
+        return await self._registered_address(node_id, "internal_address")
+
+    async def _registered_address(self, node_id: str, field: str) -> str:
         if not node_id:
             return ""
         try:
-            address = await self.redis.hget(self.keys.node(node_id), "client_address")
+            address = await self.redis.hget(self.keys.node(node_id), field)
         except (RedisError, OSError):
             metrics.REDIS_ERRORS.inc()
             return ""

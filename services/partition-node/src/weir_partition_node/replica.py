@@ -399,6 +399,9 @@ class ReplicaManager:
             tracker.report(request.follower_node_id, request.follower_last_seq, partition.last_seq, monotonic_ms())
             partition.update_high_watermark()
             self._maybe_join(request.stream, partition)
+            partition.batch_cache.forget_through(
+                min((follower.last_seq for follower in tracker.followers.values()), default=0)
+            )
         max_messages = request.max_messages or DEFAULT_FETCH_MESSAGES
         max_bytes = request.max_bytes or DEFAULT_FETCH_BYTES
         start = request.follower_last_seq + 1

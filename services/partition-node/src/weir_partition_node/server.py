@@ -35,6 +35,7 @@ from weir_server.service import wait_for_stop_signal, write_ready_file
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.handover import ConsumerStateShipper
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.repair import RepairFromPrimary
@@ -206,7 +207,12 @@ class NodeProcess:
             internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
             assert self.replicas is not None
             internal_pb2_grpc.add_ReplicationServicer_to_server(
-                ReplicationServicer(self.replicas, self._start_scrub), self._internal_server
+                ReplicationServicer(
+                    self.replicas,
+                    self._start_scrub,
+                    ConsumerStateShipper(self.membership, security=self._service_security()),
+                ),
+                self._internal_server,
             )
             internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name)
         if isinstance(self.node.clock, ManualClock):

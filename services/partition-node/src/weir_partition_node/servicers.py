@@ -34,7 +34,7 @@ from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFilter
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
-from weir_partition_node.handover import LeadershipHandover
+from weir_partition_node.handover import LeadershipHandover, ShipConsumers
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.replica import ReplicaManager
@@ -616,9 +616,14 @@ class ChangeFeedServicer(internal_pb2_grpc.ChangeFeedServicer):
 class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     """weir.v1.Replication on a clustered node's internal port (never the client port)."""
 
-    def __init__(self, replicas: ReplicaManager, start_scrub: Callable[[], int | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        start_scrub: Callable[[], int | None] = lambda: None,
+        ship_consumers: ShipConsumers | None = None,
+    ) -> None:
         self.replicas = replicas
-        self.handover = LeadershipHandover(replicas)
+        self.handover = LeadershipHandover(replicas, ship_consumers)
         self.start_scrub = start_scrub  # the scrub's passes so far, or None when the scrub is off
 
     @unary
