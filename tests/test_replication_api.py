@@ -1498,6 +1498,36 @@ async def test_an_ack_all_publish_waits_as_long_as_its_caller_allows(
     assert 0.3 <= by_deadline[2] < 0.4, by_deadline
 
 
+async def test_a_handover_gives_the_target_the_consumers_latest_state_before_it_answers(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """Acks made just before a handover reach the new primary with it, not after their ack wait:
+    inside the fence the primary hands the target every consumer's committed state itself (nothing
+    else ships consumer state here: the test plays the replicator for records only). The other
+    secondary is not the target and gets nothing."""
+    placed = await place(manual, manual_client, stream_name)
+    await manual_client.create_consumer(stream_name, consumer_config("c1", ack_wait_ms=60_000))
+    assert await publish(placed, 3) == [1, 2, 3]
+    for secondary in placed.secondaries:
+        await ship(placed, secondary)
+        await fetch(placed, secondary, 3)
+    async with client_port(placed.primary) as node:
+        assert seqs(await node.fetch(stream_name, "c1", 0, batch_size=3)) == [1, 2, 3]
+        await node.ack_batch(stream_name, "c1", 0, [1, 2])
+
+    async def cursor_on(copy: ClusterNode) -> tuple[int, int, int]:
+        async with internal(copy) as client:
+            (entry,) = (await client.consumer_info(stream_name, "c1")).partitions
+        return entry.ack_floor, entry.last_delivered, entry.num_ack_pending
+
+    assert await cursor_on(placed.first) == (0, 0, 0)  # nothing shipped it yet
+    async with replication(placed.primary) as primary:
+        handed = await primary.transfer_leadership(stream_name, 0, placed.epoch, placed.first.name, timeout_ms=1500)
+    assert handed.result_code == "ok", handed
+    assert await cursor_on(placed.first) == (2, 3, 1)
+    assert await cursor_on(placed.second) == (0, 0, 0)
+
+
 async def test_transfer_leadership_fences_the_primary_until_a_new_epoch_or_its_timeout(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:
