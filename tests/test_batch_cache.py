@@ -103,3 +103,11 @@ def test_what_every_follower_holds_is_forgotten() -> None:
     cache.forget_through(6)
     assert len(cache) == 1
     assert cache.take(3, 1000, 1 << 20) is None
+
+
+def test_a_commit_that_cannot_be_a_batch_leaves_the_cache_empty_instead_of_failing_the_commit() -> None:
+    cache = _cache((1, 3))
+    unfit = [make_record(4, 1_004, "s" * 70_000, b"x")]  # a subject longer than a batch can name
+    cache.add(unfit, {}, leader_epoch=3, previous_crc32=lambda seq: None)
+    assert len(cache) == 0
+    assert cache.take(3, 10, 1 << 20) is None

@@ -32,12 +32,12 @@ import pydantic
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from weir.v1 import types_pb2
+from weir.v1 import internal_pb2, types_pb2
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import RowInfo
 from weir_replicator.ownership import owner_of
-from weir_replicator.shipping import fetch_wait_ms
+from weir_replicator.shipping import fetch_wait_ms, push_request
 from weir_router.failover import Promotion, ReplicaView, choose_leader, promoted
 from weir_server.replication import InSyncTracker, default_min_insync, valid_log_end
 
@@ -1446,3 +1446,23 @@ def test_the_default_replication_wait_must_outlast_a_dead_secondary() -> None:
     NodeSettings(replica_lag_max_ms=5000, replication_timeout_ms=10_000)
     with pytest.raises(pydantic.ValidationError, match=r"replication_timeout_ms \(9999\) must be at least 2 x"):
         NodeSettings(replica_lag_max_ms=5000, replication_timeout_ms=9999)
+
+
+# -- what the replicator pushes for a fetch's answer ---------------------------------------------------
+
+
+def test_the_replicator_passes_record_batches_on_as_they_came_and_an_earlier_primarys_list_as_such() -> None:
+    batched = internal_pb2.FetchReplicationResponse(
+        record_batches=[b"batch one", b"batch two"], record_count=5, high_watermark=7, last_seq=9
+    )
+    push = push_request("orders", 2, 4, 3, batched)
+    assert push is not None
+    assert (push.stream, push.partition, push.leader_epoch, push.after_seq) == ("orders", 2, 4, 3)
+    assert (list(push.record_batches), list(push.records)) == ([b"batch one", b"batch two"], [])
+    assert (push.high_watermark, push.primary_last_seq, push.HasField("after_crc32")) == (7, 9, False)
+    listed = internal_pb2.FetchReplicationResponse(records=[b"r4"], record_crc32s=[11], follower_last_crc32=5)
+    earlier = push_request("orders", 2, 4, 3, listed)
+    assert earlier is not None
+    assert (list(earlier.records), list(earlier.record_crc32s), earlier.after_crc32) == ([b"r4"], [11], 5)
+    assert list(earlier.record_batches) == []
+    assert push_request("orders", 2, 4, 3, internal_pb2.FetchReplicationResponse(last_seq=3)) is None

@@ -17,6 +17,8 @@ stops leading or its leader epoch changes. Event loop only.
 
 from __future__ import annotations
 
+import logging
+import struct
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from weir_partition_node import record_batch
 from weir_partition_node.record_batch import BatchRecord, RecordBatchError
 from weir_partition_node.storage.base import Record
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH_CACHE_BYTES = 2 * 1024 * 1024
 
@@ -81,7 +85,10 @@ class BatchCache:
                 previous_seq=previous_seq,
                 previous_crc32=crc32,
             )
-        except RecordBatchError:  # not expected (publish bounds subjects and msg_ids): read the log
+        except (RecordBatchError, struct.error) as error:  # not expected (publish bounds every field)
+            logger.warning(
+                "a commit up to seq %d is not cached as a batch (%s); followers read the log", records[-1][0], error
+            )
             self.clear()
             return
         last = records[-1]

@@ -71,6 +71,33 @@ def fetch_wait_ms(
     return fetch_wait_ms
 
 
+def push_request(
+    stream: str, partition: int, leader_epoch: int, after_seq: int, response: internal_pb2.FetchReplicationResponse
+) -> internal_pb2.ReplicateMessageRequest | None:
+    """What to push to a follower whose log ends at `after_seq` for a fetch's answer; None when it
+    brought nothing. Record batches go as they came (their CRC32Cs and log-matching checks travel
+    inside them, for the follower to verify); a primary of an earlier version answers with a record
+    list, passed on as such (a rolling upgrade may start with the replicators)."""
+    if not (response.record_batches or response.records):
+        return None
+    push = internal_pb2.ReplicateMessageRequest(
+        stream=stream,
+        partition=partition,
+        leader_epoch=leader_epoch,
+        after_seq=after_seq,
+        high_watermark=response.high_watermark,
+        primary_last_seq=response.last_seq,
+    )
+    if response.record_batches:
+        push.record_batches.extend(response.record_batches)
+    else:
+        push.records.extend(response.records)
+        push.record_crc32s.extend(response.record_crc32s)
+        if response.HasField("follower_last_crc32"):  # log matching, checked by the follower
+            push.after_crc32 = response.follower_last_crc32
+    return push
+
+
 @dataclass(slots=True)
 class _Removal:
     change_seq: int
@@ -326,27 +353,17 @@ class PartitionShipper:
             )
             if not self._accepted(follower, reply):
                 return False
-        batches = response.record_batches
-        metrics.FETCHES.labels(*self._labels, "records" if batches else "empty").inc()
-        if batches:
+        push = push_request(self.stream, self.partition, self.epoch, follower.last_seq, response)
+        metrics.FETCHES.labels(*self._labels, "records" if push is not None else "empty").inc()
+        if push is not None:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
-            # The batches' bytes as they came: their CRC32Cs and the log-matching checks travel
-            # inside them, for the follower to verify.
-            push = internal_pb2.ReplicateMessageRequest(
-                stream=self.stream,
-                partition=self.partition,
-                leader_epoch=self.epoch,
-                after_seq=follower.last_seq,
-                record_batches=batches,
-                high_watermark=response.high_watermark,
-                primary_last_seq=response.last_seq,
-            )
             reply = await follower.push_stream.exchange(push, timeout_s=self.settings.node_timeout_ms / 1000)
             if not self._accepted(follower, reply):
                 return False
-            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(response.record_count)
-            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, batches)))
+            count = response.record_count or len(push.records)
+            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(count)
+            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, push.record_batches or push.records)))
         metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
             max(0, response.last_seq - (follower.last_seq or 0))
         )
