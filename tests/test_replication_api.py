@@ -532,6 +532,28 @@ async def test_a_follower_inside_a_commit_or_behind_a_removal_gets_what_the_log_
     assert seqs(await copy_of(placed.first, stream_name)) == [1, 2, 4]
 
 
+async def test_a_follower_behind_the_primarys_retention_gets_a_batch_that_follows_the_truncation(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """Retention removed what a follower has not read: the batch follows the seq before the
+    primary's first stored one, which is where the follower's log ends once the replicator has
+    truncated it (ReplicateTruncate, sent before the push), so the push applies at once."""
+    placed = await place(manual, manual_client, stream_name, max_msgs=2)
+    await publish(placed, 5)  # the primary keeps seqs 4 and 5
+    pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
+    assert pulled.first_seq == 4
+    (batch,) = (record_batch.decode(data) for data in pulled.record_batches)
+    assert ([entry.seq for entry in batch.records], batch.previous_seq, batch.previous_crc32) == ([4, 5], 3, None)
+    truncate = internal_pb2.ReplicateTruncateRequest(
+        stream=stream_name, partition=0, leader_epoch=placed.epoch, first_seq=pulled.first_seq
+    )
+    cut = await replicate(placed.first, "ReplicateTruncate", truncate)
+    assert (cut.result_code, cut.last_seq) == ("ok", 3)
+    applied = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 3, list(pulled.record_batches)))
+    assert (applied.result_code, applied.first_seq, applied.last_seq) == ("ok", 4, 5), applied.message
+    assert await copy_of(placed.first, stream_name) == await copy_of(placed.primary, stream_name)
+
+
 async def test_a_record_batch_damaged_in_flight_is_refused_whole_and_nothing_is_stored(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:

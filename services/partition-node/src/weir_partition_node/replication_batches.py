@@ -89,15 +89,18 @@ def record_batches(partition: Partition, after_seq: int, max_messages: int, max_
     if cached is not None:
         metrics.REPLICATION_BATCHES.labels("cache").inc(len(cached[0]))
         return cached
-    rows = partition.log.read(max(after_seq + 1, partition.first_seq), max_messages, max_bytes)
+    # Behind the primary's retention, the batch follows the seq before its first stored one: the
+    # replicator truncates the follower's log up to there before it pushes (ReplicateTruncate).
+    previous_seq = max(after_seq, partition.first_seq - 1)
+    rows = partition.log.read(previous_seq + 1, max_messages, max_bytes)
     if not rows:
         return [], 0
     metrics.REPLICATION_BATCHES.labels("log").inc()
     data, count = batch_of_rows(
         rows,
         leader_epoch=partition.leader_epoch,
-        previous_seq=after_seq,
-        previous_crc32=partition.stored_crc32(after_seq),
+        previous_seq=previous_seq,
+        previous_crc32=partition.stored_crc32(previous_seq),
     )
     return [data], count
 
