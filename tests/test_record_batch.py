@@ -9,6 +9,7 @@ import google_crc32c
 import pytest
 from weir_partition_node import record_batch
 from weir_partition_node.record_batch import ENTRY, HEADER, BatchRecord, RecordBatchError
+from weir_partition_node.storage.base import checksum
 
 
 def _record(seq: int, subject: str = "orders.eu", **fields: object) -> BatchRecord:
@@ -18,7 +19,7 @@ def _record(seq: int, subject: str = "orders.eu", **fields: object) -> BatchReco
         1_700_000_000_000 + seq,
         subject,
         body,
-        record_batch.record_crc32(body),
+        checksum(body),
         **fields,  # type: ignore[arg-type]
     )
 

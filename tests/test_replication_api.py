@@ -33,6 +33,7 @@ from weir.errors import InvalidArgumentError, InvalidConfigError, NoSuchStreamEr
 from weir.v1 import internal_pb2, internal_pb2_grpc, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
 from weir_partition_node import record_batch
+from weir_partition_node.storage.base import checksum
 from weir_server.internal_clients import ReplicationClient
 from weir_server.metadata import Keys
 
@@ -520,9 +521,7 @@ async def test_a_follower_inside_a_commit_or_behind_a_removal_gets_what_the_log_
         inside = await fetch(placed, placed.first, 2, want_record_batch=True)
         (batch,) = (record_batch.decode(data) for data in inside.record_batches)
         assert ([entry.seq for entry in batch.records], batch.previous_seq) == ([3, 4], 2)
-        assert batch.previous_crc32 == record_batch.record_crc32(
-            (await node.get_message(stream_name, 0, 2)).SerializeToString()
-        )
+        assert batch.previous_crc32 == checksum((await node.get_message(stream_name, 0, 2)).SerializeToString())
         await node.purge_partition(stream_name, 0, seqs=[3])
     pulled = await fetch(placed, placed.first, 0, want_record_batch=True)
     shipped = [entry.seq for data in pulled.record_batches for entry in record_batch.decode(data).records]
@@ -592,16 +591,16 @@ async def test_a_record_batch_that_does_not_extend_the_followers_log_is_a_diverg
     before = await snapshot(placed.first, stream_name)
     body = record(4, b"four")
     forged = record_batch.encode(
-        [record_batch.BatchRecord(4, 1_700_000_000_000, "orders.x", body, record_batch.record_crc32(body))],
+        [record_batch.BatchRecord(4, 1_700_000_000_000, "orders.x", body, checksum(body))],
         leader_epoch=placed.epoch,
         previous_seq=3,
-        previous_crc32=record_batch.record_crc32(record(3, b"not the follower's seq 3")),
+        previous_crc32=checksum(record(3, b"not the follower's seq 3")),
     )
     reply = await replicate(placed.first, "ReplicateMessage", batch_request(placed, 3, [forged]))
     assert (reply.result_code, reply.success) == ("divergence", False), reply
     assert await snapshot(placed.first, stream_name) == before
     stale = record_batch.encode(
-        [record_batch.BatchRecord(4, 1, "orders.x", body, record_batch.record_crc32(body))],
+        [record_batch.BatchRecord(4, 1, "orders.x", body, checksum(body))],
         leader_epoch=placed.epoch - 1,
         previous_seq=3,
         previous_crc32=None,

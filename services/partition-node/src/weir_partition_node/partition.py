@@ -82,7 +82,7 @@ from weir_partition_node.dedupe import DuplicateWindow
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
 from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, checksum
 from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
@@ -859,13 +859,8 @@ class Partition:
     def stored_crc32(self, seq: int) -> int | None:
         """The CRC-32 of the record stored at `seq`; None when there is none (seq 0, removed) or
         its stored bytes are damaged (nothing to match against until the scrub repairs it)."""
-        if not seq:
-            return None
-        try:
-            held = self.log.get(seq)
-        except CorruptRecordError:
-            return None
-        return zlib.crc32(held) if held is not None else None
+        held = self._held(seq) if seq else None
+        return checksum(held) if held is not None else None
 
     def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Once the callers have their answers: wake readers, move the high watermark, count."""

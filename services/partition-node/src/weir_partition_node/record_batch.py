@@ -25,7 +25,6 @@ checks before it allocates.
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -76,11 +75,6 @@ class RecordBatch:
     previous_seq: int
     previous_crc32: int | None
     records: list[BatchRecord]
-
-
-def record_crc32(record: bytes) -> int:
-    """The CRC-32 (zlib) a log stores beside each record."""
-    return zlib.crc32(record)
 
 
 def encode(
