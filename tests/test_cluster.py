@@ -189,6 +189,37 @@ def replicator_fetches(cluster: LocalCluster, stream: str) -> dict[str, float]:
     return {outcome: float(count) for outcome, count in re.findall(pattern, page, re.M)}
 
 
+def replicator_fetched_for(cluster: LocalCluster, stream: str) -> float:
+    """How many followers the replicator's fetches for partition 0 of `stream` spoke for."""
+    page = http_get(f"http://127.0.0.1:{cluster.replicators[0].metrics_port}/metrics")
+    pattern = (
+        r'^weir_replicator_fetched_for_followers_total\{partition="0",stream="' + re.escape(stream) + r'"\} (\S+)$'
+    )
+    return sum(float(count) for count in re.findall(pattern, page, re.M))
+
+
+async def test_followers_in_step_share_one_fetch_a_round(
+    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+) -> None:
+    """issue 25: with both secondaries keeping up, the replicator fetches once a round for both
+    (FetchReplicationRequest.sharing_node_ids) and each ack-all publish is still acknowledged only
+    once every in-sync copy holds it."""
+    await weir_client.create_stream(stream_config(stream_name, replicas=3))
+    await weir_client.publish(stream_name, "x", b"first", partition=0, ack_level="all")
+    fetches_before = sum(replicator_fetches(cluster, stream_name).values())
+    followers_before = replicator_fetched_for(cluster, stream_name)
+    count = 200
+    for index in range(count):
+        ack = await weir_client.publish(stream_name, "x", b"m-%d" % index, partition=0, ack_level="all")
+        assert ack.seq == index + 2
+    fetches = sum(replicator_fetches(cluster, stream_name).values()) - fetches_before
+    followers = replicator_fetched_for(cluster, stream_name) - followers_before
+    assert fetches >= count, f"{fetches:.0f} fetches for {count} ack-all publishes"
+    assert followers >= 1.5 * fetches, f"{fetches:.0f} fetches spoke for {followers:.0f} followers"
+    stats = (await weir_client.stream_info(stream_name)).stats.partitions[0]
+    assert (stats.last_seq, stats.high_watermark, len(stats.in_sync_node_ids)) == (count + 1, count + 1, 3)
+
+
 async def test_a_consumer_acking_under_replicas_3_does_not_make_the_replicator_pull_in_a_loop(
     cluster: LocalCluster, weir_client: WeirClient, stream_name: str
 ) -> None:

@@ -655,6 +655,43 @@ async def test_fetch_replication_progress_reports_raise_the_high_watermark(
         assert (await state_of(follower, stream_name)).high_watermark <= 4
 
 
+async def test_one_fetch_for_followers_in_step_reports_each_of_them(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """issue 25: a replicator fetches once for the followers whose logs end at the same seq
+    (sharing_node_ids); the primary counts the fetch as each one's report."""
+    placed = await place(manual, manual_client, stream_name)
+    await publish(placed, 4)
+    for follower in placed.secondaries:
+        await ship(placed, follower)
+
+    alone = await fetch(placed, placed.first, 4)
+    assert (alone.result_code, alone.sharing_reported) == ("ok", False)
+    shared = await fetch(placed, placed.first, 4, sharing_node_ids=[placed.second.name])
+    assert (shared.result_code, shared.sharing_reported, shared.last_seq) == ("ok", True, 4), shared
+    # Both reported 4 in one call: the watermark no longer waits for the second follower.
+    assert shared.high_watermark == 4, shared
+    expected = [placed.primary.name, *sorted(node.name for node in placed.secondaries)]
+
+    async def all_in_sync() -> bool:
+        await fetch(placed, placed.second, 4, sharing_node_ids=[placed.first.name])
+        return list((await stats_of(placed.primary, stream_name)).in_sync_node_ids) == expected
+
+    await eventually(all_in_sync, TIMEOUT_S, f"in-sync set {expected} from shared fetches alone")
+
+    # A shared long poll answers both with the same records when a publish arrives.
+    poll = asyncio.get_running_loop().create_task(
+        fetch(
+            placed, placed.first, 4, sharing_node_ids=[placed.second.name], max_wait_ms=20_000, want_record_batch=True
+        )
+    )
+    await asyncio.sleep(0.3)
+    assert not poll.done()
+    await publish(placed, 1, prefix="wake")
+    answer = await asyncio.wait_for(poll, TIMEOUT_S)
+    assert (answer.result_code, answer.record_count, len(answer.record_batches)) == ("ok", 1, 1), answer
+
+
 async def test_fetch_replication_refusals_record_no_progress(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:
@@ -672,6 +709,10 @@ async def test_fetch_replication_refusals_record_no_progress(
     bad_arguments: list[tuple[dict[str, Any], str]] = [
         ({"max_messages": 10_001}, "max_messages"),
         ({"max_wait_ms": 30_001}, "max_wait_ms"),
+        ({"sharing_node_ids": [placed.first.name]}, "sharing_node_ids"),
+        ({"sharing_node_ids": [placed.second.name, placed.second.name]}, "sharing_node_ids"),
+        ({"sharing_node_ids": [""]}, "sharing_node_ids"),
+        ({"sharing_node_ids": [f"node-{index}" for index in range(16)]}, "sharing_node_ids: at most 15"),
     ]
     for fields, fragment in bad_arguments:
         request = internal_pb2.FetchReplicationRequest(

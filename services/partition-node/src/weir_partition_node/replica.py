@@ -54,6 +54,25 @@ logger = logging.getLogger(__name__)
 DEFAULT_FETCH_MESSAGES = 1000
 DEFAULT_FETCH_BYTES = 4 * 1024 * 1024
 MAX_FETCH_WAIT_MS = 30_000
+# Followers one FetchReplication may speak for (follower_node_id and sharing_node_ids): a partition
+# has at most 16 copies.
+MAX_FETCH_FOLLOWERS = 16
+
+
+def fetching_followers(request: internal_pb2.FetchReplicationRequest) -> list[str]:
+    """The secondaries a fetch reports at `follower_last_seq`: follower_node_id, then
+    sharing_node_ids. Errors: InvalidArgumentError for a missing or repeated node id, or more than
+    MAX_FETCH_FOLLOWERS of them."""
+    if not request.follower_node_id:
+        raise InvalidArgumentError("follower_node_id: required")
+    followers = [request.follower_node_id, *request.sharing_node_ids]
+    if len(followers) > MAX_FETCH_FOLLOWERS:
+        raise InvalidArgumentError(
+            f"sharing_node_ids: at most {MAX_FETCH_FOLLOWERS - 1}, got {len(request.sharing_node_ids)}"
+        )
+    if len(set(followers)) != len(followers) or "" in followers:
+        raise InvalidArgumentError("sharing_node_ids: each must be a node id, distinct and other than follower_node_id")
+    return followers
 
 
 def _role(partition: Partition) -> types_pb2.PartitionRole:
@@ -375,15 +394,15 @@ class ReplicaManager:
     async def fetch_replication(
         self, request: internal_pb2.FetchReplicationRequest
     ) -> internal_pb2.FetchReplicationResponse:
-        """Primary: record the follower's progress, then return the records after it."""
+        """Primary: record the progress of the followers the fetch speaks for (all at
+        follower_last_seq), then return the records after it."""
         response = internal_pb2.FetchReplicationResponse(result_code=ReplicationResult.OK)
         if request.max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
         if request.max_wait_ms > MAX_FETCH_WAIT_MS:
             raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
         check_max_bytes(request.max_bytes)
-        if not request.follower_node_id:
-            raise InvalidArgumentError("follower_node_id: required")
+        followers = fetching_followers(request)
         partition = self.node.hosted_partition(request.stream, request.partition)
         refusal = self.check_epoch(partition, request.leader_epoch)
         if refusal is None and not partition.leading:
@@ -396,7 +415,9 @@ class ReplicaManager:
             return response
         tracker = partition.tracker
         if tracker is not None:
-            tracker.report(request.follower_node_id, request.follower_last_seq, partition.last_seq, monotonic_ms())
+            now_ms = monotonic_ms()
+            for follower in followers:
+                tracker.report(follower, request.follower_last_seq, partition.last_seq, now_ms)
             partition.update_high_watermark()
             self._maybe_join(request.stream, partition)
             partition.batch_cache.forget_through(
@@ -406,13 +427,15 @@ class ReplicaManager:
         max_bytes = request.max_bytes or DEFAULT_FETCH_BYTES
         start = request.follower_last_seq + 1
         if start > partition.last_seq and request.max_wait_ms:
-            # The follower holds everything: it stays caught up while this fetch waits (replication.py).
-            parked = tracker is not None and tracker.park(request.follower_node_id)
+            # The followers hold everything: they stay caught up while this fetch waits (replication.py).
+            parked = [follower for follower in followers if tracker is not None and tracker.park(follower)]
             try:
                 await partition.wait_for_work(request.max_wait_ms / 1000)
             finally:
-                if parked and tracker is not None:
-                    tracker.unpark(request.follower_node_id, monotonic_ms())
+                if tracker is not None:
+                    now_ms = monotonic_ms()
+                    for follower in parked:
+                        tracker.unpark(follower, now_ms)
         add_records(response, partition, request, max_messages, max_bytes)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
@@ -420,6 +443,7 @@ class ReplicaManager:
         response.leader_epoch = partition.leader_epoch
         if tracker is not None:
             response.in_sync_node_ids.extend(tracker.in_sync_sorted())
+        response.sharing_reported = bool(request.sharing_node_ids)
         return response
 
     def consumer_snapshots(

@@ -20,6 +20,12 @@ FETCHES = Counter(
     "that timed out or woke for consumer state)",
     ["stream", "partition", "outcome"],
 )
+FETCHED_FOR = Counter(
+    "weir_replicator_fetched_for_followers_total",
+    "Followers FetchReplication exchanges spoke for: more than the exchanges when followers in step "
+    "share one (weir_replicator.fetch_rounds)",
+    ["stream", "partition"],
+)
 SNAPSHOTS_SHIPPED = Counter(
     "weir_replicator_consumer_snapshots_total",
     "Consumer-state snapshots pushed to secondaries",

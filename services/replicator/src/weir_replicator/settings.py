@@ -37,6 +37,13 @@ class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
         description="How long one FetchReplication waits at the primary for new records (it returns at once when "
         "one arrives); the primary counts a follower whose fetch waits at its log end as caught up.",
     )
+    fetch_coalesce_ms: int = Field(
+        25,
+        ge=0,
+        le=1000,
+        description="How long a follower's fetch waits for the followers that got the same records last round, "
+        "to fetch for them too (one FetchReplication instead of one each); 0 = every follower fetches alone.",
+    )
     max_batch_messages: int = Field(1000, ge=1, le=10_000, description="Most records shipped in one call.")
     max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Most record bytes shipped in one call.")
     snapshot_interval_ms: int = Field(

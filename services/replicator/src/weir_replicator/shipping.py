@@ -8,7 +8,8 @@ A `PartitionShipper` runs while this instance holds the partition's lease, for o
   calls (FetchReplicationStream, ReplicateMessageStream). What it pushes is the primary's record
   batches, their bytes untouched: this process never decodes a record (issue 25). Positions
   come from the follower itself (GetReplicaState), never from this process, so a restarted
-  replicator resumes exactly where each follower is: no gap, no duplicate.
+  replicator resumes exactly where each follower is: no gap, no duplicate. Followers in step share
+  one fetch a round (`fetch_rounds.FetchRounds`, `fetch_coalesce_ms`); each keeps its own push.
 - One tail of the primary's change feed, filtered at the primary to this stream and partition
   without appends, collects what data pulls cannot see: removals of single
   messages (work-queue acks, dead-letter moves, max_msgs_per_subject), consumer state changes,
@@ -37,6 +38,7 @@ from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
 from weir_server.replication import ReplicationResult
 
 from weir_replicator import metrics
+from weir_replicator.fetch_rounds import FetchRounds
 from weir_replicator.ownership import Ownership
 from weir_replicator.settings import ReplicatorSettings
 
@@ -155,6 +157,8 @@ class PartitionShipper:
         self.primary = entry.primary_node_id
         self.primary_address = addresses.get(self.primary, "")
         self.followers = [_FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
+        self._by_node = {follower.node_id: follower for follower in self.followers}
+        self._rounds = FetchRounds(settings.fetch_coalesce_ms)
         self.clients = clients
         self.lease_valid = lease_valid
         self.observed_through = 0
@@ -276,6 +280,7 @@ class PartitionShipper:
                 if failures % LOG_EVERY == 0:
                     logger.warning("%s/%s -> %s: %s (failure %d)", *self._labels, follower.node_id, error, failures + 1)
                 follower.last_seq = None
+            self._rounds.leave(follower.node_id)  # nobody waits for this follower's next fetch
             failures += 1
             await asyncio.sleep(min(MAX_BACKOFF_S, base_s * 2 ** min(failures - 1, 10)))
 
@@ -315,8 +320,6 @@ class PartitionShipper:
         assert follower.last_seq is not None
         observed = self.observed_through
         removals = list(follower.removals)  # seen before this pull: safe to ship after its push
-        if follower.fetch_stream is None:
-            follower.fetch_stream = self.clients.replication(self.primary_address).fetch_stream()
         wait_ms = fetch_wait_ms(
             side_changes_pending=bool(
                 removals or follower.tombstones or follower.config_dirty or follower.delete_stream
@@ -326,20 +329,7 @@ class PartitionShipper:
             snapshot_interval_ms=self.settings.snapshot_interval_ms,
             fetch_wait_ms=self.settings.fetch_wait_ms,
         )
-        response = await follower.fetch_stream.exchange(
-            internal_pb2.FetchReplicationRequest(
-                stream=self.stream,
-                partition=self.partition,
-                leader_epoch=self.epoch,
-                follower_node_id=follower.node_id,
-                follower_last_seq=follower.last_seq,
-                max_messages=self.settings.max_batch_messages,
-                max_bytes=self.settings.max_batch_bytes,
-                max_wait_ms=wait_ms,
-                want_record_batch=True,
-            ),
-            timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
-        )
+        response = await self._rounds.fetch(follower.node_id, follower.last_seq, wait_ms, self._send_fetch)
         if response.result_code != ReplicationResult.OK:
             logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
             return False
@@ -354,7 +344,6 @@ class PartitionShipper:
             if not self._accepted(follower, reply):
                 return False
         push = push_request(self.stream, self.partition, self.epoch, follower.last_seq, response)
-        metrics.FETCHES.labels(*self._labels, "records" if push is not None else "empty").inc()
         if push is not None:
             if follower.push_stream is None:
                 follower.push_stream = target.replicate_message_stream()
@@ -370,6 +359,37 @@ class PartitionShipper:
         await self._ship_side_changes(follower, target, removals)
         follower.shipped_through = max(follower.shipped_through, observed)
         return True
+
+    async def _send_fetch(
+        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int
+    ) -> internal_pb2.FetchReplicationResponse:
+        """One FetchReplication on `node_id`'s stream, speaking for `sharing` too (FetchRounds)."""
+        follower = self._by_node[node_id]
+        if follower.fetch_stream is None:
+            follower.fetch_stream = self.clients.replication(self.primary_address).fetch_stream()
+        response = await follower.fetch_stream.exchange(
+            internal_pb2.FetchReplicationRequest(
+                stream=self.stream,
+                partition=self.partition,
+                leader_epoch=self.epoch,
+                follower_node_id=node_id,
+                follower_last_seq=after_seq,
+                max_messages=self.settings.max_batch_messages,
+                max_bytes=self.settings.max_batch_bytes,
+                max_wait_ms=wait_ms,
+                want_record_batch=True,
+                sharing_node_ids=sharing,
+            ),
+            timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
+        )
+        if sharing and response.result_code == ReplicationResult.OK and not response.sharing_reported:
+            # A primary of an earlier version: the others' progress reaches it with their own fetches.
+            logger.info("%s/%s: primary %s does not take shared fetches", *self._labels, self.primary)
+            self._rounds.sharing = False
+        outcome = "records" if response.record_batches or response.records else "empty"
+        metrics.FETCHES.labels(*self._labels, outcome).inc()
+        metrics.FETCHED_FOR.labels(*self._labels).inc(1 + len(sharing))
+        return response
 
     def _accepted(self, follower: _FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
         if reply.result_code == ReplicationResult.OK:

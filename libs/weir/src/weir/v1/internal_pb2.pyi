@@ -68,7 +68,7 @@ class NodeStartScrubResponse(_message.Message):
     def __init__(self, passes: _Optional[int] = ..., enabled: _Optional[bool] = ...) -> None: ...
 
 class FetchReplicationRequest(_message.Message):
-    __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms", "want_record_batch")
+    __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms", "want_record_batch", "sharing_node_ids")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -78,6 +78,7 @@ class FetchReplicationRequest(_message.Message):
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     WANT_RECORD_BATCH_FIELD_NUMBER: _ClassVar[int]
+    SHARING_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     leader_epoch: int
@@ -87,10 +88,11 @@ class FetchReplicationRequest(_message.Message):
     max_bytes: int
     max_wait_ms: int
     want_record_batch: bool
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ...) -> None: ...
+    sharing_node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ..., sharing_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FetchReplicationResponse(_message.Message):
-    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batches", "record_count")
+    __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batches", "record_count", "sharing_reported")
     RESULT_CODE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +105,7 @@ class FetchReplicationResponse(_message.Message):
     RECORD_CRC32S_FIELD_NUMBER: _ClassVar[int]
     RECORD_BATCHES_FIELD_NUMBER: _ClassVar[int]
     RECORD_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SHARING_REPORTED_FIELD_NUMBER: _ClassVar[int]
     result_code: str
     message: str
     records: _containers.RepeatedScalarFieldContainer[bytes]
@@ -115,7 +118,8 @@ class FetchReplicationResponse(_message.Message):
     record_crc32s: _containers.RepeatedScalarFieldContainer[int]
     record_batches: _containers.RepeatedScalarFieldContainer[bytes]
     record_count: int
-    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ...) -> None: ...
+    sharing_reported: bool
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ..., sharing_reported: _Optional[bool] = ...) -> None: ...
 
 class GetConsumerSnapshotsRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch")
