@@ -1101,6 +1101,54 @@ async def test_replicate_consumer_state_applies_a_snapshot_and_a_tombstone_remov
     assert await info_on(placed.primary) == primary_info
 
 
+async def test_a_snapshot_whose_pending_set_lies_beyond_its_cursor_is_refused_and_the_replica_goes_on(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """Two reads of the primary's consumer tables that a commit fell between once produced a
+    snapshot with a pending seq above its last_delivered; the secondary's commit loop refused it
+    with an assertion and stopped. Such a snapshot is INVALID_ARGUMENT before it is queued: nothing
+    stored, and the partition keeps taking snapshots and records."""
+    placed = await place(manual, manual_client, stream_name)
+    await publish(placed, 5)
+    await ship(placed, placed.first)
+    await manual_client.create_consumer(stream_name, consumer_config("workers", ack_wait_ms=60_000))
+
+    def state_request(snapshot_: internal_pb2.ConsumerSnapshot) -> internal_pb2.ReplicateConsumerStateRequest:
+        return internal_pb2.ReplicateConsumerStateRequest(
+            stream=stream_name, leader_epoch=placed.epoch, snapshot=snapshot_
+        )
+
+    valid = internal_pb2.ConsumerSnapshot(
+        consumer="workers",
+        partition=0,
+        last_delivered=4,
+        pending=[types_pb2.PendingDelivery(seq=4, delivered_at_ms=1_000, deliver_count=1, redeliver_at_ms=61_000)],
+        delivered=4,
+        acked=3,
+    )
+    applied = await replicate(placed.first, "ReplicateConsumerState", state_request(valid))
+    assert applied.result_code == "ok", applied.message
+
+    async def state_on_follower() -> tuple[Snapshot, types_pb2.ConsumerInfo]:
+        async with internal(placed.first) as client:
+            return await snapshot(placed.first, stream_name), await client.consumer_info(stream_name, "workers")
+
+    before = await state_on_follower()
+    for bad_seq in (5, 0):
+        torn = internal_pb2.ConsumerSnapshot()
+        torn.CopyFrom(valid)
+        torn.pending.add(seq=bad_seq, delivered_at_ms=3_000, deliver_count=1, redeliver_at_ms=63_000)
+        failure = await raw_failure(placed.first.internal_address, "ReplicateConsumerState", state_request(torn))
+        assert (failure.code, failure.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"), failure
+        assert "last_delivered (4)" in failure.message and "nothing stored" in failure.message, failure
+        assert await state_on_follower() == before
+    valid.last_delivered = valid.delivered = 5
+    again = await replicate(placed.first, "ReplicateConsumerState", state_request(valid))
+    assert again.result_code == "ok", again.message
+    await publish(placed, 1, prefix="later")
+    assert (await ship(placed, placed.first, after_seq=5)).last_seq == 6
+
+
 async def test_a_last_per_subject_horizon_is_the_primarys_and_the_consumer_snapshot_carries_it(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:

@@ -559,3 +559,45 @@ async def test_a_catalog_written_before_last_per_subject_opens_with_no_horizons(
         assert (row.start_seqs, row.last_per_subject_until) == ([0, 4], [])
     finally:
         await catalog.close()
+
+
+def test_consumer_state_is_read_as_of_one_commit_while_commits_land(tmp_path: Path) -> None:
+    """load_consumers reads the cursors and the pending sets in one read transaction: with commits
+    landing from another thread (the commit thread), the pending set read is always the one the
+    cursor was stored with. Two separate reads once gave a cursor of one commit and the pending
+    set of the next, which a secondary's commit loop refused (and stopped on)."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0)
+    stop = threading.Event()
+    commits = 0
+
+    def commit_deliveries() -> None:
+        nonlocal commits
+        for seq in range(1, 100_000):
+            if stop.is_set():
+                return
+            log.commit(
+                CommitBatch(
+                    consumer_states=[("c", 1, seq - 1, seq, seq, seq - 1, 0, 0, 0, 0, 0)],
+                    pending_upserts=[("c", seq, 1000, 1, 61_000)],
+                    pending_deletes=[("c", seq - 1)],
+                )
+            )
+            commits = seq
+
+    writer = threading.Thread(target=commit_deliveries)
+    writer.start()
+    reads = 0
+    try:
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline and (reads < 300 or commits < 300):
+            stored = log.load_consumers().get("c")
+            if stored is not None:
+                assert [seq for seq, *_ in stored.pending] == [stored.last_delivered], (
+                    f"read {reads}: cursor at {stored.last_delivered}, pending {stored.pending}"
+                )
+            reads += 1
+    finally:
+        stop.set()
+        writer.join()
+        log.close()
+    assert reads >= 100 and commits >= 100, (reads, commits)

@@ -204,6 +204,18 @@ class ConsumerCursor:
         self.counts = None
 
 
+def pending_problem(last_delivered: int, pending_seqs: Iterable[int]) -> str | None:
+    """What is wrong with a cursor's state from elsewhere (a primary's snapshot) that `check_cursor`
+    would refuse, or None: every pending seq must be positive and at most `last_delivered`."""
+    seqs = list(pending_seqs)
+    if not seqs:
+        return None
+    lowest, highest = min(seqs), max(seqs)
+    if lowest <= 0 or highest > last_delivered:
+        return f"pending seqs {lowest}..{highest} do not lie in 1..last_delivered ({last_delivered})"
+    return None
+
+
 def check_cursor(cursor: ConsumerCursor) -> None:
     """Assert the module's invariants of a cursor about to be stored, in O(1): the pending seqs'
     lowest and highest (insertion order) are ordered and at most `last_delivered` (so `ack_floor`

@@ -42,6 +42,7 @@ from weir_partition_node.commit_items import (
     TruncatePrefix,
     TruncateTail,
 )
+from weir_partition_node.consumers import pending_problem
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node, Stream
 from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
@@ -612,6 +613,11 @@ class ReplicaManager:
             )
             response.result_code, response.message = error.result_code.value, error.message
             return self._fill(response, partition)
+        problem = (
+            None if snapshot.tombstone else pending_problem(snapshot.last_delivered, (e.seq for e in snapshot.pending))
+        )
+        if problem is not None:  # a torn or damaged snapshot: refused before it reaches the commit loop
+            raise InvalidArgumentError(f"snapshot of consumer {snapshot.consumer!r}: {problem}; nothing stored")
         await partition.replica_edit(ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None))
         response.result_code = ReplicationResult.OK
         return self._fill(response, partition)

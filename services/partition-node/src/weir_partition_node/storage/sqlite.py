@@ -514,18 +514,26 @@ class SqlitePartitionLog:
         return int(seq)
 
     def load_consumers(self) -> dict[str, StoredConsumer]:
+        """Every consumer's cursor and pending set as of one commit: both tables are read in one
+        read transaction (a commit between the two reads gave a cursor of one commit with the
+        pending set of a later one, which a secondary refused)."""
         consumers: dict[str, StoredConsumer] = {}
-        for name, incarnation, floor, last, *totals, until in self._reader.execute(
-            "SELECT name, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered, "
-            "dropped, termed, last_per_subject_until FROM consumers"
-        ):
-            consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [], until)
-        for name, seq, delivered_at, count, redeliver_at in self._reader.execute(
-            "SELECT consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms FROM pending ORDER BY consumer, seq"
-        ):
-            stored = consumers.get(name)
-            if stored is not None:
-                stored.pending.append((seq, delivered_at, count, redeliver_at))
+        self._reader.execute("BEGIN")
+        try:
+            for name, incarnation, floor, last, *totals, until in self._reader.execute(
+                "SELECT name, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered, "
+                "dropped, termed, last_per_subject_until FROM consumers"
+            ):
+                consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [], until)
+            for name, seq, delivered_at, count, redeliver_at in self._reader.execute(
+                "SELECT consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms FROM pending "
+                "ORDER BY consumer, seq"
+            ):
+                stored = consumers.get(name)
+                if stored is not None:
+                    stored.pending.append((seq, delivered_at, count, redeliver_at))
+        finally:
+            self._reader.execute("COMMIT")
         return consumers
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
