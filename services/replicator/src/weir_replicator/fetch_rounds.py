@@ -50,7 +50,6 @@ def followers_to_await(
 
 @dataclass(slots=True)
 class _Round:
-    after_seq: int
     members: list[str]
     wait_ms: int
     answer: asyncio.Future[internal_pb2.FetchReplicationResponse]
@@ -92,7 +91,7 @@ class FetchRounds:
             response = await asyncio.shield(joined.answer)
             self._handling[node_id] = after_seq
             return response
-        round_ = _Round(after_seq, [node_id], wait_ms, asyncio.get_running_loop().create_future())
+        round_ = _Round([node_id], wait_ms, asyncio.get_running_loop().create_future())
         if previous is not None:
             self._notify()  # those waiting for this follower see it move on
         try:
