@@ -237,10 +237,11 @@ async def test_a_secondarys_flipped_record_is_put_back_from_its_primary(scrubbed
     assert not stored_intact(database, 11)
 
     async def repaired() -> bool:
-        return await asyncio.to_thread(stored_intact, database, 11)
+        # The record is written back first, checked again, then logged: wait for the log line too.
+        intact = await asyncio.to_thread(stored_intact, database, 11)
+        return intact and "repaired 1 record(s) from another copy" in secondary.log_path.read_text()
 
-    await eventually(repaired, 20, "the secondary's record put back from the primary")
-    assert "repaired 1 record(s) from another copy" in secondary.log_path.read_text()
+    await eventually(repaired, 20, "the secondary's record put back from the primary, and logged")
 
     async def clean() -> bool:
         return (await asyncio.to_thread(corrupt_counts, cluster)).get(secondary.name) == 0
