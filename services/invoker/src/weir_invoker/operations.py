@@ -102,9 +102,15 @@ class Operations:
             raise InvalidArgumentError(f"limit {request.limit}: at most {MAX_LIST_LIMIT}")
         limit = request.limit or DEFAULT_LIST_LIMIT
         records = {}
+        # An invocation finishing during the scan is stored, then leaves the active set: the scan may
+        # have read it before (an older status) or missed it, so one that left is read again.
+        active_before = set(self.invoker.active)
         if self.invoker.registry.deployments:  # none registered yet: no store to read
             records = {record.id: record async for record in self.invoker.invocations.scan()}
         records.update({key: active.record for key, active in self.invoker.active.items()})
+        for key in active_before - self.invoker.active.keys():
+            if (finished := await self.invoker.invocations.get(key)) is not None:
+                records[key] = finished
         chosen = [
             record
             for record in records.values()
