@@ -23,11 +23,13 @@ class Primary:
         self.last_seq = last_seq
         self.fail = fail
         self.sent: list[tuple[str, list[str], int, int]] = []
+        self.records_only: list[bool] = []  # each fetch's wait_for_records_only
 
     async def send(
-        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int
+        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int, records_only: bool
     ) -> internal_pb2.FetchReplicationResponse:
         self.sent.append((node_id, sharing, after_seq, wait_ms))
+        self.records_only.append(records_only)
         await asyncio.sleep(0.01)
         if self.fail is not None:
             raise self.fail
@@ -125,7 +127,7 @@ async def test_a_round_whose_sender_is_cancelled_fails_its_other_members() -> No
     await asyncio.gather(rounds.fetch("a", 0, 0, primary.send), rounds.fetch("b", 0, 0, primary.send))
 
     async def hangs(
-        node: str, sharing: list[str], after_seq: int, wait_ms: int
+        node: str, sharing: list[str], after_seq: int, wait_ms: int, records_only: bool
     ) -> internal_pb2.FetchReplicationResponse:
         await asyncio.sleep(60)
         raise AssertionError("not reached")
@@ -148,3 +150,23 @@ async def test_without_coalescing_every_follower_fetches_alone() -> None:
         )
     assert all(sharing == [] for _, sharing, _, _ in primary.sent)
     assert len(primary.sent) == 6
+
+
+async def test_a_shared_fetch_waits_for_records_only_when_every_member_asked_for_that() -> None:
+    """A follower with consumer state due at a time of its own need not be woken by each ack; one
+    without still must be, so a round speaking for both waits for either."""
+    rounds = FetchRounds(COALESCE_MS)
+    primary = Primary()
+    await asyncio.gather(rounds.fetch("a", 0, 0, primary.send), rounds.fetch("b", 0, 0, primary.send))
+    assert primary.records_only == [False, False]
+    primary.records_only.clear()
+    await asyncio.gather(
+        rounds.fetch("a", 10, 0, primary.send, records_only=True),
+        rounds.fetch("b", 10, 0, primary.send, records_only=False),
+    )
+    await asyncio.gather(
+        rounds.fetch("a", 10, 0, primary.send, records_only=True),
+        rounds.fetch("b", 10, 0, primary.send, records_only=True),
+    )
+    assert [sharing for _, sharing, _, _ in primary.sent[-2:]] == [["b"], ["b"]]
+    assert primary.records_only == [False, True]

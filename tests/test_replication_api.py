@@ -786,6 +786,33 @@ async def test_fetch_replication_long_polls_until_a_publish_arrives(
     assert took < 10.0, f"the long poll took {took:.1f}s to see the publish"
 
 
+async def test_a_fetch_waiting_for_records_only_sleeps_through_deliveries(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """wait_for_records_only (issue 25): a consumer's deliveries commit on the primary without
+    ending the fetch's wait, a publish ends it; without it, a delivery ends the wait with an empty
+    answer (what an earlier replicator relies on to ship consumer state soon)."""
+    placed = await place(manual, manual_client, stream_name)
+    await publish(placed, 2)
+    await manual_client.create_consumer(stream_name, consumer_config("workers", ack_wait_ms=60_000))
+    loop = asyncio.get_running_loop()
+    records_only = loop.create_task(fetch(placed, placed.first, 2, max_wait_ms=20_000, wait_for_records_only=True))
+    either = loop.create_task(fetch(placed, placed.second, 2, max_wait_ms=20_000))
+    await asyncio.sleep(0.5)
+    assert not records_only.done() and not either.done(), "a fetch answered before anything happened"
+    async with client_port(placed.primary) as direct:
+        delivered = await direct.fetch(stream_name, "workers", 0, batch_size=2)
+    assert seqs(delivered) == [1, 2]
+    woken = await asyncio.wait_for(either, 10)
+    assert (woken.result_code, list(woken.records), woken.last_seq) == ("ok", [], 2)
+    await asyncio.sleep(0.5)
+    assert not records_only.done(), "the deliveries ended a wait for records only"
+    await publish(placed, 1, prefix="wake")
+    answer = await asyncio.wait_for(records_only, 10)
+    (message,) = [types_pb2.Message.FromString(raw) for raw in answer.records]
+    assert (message.seq, message.payload) == (3, b"wake-0")
+
+
 async def test_fetch_replication_for_an_unknown_stream_or_partition_fails_the_call(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:

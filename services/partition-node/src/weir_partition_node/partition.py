@@ -162,6 +162,7 @@ class Partition:
         self.consumers: dict[str, ConsumerCursor] = {}
         self._consumer_children: dict[str, tuple[Any, ...]] = {}
         self._waiters: set[asyncio.Future[None]] = set()
+        self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
         self._take_backs: set[asyncio.Task[None]] = set()
         self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
         self._failure: WeirError | None = None
@@ -441,7 +442,7 @@ class Partition:
             return
         advanced = self.replication.advance(self.last_seq, self.not_enough_replicas)
         if advanced and self.stream.deliver_up_to_high_watermark:
-            self.wake_waiters()
+            wake(self._waiters)  # deliveries it held back; a replication fetch gains nothing from it
 
     def not_enough_replicas(self) -> NotEnoughReplicasError:
         in_sync = self.in_sync_count()
@@ -579,8 +580,16 @@ class Partition:
         or after `timeout_s`."""
         await wait_on(self._waiters, timeout_s)
 
+    async def wait_for_appends(self, timeout_s: float) -> None:
+        """Return after the next commit that appended records, on `wake_waiters`, or after
+        `timeout_s`. A parked replication fetch waits here: a consumer's deliveries and acks do not
+        end it (it would come back empty; consumer state reaches followers by the change feed)."""
+        await wait_on(self._append_waiters, timeout_s)
+
     def wake_waiters(self) -> None:
+        """Wake every waiter: `wait_for_work`'s and `wait_for_appends`'."""
         wake(self._waiters)
+        wake(self._append_waiters)
 
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Primary: return at the next follower report or commit (the next `update_high_watermark`),
@@ -865,8 +874,10 @@ class Partition:
     def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Once the callers have their answers: wake readers, move the high watermark, count."""
         records = plan.batch.records
-        if records or context.touched_cursors or context.consumers_changed:
+        if records:
             self.wake_waiters()
+        elif context.touched_cursors or context.consumers_changed:
+            wake(self._waiters)
         if records and self.leading:
             self.update_high_watermark()
         for cursor, counts in plan.touched_counts:

@@ -431,7 +431,8 @@ class ReplicaManager:
             # The followers hold everything: they stay caught up while this fetch waits (replication.py).
             parked = [follower for follower in followers if tracker is not None and tracker.park(follower)]
             try:
-                await partition.wait_for_work(request.max_wait_ms / 1000)
+                wait = partition.wait_for_appends if request.wait_for_records_only else partition.wait_for_work
+                await wait(request.max_wait_ms / 1000)
             finally:
                 if tracker is not None:
                     now_ms = monotonic_ms()

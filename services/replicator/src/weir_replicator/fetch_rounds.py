@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from weir.errors import UnavailableError, WeirError
 from weir.v1 import internal_pb2
 
-# Sends one fetch: (the follower whose stream carries it, the other members, after_seq, wait_ms).
-SendFetch = Callable[[str, list[str], int, int], Awaitable[internal_pb2.FetchReplicationResponse]]
+# Sends one fetch: (the follower whose stream carries it, the other members, after_seq, wait_ms,
+# wait_for_records_only).
+SendFetch = Callable[[str, list[str], int, int, bool], Awaitable[internal_pb2.FetchReplicationResponse]]
 
 
 def followers_to_await(
@@ -52,6 +53,7 @@ def followers_to_await(
 class _Round:
     members: list[str]
     wait_ms: int
+    records_only: bool
     answer: asyncio.Future[internal_pb2.FetchReplicationResponse]
 
 
@@ -76,22 +78,24 @@ class FetchRounds:
             self._notify()
 
     async def fetch(
-        self, node_id: str, after_seq: int, wait_ms: int, send: SendFetch
+        self, node_id: str, after_seq: int, wait_ms: int, send: SendFetch, *, records_only: bool = False
     ) -> internal_pb2.FetchReplicationResponse:
         """The primary's answer for a follower whose log ends at `after_seq`, from a fetch that may
-        speak for other followers too (the smallest `wait_ms` of its members). Errors: the
-        `WeirError` of the fetch (every member gets it), UnavailableError when the follower that
-        sent it was cancelled first."""
+        speak for other followers too (the smallest `wait_ms` of its members; waiting for records
+        only if every member asked for that, `records_only`). Errors: the `WeirError` of the fetch
+        (every member gets it), UnavailableError when the follower that sent it was cancelled
+        first."""
         previous = self._handling.pop(node_id, None)
         joined = self._gathering.get(after_seq) if self.sharing else None
         if joined is not None:
             joined.members.append(node_id)
             joined.wait_ms = min(joined.wait_ms, wait_ms)
+            joined.records_only = joined.records_only and records_only
             self._notify()
             response = await asyncio.shield(joined.answer)
             self._handling[node_id] = after_seq
             return response
-        round_ = _Round([node_id], wait_ms, asyncio.get_running_loop().create_future())
+        round_ = _Round([node_id], wait_ms, records_only, asyncio.get_running_loop().create_future())
         if previous is not None:
             self._notify()  # those waiting for this follower see it move on
         try:
@@ -102,7 +106,7 @@ class FetchRounds:
             if self._gathering.get(after_seq) is round_:
                 del self._gathering[after_seq]
         try:
-            response = await send(node_id, round_.members[1:], after_seq, round_.wait_ms)
+            response = await send(node_id, round_.members[1:], after_seq, round_.wait_ms, round_.records_only)
         except BaseException as error:
             shared = error if isinstance(error, WeirError) else UnavailableError("the shared fetch was abandoned")
             round_.answer.set_exception(shared)

@@ -329,7 +329,11 @@ class PartitionShipper:
             snapshot_interval_ms=self.settings.snapshot_interval_ms,
             fetch_wait_ms=self.settings.fetch_wait_ms,
         )
-        response = await self._rounds.fetch(follower.node_id, follower.last_seq, wait_ms, self._send_fetch)
+        # Consumer state already due at the snapshot time: deliveries and acks need not end the wait.
+        records_only = follower.consumers_dirty
+        response = await self._rounds.fetch(
+            follower.node_id, follower.last_seq, wait_ms, self._send_fetch, records_only=records_only
+        )
         if response.result_code != ReplicationResult.OK:
             logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
             return False
@@ -361,7 +365,7 @@ class PartitionShipper:
         return True
 
     async def _send_fetch(
-        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int
+        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int, records_only: bool
     ) -> internal_pb2.FetchReplicationResponse:
         """One FetchReplication on `node_id`'s stream, speaking for `sharing` too (FetchRounds)."""
         follower = self._by_node[node_id]
@@ -379,6 +383,7 @@ class PartitionShipper:
                 max_wait_ms=wait_ms,
                 want_record_batch=True,
                 sharing_node_ids=sharing,
+                wait_for_records_only=records_only,
             ),
             timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
         )

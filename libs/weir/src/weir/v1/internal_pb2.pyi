@@ -68,7 +68,7 @@ class NodeStartScrubResponse(_message.Message):
     def __init__(self, passes: _Optional[int] = ..., enabled: _Optional[bool] = ...) -> None: ...
 
 class FetchReplicationRequest(_message.Message):
-    __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms", "want_record_batch", "sharing_node_ids")
+    __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms", "want_record_batch", "sharing_node_ids", "wait_for_records_only")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +79,7 @@ class FetchReplicationRequest(_message.Message):
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     WANT_RECORD_BATCH_FIELD_NUMBER: _ClassVar[int]
     SHARING_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_FOR_RECORDS_ONLY_FIELD_NUMBER: _ClassVar[int]
     stream: str
     partition: int
     leader_epoch: int
@@ -89,7 +90,8 @@ class FetchReplicationRequest(_message.Message):
     max_wait_ms: int
     want_record_batch: bool
     sharing_node_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ..., sharing_node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    wait_for_records_only: bool
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ..., sharing_node_ids: _Optional[_Iterable[str]] = ..., wait_for_records_only: _Optional[bool] = ...) -> None: ...
 
 class FetchReplicationResponse(_message.Message):
     __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batches", "record_count", "sharing_reported")
