@@ -26,6 +26,11 @@ FETCHED_FOR = Counter(
     "share one (weir_replicator.fetch_rounds)",
     ["stream", "partition"],
 )
+SNAPSHOT_READS = Counter(
+    "weir_replicator_consumer_snapshot_reads_total",
+    "Reads of a primary's consumer state (GetConsumerSnapshots); one serves every follower that needs no newer one",
+    ["stream", "partition"],
+)
 SNAPSHOTS_SHIPPED = Counter(
     "weir_replicator_consumer_snapshots_total",
     "Consumer-state snapshots pushed to secondaries",

@@ -15,7 +15,9 @@ A `PartitionShipper` runs while this instance holds the partition's lease, for o
   messages (work-queue acks, dead-letter moves, max_msgs_per_subject), consumer state changes,
   stream updates and deletion. Each follower loop ships the removals it saw *before* its last pull,
   so a removal never reaches a follower ahead of the record it removes. Consumer snapshots (full
-  state with pending) follow each change, at most every `snapshot_interval_ms`.
+  state with pending) follow each change, at most every `snapshot_interval_ms`; one read of them
+  at the primary serves every follower that needs no newer one (`snapshot_reads.SnapshotReads`).
+  While a follower's snapshot is due, its fetch waits for records only (wait_for_records_only).
 - The feed position shipped to every follower is stored in Redis (``replicator:position``), so a
   restarted or new owner resumes the tail there. Without a usable position (first start, a new
   primary, a trimmed feed) it reads the primary's whole retained feed and re-ships every consumer
@@ -41,6 +43,7 @@ from weir_replicator import metrics
 from weir_replicator.fetch_rounds import FetchRounds
 from weir_replicator.ownership import Ownership
 from weir_replicator.settings import ReplicatorSettings
+from weir_replicator.snapshot_reads import SnapshotReads
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +118,7 @@ class _FollowerState:
     first_seq: int = 0
     removals: list[_Removal] = field(default_factory=list)
     consumers_dirty: bool = True
+    consumers_generation: int = 0  # the SnapshotReads generation its next snapshots must reflect
     tombstones: set[str] = field(default_factory=set)
     config_dirty: bool = False
     delete_stream: bool = False
@@ -159,6 +163,7 @@ class PartitionShipper:
         self.followers = [_FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
         self._by_node = {follower.node_id: follower for follower in self.followers}
         self._rounds = FetchRounds(settings.fetch_coalesce_ms)
+        self._snapshot_reads = SnapshotReads(self._read_snapshots)
         self.clients = clients
         self.lease_valid = lease_valid
         self.observed_through = 0
@@ -183,6 +188,7 @@ class PartitionShipper:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
+        self._snapshot_reads.close()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
@@ -213,8 +219,7 @@ class PartitionShipper:
                 # over below it (its data was replaced): re-read what it retains.
                 logger.warning("%s/%s: %s; re-reading the retained feed", *self._labels, error)
                 start = 0
-                for follower in self.followers:
-                    follower.consumers_dirty = True
+                self._consumers_changed()
             except WeirError as error:
                 metrics.ERRORS.labels("tail").inc()
                 logger.warning("%s/%s: change feed of %s: %s", *self._labels, self.primary, error)
@@ -230,8 +235,8 @@ class PartitionShipper:
                     follower.config_dirty = True
                 elif kind == "stream_deleted":
                     follower.delete_stream = True
-                else:
-                    follower.consumers_dirty = True
+            if kind == "consumer_created":
+                self._consumers_changed()
             return
         if kind == "consumer_deleted":
             for follower in self.followers:
@@ -244,8 +249,14 @@ class PartitionShipper:
             for follower in self.followers:
                 follower.removals.append(removal)
         elif kind == "consumer_state":
-            for follower in self.followers:
-                follower.consumers_dirty = True
+            self._consumers_changed()
+
+    def _consumers_changed(self) -> None:
+        """Every follower needs the primary's consumer state as read after this change."""
+        generation = self._snapshot_reads.changed()
+        for follower in self.followers:
+            follower.consumers_dirty = True
+            follower.consumers_generation = generation
 
     async def _save_positions(self) -> None:
         saved = -1
@@ -310,7 +321,8 @@ class PartitionShipper:
             return False
         follower.last_seq = state.last_seq
         follower.first_seq = state.first_seq
-        follower.consumers_dirty = True
+        follower.consumers_dirty = True  # whatever it holds: the state as last read will do
+        follower.consumers_generation = self._snapshot_reads.generation
         return True
 
     async def _step(self, follower: _FollowerState) -> bool:
@@ -396,6 +408,13 @@ class PartitionShipper:
         metrics.FETCHED_FOR.labels(*self._labels).inc(1 + len(sharing))
         return response
 
+    async def _read_snapshots(self) -> internal_pb2.GetConsumerSnapshotsResponse:
+        """GetConsumerSnapshots on the primary (SnapshotReads shares it between the followers)."""
+        metrics.SNAPSHOT_READS.labels(*self._labels).inc()
+        return await self.clients.replication(self.primary_address).consumer_snapshots(
+            self.stream, self.partition, self.epoch
+        )
+
     def _accepted(self, follower: _FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
         if reply.result_code == ReplicationResult.OK:
             follower.last_seq = reply.last_seq
@@ -451,9 +470,7 @@ class PartitionShipper:
         if follower.consumers_dirty and now_s - follower.last_snapshot_s >= self.settings.snapshot_interval_ms / 1000:
             follower.consumers_dirty = False
             follower.last_snapshot_s = now_s
-            snapshots = await self.clients.replication(self.primary_address).consumer_snapshots(
-                self.stream, self.partition, self.epoch
-            )
+            snapshots = await self._snapshot_reads.since(follower.consumers_generation)
             if snapshots.result_code != ReplicationResult.OK:
                 follower.consumers_dirty = True
                 return
