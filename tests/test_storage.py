@@ -16,6 +16,7 @@ from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
 from weir_partition_node.catalog import Catalog
 from weir_partition_node.storage import msgids
+from weir_partition_node.storage import sqlite as sqlite_storage
 from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
@@ -601,3 +602,29 @@ def test_consumer_state_is_read_as_of_one_commit_while_commits_land(tmp_path: Pa
         writer.join()
         log.close()
     assert reads >= 100 and commits >= 100, (reads, commits)
+
+
+def test_a_commit_that_defers_its_sync_skips_the_fsync_for_at_most_a_second(tmp_path: Path) -> None:
+    """CommitBatch.sync False (a secondary's copy of consumer state, issue 25): under fsync=always
+    the commit runs with synchronous=NORMAL (WAL written, no fsync) and the connection is back to
+    FULL right after; once the last synced commit is MAX_DEFERRED_SYNC_S old it syncs anyway.
+    Records always sync. Whatever the mode, the commit is stored."""
+    log = SqlitePartitionLog(tmp_path / "p", "orders", 0)
+    statements: list[str] = []
+    log._writer.set_trace_callback(statements.append)  # what the writer connection runs
+    try:
+        state = ("c", 1, 0, 1, 1, 0, 0, 0, 0, 0, 0)
+        log.commit(CommitBatch(consumer_states=[state], sync=False))
+        assert [s for s in statements if "synchronous" in s] == ["PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"]
+        assert log.load_consumers()["c"].last_delivered == 1
+        statements.clear()
+        log.commit(CommitBatch(records=[make_record(1, 1, "a", b"x")], last_seq=1))
+        assert not [s for s in statements if "synchronous" in s], "records wait for the disk"
+        log._synced_at -= sqlite_storage.MAX_DEFERRED_SYNC_S  # the last sync is a second old
+        statements.clear()
+        log.commit(CommitBatch(consumer_states=[("c", 1, 0, 2, 2, 0, 0, 0, 0, 0, 0)], sync=False))
+        assert not [s for s in statements if "synchronous" in s], "a second without a sync: this one syncs"
+        assert log._writer.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        assert log.load_consumers()["c"].last_delivered == 2
+    finally:
+        log.close()

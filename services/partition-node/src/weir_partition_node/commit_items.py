@@ -201,6 +201,7 @@ class ReplaceConsumerState:
 
     snapshot: internal_pb2.ConsumerSnapshot
     spec: ConsumerSpec | None
+    defer_sync: bool = False  # ReplicateConsumerStateRequest.defer_sync
 
 
 @dataclass(slots=True, frozen=True)

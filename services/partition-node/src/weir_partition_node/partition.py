@@ -756,6 +756,7 @@ class Partition:
             msg_ids_after=context.msg_ids_after,
             repairs=context.repairs,
             expiries=context.expiries,
+            sync=not all(_defers_sync(item) for item in items),
         )
         prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= _MSG_ID_PRUNE_INTERVAL_MS
         if prune_msg_ids:
@@ -1504,3 +1505,9 @@ def _ack_results(
         else:
             out.append((seq, "not_pending", reason or consumers.not_pending_reason(cursor, seq)))
     return out
+
+
+def _defers_sync(item: CommitItem) -> bool:
+    """A secondary's copy of consumer state that the replicator marked as needing no fsync
+    (ReplicateConsumerStateRequest.defer_sync); a commit of nothing else skips its fsync."""
+    return isinstance(item, ReplicaEditItem) and isinstance(item.edit, ReplaceConsumerState) and item.edit.defer_sync

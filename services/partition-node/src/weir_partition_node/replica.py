@@ -619,7 +619,9 @@ class ReplicaManager:
         )
         if problem is not None:  # a torn or damaged snapshot: refused before it reaches the commit loop
             raise InvalidArgumentError(f"snapshot of consumer {snapshot.consumer!r}: {problem}; nothing stored")
-        await partition.replica_edit(ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None))
+        await partition.replica_edit(
+            ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None, request.defer_sync)
+        )
         response.result_code = ReplicationResult.OK
         return self._fill(response, partition)
 

@@ -478,7 +478,7 @@ class PartitionShipper:
                 reply = await target.replicate(
                     "ReplicateConsumerState",
                     internal_pb2.ReplicateConsumerStateRequest(
-                        stream=self.stream, leader_epoch=self.epoch, snapshot=snapshot
+                        stream=self.stream, leader_epoch=self.epoch, snapshot=snapshot, defer_sync=True
                     ),
                 )
                 if reply.result_code not in (ReplicationResult.OK, ResultCode.NO_SUCH_CONSUMER):

@@ -254,14 +254,16 @@ class ReplicateWorkQueueAckRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReplicateConsumerStateRequest(_message.Message):
-    __slots__ = ("stream", "leader_epoch", "snapshot")
+    __slots__ = ("stream", "leader_epoch", "snapshot", "defer_sync")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    DEFER_SYNC_FIELD_NUMBER: _ClassVar[int]
     stream: str
     leader_epoch: int
     snapshot: ConsumerSnapshot
-    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ...) -> None: ...
+    defer_sync: bool
+    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ..., defer_sync: _Optional[bool] = ...) -> None: ...
 
 class ReplicateStreamDeleteRequest(_message.Message):
     __slots__ = ("stream",)

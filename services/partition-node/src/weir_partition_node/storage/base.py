@@ -107,6 +107,11 @@ class CommitBatch:
     # Per-message TTLs of this commit's records, (seq, expires_at_ms); a removed message's expiry
     # goes with it.
     expiries: list[tuple[int, int]] = field(default_factory=list)
+    # False: the commit may return before it reaches the disk (no fsync under fsync=always); the
+    # log's next synced commit takes it there, and a SQLite log syncs at least every
+    # MAX_DEFERRED_SYNC_S (storage/sqlite.py) all the same. Only for what another copy holds and
+    # ships again (a secondary's consumer state).
+    sync: bool = True
 
 
 @dataclass(slots=True, frozen=True)

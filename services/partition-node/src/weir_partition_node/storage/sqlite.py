@@ -2,7 +2,9 @@
 
 Durability: with fsync policy ``always`` the database runs with ``synchronous=FULL``, so a commit
 returns only after the WAL is fsynced; ``off`` uses ``synchronous=NORMAL`` (survives a process
-crash, may lose the last commits on power loss). Writes use a dedicated connection driven from one
+crash, may lose the last commits on power loss). A batch with ``sync`` False (a secondary's copy
+of consumer state) commits without the fsync; the next synced commit takes it to the disk, and one
+comes at least every `MAX_DEFERRED_SYNC_S`. Writes use a dedicated connection driven from one
 thread at a time (the partition's commit loop hands whole batches to a worker thread: one thread hop
 per group commit); reads use a second, query-only connection on the caller's thread, which in WAL
 mode sees the last committed state without blocking the writer. The newest records are also kept
@@ -53,6 +55,9 @@ CHECKPOINT_PASSES = 8
 # estimating what a commit added to the WAL; every commit also rewrites at least a few pages.
 _SMALL_ROW_BYTES = 64
 _PAGES_PER_COMMIT = 2
+# A commit that may skip its fsync (CommitBatch.sync False) still syncs when the last synced commit
+# is this old: what a power loss can take back stays bounded in time.
+MAX_DEFERRED_SYNC_S = 1.0
 
 
 def _clamp(value: int) -> int:
@@ -187,6 +192,8 @@ class SqlitePartitionLog:
         self._writer.execute(f"PRAGMA page_size={PAGE_SIZE_BYTES}")
         self._writer.execute("PRAGMA journal_mode=WAL")
         self._writer.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+        self._fsync_always = fsync == "always"
+        self._synced_at = time.monotonic()  # the last commit that waited for the disk (commit thread)
         self._writer.execute("PRAGMA cache_size=-16000")
         self._writer.executescript(_SCHEMA)
         _add_missing_columns(self._writer)
@@ -240,6 +247,24 @@ class SqlitePartitionLog:
 
     def commit(self, batch: CommitBatch) -> None:
         db = self._writer
+        deferred = not batch.sync and self._fsync_always and time.monotonic() - self._synced_at < MAX_DEFERRED_SYNC_S
+        if deferred:
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL mode: this commit writes the WAL, no fsync
+        try:
+            self._commit(db, batch)
+        finally:
+            if deferred:
+                db.execute("PRAGMA synchronous=FULL")
+        if self._fsync_always and not deferred:
+            self._synced_at = time.monotonic()
+        with self._tail_lock:
+            if self._tail is not None:
+                self._tail.apply(batch)
+        if self._checkpointer is not None:
+            self._count_wal_bytes(batch)
+
+    def _commit(self, db: sqlite3.Connection, batch: CommitBatch) -> None:
+        """The batch as one transaction (rolled back on any error)."""
         db.execute("BEGIN IMMEDIATE")
         try:
             _write_messages(db, batch)
@@ -262,11 +287,6 @@ class SqlitePartitionLog:
             db.execute("ROLLBACK")
             self._msg_ids.forget_count()  # unknown after a rollback: counted again when next needed
             raise
-        with self._tail_lock:
-            if self._tail is not None:
-                self._tail.apply(batch)
-        if self._checkpointer is not None:
-            self._count_wal_bytes(batch)
 
     def _count_wal_bytes(self, batch: CommitBatch) -> None:
         """Estimate what `batch` added to the WAL; ask for a checkpoint every `checkpoint_bytes`."""
