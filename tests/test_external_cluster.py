@@ -46,6 +46,7 @@ EXPECTED_SKIPPED = {
     # read the replicator's /metrics, which the routers do not tell
     "tests.test_cluster::test_a_consumer_acking_under_replicas_3_does_not_make_the_replicator_pull_in_a_loop",
     "tests.test_cluster::test_followers_in_step_share_one_fetch_a_round",
+    "tests.test_cluster::test_one_read_of_the_primarys_consumer_state_serves_both_secondaries",
     "tests.test_cluster::test_killing_the_controller_router_hands_the_lease_over_and_routing_keeps_working",
     "tests.test_cluster::test_a_restarted_node_keeps_its_partitions_and_re_registers",
     "tests.test_consumer_lag::test_lag_is_last_seq_minus_the_ack_floor_and_moves_with_acks",
