@@ -813,6 +813,28 @@ async def test_a_fetch_waiting_for_records_only_sleeps_through_deliveries(
     assert (message.seq, message.payload) == (3, b"wake-0")
 
 
+async def test_a_work_queue_ack_ends_a_wait_for_records_only(
+    manual: LocalCluster, manual_client: WeirClient, stream_name: str
+) -> None:
+    """An ack on a work-queue stream removes the message on the primary; the removal reaches the
+    followers after a round of their fetch, so it ends even a wait for records only (it is not
+    held back until the next consumer snapshot)."""
+    placed = await place(manual, manual_client, stream_name, retention="work_queue")
+    await publish(placed, 2)
+    await manual_client.create_consumer(stream_name, consumer_config("workers", ack_wait_ms=60_000))
+    async with client_port(placed.primary) as direct:
+        delivered = await direct.fetch(stream_name, "workers", 0, batch_size=2)
+        records_only = asyncio.get_running_loop().create_task(
+            fetch(placed, placed.first, 2, max_wait_ms=20_000, wait_for_records_only=True)
+        )
+        await asyncio.sleep(0.5)
+        assert not records_only.done(), "the fetch answered before anything happened"
+        await direct.ack_batch(stream_name, "workers", 0, [message.seq for message in delivered])
+    woken = await asyncio.wait_for(records_only, 10)
+    assert (woken.result_code, list(woken.records), woken.last_seq) == ("ok", [], 2)
+    assert (await stats_of(placed.primary, stream_name)).msg_count == 0
+
+
 async def test_fetch_replication_for_an_unknown_stream_or_partition_fails_the_call(
     manual: LocalCluster, manual_client: WeirClient, stream_name: str
 ) -> None:

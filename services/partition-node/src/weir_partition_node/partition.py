@@ -581,9 +581,10 @@ class Partition:
         await wait_on(self._waiters, timeout_s)
 
     async def wait_for_appends(self, timeout_s: float) -> None:
-        """Return after the next commit that appended records, on `wake_waiters`, or after
-        `timeout_s`. A parked replication fetch waits here: a consumer's deliveries and acks do not
-        end it (it would come back empty; consumer state reaches followers by the change feed)."""
+        """Return after the next commit that appended or removed records, on `wake_waiters`, or
+        after `timeout_s`. A parked replication fetch waits here: a consumer's deliveries and acks
+        that remove nothing do not end it (it would come back empty; consumer state reaches
+        followers by the change feed)."""
         await wait_on(self._append_waiters, timeout_s)
 
     def wake_waiters(self) -> None:
@@ -875,7 +876,9 @@ class Partition:
     def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Once the callers have their answers: wake readers, move the high watermark, count."""
         records = plan.batch.records
-        if records:
+        if records or plan.batch.remove_seqs:
+            # Removals reach the followers through the change feed, after a round of their fetch:
+            # a parked one runs it now (a work-queue ack's removal is not held for a snapshot).
             self.wake_waiters()
         elif context.touched_cursors or context.consumers_changed:
             wake(self._waiters)
