@@ -848,8 +848,13 @@ async def test_a_streamed_object_put_is_authorized_by_its_first_frame(cluster: L
         await ops.CreateObjectBucket(objects_pb2.CreateObjectBucketRequest(bucket="media"), timeout=10)
         stored = await objects_pb2_grpc.ObjectStoreStub(payer_channel).PutObjectStream(frames(), timeout=30)
         assert stored.info.total_bytes == 300_000
+        # Refused at the first frame. Only that frame is written: a client still sending data
+        # frames when the refusal arrives may see its write fail (INTERNAL) instead of the status.
+        refused_call = objects_pb2_grpc.ObjectStoreStub(dashboard_channel).PutObjectStream(timeout=30)
+        start = objects_pb2.PutObjectStart(bucket="media", name="clip")
+        await refused_call.write(objects_pb2.PutObjectStreamFrame(start=start))
         with pytest.raises(grpc.aio.AioRpcError) as refused:
-            await objects_pb2_grpc.ObjectStoreStub(dashboard_channel).PutObjectStream(frames(), timeout=30)
+            await refused_call
         assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     finally:
         with contextlib.suppress(grpc.aio.AioRpcError):
