@@ -909,6 +909,7 @@ async def test_deliver_group_shares_messages(client: NodeClient, stream: str) ->
     await client.create_stream(stream_config(stream))
     await client.create_consumer(stream, consumer_config("c", deliver_group="g", ack_wait_ms=LONG_ACK_WAIT_MS))
     received: dict[str, list[int]] = {"one": [], "two": []}
+    acked: list[int] = []
     count = 40
     subscriptions = {name: client.subscribe(stream, "c", deliver_group="g", batch_size=1) for name in received}
 
@@ -917,13 +918,15 @@ async def test_deliver_group_shares_messages(client: NodeClient, stream: str) ->
             assert event.WhichOneof("event") == "message"
             received[name].append(event.message.seq)
             await client.ack(stream, "c", 0, event.message.seq)
+            acked.append(event.message.seq)
 
     tasks = [asyncio.create_task(collect(name)) for name in received]
     try:
         for _ in range(count):
             await client.publish(stream, "s", b"x")
         deadline = time.monotonic() + EVENT_TIMEOUT_S
-        while sum(len(seqs) for seqs in received.values()) < count:
+        # Until every message arrived and its ack was answered (the info below counts the acks).
+        while sum(len(seqs) for seqs in received.values()) < count or len(acked) < count:
             assert time.monotonic() < deadline, f"only {received} arrived"
             assert not any(task.done() for task in tasks), [task.exception() for task in tasks if task.done()]
             await asyncio.sleep(0.01)
