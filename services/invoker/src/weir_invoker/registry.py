@@ -164,5 +164,6 @@ class Registry:
                 f"subscription {subscription_id!r} does not exist", subscription=subscription_id
             )
         await self.store.delete("subscription", subscription_id)
-        del self.subscriptions[subscription_id]
+        # A reload of the registry during the delete may have dropped it already (CI once: KeyError).
+        self.subscriptions.pop(subscription_id, None)
         return subscription
