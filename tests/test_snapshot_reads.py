@@ -22,10 +22,12 @@ class Primary:
         self.fail: Exception | None = None
         self.release = asyncio.Event()
         self.release.set()
+        self.arrived = asyncio.Event()  # set when a read reaches the primary
 
     async def read(self) -> internal_pb2.GetConsumerSnapshotsResponse:
         self.reads += 1
         floor = self.ack_floor  # what the primary holds when the read arrives
+        self.arrived.set()
         await self.release.wait()
         if self.fail is not None:
             raise self.fail
@@ -64,10 +66,11 @@ async def test_a_read_in_flight_from_before_a_change_is_not_joined_for_it() -> N
     primary.release.clear()
     primary.ack_floor = 5
     early = asyncio.ensure_future(reads.since(reads.changed()))
-    await asyncio.sleep(0.01)  # the read reached the primary
+    await primary.arrived.wait()  # the first read reached the primary
+    primary.arrived.clear()
     primary.ack_floor = 9
     late = asyncio.ensure_future(reads.since(reads.changed()))
-    await asyncio.sleep(0.01)
+    await primary.arrived.wait()
     primary.release.set()
     assert (await early).snapshots[0].ack_floor == 5
     assert (await late).snapshots[0].ack_floor == 9
