@@ -11,7 +11,7 @@ from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameE
 from weir.v1 import invoker_pb2, types_pb2
 from weir_invoker import ids
 from weir_invoker import permissions as invoker_permissions
-from weir_invoker.active import completed_indexes
+from weir_invoker.active import admission_chains, completed_indexes
 from weir_invoker.attempt import StartPlan, start_message
 from weir_invoker.discovery import deployment_id, parse_manifest
 from weir_invoker.http2 import Endpoint
@@ -133,6 +133,19 @@ def test_invocation_ids_come_from_their_source() -> None:
     for bad in ("inv_zz", "inv_" + "0" * 30, "0" * 32, ""):
         with pytest.raises(InvalidArgumentError, match="inv_"):
             ids.raw_of(bad)
+
+
+def test_a_batch_stores_each_keys_records_in_order_and_different_keys_side_by_side() -> None:
+    """A key's records are one chain (stored one after another, in batch order), so what an invoker
+    that stops mid-batch leaves stored of a key is a prefix; records without a key stand alone."""
+    keys = ["k2", "k0", "", "k2", "k1", "", "k0", "k2"]
+    records = [invoker_pb2.Invocation(service="counter", key=key) for key in keys]
+    records.append(invoker_pb2.Invocation(service="other", key="k2"))
+    chains = admission_chains(records)
+    assert sorted(index for chain in chains for index in chain) == list(range(len(records)))
+    assert [0, 3, 7] in chains and [1, 6] in chains and [4] in chains and [8] in chains
+    assert [2] in chains and [5] in chains
+    assert admission_chains([]) == []
 
 
 def test_an_awakeable_id_names_its_invocation_and_entry() -> None:

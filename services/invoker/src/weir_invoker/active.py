@@ -1,4 +1,5 @@
-"""An unfinished invocation in memory, and what is derived from its journal (pure)."""
+"""An unfinished invocation in memory, what is derived from its journal, and the order a batch is
+admitted in (pure)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,15 @@ def completed_indexes(journal: Journal) -> set[int]:
     Run entry's ack resumes once the entry is stored)."""
     done = {index for index, frame in enumerate(journal.entries) if frame.completed or frame.type not in COMPLETABLE}
     return done | {index for index in journal.completions if index < len(journal.entries)}
+
+
+def admission_chains(records: list[invoker_pb2.Invocation]) -> list[list[int]]:
+    """Indexes into `records`, grouped so that each group is stored one after another and the groups
+    concurrently (pure). Records of one (service, key) share a group, in the given order: a later
+    record of a key is never stored before an earlier one, so an invoker that takes over after a
+    batch was half stored cannot start a later invocation of a key before an earlier one that is
+    admitted only when its message is delivered again. A record without a key has a group of its own."""
+    chains: dict[tuple[str, str] | int, list[int]] = {}
+    for index, record in enumerate(records):
+        chains.setdefault((record.service, record.key) if record.key else index, []).append(index)
+    return list(chains.values())

@@ -35,7 +35,7 @@ from weir.errors import (
 from weir.v1 import invoker_pb2
 
 from weir_invoker import ids, metrics
-from weir_invoker.active import Active, completed_indexes, input_frame
+from weir_invoker.active import Active, admission_chains, completed_indexes, input_frame
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
 from weir_invoker.completions import Completions
 from weir_invoker.connections import ConnectionPool
@@ -167,15 +167,22 @@ class Invoker:
         return result
 
     async def admit_many(self, records: list[invoker_pb2.Invocation]) -> list[tuple[invoker_pb2.Invocation, bool]]:
-        """Admit `records` together (their records stored concurrently) and start them in the given
-        order, which is the order their invocations of one key run in."""
+        """Admit `records` together and start them in the given order, which is the order their
+        invocations of one key run in. Records of different keys are stored concurrently, those of
+        one key one after another (`admission_chains`): what is stored of a key is always a prefix."""
         for record in records:
             self._order = max(self._order + 1, time.time_ns() // 1000)
             record.ingest_order = self._order
-        results = await asyncio.gather(*(self._store(record) for record in records))
+        results: list[tuple[invoker_pb2.Invocation, bool]] = [(record, False) for record in records]
+
+        async def store_chain(indexes: list[int]) -> None:
+            for index in indexes:
+                results[index] = await self._store(records[index])
+
+        await asyncio.gather(*(store_chain(indexes) for indexes in admission_chains(records)))
         for stored, created in results:
             await self._start(stored, created)
-        return list(results)
+        return results
 
     async def _store(self, record: invoker_pb2.Invocation) -> tuple[invoker_pb2.Invocation, bool]:
         if record.id in self.active:
