@@ -53,7 +53,7 @@ preflight:  ## say (and install where we can: root with apt-get) what the slow t
 	@bash scripts/preflight.sh
 
 test: setup preflight  ## every test tier: unit, integration over real gRPC, crash tests (a test whose system tool is missing is skipped, saying how to install it)
-	$(UV) run pytest -q
+	$(UV) run pytest -q --durations=30
 
 test-fast: setup  ## everything except the slow (crash/fault) tier; says what the slow tier would need, installs nothing
 	@WEIR_PREFLIGHT_INSTALL=0 bash scripts/preflight.sh
