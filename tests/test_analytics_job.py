@@ -6,8 +6,13 @@ process) reads the nodes' change feeds through the `weir` Python Data Source, on
 installed pyspark, the job submitted to `spark://127.0.0.1:<port>`). On both, every figure it
 computes is checked against ground truth taken from the workload itself (counts, acks, naks, the
 dead letter, the stopped replicator) or, for byte sizes and consumer floors, from the nodes' own
-reports. The second test SIGKILLs the job between micro-batches and
-restarts it from its checkpoint, then counts every change of every feed: none twice, none missing.
+reports.
+
+On `local[*]` the job runs as `weir cluster up --analytics` starts it, is SIGKILLed between
+micro-batches and restarted from its checkpoint (the last test counts every change of every feed:
+none twice, none missing). On the standalone master it runs once, over the whole workload, in
+several micro-batches: one Spark session instead of two (the restart is the driver's, whatever the
+master; each standalone session costs a minute here).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ pytestmark = pytest.mark.slow
 WINDOW_MS = 1000
 JOB_TIMEOUT_S = 300
 SPARK_ON_LOOPBACK = {"SPARK_LOCAL_IP": "127.0.0.1"}  # the driver, as the standalone daemons, on loopback
+LOCAL_MASTER = "local[*]"
 
 
 @pytest.fixture(scope="module", params=["local", "standalone"])
@@ -58,7 +64,7 @@ def spark_master(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     workers (one core, 1 GiB each) on loopback ports."""
     needs_java()
     if request.param == "local":
-        yield "local[*]"
+        yield LOCAL_MASTER
         return
     cluster = SparkStandalone.start(tmp_path_factory.mktemp("spark-standalone"), workers=2)
     try:
@@ -75,8 +81,10 @@ def job_settings(**settings: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def analytics_cluster(tmp_path_factory: pytest.TempPathFactory, spark_master: str) -> Iterator[LocalCluster]:
-    """A local cluster started with its analytics job (what `weir cluster up --analytics` does),
-    the job reading ten changes per micro-batch. Skipped (with the install command) without Java 17+."""
+    """A local cluster; on local[*] started with its analytics job (what `weir cluster up
+    --analytics` does), the job reading ten changes per micro-batch (on the standalone master the
+    job runs once, after the workload: `analytics_run`). Skipped (with the install command) without
+    Java 17+."""
     needs_own_processes()
     needs_java()
     cluster = LocalCluster.start(
@@ -87,7 +95,7 @@ def analytics_cluster(tmp_path_factory: pytest.TempPathFactory, spark_master: st
         node_env=CLUSTER_NODE_ENV,
         router_env=CLUSTER_ROUTER_ENV,
         replicator_env=CLUSTER_REPLICATOR_ENV,
-        analytics=True,
+        analytics=spark_master == LOCAL_MASTER,
         analytics_env={**job_settings(MAX_CHANGES_PER_TRIGGER="10", SPARK_MASTER=spark_master), **SPARK_ON_LOOPBACK},
     )
     yield cluster
@@ -225,9 +233,9 @@ class AnalyticsRun:
     cluster: LocalCluster
     data_dir: Path
     truth: dict[str, object]
-    state_before_kill: dict[str, Any]
-    scraped_before_kill: str
-    resumed_log: str
+    state_before_kill: dict[str, Any] | None  # None: the job ran once (the standalone master)
+    scraped_before_kill: str | None
+    resumed_log: str  # the log of the run with Trigger.AvailableNow
     stats: router_pb2.GetClusterStreamStatsResponse
     infos: dict[str, types_pb2.ConsumerInfo]
     messages: dict[tuple[str, int], list[types_pb2.Message]]
@@ -235,49 +243,83 @@ class AnalyticsRun:
 
 @pytest.fixture(scope="module")
 async def analytics_run(analytics_cluster: LocalCluster, spark_master: str) -> AnalyticsRun:
-    """The workload while the cluster's job runs, until the job folded in at least two batches;
-    30 more publishes; SIGKILL; then the job again from its checkpoint with Trigger.AvailableNow.
-    Two Spark sessions in all (each costs ~30 s to start here)."""
+    """The workload, then the job. On local[*]: the cluster's job runs until it folded in at least
+    two batches; 30 more publishes; SIGKILL; then the job again from its checkpoint with
+    Trigger.AvailableNow (two Spark sessions, each ~30 s to start here). On the standalone master:
+    30 more publishes, then the job once with Trigger.AvailableNow (one session)."""
     cluster = analytics_cluster
-    job = cluster.analytics
-    assert job is not None
-    data_dir = job.data_dir
     truth = await run_workload(cluster)
-    async with WeirClient(cluster.router_addresses) as client:
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        state_path = data_dir / "state.json"
-        while time.monotonic() < deadline:
-            assert job.process is not None and job.process.poll() is None, job.log_tail()
-            if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 1:
-                break
-            await asyncio.sleep(0.2)
-        else:
-            raise AssertionError(f"the job folded in no batches in time:\n{job.log_tail()}")
-        scraped = await asyncio.to_thread(http_get, f"http://127.0.0.1:{job.metrics_port}/metrics")
-        # more changes arrive while it runs; then it dies without warning
-        for index in range(30):
-            await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
-        job.kill()
-        before = json.loads(state_path.read_text())
-        # The batch planned before the kill is replayed with its recorded offsets; the rest of the
-        # backlog goes in larger batches.
+    before: dict[str, Any] | None = None
+    scraped: str | None = None
+    if spark_master == LOCAL_MASTER:
+        assert cluster.analytics is not None
+        data_dir = cluster.analytics.data_dir
+        before, scraped = await kill_between_batches(cluster)
         log = await asyncio.to_thread(
             run_job_once, cluster, data_dir, MAX_CHANGES_PER_TRIGGER="60", SPARK_MASTER=spark_master
         )
+    else:
+        data_dir = cluster.data_dir / "analytics-once"
+        await publish_late_clicks(cluster)
+        log = await asyncio.to_thread(
+            run_job_once, cluster, data_dir, MAX_CHANGES_PER_TRIGGER="40", SPARK_MASTER=spark_master
+        )
+    stats, infos, messages = await cluster_view(cluster, truth)
+    return AnalyticsRun(cluster, data_dir, truth, before, scraped, log, stats, infos, messages)
 
+
+async def publish_late_clicks(cluster: LocalCluster) -> None:
+    """The last 30 of the workload's 90 clicks (while the job runs, on local[*])."""
+    async with WeirClient(cluster.router_addresses) as client:
+        for index in range(30):
+            await client.publish("clicks", "clicks.page", f"late-{index}".encode(), partition=index % 3)
+
+
+async def kill_between_batches(cluster: LocalCluster) -> tuple[dict[str, Any], str]:
+    """Wait until the cluster's job folded in at least two batches, scrape its metrics, publish the
+    late clicks and SIGKILL it: (its state.json then, the scrape)."""
+    job = cluster.analytics
+    assert job is not None
+    state_path = job.data_dir / "state.json"
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert job.process is not None and job.process.poll() is None, job.log_tail()
+        if state_path.exists() and json.loads(state_path.read_text())["batch_id"] >= 1:
+            break
+        await asyncio.sleep(0.2)
+    else:
+        raise AssertionError(f"the job folded in no batches in time:\n{job.log_tail()}")
+    scraped = await asyncio.to_thread(http_get, f"http://127.0.0.1:{job.metrics_port}/metrics")
+    # more changes arrive while it runs; then it dies without warning
+    await publish_late_clicks(cluster)
+    job.kill()
+    # The batch planned before the kill is replayed with its recorded offsets; the rest of the
+    # backlog goes in larger batches.
+    return json.loads(state_path.read_text()), scraped
+
+
+StoredMessages = dict[tuple[str, int], list[types_pb2.Message]]
+
+
+async def cluster_view(
+    cluster: LocalCluster, truth: dict[str, object]
+) -> tuple[router_pb2.GetClusterStreamStatsResponse, dict[str, types_pb2.ConsumerInfo], StoredMessages]:
+    """The cluster's stream stats (with the job's ClusterAnalytics), the two consumers' infos, and
+    every stored message of the workload's partitions, read from their primaries."""
+    async with WeirClient(cluster.router_addresses) as client:
         stats = await client.cluster_stats()
         infos = {
             name: await client.consumer_info(stream, name)
             for stream, name in (("orders", "billing"), ("events", "audit"))
         }
         per_stream = {entry.name: entry for entry in stats.streams}
-        messages: dict[tuple[str, int], list[types_pb2.Message]] = {}
+        messages: StoredMessages = {}
         for stream, partition in truth["published"]:  # type: ignore[attr-defined]
             primary = per_stream[stream].primary_node_ids[partition]
             address = next(node.client_address for node in cluster.nodes if node.node_id == primary)
             async with NodeClient(address) as node_client:
                 messages[(stream, partition)] = [m async for m in node_client.read_all(stream, partition)]
-    return AnalyticsRun(cluster, data_dir, truth, before, scraped, log, stats, infos, messages)
+    return stats, infos, messages
 
 
 def published_of(run: AnalyticsRun) -> dict[tuple[str, int], int]:
@@ -415,9 +457,11 @@ async def test_job_counts_every_change_once_and_the_cli_prints_the_same(analytic
     assert len(batches) >= 3, "expected the backlog to take several micro-batches"
 
 
+@pytest.mark.parametrize("spark_master", ["local"], indirect=True)  # where the job was killed and restarted
 async def test_restart_from_checkpoint_repeats_and_skips_nothing(analytics_run: AnalyticsRun) -> None:
     cluster, data_dir, stats = analytics_run.cluster, analytics_run.data_dir, analytics_run.stats
     before = analytics_run.state_before_kill
+    assert before is not None and analytics_run.scraped_before_kill is not None
     changes_before = sum(feed["changes"] for feed in before["feeds"].values())
     assert "weir_analytics_feed_next_change_seq{" in analytics_run.scraped_before_kill
     assert "weir_analytics_batches_total" in analytics_run.scraped_before_kill
