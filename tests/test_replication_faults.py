@@ -13,7 +13,9 @@ SIGKILL. What they show:
 - a secondary that was down leaves the in-sync set, and catches up and rejoins it after restart;
 - a node cut off from Redis (a TCP proxy in front of its Redis connection) stops accepting writes
   once it cannot renew its lease, a new leader takes over, and when the cut heals the old primary
-  follows the new one.
+  follows the new one;
+- a consumer deleted while one copy's node is down fails (UNAVAILABLE), and the same delete retried
+  once the node is back removes it there too, though the other copies already answer NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 import pytest
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir.errors import WeirError
+from weir.errors import NoSuchConsumerError, WeirError
 from weir.message import Message
 from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
@@ -313,6 +315,49 @@ async def test_a_stopped_secondary_leaves_the_in_sync_set_then_catches_up_and_re
             print(f"rejoined {took:.2f}s after restart; acknowledged {len(publisher.acked)}")
     finally:
         cluster.stop()
+
+
+async def test_a_delete_retried_after_a_copy_was_down_removes_the_consumer_there_too(tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path)
+    try:
+        async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+            stream = "ledger"
+            await client.create_stream(stream_config(stream, subjects=["ledger.>"], partitions=1, replicas=3))
+            await client.create_consumer(stream, consumer_config("billing"))
+            entry = (await client.route(stream, refresh=True)).partitions[0]
+            secondary = node_named(cluster, entry.secondaries[0].node_id)
+            secondary.kill()
+            async with WeirClient(cluster.router_addresses, retry_timeout_s=1) as impatient:
+                with pytest.raises(WeirError) as failed:
+                    await impatient.delete_consumer(stream, "billing")
+            assert not isinstance(failed.value, NoSuchConsumerError), failed.value
+            assert failed.value.retryable, failed.value
+            secondary.restart()
+
+            async def deleted_everywhere() -> bool:
+                try:
+                    await client.delete_consumer(stream, "billing")
+                except NoSuchConsumerError:
+                    return all([await lacks_consumer(node, stream, "billing") for node in cluster.nodes])
+                except WeirError:  # the restarted node is not serving yet
+                    return False
+                return all([await lacks_consumer(node, stream, "billing") for node in cluster.nodes])
+
+            await eventually(deleted_everywhere, 60, "the retried delete reaching the restarted copy")
+            with pytest.raises(NoSuchConsumerError):  # now no copy has it: NOT_FOUND, as for any unknown consumer
+                await client.delete_consumer(stream, "billing")
+    finally:
+        cluster.stop()
+
+
+async def lacks_consumer(node: NodeHandle, stream: str, consumer: str) -> bool:
+    """Whether one node's copy of `stream` has no consumer `consumer` (asked on its internal port)."""
+    async with NodeClient(node.internal_address) as client:
+        try:
+            await client.consumer_info(stream, consumer)
+        except NoSuchConsumerError:
+            return True
+    return False
 
 
 class TcpProxy:

@@ -726,11 +726,20 @@ class RouterCore:
         return await self.consumer_info(stream, config.name)
 
     async def delete_consumer(self, stream: str, name: str) -> None:
+        """Delete the consumer on every node hosting the stream: the node leading partition 0
+        first, then the others at once. Errors: NoSuchConsumerError when no node had it; the first
+        other failure (UnavailableError: a node could not be reached) after every call finished.
+        A delete retried after such a failure completes it: the nodes that deleted already answer
+        NOT_FOUND, which counts as done while another node still had the consumer."""
         record = await self.record_of(stream)
         nodes = await self.nodes_by_id()
         hosting = self._hosting(record)
         first = self.internal_client(hosting[0], nodes)
-        await first.delete_consumer(stream, name)  # NOT_FOUND surfaces from here
+        missing: NoSuchConsumerError | None = None
+        try:
+            await first.delete_consumer(stream, name)
+        except NoSuchConsumerError as error:
+            missing = error
         others = [self.internal_client(node_id, nodes) for node_id in hosting[1:]]
         results = await asyncio.gather(
             *(client.delete_consumer(stream, name) for client in others), return_exceptions=True
@@ -738,6 +747,8 @@ class RouterCore:
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, NoSuchConsumerError):
                 raise result
+        if missing is not None and all(isinstance(result, NoSuchConsumerError) for result in results):
+            raise missing
         with contextlib.suppress(RedisError):
             await self.store.redis.delete(self.store.keys.group(stream, name))
 
