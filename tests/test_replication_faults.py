@@ -338,7 +338,7 @@ async def test_a_delete_retried_after_a_copy_was_down_removes_the_consumer_there
                 try:
                     await client.delete_consumer(stream, "billing")
                 except NoSuchConsumerError:
-                    return all([await lacks_consumer(node, stream, "billing") for node in cluster.nodes])
+                    pass  # no copy answered that it deleted it: whether one still has it is checked below
                 except WeirError:  # the restarted node is not serving yet
                     return False
                 return all([await lacks_consumer(node, stream, "billing") for node in cluster.nodes])
