@@ -18,8 +18,10 @@ from pydantic_settings import BaseSettings
 
 from weir_server import tls
 from weir_server.service_settings import load_settings
+from weir_server.shutdown import DEFAULT_STOP_DEADLINE_S, arm_stop_deadline
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
+logger = logging.getLogger(__name__)
 
 
 Settings = TypeVar("Settings", bound=BaseSettings)
@@ -47,10 +49,14 @@ def write_ready_file(path: Path | None, ready: Mapping[str, object]) -> None:
     temporary.replace(path)
 
 
-async def wait_for_stop_signal() -> None:
-    """Return once SIGTERM or SIGINT arrives."""
+async def wait_for_stop_signal(service: str, stop_deadline_s: float = DEFAULT_STOP_DEADLINE_S) -> None:
+    """Return once SIGTERM or SIGINT arrives. From then on the process has `stop_deadline_s`
+    seconds to exit: past that a watchdog logs where `service` waited and ends it
+    (`weir_server.shutdown.arm_stop_deadline`), so a stuck stop says where it was stuck."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
+    logger.info("%s: stop signal received, stopping (at most %.1f s)", service, stop_deadline_s)
+    arm_stop_deadline(service, stop_deadline_s)

@@ -20,6 +20,7 @@ from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
+from weir_server.shutdown import bounded_step
 
 from weir_gateway import metrics
 from weir_gateway.access import front_door_interceptors
@@ -41,6 +42,10 @@ KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full
 ROCKETMQ_SERVICE = service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
 WAYMAKER_STREAMS_SERVICE = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
 SERVICES = ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE, WAYMAKER_STREAMS_SERVICE)
+# Deadlines of the shutdown steps (seconds). With the default 3 s grace they add up to 12 s, under
+# STOP_DEADLINE_S, where the watchdog ends the process (and that under the launcher's 20 s).
+STOP_STEP_TIMEOUTS_S = {"servers_after_grace": 2.0, "close": 2.0, "metrics": 1.0}
+STOP_DEADLINE_S = 15.0
 
 
 def _protocol_server(
@@ -166,28 +171,39 @@ class GatewayProcess:
         }
         write_ready_file(settings.ready_file, ready)
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
+        """Drain and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the servers'
+        `shutdown_grace_ms` + 2 s); a step that overruns is logged by name and skipped. Returns
+        True when every step finished."""
         for service in SERVICES:
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         grace_s = self.settings.shutdown_grace_ms / 1000
-        await asyncio.gather(
-            self._rocketmq_server.stop(grace_s),
-            self._kafka_pixy_server.stop(grace_s),
-            self._waymaker_streams_server.stop(grace_s),
+        servers = (self._rocketmq_server, self._kafka_pixy_server, self._waymaker_streams_server)
+        clean = await bounded_step(
+            "stop the gRPC servers",
+            asyncio.gather(*(server.stop(grace_s) for server in servers)),
+            grace_s + STOP_STEP_TIMEOUTS_S["servers_after_grace"],
         )
-        if self.kafka_pixy is not None:
-            await self.kafka_pixy.close()
-        if self.rocketmq is not None:
-            await self.rocketmq.transactions.close()
-        if self.client is not None:
-            await self.client.close()
+        closes = [
+            ("close the kafka-pixy front door", self.kafka_pixy.close() if self.kafka_pixy else None),
+            ("close RocketMQ's transactions", self.rocketmq.transactions.close() if self.rocketmq else None),
+            ("close the SDK client", self.client.close() if self.client else None),
+        ]
+        for step, closing in closes:
+            if closing is not None:
+                clean &= await bounded_step(step, closing, STOP_STEP_TIMEOUTS_S["close"])
         if self._metrics_httpd is not None:
-            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
-        logger.info("gateway %s stopped", self.settings.gateway_id)
+            clean &= await bounded_step(
+                "stop /metrics",
+                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
+                STOP_STEP_TIMEOUTS_S["metrics"],
+            )
+        logger.info("gateway %s stopped%s", self.settings.gateway_id, "" if clean else " (some steps did not finish)")
+        return clean
 
 
 async def serve(settings: GatewaySettings) -> None:
     process = GatewayProcess(settings)
     await process.start()
-    await wait_for_stop_signal()
+    await wait_for_stop_signal(f"gateway {settings.gateway_id}", STOP_DEADLINE_S)
     await process.stop()

@@ -26,6 +26,7 @@ from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
+from weir_server.shutdown import bounded_step, task_stacks
 
 from weir_invoker import permissions
 from weir_invoker.ingress import Ingress
@@ -39,6 +40,10 @@ from weir_invoker.settings import InvokerSettings
 logger = logging.getLogger(__name__)
 EXIT_LEASE_LOST = 3
 LEASE_LOST_STOP_S = 5.0
+# Deadlines of the shutdown steps (seconds). With the default 3 s grace they add up to 14 s, under
+# STOP_DEADLINE_S, where the watchdog ends the process (and that under the launcher's 20 s).
+STOP_STEP_TIMEOUTS_S = {"server_after_grace": 2.0, "step": 2.0, "metrics": 1.0}
+STOP_DEADLINE_S = 15.0
 INVOKER_SERVICE = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"].full_name
 
 
@@ -101,44 +106,43 @@ class InvokerProcess:
         ready = {"invoker_id": settings.invoker_id, "port": self.port, "metrics_port": self.metrics_port}
         write_ready_file(settings.ready_file, ready)
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
+        """Step down and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the server's
+        `shutdown_grace_ms` + 2 s); a step that overruns is logged by name and skipped (what the
+        invoker did is in the cluster already). Returns True when every step finished."""
+        clean = True
         if self._leadership_task is not None:
             self._leadership_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._leadership_task
+            clean &= await bounded_step(
+                "stop the leadership loop",
+                asyncio.gather(self._leadership_task, return_exceptions=True),
+                STOP_STEP_TIMEOUTS_S["step"],
+            )
         for service in ("", INVOKER_SERVICE):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self._server.stop(self.settings.shutdown_grace_ms / 1000)
+        grace_s = self.settings.shutdown_grace_ms / 1000
+        clean &= await bounded_step(
+            "stop the gRPC server", self._server.stop(grace_s), grace_s + STOP_STEP_TIMEOUTS_S["server_after_grace"]
+        )
         if self.ingress is not None:
-            await self.ingress.stop_all()
+            clean &= await bounded_step("stop the subscriptions", self.ingress.stop_all(), STOP_STEP_TIMEOUTS_S["step"])
         if self.invoker is not None:
-            await self.invoker.stop()
+            clean &= await bounded_step("stop the invocations", self.invoker.stop(), STOP_STEP_TIMEOUTS_S["step"])
         if self.client is not None:
-            await self.client.close()
+            clean &= await bounded_step("close the SDK client", self.client.close(), STOP_STEP_TIMEOUTS_S["step"])
         if self._metrics_httpd is not None:
-            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
-        logger.info("invoker %s stopped", self.settings.invoker_id)
-
-
-def awaiting(task: asyncio.Task[object]) -> str:
-    """Where a task waits: its chain of awaited coroutines, outermost first."""
-    where: list[str] = []
-    current: object = task.get_coro()
-    while current is not None and len(where) < 16:
-        frame = getattr(current, "cr_frame", None) or getattr(current, "gi_frame", None)
-        if frame is None:
-            where.append(type(current).__name__)
-            break
-        where.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
-        current = getattr(current, "cr_await", None) or getattr(current, "gi_yieldfrom", None)
-    return " -> ".join(where)
+            clean &= await bounded_step(
+                "stop /metrics",
+                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
+                STOP_STEP_TIMEOUTS_S["metrics"],
+            )
+        logger.info("invoker %s stopped%s", self.settings.invoker_id, "" if clean else " (some steps did not finish)")
+        return clean
 
 
 def log_task_stacks() -> None:
     """SIGUSR1: log where every task of the invoker waits (an operator's view of a stuck attempt)."""
-    tasks = asyncio.all_tasks()
-    lines = [f"{len(tasks)} tasks:", *(f"  {task.get_name()}: {awaiting(task)}" for task in tasks)]
-    logger.warning("\n".join(lines))
+    logger.warning(task_stacks())
 
 
 async def serve(settings: InvokerSettings) -> None:
@@ -148,7 +152,7 @@ async def serve(settings: InvokerSettings) -> None:
     await process.start()
     assert process.leadership is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, log_task_stacks)
-    stop = asyncio.ensure_future(wait_for_stop_signal())
+    stop = asyncio.ensure_future(wait_for_stop_signal(f"invoker {settings.invoker_id}", STOP_DEADLINE_S))
     lost = asyncio.ensure_future(process.leadership.lost.wait())
     await asyncio.wait({stop, lost}, return_when=asyncio.FIRST_COMPLETED)
     if not lost.done():

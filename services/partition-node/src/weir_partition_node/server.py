@@ -14,8 +14,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import time
-from collections.abc import Awaitable
 from typing import Any
 
 import grpc
@@ -32,6 +30,7 @@ from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
+from weir_server.shutdown import bounded_step
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
@@ -48,8 +47,8 @@ from weir_partition_node.sources import ClusterLocator, SourceLocator, SourceTai
 logger = logging.getLogger(__name__)
 
 MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
-# Deadlines of the shutdown steps (seconds). Their sum with the default 5 s grace stays under the
-# launcher's 20 s wait before SIGKILL.
+# Deadlines of the shutdown steps (seconds). Their sum with the grace (19 s with the default 5 s) is
+# the node's stop deadline, where the watchdog ends it: under the launcher's 20 s wait before SIGKILL.
 STOP_STEP_TIMEOUTS_S = {
     "sources": 1.0,
     "servers_after_grace": 2.0,
@@ -282,24 +281,24 @@ class NodeProcess:
             self.node.begin_shutdown()  # new calls get shutting_down (retryable); tails and watches end
         clean = True
         if self.sources is not None:
-            clean &= await _bounded("stop the source tails", self.sources.close(), STOP_STEP_TIMEOUTS_S["sources"])
-        clean &= await _bounded(
+            clean &= await bounded_step("stop the source tails", self.sources.close(), STOP_STEP_TIMEOUTS_S["sources"])
+        clean &= await bounded_step(
             "stop the gRPC servers",
             asyncio.gather(self._client_server.stop(grace_s), self._internal_server.stop(grace_s)),
             grace_s + STOP_STEP_TIMEOUTS_S["servers_after_grace"],
         )
         if self.replicas is not None:
-            clean &= await _bounded("close replication", self.replicas.close(), STOP_STEP_TIMEOUTS_S["replicas"])
+            clean &= await bounded_step("close replication", self.replicas.close(), STOP_STEP_TIMEOUTS_S["replicas"])
         if self.membership is not None:
-            clean &= await _bounded(
+            clean &= await bounded_step(
                 "withdraw the heartbeat", self.membership.close(), STOP_STEP_TIMEOUTS_S["membership"]
             )
         if self.node is not None:
-            clean &= await _bounded(
+            clean &= await bounded_step(
                 "commit what is queued and close storage", self.node.close(), STOP_STEP_TIMEOUTS_S["node"]
             )
         if self._metrics_httpd is not None:
-            clean &= await _bounded(
+            clean &= await bounded_step(
                 "stop /metrics",
                 asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
                 STOP_STEP_TIMEOUTS_S["metrics"],
@@ -309,20 +308,6 @@ class NodeProcess:
             self._lag_collector = None
         logger.info("node %s stopped%s", self.settings.node_id, "" if clean else " (some steps timed out)")
         return clean
-
-
-async def _bounded(step: str, awaitable: Awaitable[object], timeout_s: float) -> bool:
-    """Await `awaitable` for at most `timeout_s`; log `step` and return False when it overruns."""
-    started = time.monotonic()
-    try:
-        await asyncio.wait_for(awaitable, timeout_s)
-    except TimeoutError:
-        logger.error("shutdown step %r did not finish within %.1f s; going on without it", step, timeout_s)
-        return False
-    elapsed_s = time.monotonic() - started
-    if elapsed_s > 1.0:
-        logger.warning("shutdown step %r took %.1f s", step, elapsed_s)
-    return True
 
 
 async def _set_health(servicer: object, service: str, status: int) -> None:
@@ -336,8 +321,8 @@ async def serve(settings: NodeSettings) -> None:
     process = NodeProcess(settings)
     await process.start()
     tune_garbage_collector()
-    await wait_for_stop_signal()
-    logger.info("node %s: signal received, draining", settings.node_id)
+    stop_deadline_s = settings.shutdown_grace_ms / 1000 + sum(STOP_STEP_TIMEOUTS_S.values())
+    await wait_for_stop_signal(f"node {settings.node_id}", stop_deadline_s)
     if not await process.stop():
         # A stuck step may leave a thread that would keep the interpreter from exiting; the data is
         # safe (fsynced before every acknowledgement, SQLite recovers its WAL at the next start).

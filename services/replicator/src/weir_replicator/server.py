@@ -22,6 +22,7 @@ from weir_server import tls
 from weir_server.metadata import Keys
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
+from weir_server.shutdown import bounded_step
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership, owner_of
@@ -29,6 +30,11 @@ from weir_replicator.settings import ReplicatorSettings
 from weir_replicator.shipping import ClientPool, PartitionShipper
 
 logger = logging.getLogger(__name__)
+# Deadlines of the shutdown steps (seconds): 9 s in all, under STOP_DEADLINE_S, where the watchdog
+# ends the process (and that under the launcher's 20 s). A stopped shipper's partitions are taken
+# over by another replicator from the ownership it released, or after the ownership's TTL.
+STOP_STEP_TIMEOUTS_S = {"loop": 2.0, "close": 6.0, "metrics": 1.0}
+STOP_DEADLINE_S = 15.0
 
 
 class Replicator:
@@ -171,10 +177,13 @@ async def serve(settings: ReplicatorSettings) -> None:
     )
     ready = {"replicator_id": settings.replicator_id, "metrics_port": httpd.server_port}
     write_ready_file(settings.ready_file, ready)
-    await wait_for_stop_signal()
-    logger.info("replicator %s: signal received, stopping", settings.replicator_id)
+    await wait_for_stop_signal(f"replicator {settings.replicator_id}", STOP_DEADLINE_S)
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-    await replicator.close()
-    httpd.shutdown()
+    clean = await bounded_step(
+        "stop the ownership loop", asyncio.gather(task, return_exceptions=True), STOP_STEP_TIMEOUTS_S["loop"]
+    )
+    clean &= await bounded_step(
+        "stop the shippers, withdraw ownership, close the clients", replicator.close(), STOP_STEP_TIMEOUTS_S["close"]
+    )
+    clean &= await bounded_step("stop /metrics", asyncio.to_thread(httpd.shutdown), STOP_STEP_TIMEOUTS_S["metrics"])
+    logger.info("replicator %s stopped%s", settings.replicator_id, "" if clean else " (some steps did not finish)")

@@ -4,6 +4,7 @@ released, so another router takes over at once)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
@@ -30,6 +31,7 @@ from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
+from weir_server.shutdown import bounded_step
 
 from weir_router.collections_servicer import CollectionsServicer
 from weir_router.core import RouterCore
@@ -45,6 +47,10 @@ KV_SERVICE = kv_pb2.DESCRIPTOR.services_by_name["KeyValue"].full_name
 COLLECTIONS_SERVICE = collections_pb2.DESCRIPTOR.services_by_name["Collections"].full_name
 OBJECTS_SERVICE = objects_pb2.DESCRIPTOR.services_by_name["ObjectStore"].full_name
 SERVICES = (SERVICE, KV_SERVICE, COLLECTIONS_SERVICE, OBJECTS_SERVICE)
+# Deadlines of the shutdown steps (seconds). With the default 3 s grace they add up to 13 s, under
+# STOP_DEADLINE_S, where the watchdog ends the process (and that under the launcher's 20 s).
+STOP_STEP_TIMEOUTS_S = {"server_after_grace": 2.0, "clients": 2.0, "core": 3.0, "metrics": 1.0}
+STOP_DEADLINE_S = 15.0
 
 
 class RouterProcess:
@@ -106,23 +112,43 @@ class RouterProcess:
         ready = {"router_id": settings.router_id, "port": self.port, "metrics_port": self.metrics_port}
         write_ready_file(settings.ready_file, ready)
 
-    async def stop(self) -> None:
+    async def stop(self) -> bool:
+        """Drain and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the server's
+        `shutdown_grace_ms` + 2 s): a step that overruns is logged by name, with where it waited,
+        and skipped. The controller's lease is released here, so another router takes over at once.
+        Returns True when every step finished."""
         for service in ("", *SERVICES):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self._server.stop(self.settings.shutdown_grace_ms / 1000)
+        grace_s = self.settings.shutdown_grace_ms / 1000
+        clean = await bounded_step(
+            "stop the gRPC server", self._server.stop(grace_s), grace_s + STOP_STEP_TIMEOUTS_S["server_after_grace"]
+        )
         if self._kv_client is not None:
-            await self._kv_client.close()
+            clean &= await bounded_step(
+                "close the SDK client", self._kv_client.close(), STOP_STEP_TIMEOUTS_S["clients"]
+            )
         if self._servicer is not None:
-            await self._servicer.close()
+            clean &= await bounded_step(
+                "close the servicer's node clients", self._servicer.close(), STOP_STEP_TIMEOUTS_S["clients"]
+            )
         if self.core is not None:
-            await self.core.close()
+            clean &= await bounded_step(
+                "stop the controller, release its lease, close the metadata store",
+                self.core.close(),
+                STOP_STEP_TIMEOUTS_S["core"],
+            )
         if self._metrics_httpd is not None:
-            self._metrics_httpd.shutdown()  # type: ignore[attr-defined]
-        logger.info("router %s stopped", self.settings.router_id)
+            clean &= await bounded_step(
+                "stop /metrics",
+                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
+                STOP_STEP_TIMEOUTS_S["metrics"],
+            )
+        logger.info("router %s stopped%s", self.settings.router_id, "" if clean else " (some steps did not finish)")
+        return clean
 
 
 async def serve(settings: RouterSettings) -> None:
     process = RouterProcess(settings)
     await process.start()
-    await wait_for_stop_signal()
+    await wait_for_stop_signal(f"router {settings.router_id}", STOP_DEADLINE_S)
     await process.stop()
