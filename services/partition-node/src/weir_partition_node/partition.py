@@ -23,31 +23,24 @@ import contextlib
 import functools
 import logging
 import time
-import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
 from weir.errors import (
     CorruptRecordError,
-    NoSuchConsumerError,
-    NoSuchMessageError,
     NotEnoughReplicasError,
     NotLeaderError,
-    NotPendingError,
-    PositionOutOfRangeError,
-    SchedulingDisabledError,
     ShuttingDownError,
     StorageFailedError,
     WeirError,
 )
-from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import types_pb2
 from weir_server.replication import InSyncTracker, ReplicationResult
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
-from weir_partition_node import consumers, metrics, reads, scheduled
+from weir_partition_node import consumers, metrics
 from weir_partition_node.batch_cache import BatchCache
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
@@ -65,7 +58,6 @@ from weir_partition_node.commit_items import (
     DropChangesItem,
     PreparedEntry,
     ReleaseItem,
-    RemoveSeqs,
     RepairRecords,
     ReplaceConsumerState,
     ReplicaEdit,
@@ -73,16 +65,16 @@ from weir_partition_node.commit_items import (
     ReplicatedRecord,
     ReplicateItem,
     SweepItem,
-    TruncatePrefix,
-    TruncateTail,
 )
 from weir_partition_node.commit_plan import CommitPlan, data_changes
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.dedupe import DuplicateWindow
+from weir_partition_node.partition_consumers import ConsumerDecisions
+from weir_partition_node.partition_replica import ReplicaDecisions
+from weir_partition_node.partition_schedule import DelayedDelivery
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
-from weir_partition_node.scheduled import ScheduleIndex
 from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, RowInfo, StoredConsumer, checksum
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, RowInfo, StoredConsumer, checksum
 from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
@@ -160,7 +152,10 @@ class Partition:
         self._duplicates: DuplicateWindow | None = None
         self._msg_ids_pruned_ms = 0
         self.consumers: dict[str, ConsumerCursor] = {}
-        self._consumer_children: dict[str, tuple[Any, ...]] = {}
+        # Each consumer op's decision, the cursor rows a commit stores, consumer metrics.
+        self._consumer_decisions = ConsumerDecisions(self)
+        # A secondary's decisions: replicated records (log matching) and the replicator's edits.
+        self._replica_decisions = ReplicaDecisions(self)
         self._waiters: set[asyncio.Future[None]] = set()
         self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
         self._take_backs: set[asyncio.Task[None]] = set()
@@ -176,15 +171,16 @@ class Partition:
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
         self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
-        # Delayed delivery (scheduled.py): the primary's index of schedule records not delivered yet
-        # (None on a secondary, or when the stream does not allow them) and the timer that queues
-        # a DeliverItem when the earliest is due.
-        self._schedule: ScheduleIndex | None = None
-        self._deliver_timer: asyncio.TimerHandle | None = None
-        self._deliver_due_ms: int | None = None
-        self._deliver_task: asyncio.Task[None] | None = None
+        # Delayed delivery (partition_schedule.py): the primary's schedule index and delivery timer.
+        self._delayed = DelayedDelivery(
+            self,
+            clock=clock,
+            put=self._put,
+            accepting=lambda: not self._closing and self._failure is None,
+            not_leading=self._not_leading,
+        )
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
-        self._load_schedule()
+        self._delayed.load()
         self._publish_gauges()
 
     # -- public API (event loop) -----------------------------------------------------------------
@@ -260,7 +256,7 @@ class Partition:
         self.log.keep_tail(leading)
         if leading != was_leading:
             self._duplicates = None  # a new primary rebuilds it from what its log holds
-            self._load_schedule()
+            self._delayed.load()
         if leading and (not was_leading or leader_epoch != previous_epoch):
             # What an earlier primary may have acknowledged ends at most here: point reads of a
             # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
@@ -291,87 +287,16 @@ class Partition:
         self.rebuilding = False
         return True
 
-    # -- delayed delivery (event loop; decisions in scheduled.py) --------------------------------
+    # -- delayed delivery (event loop; partition_schedule.py) -----------------------------------
 
     @property
     def scheduled_count(self) -> int:
         """Schedule records this primary still has to deliver (0 on a secondary)."""
-        return len(self._schedule) if self._schedule is not None else 0
-
-    def _load_schedule(self) -> None:
-        """A primary of a stream with scheduled messages indexes the schedule records its log holds
-        (from the subject index only: no record is read); a secondary drops its index. Records a
-        commit in flight stores join the index when it completes (`_index_scheduled`)."""
-        self._schedule = None
-        if self.leading and self.stream.allow_scheduled_messages:
-            index = ScheduleIndex()
-            for prefix in (scheduled.SCHEDULED_SUBJECT_PREFIX, scheduled.HELD_SUBJECT_PREFIX):
-                index.load(self.log.subjects_with_prefix(prefix, scheduled.MAX_SCHEDULED_PER_PARTITION + 1))
-            self._schedule = index
-        self.clock_moved()
+        return self._delayed.count
 
     def clock_moved(self) -> None:
-        """(Re)arm the delivery timer for the earliest schedule record: after a commit changed the
-        index, a role change, or a move of the node's clock (tests' manual clock)."""
-        if self._deliver_timer is not None:
-            self._deliver_timer.cancel()
-            self._deliver_timer = None
-        schedule = self._schedule
-        due_ms = schedule.next_due_ms() if schedule is not None and self.leading and not self._closing else None
-        self._deliver_due_ms = due_ms
-        if due_ms is None or self._deliver_task is not None:
-            return  # nothing to deliver, or a delivery is queued (it re-arms when done)
-        # Wake at the end of the due record's delivery tick: records due within one tick go out in
-        # one commit (a commit per record would cost a thread hop each at thousands due a second).
-        tick_ms = scheduled.DELIVERY_TICK_MS
-        delay_s = max(0, -(-due_ms // tick_ms) * tick_ms - self._clock.now_ms()) / 1000
-        self._deliver_timer = asyncio.get_running_loop().call_later(delay_s, self._queue_delivery)
-
-    def _queue_delivery(self) -> None:
-        self._deliver_timer = None
-        if self._deliver_task is None and not self._closing and self._failure is None:
-            self._deliver_task = asyncio.get_running_loop().create_task(
-                self._deliver_due(), name=f"deliver-scheduled:{self.stream.name}/{self.index}"
-            )
-
-    async def _deliver_due(self) -> None:
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        try:
-            await self._put(DeliverItem(future))
-            await future
-        except WeirError as error:  # not leading any more, closing, or a failed commit: nothing lost
-            logger.debug("delivering scheduled messages of %s/%s stopped: %s", *self._labels, error)
-        finally:
-            self._deliver_task = None
-            self.clock_moved()
-
-    def _index_scheduled(self, records: list[Record], removed: Iterable[int], first_seq: int) -> None:
-        """After a commit: index the schedule records it stored and forget the ones it removed."""
-        schedule = self._schedule
-        if schedule is None:
-            return
-        prefix = RESERVED_SUBJECT_PREFIX  # schedule and held records
-        schedule.add_subjects((record[0], record[2]) for record in records if record[2].startswith(prefix))
-        schedule.discard(removed)
-        schedule.discard_below(first_seq)
-        if schedule.next_due_ms() != self._deliver_due_ms:
-            self.clock_moved()
-
-    def _decide_deliver(self, context: CommitContext) -> int:
-        """Append the message of every schedule record due now (at most FIRE_BATCH_MESSAGES) on its
-        own subject; `_plan_retention` removes the records in the same commit. A record retention
-        took meanwhile delivers nothing."""
-        if not self.leading or self._schedule is None:
-            return 0
-        due = self._schedule.take_due(context.now_ms, scheduled.FIRE_BATCH_MESSAGES)
-        for seq in due:
-            record = self.log.get(seq)
-            if record is None:
-                continue
-            message = scheduled.delivered_message(record, seq, self.index)
-            context.append(message.subject, context.now_ms, message)
-            context.scheduled_delivered.append(seq)
-        return len(context.scheduled_delivered)  # more still due: `_deliver_due` re-arms at once
+        """(Re)arm the delivery timer for the earliest schedule record (the node's clock moved)."""
+        self._delayed.clock_moved()
 
     async def release_scheduled(self, seq: int, *, discard: bool) -> int:
         """Deliver now (or discard) the scheduled or held record at `seq`; returns the delivered
@@ -385,40 +310,7 @@ class Partition:
         """The scheduled (or only held) records still to deliver, from `from_seq` in seq order, at
         most `limit`: (records, next_seq; 0 when none follow). Errors: SchedulingDisabledError,
         NotLeaderError."""
-        schedule = self._require_schedule()
-        seqs = schedule.pending_seqs(from_seq, limit + 1, held_only=held_only)
-        records = [record for record in map(self.log.get, seqs[:limit]) if record is not None]
-        return records, seqs[limit] if len(seqs) > limit else 0
-
-    def _require_schedule(self) -> ScheduleIndex:
-        if not self.leading:
-            raise self._not_leading()
-        if self._schedule is None:
-            raise SchedulingDisabledError(
-                f"stream {self.stream.name!r} does not accept scheduled messages: "
-                "create it with allow_scheduled_messages",
-                stream=self.stream.name,
-            )
-        return self._schedule
-
-    def _decide_release(self, item: ReleaseItem, context: CommitContext) -> int:
-        schedule = self._require_schedule()
-        record = self.log.get(item.seq) if item.seq in schedule else None
-        if record is None:
-            raise NoSuchMessageError(
-                f"stream {self.stream.name!r} partition {self.index}: seq {item.seq} holds no scheduled or held "
-                "message (delivered, discarded, or never one)",
-                stream=self.stream.name,
-                partition=self.index,
-                seq=item.seq,
-            )
-        schedule.discard([item.seq])
-        if item.discard:
-            context.scheduled_discarded.append(item.seq)
-            return 0
-        message = scheduled.delivered_message(record, item.seq, self.index)
-        context.scheduled_delivered.append(item.seq)
-        return context.append(message.subject, context.now_ms, message)
+        return self._delayed.pending(from_seq, limit, held_only=held_only)
 
     @property
     def high_watermark(self) -> int:
@@ -706,18 +598,18 @@ class Partition:
             try:
                 if not self.leading and item.kind != ConsumerOpKind.REMOVE:
                     raise self._not_leading()
-                return self._decide_consumer_op(item, context)
+                return self._consumer_decisions.decide(item, context)
             except WeirError as error:
                 return error
         if isinstance(item, ReplicateItem):
-            return self._decide_replicate(item, context)
+            return self._replica_decisions.decide_replicate(item, context)
         if isinstance(item, ReplicaEditItem):
-            return self._decide_replica_edit(item, context)
+            return self._replica_decisions.decide_edit(item, context)
         if isinstance(item, DeliverItem):
-            return self._decide_deliver(context)
+            return self._delayed.decide_deliver(context)
         if isinstance(item, ReleaseItem):
             try:
-                return self._decide_release(item, context)
+                return self._delayed.decide_release(item, context)
             except WeirError as error:
                 return error
         if isinstance(item, SweepItem):
@@ -776,7 +668,7 @@ class Partition:
         )
         touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
         for cursor in context.touched_cursors.values():
-            change, counts = self._store_cursor(cursor, batch)
+            change, counts = self._consumer_decisions.store_cursor(cursor, batch)
             changes.append(change)
             touched_counts.append((cursor, counts))
         change_seqs = await self._feed.allocate(len(changes)) if changes else []
@@ -844,8 +736,7 @@ class Partition:
             self._msg_ids_pruned_ms = context.now_ms
         if self._duplicates is not None and context.msg_ids:
             self._duplicates.expire(context.now_ms)  # ids past the window leave memory as new ones come in
-        if self._schedule is not None:
-            self._index_scheduled(records, batch.remove_seqs, self.first_seq)
+        self._delayed.index_committed(records, batch.remove_seqs, self.first_seq)
         if context.note_extras and self._caches_batches:  # (the role may have changed during the write)
             self._cache_batch(batch, context)
         elif len(self.batch_cache):
@@ -870,7 +761,7 @@ class Partition:
     def stored_crc32(self, seq: int) -> int | None:
         """The CRC-32 of the record stored at `seq`; None when there is none (seq 0, removed) or
         its stored bytes are damaged (nothing to match against until the scrub repairs it)."""
-        held = self._held(seq) if seq else None
+        held = self.held_record(seq) if seq else None
         return checksum(held) if held is not None else None
 
     def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
@@ -885,9 +776,9 @@ class Partition:
         if records and self.leading:
             self.update_high_watermark()
         for cursor, counts in plan.touched_counts:
-            self._consumer_metrics(cursor, counts)
+            self._consumer_decisions.count(cursor, counts)
         for name in context.consumer_deletes:
-            self._forget_consumer_metrics(name)
+            self._consumer_decisions.forget_metrics(name)
         if records:
             self._published_messages.inc(len(records))
             self._published_bytes.inc(plan.appended_bytes)
@@ -928,7 +819,7 @@ class Partition:
                     outcomes.append(mismatch)
                     continue
             if entry.deliver_at_ms:
-                seq = self._append_schedule_record(entry, context)
+                seq = self._delayed.append_record(entry, context)
                 if msg_id:
                     context.msg_ids.append((seq, msg_id, now_ms))
                 outcomes.append(AppendOutcome(seq, scheduled=True, leader_epoch=epoch))
@@ -960,25 +851,6 @@ class Partition:
             f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
         )
 
-    def _append_schedule_record(self, entry: PreparedEntry, context: CommitContext) -> int:
-        """Store `entry` as a schedule record due at its deliver_at_ms, or a held record (deliver_at_ms
-        HELD) (scheduled.py); returns its seq."""
-        held = entry.deliver_at_ms >= scheduled.HELD
-        seq = context.seq + 1
-        subject = scheduled.held_subject(seq) if held else scheduled.scheduled_subject(entry.deliver_at_ms, seq)
-        message = types_pb2.Message(
-            subject=subject,
-            headers=entry.headers,
-            payload=entry.payload,
-            partition=self.index,
-            msg_id=entry.msg_id,
-            deliver_at_ms=0 if held else entry.deliver_at_ms,
-            scheduled_subject=entry.subject,
-        )
-        if entry.key is not None:
-            message.key = entry.key
-        return context.append(subject, entry.ts_ms or context.now_ms, message)
-
     def _duplicate_window(self, now_ms: int) -> DuplicateWindow:
         """The primary's duplicate window, loaded from the log's newest rows on first use."""
         window = self._duplicates
@@ -992,115 +864,7 @@ class Partition:
             window.resize(view.duplicate_window_ms, view.duplicate_window_max_msgs, now_ms)
         return window
 
-    def _decide_consumer_op(self, op: ConsumerOp, context: CommitContext) -> Any:
-        if op.kind == ConsumerOpKind.REMOVE:  # also clears stale stored state of a consumer not registered here
-            self.consumers.pop(op.consumer, None)
-            context.touched_cursors.pop(op.consumer, None)
-            context.consumer_deletes.append(op.consumer)
-            context.consumers_changed = True
-            return None
-        cursor = self.consumers.get(op.consumer)
-        if cursor is None:
-            raise NoSuchConsumerError(
-                f"stream {self.stream.name!r} has no consumer {op.consumer!r}",
-                stream=self.stream.name,
-                consumer=op.consumer,
-            )
-        if op.kind == ConsumerOpKind.FETCH:
-            return [] if op.abandoned else self._fetch(cursor, op, context)
-        if op.kind == ConsumerOpKind.UNDELIVER:
-            taken = [
-                consumers.undeliver(cursor, seq, count, context.now_ms)
-                for seq, count in zip(op.seqs, op.deliver_counts, strict=True)
-            ]
-            if any(taken):
-                context.touched_cursors[cursor.spec.name] = cursor
-            return sum(taken)
-        if op.kind == ConsumerOpKind.SEEK:
-            return self._seek(cursor, op.seqs[0], context)
-        return self._decide_settle(cursor, op, context)
-
-    def _decide_settle(self, cursor: ConsumerCursor, op: ConsumerOp, context: CommitContext) -> Any:
-        """ack (many seqs), nak, term, dead_letter or in_progress (one seq) of `cursor`'s deliveries.
-        Errors: NotPendingError."""
-        stale = self._stale_deliveries(cursor, op)
-        if op.kind == ConsumerOpKind.ACK:
-            results = consumers.ack(cursor, [seq for seq in op.seqs if seq not in stale])
-            if op.strict and (not results or results[0] is None):  # single Ack: nothing changed, the call fails
-                raise self._not_pending(cursor, op.seqs[0])
-            acked = [seq for seq in results if seq is not None]
-            if acked:
-                context.touched_cursors[cursor.spec.name] = cursor
-                if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
-                    context.work_queue_acked.extend(acked)
-            return _ack_results(op.seqs, stale, results, cursor)
-        (seq,) = op.seqs
-        if seq not in cursor.pending:
-            raise self._not_pending(cursor, seq)
-        context.touched_cursors[cursor.spec.name] = cursor
-        if op.kind == ConsumerOpKind.NAK:
-            consumers.nak(cursor, seq, context.now_ms, op.delay_ms)
-            return None
-        if op.kind == ConsumerOpKind.TERM:
-            consumers.term(cursor, seq)
-            return None
-        if op.kind == ConsumerOpKind.DEAD_LETTER:
-            self._dead_letter(cursor, seq, context, reason="consumer")
-            return None
-        if op.kind == ConsumerOpKind.IN_PROGRESS:
-            return consumers.in_progress(cursor, seq, context.now_ms)
-        raise AssertionError(f"unknown consumer op {op.kind}")
-
-    def _stale_deliveries(self, cursor: ConsumerCursor, op: ConsumerOp) -> dict[int, str]:
-        """The seqs of a settle bound to deliveries (`deliver_counts`) whose delivery is no longer
-        the pending one, with why. A single-seq settle (Ack, Nak, Term) then fails as not_pending."""
-        if not op.deliver_counts:
-            return {}
-        stale: dict[int, str] = {}
-        for seq, deliver_count in zip(op.seqs, op.deliver_counts, strict=True):
-            reason = consumers.stale_delivery_reason(cursor, seq, deliver_count)
-            if reason is not None:
-                stale[seq] = reason
-        if stale and (op.strict or op.kind != ConsumerOpKind.ACK):
-            seq = op.seqs[0]
-            raise NotPendingError(
-                stale[seq], stream=self.stream.name, partition=self.index, consumer=cursor.spec.name, seq=seq
-            )
-        return stale
-
-    def _decide_replicate(self, item: ReplicateItem, context: CommitContext) -> tuple[ReplicationResult, str]:
-        if self.leading:
-            return ReplicationResult.NOT_FOLLOWER, f"this node leads partition {self.index} of {self.stream.name!r}"
-        end = context.seq
-        if end != self.last_seq:
-            return ReplicationResult.OUT_OF_ORDER, "another write to this partition is in the same commit; resend"
-        if item.after_seq > end:
-            return (
-                ReplicationResult.OUT_OF_ORDER,
-                f"the log ends at seq {end}; these records follow seq {item.after_seq}",
-            )
-        if item.after_crc32 is not None and item.after_seq:
-            held = self._held(item.after_seq)  # log matching: these records must follow the same record
-            if held is not None and zlib.crc32(held) != item.after_crc32:
-                return ReplicationResult.DIVERGENCE, f"seq {item.after_seq} holds another record than the primary's"
-        for seq, _, _, record, _, _, _, _ in item.records:  # a replay must match what this replica holds
-            if seq > end:
-                break
-            stored = self._held(seq)
-            if stored is not None and stored != record:
-                return ReplicationResult.DIVERGENCE, f"seq {seq} holds another record than the primary's"
-        for seq, ts_ms, subject, record, crc32, msg_id, scheduled_seq, expires_at_ms in item.records:
-            if seq > end:
-                context.append_record(seq, ts_ms, subject, record, crc32)
-                if expires_at_ms:  # indexed as on the primary: a copy that takes over expires it
-                    context.expiries.append((seq, expires_at_ms))
-                if scheduled_seq:  # a delivered schedule record: it goes in this commit, as on the primary
-                    context.replica_removals.setdefault("scheduled", []).append(scheduled_seq)
-                elif msg_id:  # (a delivered message's msg_id is its schedule record's, already indexed)
-                    context.msg_ids.append((seq, msg_id, context.now_ms))
-        return ReplicationResult.OK, ""
-
-    def _held(self, seq: int) -> bytes | None:
+    def held_record(self, seq: int) -> bytes | None:
         """The record stored at `seq` for a comparison; None when there is none, or when its stored
         bytes fail their checksum (nothing to compare: the scrub repairs it from another copy, and
         replication must not stall on it meanwhile)."""
@@ -1108,85 +872,6 @@ class Partition:
             return self.log.get(seq)
         except CorruptRecordError:
             return None
-
-    def _decide_replica_edit(self, item: ReplicaEditItem, context: CommitContext) -> int:
-        edit = item.edit
-        if isinstance(edit, TruncatePrefix):
-            if edit.first_seq > max(self.first_seq, context.replica_truncate_before):
-                context.replica_truncate_before = edit.first_seq
-            context.seq = max(context.seq, edit.first_seq - 1)
-            return 0
-        if isinstance(edit, RemoveSeqs):
-            context.replica_removals.setdefault(edit.reason or "replicated", []).extend(edit.seqs)
-            return 0
-        if isinstance(edit, RepairRecords):
-            context.repairs.extend(edit.repairs)
-            return len(edit.repairs)
-        if isinstance(edit, TruncateTail):
-            return self._decide_truncate_tail(edit.last_seq, context)
-        self._decide_replace_consumer(edit, context)
-        return 0
-
-    def _decide_truncate_tail(self, keep: int, context: CommitContext) -> int:
-        """Cut the log (and this commit's own records) after `keep`; consumers forget what they
-        delivered beyond it. Returns how many stored messages go."""
-        if context.seq <= keep:
-            return 0
-        context.records[:] = [record for record in context.records if record[0] <= keep]
-        context.msg_ids[:] = [row for row in context.msg_ids if row[0] <= keep]
-        context.msg_ids_after = keep if context.msg_ids_after is None else min(context.msg_ids_after, keep)
-        tail: list[int] = []
-        scan_from = keep + 1
-        while scan_from <= self.last_seq:
-            chunk = self.log.oldest(scan_from, 4096)
-            tail.extend(row.seq for row in chunk)
-            if len(chunk) < 4096:
-                break
-            scan_from = chunk[-1].seq + 1
-        context.replica_removals.setdefault("divergent_tail", []).extend(tail)
-        context.seq = keep
-        for cursor_state in self.consumers.values():
-            beyond = [seq for seq in cursor_state.pending if seq > keep]
-            if beyond or cursor_state.last_delivered > keep:
-                for seq in beyond:
-                    del cursor_state.pending[seq]
-                    cursor_state.touched.add(seq)
-                cursor_state.last_delivered = min(cursor_state.last_delivered, keep)
-                cursor_state.commit_counts()
-                context.touched_cursors[cursor_state.spec.name] = cursor_state
-        return len(tail)
-
-    def _decide_replace_consumer(self, edit: ReplaceConsumerState, context: CommitContext) -> None:
-        snapshot = edit.snapshot
-        name = snapshot.consumer
-        context.consumer_deletes.append(name)  # the stored pending set is replaced whole
-        context.consumers_changed = True
-        context.touched_cursors.pop(name, None)
-        if snapshot.tombstone or edit.spec is None:
-            self.consumers.pop(name, None)
-            return
-        pending = {
-            entry.seq: Pending(entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
-            for entry in sorted(snapshot.pending, key=lambda entry: entry.seq)
-        }
-        totals = Counters(
-            snapshot.delivered,
-            snapshot.acked,
-            snapshot.redelivered,
-            snapshot.dead_lettered,
-            snapshot.dropped,
-            snapshot.termed,
-        )
-        cursor = ConsumerCursor(
-            edit.spec, snapshot.last_delivered, pending, totals, last_per_subject_until=snapshot.last_per_subject_until
-        )
-        cursor.earliest_redeliver_ms = min(
-            (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
-        )
-        cursor.touched = set(pending)
-        cursor.commit_counts()
-        self.consumers[name] = cursor
-        context.touched_cursors[name] = cursor
 
     def _not_leading(self) -> NotLeaderError:
         return NotLeaderError(
@@ -1196,118 +881,6 @@ class Partition:
             partition=self.index,
             leader_epoch=self.leader_epoch,
         )
-
-    def _not_pending(self, cursor: ConsumerCursor, seq: int) -> NotPendingError:
-        return NotPendingError(
-            consumers.not_pending_reason(cursor, seq),
-            stream=self.stream.name,
-            partition=self.index,
-            consumer=cursor.spec.name,
-            seq=seq,
-        )
-
-    def _fetch(self, cursor: ConsumerCursor, op: ConsumerOp, context: CommitContext) -> list[Delivery]:
-        batch_size, max_bytes, ack_wait_ms = op.batch_size, op.max_bytes, op.ack_wait_ms
-        now_ms = context.now_ms
-        spec = cursor.spec
-        deliveries: list[Delivery] = []
-        # Redeliveries are already counted in the pending set: max_ack_pending bounds new ones only
-        # (as in JetStream), so a consumer at the bound still gets its overdue messages back.
-        due = consumers.scan_due(cursor, now_ms, batch_size)
-        for seq in due.exhausted:
-            self._dead_letter(cursor, seq, context)
-        used_bytes = 0
-        for seq in due.redeliver:
-            record = self.log.get(seq)
-            if record is None:  # retention removed it meanwhile: nothing left to redeliver
-                consumers.forget(cursor, seq)
-                continue
-            if deliveries and used_bytes + len(record) > max_bytes:
-                cursor.earliest_redeliver_ms = now_ms  # the rest is still due: next fetch
-                break
-            used_bytes += len(record)
-            deliveries.append(Delivery(seq, record, consumers.redeliver(cursor, seq, now_ms, ack_wait_ms), self.index))
-        if due.exhausted or due.redeliver:
-            context.touched_cursors[spec.name] = cursor
-        want = min(batch_size - len(deliveries), spec.max_ack_pending - len(cursor.pending))
-        if want > 0 and used_bytes < max_bytes:
-            self._deliver_new(
-                cursor, context, deliveries, want=want, max_bytes=max_bytes - used_bytes, ack_wait_ms=ack_wait_ms
-            )
-        return deliveries
-
-    def _deliver_new(
-        self,
-        cursor: ConsumerCursor,
-        context: CommitContext,
-        deliveries: list[Delivery],
-        *,
-        want: int,
-        max_bytes: int,
-        ack_wait_ms: int,
-    ) -> None:
-        """First deliveries of up to `want` messages after the cursor, within `max_bytes`, appended
-        to `deliveries`: what a ReadMessages from there with the consumer's filter and
-        last-per-subject horizon returns (reads.read_range: it stops at the high watermark when the
-        stream asks, looks at a bounded number of rows, and says where it stopped)."""
-        read = reads.read_range(
-            self,
-            cursor.last_delivered + 1,
-            want,
-            max_bytes,
-            accepts=cursor.spec.accepts,
-            last_per_subject_until=cursor.last_per_subject_until,
-        )
-        for seq, record in read.records:
-            consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
-            deliveries.append(Delivery(seq, record, 1, self.index))
-        if read.next_seq - 1 > cursor.last_delivered:  # delivered, or passed over (filter, superseded)
-            cursor.last_delivered = read.next_seq - 1
-            cursor.commit_counts()
-            context.touched_cursors[cursor.spec.name] = cursor
-
-    def _seek(self, cursor: ConsumerCursor, seq: int, context: CommitContext) -> tuple[int, int]:
-        """SeekConsumer's decision: `seq` 0 = the end (after every message decided so far), else a
-        seq in 1..last_seq + 1, raised to the first stored seq. Returns (next_seq, dropped_pending)."""
-        end = context.seq + 1
-        if seq > end:
-            raise PositionOutOfRangeError(
-                f"seq {seq} is beyond partition {self.index} of {self.stream.name!r}: its next seq is {end}",
-                stream=self.stream.name,
-                partition=self.index,
-            )
-        next_seq = end if seq == 0 else max(seq, self.first_seq)
-        dropped = consumers.seek(cursor, next_seq)
-        context.touched_cursors[cursor.spec.name] = cursor
-        return next_seq, dropped
-
-    def _dead_letter(
-        self, cursor: ConsumerCursor, seq: int, context: CommitContext, reason: str = "max_deliver"
-    ) -> None:
-        """`seq` reached max_deliver (or its consumer said so: Term with dead_letter): append it under
-        the dead letter subject, or drop it."""
-        pending = consumers.forget(cursor, seq)
-        spec = cursor.spec
-        counts = cursor.commit_counts()
-        record = self.log.get(seq)
-        if not spec.dead_letter_subject or record is None:
-            counts.dropped += 1
-            cursor.totals.dropped += 1
-            return
-        original = types_pb2.Message.FromString(record)
-        message = consumers.dead_letter_message(
-            original,
-            stream=self.stream.name,
-            consumer=spec.name,
-            subject=spec.dead_letter_subject,
-            deliver_count=pending.deliver_count,
-            reason=reason,
-        )
-        context.append(spec.dead_letter_subject, context.now_ms, message)
-        counts.dead_lettered += 1
-        cursor.totals.dead_lettered += 1
-        if self.stream.retention == types_pb2.RETENTION_POLICY_WORK_QUEUE:
-            context.dead_lettered.append(seq)  # moved, not copied
 
     def _plan_retention(self, context: CommitContext) -> RetentionPlan:
         if not self.leading or context.replica_truncate_before or context.replica_removals:
@@ -1340,7 +913,7 @@ class Partition:
         if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
             keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
             # Consumers never see schedule records, so their acks say nothing of them: keep them.
-            oldest_scheduled = self._schedule.oldest_seq() if self._schedule is not None else None
+            oldest_scheduled = self._delayed.oldest_seq()
             if oldest_scheduled is not None:
                 keep_from = min(keep_from, oldest_scheduled)
         needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
@@ -1373,89 +946,6 @@ class Partition:
                 rows.append(RowInfo(seq, size, ts_ms))
         return rows
 
-    def _store_cursor(
-        self, cursor: ConsumerCursor, batch: CommitBatch
-    ) -> tuple[types_pb2.Change, consumers.CommitCounts]:
-        """Put a changed cursor into `batch`; returns its ConsumerStateChange and this commit's counts."""
-        consumers.check_cursor(cursor)
-        spec = cursor.spec
-        name = spec.name
-        batch.consumer_states.append(
-            (
-                name,
-                spec.incarnation,
-                cursor.ack_floor,
-                cursor.last_delivered,
-                *cursor.totals.as_tuple(),
-                cursor.last_per_subject_until,
-            )
-        )
-        pending = cursor.pending
-        for seq in cursor.touched:
-            entry = pending.get(seq)
-            if entry is None:
-                batch.pending_deletes.append((name, seq))
-            else:
-                batch.pending_upserts.append(
-                    (name, seq, entry.delivered_at_ms, entry.deliver_count, entry.redeliver_at_ms)
-                )
-        counts = cursor.counts or consumers.CommitCounts()
-        change = self._change(
-            consumer_state=types_pb2.ConsumerStateChange(
-                consumer=name,
-                ack_floor=cursor.ack_floor,
-                last_delivered=cursor.last_delivered,
-                pending_count=len(pending),
-                delivered=counts.delivered,
-                redelivered=counts.redelivered,
-                acked=counts.acked,
-                naked=counts.naked,
-                termed=counts.termed,
-                in_progress=counts.in_progress,
-                dead_lettered=counts.dead_lettered,
-                dropped=counts.dropped,
-            )
-        )
-        return change, counts
-
-    def _consumer_metrics(self, cursor: ConsumerCursor, counts: consumers.CommitCounts) -> None:
-        children = self._consumer_children.get(cursor.spec.name)
-        if children is None:
-            labels = (self.stream.name, cursor.spec.name)
-            partition_labels = (*labels, str(self.index))
-            children = self._consumer_children[cursor.spec.name] = (
-                metrics.CONSUMER_DELIVERED.labels(*labels),
-                metrics.CONSUMER_REDELIVERED.labels(*labels),
-                metrics.CONSUMER_ACKED.labels(*labels),
-                metrics.CONSUMER_DEAD_LETTERED.labels(*labels),
-                metrics.CONSUMER_DROPPED.labels(*labels),
-                metrics.CONSUMER_ACK_PENDING.labels(*partition_labels),
-                metrics.CONSUMER_ACK_FLOOR.labels(*partition_labels),
-            )
-        delivered, redelivered, acked, dead_lettered, dropped, pending, floor = children
-        for counter, value in (
-            (delivered, counts.delivered),
-            (redelivered, counts.redelivered),
-            (acked, counts.acked),
-            (dead_lettered, counts.dead_lettered),
-            (dropped, counts.dropped),
-        ):
-            if value:
-                counter.inc(value)
-        pending.set(len(cursor.pending))
-        floor.set(cursor.ack_floor)
-
-    def _forget_consumer_metrics(self, name: str) -> None:
-        if self._consumer_children.pop(name, None) is None:
-            return
-        for gauge in (metrics.CONSUMER_ACK_PENDING, metrics.CONSUMER_ACK_FLOOR):
-            with contextlib.suppress(KeyError):
-                gauge.remove(self.stream.name, name, str(self.index))
-
-    def _change(self, **kind: Any) -> types_pb2.Change:
-        role = types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
-        return types_pb2.Change(stream=self.stream.name, partition=self.index, role=role, **kind)
-
     def _publish_gauges(self) -> None:
         self._last_seq_gauge.set(self.last_seq)
         self._messages_gauge.set(self.msg_count)
@@ -1470,8 +960,7 @@ class Partition:
         ):
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
-        for name in list(self._consumer_children):
-            self._forget_consumer_metrics(name)
+        self._consumer_decisions.forget_all_metrics()
 
 
 def _new_message(entry: PreparedEntry, partition: int, now_ms: int) -> types_pb2.Message:
@@ -1492,22 +981,6 @@ def _new_message(entry: PreparedEntry, partition: int, now_ms: int) -> types_pb2
     if entry.ttl_ms:
         message.expires_at_ms = now_ms + entry.ttl_ms
     return message
-
-
-def _ack_results(
-    seqs: list[int], stale: dict[int, str], results: list[int | None], cursor: ConsumerCursor
-) -> list[tuple[int, str, str]]:
-    """AckBatch's answer, one (seq, result code, message) per requested seq in order: `results` are
-    consumers.ack's for the seqs not in `stale`, in their order (a seq named twice is "ok" once)."""
-    answered = iter(results)
-    out: list[tuple[int, str, str]] = []
-    for seq in seqs:
-        reason = stale.get(seq)
-        if reason is None and next(answered) is not None:
-            out.append((seq, "ok", ""))
-        else:
-            out.append((seq, "not_pending", reason or consumers.not_pending_reason(cursor, seq)))
-    return out
 
 
 def _defers_sync(item: CommitItem) -> bool:
