@@ -220,6 +220,56 @@ async def test_followers_in_step_share_one_fetch_a_round(
     assert (stats.last_seq, stats.high_watermark, len(stats.in_sync_node_ids)) == (count + 1, count + 1, 3)
 
 
+def node_counter(cluster: LocalCluster, node_id: str, name: str) -> float:
+    """A node-wide counter (`name`, with _total) of partition node `node_id`, from its /metrics."""
+    (node,) = [node for node in cluster.nodes if node.node_id == node_id]
+    page = http_get(f"http://127.0.0.1:{node.metrics_port}/metrics")
+    return sum(float(count) for count in re.findall(r"^" + name + r" (\S+)$", page, re.M))
+
+
+async def test_a_fetch_that_finds_a_commit_in_flight_waits_for_it_and_loses_nothing(
+    cluster: LocalCluster, weir_client: WeirClient, stream_name: str
+) -> None:
+    """issue 25: while publishes keep the primary's group commit busy, a follower fetch usually
+    finds a commit with appends in flight; the primary then holds its answer until that commit is
+    durable (WEIR_NODE_REPLICATION_LINGER_MS), so one round ships both commits. Ack-all publishes
+    alongside are still acknowledged once every copy holds them, each with its own seq, and all
+    three copies end equal."""
+    await weir_client.create_stream(stream_config(stream_name, replicas=3))
+    route = await weir_client.route(stream_name)
+    primary = route.partitions[0].primary.node_id
+    lingers_before = node_counter(cluster, primary, "weir_replication_fetch_lingers_total")
+    leader_count, all_publishers, all_count = 300, 4, 40
+
+    async def publish(ack_level: str, name: str, count: int) -> list[int]:
+        seqs = []
+        for index in range(count):
+            ack = await weir_client.publish(
+                stream_name, "x", b"%s-%d" % (name.encode(), index), partition=0, ack_level=ack_level
+            )
+            seqs.append(ack.seq)
+        return seqs
+
+    results = await asyncio.gather(
+        publish("leader", "leader", leader_count),
+        *(publish("all", f"all{publisher}", all_count) for publisher in range(all_publishers)),
+    )
+    total = leader_count + all_publishers * all_count
+    assert sorted(seq for seqs in results for seq in seqs) == list(range(1, total + 1))  # nothing lost or twice
+    assert node_counter(cluster, primary, "weir_replication_fetch_lingers_total") > lingers_before
+
+    async def replicated() -> bool:
+        stats = (await weir_client.stream_info(stream_name)).stats.partitions[0]
+        return (stats.last_seq, stats.high_watermark, len(stats.in_sync_node_ids)) == (total, total, 3)
+
+    await eventually(replicated, 10, f"all {total} messages on the three copies")
+    copies = []
+    for node in cluster.nodes:
+        async with NodeClient(node.internal_address) as client:  # each copy as its node holds it
+            copies.append([message.payload async for message in client.read_all(stream_name, 0)])
+    assert copies[0] == copies[1] == copies[2] and len(copies[0]) == total
+
+
 async def test_a_consumer_acking_under_replicas_3_does_not_make_the_replicator_pull_in_a_loop(
     cluster: LocalCluster, weir_client: WeirClient, stream_name: str
 ) -> None:

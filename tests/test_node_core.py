@@ -514,6 +514,34 @@ async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_i
     assert node.list_streams() == ["other"]
 
 
+async def test_appends_pending_covers_a_publish_from_its_queueing_to_its_commit(node: Node) -> None:
+    """Partition.appends_pending (what a primary's follower fetch lingers on, issue 25): true from
+    the moment a publish is queued until its group commit is durable or failed; consumer ops and
+    sweeps alone do not count."""
+    await node.create_stream(stream_config("busy"))
+    await node.consumers.create_consumer("busy", consumer_config("reader"))
+    partition = node._streams["busy"].partitions[0]
+    assert not partition.appends_pending
+    queued = asyncio.create_task(partition.append([PreparedEntry("s.a", b"x", (), 0, None)], 1))
+    while not partition.appends_pending:  # queued once the task ran up to the commit
+        assert not queued.done()
+        await asyncio.sleep(0)
+    (outcome,) = await queued
+    assert outcome.seq == 1
+    assert not partition.appends_pending
+    fetched = asyncio.create_task(partition.fetch_ready("reader", 0, 10, 1 << 20))
+    swept = asyncio.create_task(partition.sweep())
+    await asyncio.sleep(0)
+    assert not partition.appends_pending
+    assert [delivery.seq for delivery in await fetched] == [1]
+    assert await swept == 0
+    refused = asyncio.create_task(partition.append([PreparedEntry("s.a", b"late", (), 0, None)], 4))
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    with pytest.raises(NotLeaderError):
+        await refused
+    assert not partition.appends_pending  # a refused commit is done with its appends too
+
+
 async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it_led(node: Node) -> None:
     """Found by the fault matrix (issue 22): a publish queued before a failover demoted the primary
     was appended after it, as a follower, so its records outlived the divergent-tail truncation."""

@@ -33,6 +33,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from weir.v1 import internal_pb2, types_pb2
+from weir_partition_node.replica import fetch_linger_ms
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import RowInfo
@@ -1379,6 +1380,53 @@ def test_replica_edits_match_a_reference(
     assert set(removed).isdisjoint(truncated)
     assert plan.removed_count == len(truncated) + len(removed)
     assert plan.total_removed_bytes == sum(seq * 10 for seq in [*truncated, *removed])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The primary's linger: how long it holds a fetch's answer for the group commit in flight
+
+
+def linger_of(
+    *, appends_pending: bool = True, records_ready: int = 100, max_messages: int = 1000, max_wait_ms: int = 2000
+) -> int:
+    return fetch_linger_ms(
+        appends_pending=appends_pending,
+        records_ready=records_ready,
+        max_messages=max_messages,
+        max_wait_ms=max_wait_ms,
+        replication_linger_ms=5,
+    )
+
+
+def test_a_fetch_lingers_only_while_appends_are_in_flight() -> None:
+    assert linger_of() == 5
+    assert linger_of(records_ready=0) == 5  # a parked fetch woken by one commit waits for the next too
+    assert linger_of(appends_pending=False) == 0  # an idle partition answers at once
+
+
+def test_a_fetch_does_not_linger_when_its_answer_is_full_or_it_may_not_wait() -> None:
+    assert linger_of(records_ready=1000) == 0
+    assert linger_of(records_ready=5000) == 0
+    assert linger_of(max_wait_ms=0) == 0  # side changes are due: the follower loop must run now
+    assert linger_of(max_wait_ms=3) == 3
+
+
+@given(
+    pending=st.booleans(),
+    ready=st.integers(min_value=-10, max_value=10_000),
+    most=st.integers(min_value=1, max_value=10_000),
+    wait=st.integers(min_value=0, max_value=30_000),
+    linger=st.integers(min_value=0, max_value=100),
+)
+def test_a_fetch_linger_is_bounded_by_the_setting_and_the_fetch_wait(
+    pending: bool, ready: int, most: int, wait: int, linger: int
+) -> None:
+    held = fetch_linger_ms(
+        appends_pending=pending, records_ready=ready, max_messages=most, max_wait_ms=wait, replication_linger_ms=linger
+    )
+    assert 0 <= held <= min(linger, wait)
+    if not pending or ready >= most:
+        assert held == 0
 
 
 # ---------------------------------------------------------------------------------------------------

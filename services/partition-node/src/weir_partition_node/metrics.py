@@ -145,6 +145,11 @@ REPLICATION_BATCHES = Counter(
     "commit was durable) or log (read and packed for a follower elsewhere in the log)",
     ["source"],
 )
+REPLICATION_FETCH_LINGERS = Counter(
+    "weir_replication_fetch_lingers_total",
+    "Follower fetches a primary held for a group commit in flight (replication_linger_ms), so that one "
+    "answer carried that commit too",
+)
 REPLICATION_DIVERGENCES = Counter(
     "weir_replication_divergences_total",
     "ReplicateMessage calls refused because a stored record differed from the primary's",

@@ -160,6 +160,7 @@ class Partition:
         self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
         self._take_backs: set[asyncio.Task[None]] = set()
         self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
+        self._appends_in_flight = 0  # AppendItems queued or in the commit being written
         self._failure: WeirError | None = None
         self._closing = False
         self._labels = (stream.name, str(index))
@@ -311,6 +312,12 @@ class Partition:
         most `limit`: (records, next_seq; 0 when none follow). Errors: SchedulingDisabledError,
         NotLeaderError."""
         return self._delayed.pending(from_seq, limit, held_only=held_only)
+
+    @property
+    def appends_pending(self) -> bool:
+        """Whether a publish is queued or in the group commit being written: records are about to be
+        appended (a primary's follower fetch may wait for them, `replica.fetch_linger_ms`)."""
+        return self._appends_in_flight > 0
 
     @property
     def high_watermark(self) -> int:
@@ -516,6 +523,8 @@ class Partition:
         if self._failure is not None:
             raise self._failure
         await self._queue.put(item)  # bounded: waits when the partition is saturated (backpressure)
+        if isinstance(item, AppendItem):
+            self._appends_in_flight += 1
 
     def _log_unacknowledged_failure(self, future: asyncio.Future[list[AppendOutcome]]) -> None:
         if not future.cancelled() and future.exception() is not None:
@@ -541,7 +550,9 @@ class Partition:
                 logger.exception("commit loop of %s/%s failed", *self._labels)
                 self._fail_items(items, StorageFailedError(f"internal error in commit: {error}"))
             finally:
-                for _ in items:
+                for item in items:
+                    if isinstance(item, AppendItem):
+                        self._appends_in_flight -= 1
                     self._queue.task_done()
 
     def _fail_items(self, items: list[CommitItem], error: WeirError) -> None:

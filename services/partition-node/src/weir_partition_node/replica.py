@@ -80,6 +80,25 @@ def _role(partition: Partition) -> types_pb2.PartitionRole:
     return types_pb2.PARTITION_ROLE_PRIMARY if partition.leading else types_pb2.PARTITION_ROLE_SECONDARY
 
 
+def fetch_linger_ms(
+    *, appends_pending: bool, records_ready: int, max_messages: int, max_wait_ms: int, replication_linger_ms: int
+) -> int:
+    """How long (ms) a primary holds a follower fetch's answer before it reads the records: while a
+    group commit with appends is in flight (`appends_pending`) and the answer is not full yet
+    (`records_ready` < `max_messages`), until that commit is durable (the wait ends then), at most
+    `replication_linger_ms` and never longer than the fetch may wait (`max_wait_ms`; 0 = not at all).
+    Otherwise 0: an idle partition answers at once.
+
+    Why: a replication round (fetch, a push to each follower, a commit on each) costs the same per
+    call whatever it carries, so under load two commits in one round cost about half of two
+    rounds; the records of the first commit wait at most for the second's write (measured in
+    docs/benchmarks.md, "Replicas 3: a fetch waits for the commit in flight"). Ack-all waiters are
+    not held: the fetch's progress report is applied before the wait."""
+    if not appends_pending or records_ready >= max_messages:
+        return 0
+    return min(replication_linger_ms, max_wait_ms)
+
+
 class ReplicaManager:
     def __init__(self, node: Node, membership: Membership) -> None:
         self.node = node
@@ -438,6 +457,16 @@ class ReplicaManager:
                     now_ms = monotonic_ms()
                     for follower in parked:
                         tracker.unpark(follower, now_ms)
+        linger_ms = fetch_linger_ms(
+            appends_pending=partition.appends_pending,
+            records_ready=partition.last_seq - request.follower_last_seq,
+            max_messages=max_messages,
+            max_wait_ms=request.max_wait_ms,
+            replication_linger_ms=self.node.settings.replication_linger_ms,
+        )
+        if linger_ms:
+            metrics.REPLICATION_FETCH_LINGERS.inc()
+            await partition.wait_for_appends(linger_ms / 1000)
         add_records(response, partition, request, max_messages, max_bytes)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq

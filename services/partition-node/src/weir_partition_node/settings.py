@@ -110,6 +110,14 @@ class NodeSettings(MetadataRedisSettings, AccessSettings):
         "(Kafka replica.lag.time.max.ms; a follower waiting at the log end counts as caught up); it rejoins once "
         "it reaches the high watermark. An ack_level all publish stalls about this long when a secondary dies.",
     )
+    replication_linger_ms: int = Field(
+        5,
+        ge=0,
+        le=100,
+        description="How long a primary may hold a follower fetch's answer while a group commit with appends is "
+        "in flight, so that one replication round carries both commits (Kafka's fetch.max.wait.ms, but only "
+        "while more records are certain to come: an idle partition answers at once). 0 = never.",
+    )
     replication_timeout_ms: int = Field(
         10_000,
         ge=200,
