@@ -67,21 +67,21 @@ from weir_partition_node.commit_items import (
     SweepItem,
 )
 from weir_partition_node.commit_plan import CommitPlan, data_changes
+from weir_partition_node.commit_retention import plan_commit_retention
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
-from weir_partition_node.dedupe import DuplicateWindow
+from weir_partition_node.partition_appends import AppendDecisions
 from weir_partition_node.partition_consumers import ConsumerDecisions
 from weir_partition_node.partition_replica import ReplicaDecisions
 from weir_partition_node.partition_schedule import DelayedDelivery
-from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_replica_edits, plan_retention
+from weir_partition_node.retention import LimitsBounds
 from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, RowInfo, StoredConsumer, checksum
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, StoredConsumer, checksum
 from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
 
 
-_EXPIRE_ROWS = 10_000  # expired messages one commit removes at most (the rest at the next sweep)
 _MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
 
@@ -147,9 +147,6 @@ class Partition:
         # appends with, checked when a commit decides them, not only when the request arrived: an
         # append queued before a pause must not be stored by a primary another node may have replaced.
         self.lease_refusal = lease_refusal
-        # The duplicate window (dedupe.py): the primary's index of its recent message ids, loaded
-        # from the log on the first publish that needs it after it started leading.
-        self._duplicates: DuplicateWindow | None = None
         self._msg_ids_pruned_ms = 0
         self.consumers: dict[str, ConsumerCursor] = {}
         # Each consumer op's decision, the cursor rows a commit stores, consumer metrics.
@@ -171,7 +168,6 @@ class Partition:
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
-        self._duplicates_counter = metrics.PUBLISH_DUPLICATES.labels(*self._labels)
         # Delayed delivery (partition_schedule.py): the primary's schedule index and delivery timer.
         self._delayed = DelayedDelivery(
             self,
@@ -180,6 +176,8 @@ class Partition:
             accepting=lambda: not self._closing and self._failure is None,
             not_leading=self._not_leading,
         )
+        # Each published entry's outcome and the duplicate window (partition_appends.py).
+        self._appends = AppendDecisions(self, self._delayed)
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
         self._delayed.load()
         self._publish_gauges()
@@ -256,7 +254,7 @@ class Partition:
         self.leading = leading
         self.log.keep_tail(leading)
         if leading != was_leading:
-            self._duplicates = None  # a new primary rebuilds it from what its log holds
+            self._appends.forget_window()  # a new primary rebuilds it from what its log holds
             self._delayed.load()
         if leading and (not was_leading or leader_epoch != previous_epoch):
             # What an earlier primary may have acknowledged ends at most here: point reads of a
@@ -604,7 +602,7 @@ class Partition:
             # Queued while this node led; it may have stopped since (a new placement): a
             # follower never appends on its own, or its log would diverge from the primary's.
             refusal = self._append_refusal()
-            return self._decide_append(item, context) if refusal is None else refusal
+            return self._appends.decide(item, context) if refusal is None else refusal
         if isinstance(item, ConsumerOp):
             try:
                 if not self.leading and item.kind != ConsumerOpKind.REMOVE:
@@ -645,7 +643,7 @@ class Partition:
         """The transaction the decisions call for: the rows, the retention they trigger, and one
         change-feed entry per effect (with its change seq: settle them whatever happens next)."""
         now_ms = context.now_ms
-        retention = self._plan_retention(context)
+        retention = plan_commit_retention(self, context, self._delayed.oldest_seq)
         drop_changes_before = max(
             (item.before_change_seq for item in items if isinstance(item, DropChangesItem)), default=0
         )
@@ -745,8 +743,8 @@ class Partition:
         self._feed.settle(plan.change_seqs)
         if plan.prune_msg_ids:
             self._msg_ids_pruned_ms = context.now_ms
-        if self._duplicates is not None and context.msg_ids:
-            self._duplicates.expire(context.now_ms)  # ids past the window leave memory as new ones come in
+        if context.msg_ids:
+            self._appends.expire(context.now_ms)
         self._delayed.index_committed(records, batch.remove_seqs, self.first_seq)
         if context.note_extras and self._caches_batches:  # (the role may have changed during the write)
             self._cache_batch(batch, context)
@@ -800,81 +798,6 @@ class Partition:
 
     # -- decisions (event loop, before the commit) ------------------------------------------------
 
-    def _decide_append(self, item: AppendItem, context: CommitContext) -> list[AppendOutcome]:
-        outcomes: list[AppendOutcome] = []
-        subject_last = context.subject_last
-        now_ms = context.now_ms
-        partition = self.index
-        window: DuplicateWindow | None = None
-        claimed = len(context.msg_ids)
-        epoch = self.leader_epoch
-        for entry in item.entries:
-            msg_id = entry.msg_id
-            if msg_id:
-                # Claimed at the seq it gets below, before the commit is durable: a repeat later in
-                # this commit is a duplicate too, and a commit that fails leaves the partition
-                # refusing writes until a restart rebuilds the window from what is stored.
-                if window is None:
-                    window = self._duplicate_window(now_ms)
-                    window.open_group(context.seq + 1, now_ms)
-                original = window.claim(msg_id, context.seq + 1, now_ms)
-                if original is not None:
-                    outcomes.append(AppendOutcome(original, duplicate=True, leader_epoch=epoch))
-                    self._duplicates_counter.inc()
-                    continue
-            if entry.expected_last_seq is not None:
-                mismatch = self._wrong_revision(entry, subject_last)
-                if mismatch is not None:
-                    if window is not None and msg_id:
-                        window.release(msg_id)
-                    outcomes.append(mismatch)
-                    continue
-            if entry.deliver_at_ms:
-                seq = self._delayed.append_record(entry, context)
-                if msg_id:
-                    context.msg_ids.append((seq, msg_id, now_ms))
-                outcomes.append(AppendOutcome(seq, scheduled=True, leader_epoch=epoch))
-                continue
-            message = _new_message(entry, partition, now_ms)
-            seq = context.append(entry.subject, entry.ts_ms or now_ms, message)
-            if entry.ttl_ms:
-                context.expiries.append((seq, message.expires_at_ms))
-            if msg_id:
-                context.msg_ids.append((seq, msg_id, now_ms))
-            if entry.rollup:
-                context.rollups[entry.subject] = seq
-            outcomes.append(AppendOutcome(seq, leader_epoch=epoch))
-        if window is not None:
-            window.close_group(len(context.msg_ids) - claimed, context.seq)
-        return outcomes
-
-    def _wrong_revision(self, entry: PreparedEntry, subject_last: dict[str, int]) -> AppendOutcome | None:
-        """The outcome of an entry whose expected_last_seq is not its subject's last seq (counting
-        this commit's earlier appends), else None."""
-        actual = subject_last.get(entry.subject)
-        if actual is None:
-            actual = self.log.subject_last_seq(entry.subject)
-        if actual == entry.expected_last_seq:
-            return None
-        return AppendOutcome(
-            actual,
-            "wrong_revision",
-            f"subject {entry.subject!r} is at seq {actual}, expected {entry.expected_last_seq}",
-        )
-
-    def _duplicate_window(self, now_ms: int) -> DuplicateWindow:
-        """The primary's duplicate window, loaded from the log's newest rows on first use."""
-        window = self._duplicates
-        view = self.stream
-        if window is None:
-            window = self._duplicates = DuplicateWindow(view.duplicate_window_ms, view.duplicate_window_max_msgs)
-            window.load(
-                self.log.recent_msg_ids(now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs), now_ms
-            )
-        elif (window.window_ms, window.max_msgs) != (view.duplicate_window_ms, view.duplicate_window_max_msgs):
-            window.resize(view.duplicate_window_ms, view.duplicate_window_max_msgs, now_ms)
-        return window
-
     def held_record(self, seq: int) -> bytes | None:
         """The record stored at `seq` for a comparison; None when there is none, or when its stored
         bytes fail their checksum (nothing to compare: the scrub repairs it from another copy, and
@@ -893,70 +816,6 @@ class Partition:
             leader_epoch=self.leader_epoch,
         )
 
-    def _plan_retention(self, context: CommitContext) -> RetentionPlan:
-        if not self.leading or context.replica_truncate_before or context.replica_removals:
-            # A secondary never decides retention itself: it mirrors the primary's removals.
-            return plan_replica_edits(
-                first_seq=self.first_seq,
-                truncate_before=context.replica_truncate_before,
-                removals=context.replica_removals,
-                oldest=self.log.oldest,
-                rows=self.log.rows,
-            )
-        bounds = self.stream.bounds
-        records = context.records
-        removals: dict[str, list[RowInfo]] = {}
-        if context.work_queue_acked:
-            removals["work_queue_ack"] = self.log.rows(context.work_queue_acked)
-        if context.dead_lettered:
-            removals["dead_letter"] = self.log.rows(context.dead_lettered)
-        if context.scheduled_delivered:
-            removals["scheduled"] = self.log.rows(context.scheduled_delivered)
-        if context.scheduled_discarded:
-            removals["discarded"] = self.log.rows(context.scheduled_discarded)
-        if context.rollups:
-            removals["rollup"] = self._rolled_up(context)
-        if context.deleted_seqs:
-            removals["deleted"] = self.log.rows(sorted(set(context.deleted_seqs)))
-        if self.expiry_due(context.now_ms):
-            removals["ttl"] = self.log.rows(self.log.expired_seqs(context.now_ms, _EXPIRE_ROWS))
-        keep_from = 0
-        if self.stream.retention == types_pb2.RETENTION_POLICY_INTEREST:
-            keep_from = consumers.interest_keep_from(self.consumers.values(), context.seq)
-            # Consumers never see schedule records, so their acks say nothing of them: keep them.
-            oldest_scheduled = self._delayed.oldest_seq()
-            if oldest_scheduled is not None:
-                keep_from = min(keep_from, oldest_scheduled)
-        needed = bounds.any_prefix_bound or (bounds.max_msgs_per_subject and records) or removals
-        if not needed and keep_from <= self.first_seq and context.purge_before_seq <= self.first_seq:
-            return RetentionPlan()
-        new_rows = [NewRow(r[0], r[3], r[1], r[2]) for r in records]
-        return plan_retention(
-            bounds=bounds,
-            now_ms=context.now_ms,
-            stored_count=self.msg_count,
-            stored_bytes=self.bytes,
-            first_seq=self.first_seq,
-            new_rows=new_rows,
-            oldest=self.log.oldest,
-            subject_excess=self.log.subject_excess,
-            keep_from_seq=keep_from,
-            removals=removals,
-            purge_before_seq=context.purge_before_seq,
-        )
-
-    def _rolled_up(self, context: CommitContext) -> list[RowInfo]:
-        """The messages this commit's rollups remove: every stored one at a rolled-up subject, and
-        the ones appended earlier in this commit at it (bounded by the stream's max_msgs_per_subject)."""
-        rows: list[RowInfo] = []
-        for subject in context.rollups:
-            rows.extend(self.log.subject_excess(subject, 0))
-        for seq, ts_ms, subject, size, _, _ in context.records:
-            rollup_seq = context.rollups.get(subject)
-            if rollup_seq is not None and seq < rollup_seq:
-                rows.append(RowInfo(seq, size, ts_ms))
-        return rows
-
     def _publish_gauges(self) -> None:
         self._last_seq_gauge.set(self.last_seq)
         self._messages_gauge.set(self.msg_count)
@@ -972,26 +831,6 @@ class Partition:
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
         self._consumer_decisions.forget_all_metrics()
-
-
-def _new_message(entry: PreparedEntry, partition: int, now_ms: int) -> types_pb2.Message:
-    """The stored message of a published entry (seq and ts_ms set when the commit appends it)."""
-    if entry.headers:
-        message = types_pb2.Message(
-            subject=entry.subject, headers=entry.headers, payload=entry.payload, partition=partition
-        )
-        message.msg_id = entry.msg_id
-    elif entry.msg_id:  # copying an empty repeated field costs ~1.4 us a message
-        message = types_pb2.Message(
-            subject=entry.subject, payload=entry.payload, partition=partition, msg_id=entry.msg_id
-        )
-    else:
-        message = types_pb2.Message(subject=entry.subject, payload=entry.payload, partition=partition)
-    if entry.key is not None:
-        message.key = entry.key
-    if entry.ttl_ms:
-        message.expires_at_ms = now_ms + entry.ttl_ms
-    return message
 
 
 def _defers_sync(item: CommitItem) -> bool:
