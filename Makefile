@@ -135,7 +135,7 @@ bench-node: setup  ## single-node micro-benchmarks of one partition node (publis
 bench-cluster: setup  ## replication cost on a local cluster: replicas 3 ack all next to replicas 1; prints JSON
 	$(UV) run python -m bench.cluster_bench
 
-bench-profile: setup  ## server CPU per message by process and thread (publish r1, publish r3 ack all, consume); prints JSON
+bench-profile: setup  ## server CPU per message by process and thread (publish r1, publish r3 ack all, consume, fixed rate r3); prints JSON
 	$(UV) run python -m bench.cpu_profile
 
 bench-commit: setup  ## one partition log's commit latency in process: WAL checkpoints in the commit vs on the background thread; prints JSON

@@ -10,7 +10,10 @@ process on CPU 0, this load generator on CPU 1):
 
 - ``publish-r1``: PublishBatch of 100, 4 in flight, replicas 1, ack leader, for `--seconds`;
 - ``publish-r3-all``: the same with replicas 3 and ack all (3 nodes and a replicator);
-- ``consume-r1``: publish `--messages`, then one consumer drains them (Fetch of 100, pipelined AckBatch).
+- ``consume-r1``: publish `--messages`, then one consumer drains them (Fetch of 100, pipelined AckBatch);
+- ``fixed-rate-r3-all``: `bench.compare`'s fixed-rate phase at replicas 3 ack all, for `--seconds`:
+  2,000 msgs/s in batches of 50 while a consumer fetches (100 ms wait) and acks. Its figures add the
+  publish-to-ack p50 and p99 in ms.
 
 Output per case: msgs/s, and per process kind and thread name, CPU µs per message split into user
 and system, plus the partition nodes' group commits and served RPCs per 100 messages (from their /metrics). The
@@ -33,10 +36,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.compare.driver import BenchError, TopicSpec
+from bench.compare import harness
+from bench.compare.driver import BenchError, Producer, TopicSpec
 from bench.compare.weir_driver import WeirDriver
 
-CASES = ("publish-r1", "publish-r3-all", "consume-r1")
+CASES = ("publish-r1", "publish-r3-all", "consume-r1", "fixed-rate-r3-all")
 BATCH = 100
 IN_FLIGHT = 4
 SERVER_CPUS = {0}
@@ -163,7 +167,7 @@ async def measure(driver: WeirDriver, topic: str, messages_of: Callable[[], Awai
 async def run_case(
     case: str, seconds: float, messages: int, workdir: Path, *, idempotent: bool = False
 ) -> dict[str, Any]:
-    replicas = 3 if case == "publish-r3-all" else 1
+    replicas = 3 if case.endswith("r3-all") else 1
     driver = WeirDriver(replicas, idempotent=idempotent)
     await driver.start(workdir, SERVER_CPUS)
     try:
@@ -188,6 +192,8 @@ async def run_case(
         if case.startswith("publish"):
             await publish_for(1.0)  # warm up: connections, caches, the replicator's first rounds
             return await measure(driver, spec.name, lambda: publish_for(seconds))
+        if case == "fixed-rate-r3-all":
+            return await fixed_rate_case(driver, spec, producer, seconds)
         for _ in range(messages // (BATCH * IN_FLIGHT)):
             await asyncio.gather(*(producer.send_batch(0, payloads) for _ in range(IN_FLIGHT)))
         consumer = await driver.consumer(spec, 0)
@@ -211,6 +217,30 @@ async def run_case(
         await driver.stop()
 
 
+async def fixed_rate_case(driver: WeirDriver, spec: TopicSpec, producer: Producer, seconds: float) -> dict[str, Any]:
+    """bench.compare's fixed-rate phase (its defaults: 2,000 msgs/s in batches of 50, a consumer
+    tailing with a 100 ms wait and acking), measured as the other cases are. It does not fail when
+    the rate was missed (bench.compare does): `msgs_per_s` says what was reached."""
+    settings = harness.Settings(messages=0, latency_seconds=seconds, min_rate_fraction=0.0)
+    workload = harness.Workload(spec.name, partitions=spec.partitions, replicas=spec.replicas, ack=spec.ack)
+    consumer = await driver.consumer(spec, 0)
+    latency: dict[str, Any] = {}
+
+    async def at_rate() -> int:
+        figures = await harness.fixed_rate(
+            driver, workload, settings, producers=[producer], consumers=[consumer], filler=os.urandom(1024)
+        )
+        latency.update(figures)
+        return int(figures["messages"])
+
+    result = await measure(driver, spec.name, at_rate)
+    await consumer.close()
+    result["publish_to_ack_ms"] = {
+        name: round(value / 1000, 1) for name, value in latency["publish_to_ack_us"].items() if name in ("p50", "p99")
+    }
+    return result
+
+
 async def main(cases: list[str], seconds: float, messages: int, *, idempotent: bool = False) -> dict[str, Any]:
     os.sched_setaffinity(0, LOAD_CPUS)
     report: dict[str, Any] = {
@@ -229,7 +259,9 @@ async def main(cases: list[str], seconds: float, messages: int, *, idempotent: b
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu_profile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
-    parser.add_argument("--seconds", type=float, default=8.0, help="publish cases: seconds of load (default 8)")
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="publish and fixed-rate cases: seconds of load (default 8)"
+    )
     parser.add_argument("--messages", type=int, default=40_000, help="consume case: messages drained (default 40000)")
     parser.add_argument(
         "--idempotent", action="store_true", help="a msg_id on every message (the SDK's default), as weir-idempotent"

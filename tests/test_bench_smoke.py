@@ -119,10 +119,10 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
 def test_cpu_profile_smoke() -> None:
     """`python -m bench.cpu_profile`: every case reports msgs/s, the CPU per message of each server
     process split by thread (the primary's event loop among them), and group commits and served calls
-    per 100 messages."""
+    per 100 messages; the fixed-rate case also its publish-to-ack latency."""
     needs_own_processes()
     cases = run_json(["bench.cpu_profile", "--seconds", "1", "--messages", "2000"], timeout_s=300)["cases"]
-    assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1"}
+    assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1", "fixed-rate-r3-all"}
     for name, case in cases.items():
         assert case["msgs_per_s"] > 0, name
         processes = case["cpu_us_per_msg"]
@@ -138,6 +138,9 @@ def test_cpu_profile_smoke() -> None:
     assert len(counters) == 3
     assert any("FetchReplicationStream" in node for node in counters.values()), counters
     assert all("group commits" in node for node in counters.values()), counters
+    fixed_rate = cases["fixed-rate-r3-all"]  # the consumer's calls show beside the publishes
+    assert any("FetchStream" in node and "AckBatchStream" in node for node in fixed_rate["per_100_msgs"].values())
+    assert 0 < fixed_rate["publish_to_ack_ms"]["p50"] <= fixed_rate["publish_to_ack_ms"]["p99"]
 
 
 @pytest.mark.parametrize("checkpoint_bytes", [0, 65536])
