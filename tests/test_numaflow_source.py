@@ -42,6 +42,10 @@ SIDECAR_ENV = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": str(ACK_WAIT_MS), "WEIR_NUMAF
 # as designed), and the acknowledged-late messages came back too. Their ack_wait leaves room for that.
 FAULT_ACK_WAIT_MS = 8000
 FAULT_ENV = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": str(FAULT_ACK_WAIT_MS)}
+# For tests that assert no message is ever delivered twice: in the full suite on a 2-core machine,
+# 2 s passed between the sidecar's prefetch of 300 messages and the data plane's acks, so 47 of them
+# were due again and their acks settled nothing (as designed: at-least-once).
+PATIENT_ENV = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": "60000"}
 
 
 # -- the seed's proto and its stubs ---------------------------------------------------------------
@@ -218,7 +222,7 @@ async def test_every_message_is_read_once_with_its_key_headers_and_time_and_acks
     await sdk.create_stream(stream_config(stream_name, partitions=3, subjects=["orders.>"]))
     published = await publish(sdk, stream_name, 300, 3)
     before = time.time() * 1000
-    handle = start_sidecar(cluster, sidecars, "reader", stream_name)
+    handle = start_sidecar(cluster, sidecars, "reader", stream_name, **PATIENT_ENV)
     async with data_plane(handle, seed) as source:
         assert await source.ready()
         assert sorted(await source.partitions()) == [0, 1, 2]
@@ -358,8 +362,7 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
     not after the group session timeout and the ack_wait (a minute here)."""
     await sdk.create_stream(stream_config(stream_name, partitions=1))
     published = await publish(sdk, stream_name, 10, 1)
-    patient = {"WEIR_NUMAFLOW_SOURCE_ACK_WAIT_MS": "60000"}
-    first = start_sidecar(cluster, sidecars, "stopping", stream_name, **patient)
+    first = start_sidecar(cluster, sidecars, "stopping", stream_name, **PATIENT_ENV)
 
     async def fetched() -> bool:  # into the sidecar's buffer: delivered, never read by the data plane
         return (await sdk.consumer_info(stream_name, "numaflow")).num_ack_pending == 10
@@ -368,7 +371,7 @@ async def test_a_stopped_source_leaves_the_group_and_hands_back_what_it_buffered
     assert first.stop() == 0, first.log_path.read_text()[-4000:]
     assert not (await sdk.group_info(stream_name, "numaflow")).members
     started = time.monotonic()
-    second = start_sidecar(cluster, sidecars, "next", stream_name, **patient)
+    second = start_sidecar(cluster, sidecars, "next", stream_name, **PATIENT_ENV)
     async with data_plane(second, seed) as source:
         data = await read_payloads(source, set(published), timeout_s=20)
         assert time.monotonic() - started < 20
