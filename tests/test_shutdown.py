@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
-from weir_server.shutdown import CANCEL_WAIT_S, EXIT_STOP_DEADLINE, bounded_step
+from prometheus_client import start_http_server
+from weir_server.shutdown import CANCEL_WAIT_S, EXIT_STOP_DEADLINE, bounded_step, stop_metrics_server
 
 LOGGER = "weir_server.shutdown"
 
@@ -106,3 +108,15 @@ def test_a_process_whose_stop_is_stuck_exits_at_its_stop_deadline_saying_where_i
     assert "wedged service did not stop within 0.5 s of the stop signal; exiting (code 70)" in stderr
     assert "serve:" in stderr  # the task that was running, and where
     assert "Thread 0x" in stderr and "in serve" in stderr  # faulthandler's dump of the main thread
+
+
+async def test_the_metrics_step_stops_the_http_server_and_is_a_no_op_without_one() -> None:
+    httpd, serving = start_http_server(0, addr="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", httpd.server_port), timeout=2):
+        pass  # it serves
+    assert serving.is_alive()
+    assert await stop_metrics_server(httpd, 2.0)
+    serving.join(timeout=2)
+    assert not serving.is_alive()  # its serving thread ended, so the process can exit
+    httpd.server_close()
+    assert await stop_metrics_server(None, 2.0)

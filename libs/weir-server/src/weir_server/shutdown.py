@@ -67,6 +67,15 @@ async def bounded_step(step: str, awaitable: Awaitable[object], timeout_s: float
     return True
 
 
+async def stop_metrics_server(httpd: object | None, timeout_s: float) -> bool:
+    """The shutdown step that stops a service's /metrics HTTP server (prometheus_client's
+    `start_http_server`; its `shutdown()` blocks until the serving thread has stopped, so it runs
+    on a worker thread); True when there is none."""
+    if httpd is None:
+        return True
+    return await bounded_step("stop /metrics", asyncio.to_thread(httpd.shutdown), timeout_s)  # type: ignore[attr-defined]
+
+
 def awaiting(task: asyncio.Future[object]) -> str:
     """Where a task waits: its chain of awaited coroutines (`name:line`), outermost first; "" for a
     future that is not a task."""

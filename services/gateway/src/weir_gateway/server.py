@@ -20,7 +20,7 @@ from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
-from weir_server.shutdown import bounded_step
+from weir_server.shutdown import bounded_step, stop_metrics_server
 
 from weir_gateway import metrics
 from weir_gateway.access import front_door_interceptors
@@ -192,12 +192,7 @@ class GatewayProcess:
         for step, closing in closes:
             if closing is not None:
                 clean &= await bounded_step(step, closing, STOP_STEP_TIMEOUTS_S["close"])
-        if self._metrics_httpd is not None:
-            clean &= await bounded_step(
-                "stop /metrics",
-                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
-                STOP_STEP_TIMEOUTS_S["metrics"],
-            )
+        clean &= await stop_metrics_server(self._metrics_httpd, STOP_STEP_TIMEOUTS_S["metrics"])
         logger.info("gateway %s stopped%s", self.settings.gateway_id, "" if clean else " (some steps did not finish)")
         return clean
 

@@ -26,7 +26,7 @@ from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
-from weir_server.shutdown import bounded_step, task_stacks
+from weir_server.shutdown import bounded_step, stop_metrics_server, task_stacks
 
 from weir_invoker import permissions
 from weir_invoker.ingress import Ingress
@@ -130,12 +130,7 @@ class InvokerProcess:
             clean &= await bounded_step("stop the invocations", self.invoker.stop(), STOP_STEP_TIMEOUTS_S["step"])
         if self.client is not None:
             clean &= await bounded_step("close the SDK client", self.client.close(), STOP_STEP_TIMEOUTS_S["step"])
-        if self._metrics_httpd is not None:
-            clean &= await bounded_step(
-                "stop /metrics",
-                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
-                STOP_STEP_TIMEOUTS_S["metrics"],
-            )
+        clean &= await stop_metrics_server(self._metrics_httpd, STOP_STEP_TIMEOUTS_S["metrics"])
         logger.info("invoker %s stopped%s", self.settings.invoker_id, "" if clean else " (some steps did not finish)")
         return clean
 

@@ -30,7 +30,7 @@ from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
-from weir_server.shutdown import bounded_step
+from weir_server.shutdown import bounded_step, stop_metrics_server
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
@@ -297,12 +297,7 @@ class NodeProcess:
             clean &= await bounded_step(
                 "commit what is queued and close storage", self.node.close(), STOP_STEP_TIMEOUTS_S["node"]
             )
-        if self._metrics_httpd is not None:
-            clean &= await bounded_step(
-                "stop /metrics",
-                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
-                STOP_STEP_TIMEOUTS_S["metrics"],
-            )
+        clean &= await stop_metrics_server(self._metrics_httpd, STOP_STEP_TIMEOUTS_S["metrics"])
         if self._lag_collector is not None:
             REGISTRY.unregister(self._lag_collector)
             self._lag_collector = None

@@ -22,7 +22,7 @@ from weir_server import tls
 from weir_server.metadata import Keys
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
-from weir_server.shutdown import bounded_step
+from weir_server.shutdown import bounded_step, stop_metrics_server
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership, owner_of
@@ -185,5 +185,5 @@ async def serve(settings: ReplicatorSettings) -> None:
     clean &= await bounded_step(
         "stop the shippers, withdraw ownership, close the clients", replicator.close(), STOP_STEP_TIMEOUTS_S["close"]
     )
-    clean &= await bounded_step("stop /metrics", asyncio.to_thread(httpd.shutdown), STOP_STEP_TIMEOUTS_S["metrics"])
+    clean &= await stop_metrics_server(httpd, STOP_STEP_TIMEOUTS_S["metrics"])
     logger.info("replicator %s stopped%s", settings.replicator_id, "" if clean else " (some steps did not finish)")

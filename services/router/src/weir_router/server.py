@@ -4,7 +4,6 @@ released, so another router takes over at once)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
@@ -31,7 +30,7 @@ from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
 from weir_server.service import wait_for_stop_signal, write_ready_file
-from weir_server.shutdown import bounded_step
+from weir_server.shutdown import bounded_step, stop_metrics_server
 
 from weir_router.collections_servicer import CollectionsServicer
 from weir_router.core import RouterCore
@@ -137,12 +136,7 @@ class RouterProcess:
                 self.core.close(),
                 STOP_STEP_TIMEOUTS_S["core"],
             )
-        if self._metrics_httpd is not None:
-            clean &= await bounded_step(
-                "stop /metrics",
-                asyncio.to_thread(self._metrics_httpd.shutdown),  # type: ignore[attr-defined]
-                STOP_STEP_TIMEOUTS_S["metrics"],
-            )
+        clean &= await stop_metrics_server(self._metrics_httpd, STOP_STEP_TIMEOUTS_S["metrics"])
         logger.info("router %s stopped%s", self.settings.router_id, "" if clean else " (some steps did not finish)")
         return clean
 
