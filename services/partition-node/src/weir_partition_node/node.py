@@ -707,7 +707,7 @@ class Node:
                 last_seq=partition.last_seq,
                 msg_count=partition.msg_count,
                 bytes=partition.bytes,
-                role=types_pb2.PARTITION_ROLE_PRIMARY if partition.leading else types_pb2.PARTITION_ROLE_SECONDARY,
+                role=partition.role,
                 leader_epoch=partition.leader_epoch,
                 high_watermark=partition.high_watermark,
                 in_sync_node_ids=partition.tracker.in_sync_sorted() if partition.tracker is not None else [],

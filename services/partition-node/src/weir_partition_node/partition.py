@@ -312,6 +312,11 @@ class Partition:
         return self._delayed.pending(from_seq, limit, held_only=held_only)
 
     @property
+    def role(self) -> types_pb2.PartitionRole:
+        """PARTITION_ROLE_PRIMARY while this copy leads, else PARTITION_ROLE_SECONDARY."""
+        return types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
+
+    @property
     def appends_pending(self) -> bool:
         """Whether a publish is queued or in the group commit being written: records are about to be
         appended (a primary's follower fetch may wait for them, `replica.fetch_linger_ms`)."""
@@ -664,12 +669,11 @@ class Partition:
         if prune_msg_ids:
             view = self.stream
             batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
-        role = types_pb2.PARTITION_ROLE_PRIMARY if self.leading else types_pb2.PARTITION_ROLE_SECONDARY
         appended_bytes = sum(record[3] for record in context.records)
         changes = data_changes(
             self.stream.name,
             self.index,
-            role,
+            self.role,
             records=context.records,
             appended_bytes=appended_bytes,
             last_seq=context.seq,

@@ -319,8 +319,8 @@ class ConsumerDecisions:
             self.forget_metrics(name)
 
     def _change(self, **kind: Any) -> types_pb2.Change:
-        role = types_pb2.PARTITION_ROLE_PRIMARY if self._partition.leading else types_pb2.PARTITION_ROLE_SECONDARY
-        return types_pb2.Change(stream=self._partition.stream.name, partition=self._partition.index, role=role, **kind)
+        partition = self._partition
+        return types_pb2.Change(stream=partition.stream.name, partition=partition.index, role=partition.role, **kind)
 
 
 def _ack_results(

@@ -76,10 +76,6 @@ def fetching_followers(request: internal_pb2.FetchReplicationRequest) -> list[st
     return followers
 
 
-def _role(partition: Partition) -> types_pb2.PartitionRole:
-    return types_pb2.PARTITION_ROLE_PRIMARY if partition.leading else types_pb2.PARTITION_ROLE_SECONDARY
-
-
 def fetch_linger_ms(
     *, appends_pending: bool, records_ready: int, max_messages: int, max_wait_ms: int, replication_linger_ms: int
 ) -> int:
@@ -279,7 +275,7 @@ class ReplicaManager:
     def state_of(self, partition: Partition) -> internal_pb2.GetReplicaStateResponse:
         return internal_pb2.GetReplicaStateResponse(
             node_id=self.node.node_id,
-            role=_role(partition),
+            role=partition.role,
             replica_epoch=partition.replica_epoch,
             leader_epoch=partition.leader_epoch,
             first_seq=partition.first_seq,
