@@ -1,10 +1,11 @@
 """One partition of a stream: its log, its cached totals and its group-commit loop.
 
 Writes: every mutation of the partition (publish, retention sweep, change-feed trimming) is an item
-on one bounded queue, consumed by one commit loop. The loop takes everything queued (up to
-`max_batch_messages` / `max_batch_bytes`), decides seqs and retention in the event loop, then applies
-the whole batch in one transaction on a worker thread (one thread hop per group commit, never per
-message) and only then resolves the callers' futures: an acknowledged publish is on disk.
+on one bounded queue, consumed by one commit loop (`CommitLoop`, partition_commit.py). The loop takes
+everything queued (up to `max_batch_messages` / `max_batch_bytes`), decides seqs and retention in the
+event loop (`decide_item`), then applies the whole batch in one transaction on a worker thread (one
+thread hop per group commit, never per message), brings this partition's cached state up to it
+(`apply_commit`) and only then resolves the callers' futures: an acknowledged publish is on disk.
 
 A failed commit stores nothing, fails every caller in the batch, and makes the partition refuse
 further writes (`StorageFailedError`, sticky until restart), since the disk's state is then unknown.
@@ -22,7 +23,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -32,8 +32,6 @@ from weir.errors import (
     CorruptRecordError,
     NotEnoughReplicasError,
     NotLeaderError,
-    ShuttingDownError,
-    StorageFailedError,
     WeirError,
 )
 from weir.v1 import types_pb2
@@ -59,17 +57,16 @@ from weir_partition_node.commit_items import (
     PreparedEntry,
     ReleaseItem,
     RepairRecords,
-    ReplaceConsumerState,
     ReplicaEdit,
     ReplicaEditItem,
     ReplicatedRecord,
     ReplicateItem,
     SweepItem,
 )
-from weir_partition_node.commit_plan import CommitPlan, data_changes
-from weir_partition_node.commit_retention import plan_commit_retention
+from weir_partition_node.commit_plan import CommitPlan
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.partition_appends import AppendDecisions
+from weir_partition_node.partition_commit import CommitLoop
 from weir_partition_node.partition_consumers import ConsumerDecisions
 from weir_partition_node.partition_replica import ReplicaDecisions
 from weir_partition_node.partition_schedule import DelayedDelivery
@@ -80,9 +77,6 @@ from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
-
-
-_MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at most this often
 
 
 @dataclass(slots=True)
@@ -117,8 +111,6 @@ class Partition:
         self.log = log
         self._feed = feed
         self._clock = clock
-        self._executor = executor
-        self._limits = limits
         state = log.state()
         self.first_seq = state.first_seq
         self.last_seq = state.last_seq
@@ -147,7 +139,6 @@ class Partition:
         # appends with, checked when a commit decides them, not only when the request arrived: an
         # append queued before a pause must not be stored by a primary another node may have replaced.
         self.lease_refusal = lease_refusal
-        self._msg_ids_pruned_ms = 0
         self.consumers: dict[str, ConsumerCursor] = {}
         # Each consumer op's decision, the cursor rows a commit stores, consumer metrics.
         self._consumer_decisions = ConsumerDecisions(self)
@@ -156,10 +147,6 @@ class Partition:
         self._waiters: set[asyncio.Future[None]] = set()
         self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
         self._take_backs: set[asyncio.Task[None]] = set()
-        self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
-        self._appends_in_flight = 0  # AppendItems queued or in the commit being written
-        self._failure: WeirError | None = None
-        self._closing = False
         self._labels = (stream.name, str(index))
         # Labelled children resolved once: `labels()` costs ~20 us, too much for every commit.
         self._published_messages = metrics.PUBLISHED_MESSAGES.labels(*self._labels)
@@ -173,12 +160,22 @@ class Partition:
             self,
             clock=clock,
             put=self._put,
-            accepting=lambda: not self._closing and self._failure is None,
+            accepting=lambda: self._commits.accepting,
             not_leading=self._not_leading,
         )
         # Each published entry's outcome and the duplicate window (partition_appends.py).
         self._appends = AppendDecisions(self, self._delayed)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"commit:{stream.name}/{index}")
+        # The group-commit loop (partition_commit.py): decide, plan, write, then apply_commit here.
+        self._commits = CommitLoop(
+            self,
+            feed=feed,
+            clock=clock,
+            executor=executor,
+            limits=limits,
+            store_cursor=self._consumer_decisions.store_cursor,
+            oldest_scheduled_seq=self._delayed.oldest_seq,
+        )
+        self._commits.start()
         self._delayed.load()
         self._publish_gauges()
 
@@ -320,7 +317,7 @@ class Partition:
     def appends_pending(self) -> bool:
         """Whether a publish is queued or in the group commit being written: records are about to be
         appended (a primary's follower fetch may wait for them, `replica.fetch_linger_ms`)."""
-        return self._appends_in_flight > 0
+        return self._commits.appends_pending
 
     @property
     def high_watermark(self) -> int:
@@ -501,17 +498,14 @@ class Partition:
 
     async def drain(self) -> None:
         """Wait until everything queued so far (and whatever joins it meanwhile) is committed."""
-        await self._queue.join()
+        await self._commits.drain()
 
     async def close(self) -> None:
         """Stop accepting writes, commit what is queued, stop the loop (does not close the log)."""
-        self._closing = True
+        self._commits.closing = True
         self.clock_moved()  # closing: cancels the delivery timer
         self.wake_waiters()
-        await self._queue.join()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await self._commits.stop()
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -521,85 +515,13 @@ class Partition:
         return future
 
     async def _put(self, item: CommitItem) -> None:
-        if self._closing:
-            raise ShuttingDownError(f"stream {self.stream.name!r} partition {self.index} is closing")
-        if self._failure is not None:
-            raise self._failure
-        await self._queue.put(item)  # bounded: waits when the partition is saturated (backpressure)
-        if isinstance(item, AppendItem):
-            self._appends_in_flight += 1
+        await self._commits.put(item)
 
     def _log_unacknowledged_failure(self, future: asyncio.Future[list[AppendOutcome]]) -> None:
         if not future.cancelled() and future.exception() is not None:
             logger.warning("ack_level=none publish to %s/%s failed: %s", *self._labels, future.exception())
 
-    async def _run(self) -> None:
-        while True:
-            first = await self._queue.get()
-            items: list[CommitItem] = [first]
-            messages = len(first.entries) if isinstance(first, AppendItem) else 0
-            total_bytes = first.size
-            while not self._queue.empty() and messages < self._limits.max_batch_messages:
-                if total_bytes >= self._limits.max_batch_bytes:
-                    break
-                item = self._queue.get_nowait()
-                items.append(item)
-                if isinstance(item, AppendItem):
-                    messages += len(item.entries)
-                total_bytes += item.size
-            try:
-                await self._commit(items)
-            except Exception as error:  # the loop must survive anything to fail callers cleanly
-                logger.exception("commit loop of %s/%s failed", *self._labels)
-                self._fail_items(items, StorageFailedError(f"internal error in commit: {error}"))
-            finally:
-                for item in items:
-                    if isinstance(item, AppendItem):
-                        self._appends_in_flight -= 1
-                    self._queue.task_done()
-
-    def _fail_items(self, items: list[CommitItem], error: WeirError) -> None:
-        for item in items:
-            if not item.future.done():
-                item.future.set_exception(error)
-
-    async def _commit(self, items: list[CommitItem]) -> None:
-        if self._failure is not None:
-            self._fail_items(items, self._failure)
-            return
-        now_ms = self._clock.now_ms()
-        # The change feed's watermark waits for this commit: its changes carry now_ms and get their
-        # change seqs below; the token closes once they are settled.
-        token = self._feed.open_commit(now_ms)
-        try:
-            await self._commit_at(items, now_ms)
-        finally:
-            self._feed.close_commit(token)
-
-    async def _commit_at(self, items: list[CommitItem], now_ms: int) -> None:
-        """One group commit in four steps: decide every item in order (in memory, the callers'
-        results), plan the transaction (rows, retention, changes), write it (a worker thread), and
-        only then apply it to the cached state and answer the callers."""
-        started = time.perf_counter()
-        context = CommitContext(now_ms, self.last_seq, note_extras=self._caches_batches)
-        results = [self._decide(item, context) for item in items]
-        plan = await self._plan_commit(items, context)
-        if not await self._write(plan, items, context):
-            return
-        self._apply(plan, context)
-        for item, result in zip(items, results, strict=True):
-            if item.future.done():  # the caller went away (cancelled); the data is committed anyway
-                continue
-            if isinstance(result, WeirError):
-                item.future.set_exception(result)
-            elif isinstance(item, SweepItem):
-                item.future.set_result(plan.retention.removed_count)
-            else:
-                item.future.set_result(result)
-        self._after_commit(plan, context)
-        metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
-
-    def _decide(self, item: CommitItem, context: CommitContext) -> Any:
+    def decide_item(self, item: CommitItem, context: CommitContext) -> Any:
         """Decide one item into `context`: its caller's result, or the WeirError the caller gets.
         A consumer op or a release that fails changed nothing; the other decisions raise only on
         a bug (the commit loop then fails the whole batch)."""
@@ -644,82 +566,7 @@ class Partition:
             context.purge_before_seq = max(context.purge_before_seq, before)
         return None
 
-    async def _plan_commit(self, items: list[CommitItem], context: CommitContext) -> CommitPlan:
-        """The transaction the decisions call for: the rows, the retention they trigger, and one
-        change-feed entry per effect (with its change seq: settle them whatever happens next)."""
-        now_ms = context.now_ms
-        retention = plan_commit_retention(self, context, self._delayed.oldest_seq)
-        drop_changes_before = max(
-            (item.before_change_seq for item in items if isinstance(item, DropChangesItem)), default=0
-        )
-        batch = CommitBatch(
-            records=context.records,
-            remove_seqs=retention.all_remove_seqs(),
-            truncate_before=retention.truncate_before,
-            last_seq=context.seq,
-            drop_changes_before=drop_changes_before,
-            consumer_deletes=context.consumer_deletes,
-            msg_ids=context.msg_ids,
-            msg_ids_after=context.msg_ids_after,
-            repairs=context.repairs,
-            expiries=context.expiries,
-            sync=not all(_defers_sync(item) for item in items),
-        )
-        prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= _MSG_ID_PRUNE_INTERVAL_MS
-        if prune_msg_ids:
-            view = self.stream
-            batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
-        appended_bytes = sum(record[3] for record in context.records)
-        changes = data_changes(
-            self.stream.name,
-            self.index,
-            self.role,
-            records=context.records,
-            appended_bytes=appended_bytes,
-            last_seq=context.seq,
-            retention=retention,
-        )
-        touched_counts: list[tuple[ConsumerCursor, consumers.CommitCounts]] = []
-        for cursor in context.touched_cursors.values():
-            change, counts = self._consumer_decisions.store_cursor(cursor, batch)
-            changes.append(change)
-            touched_counts.append((cursor, counts))
-        change_seqs = await self._feed.allocate(len(changes)) if changes else []
-        for change_seq, change in zip(change_seqs, changes, strict=True):
-            change.change_seq = change_seq
-            change.ts_ms = now_ms
-            batch.changes.append((change_seq, now_ms, change.SerializeToString()))
-        return CommitPlan(batch, retention, changes, change_seqs, touched_counts, prune_msg_ids, appended_bytes)
-
-    async def _write(self, plan: CommitPlan, items: list[CommitItem], context: CommitContext) -> bool:
-        """Store the planned transaction; False when it failed (every item failed, the partition
-        refuses writes from now on: the disk's state is unknown)."""
-        try:
-            if plan.empty:
-                pass  # nothing to store (say, fetches that found nothing): no thread hop
-            elif self._executor is None:
-                self.log.commit(plan.batch)
-            else:
-                await asyncio.get_running_loop().run_in_executor(self._executor, self.log.commit, plan.batch)
-        except BaseException as error:
-            self._feed.settle(plan.change_seqs)
-            self._failure = StorageFailedError(
-                f"stream {self.stream.name!r} partition {self.index}: commit failed ({error}); "
-                "the partition refuses writes until the node restarts",
-                stream=self.stream.name,
-                partition=self.index,
-            )
-            logger.error("%s", self._failure)
-            self._fail_items(items, self._failure)
-            if not isinstance(error, Exception):
-                raise
-            return False
-        finally:
-            for cursor in context.touched_cursors.values():
-                cursor.reset_commit()
-        return True
-
-    def _apply(self, plan: CommitPlan, context: CommitContext) -> None:
+    def apply_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Committed: bring the cached totals, the change feed and the in-memory indexes up to the
         stored state."""
         batch, retention = plan.batch, plan.retention
@@ -745,18 +592,16 @@ class Partition:
                 if not change.HasField("append"):
                     self.last_non_append_change_seq = change_seq
         self._feed.settle(plan.change_seqs)
-        if plan.prune_msg_ids:
-            self._msg_ids_pruned_ms = context.now_ms
         if context.msg_ids:
             self._appends.expire(context.now_ms)
         self._delayed.index_committed(records, batch.remove_seqs, self.first_seq)
-        if context.note_extras and self._caches_batches:  # (the role may have changed during the write)
+        if context.note_extras and self.caches_batches:  # (the role may have changed during the write)
             self._cache_batch(batch, context)
         elif len(self.batch_cache):
             self.batch_cache.clear()
 
     @property
-    def _caches_batches(self) -> bool:
+    def caches_batches(self) -> bool:
         """Whether commits go to the batch cache: a primary with followers (batch_cache.py)."""
         return self.leading and self.replication.tracker is not None
 
@@ -777,7 +622,7 @@ class Partition:
         held = self.held_record(seq) if seq else None
         return checksum(held) if held is not None else None
 
-    def _after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
+    def after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
         """Once the callers have their answers: wake readers, move the high watermark, count."""
         records = plan.batch.records
         if records or plan.batch.remove_seqs:
@@ -835,9 +680,3 @@ class Partition:
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
         self._consumer_decisions.forget_all_metrics()
-
-
-def _defers_sync(item: CommitItem) -> bool:
-    """A secondary's copy of consumer state that the replicator marked as needing no fsync
-    (ReplicateConsumerStateRequest.defer_sync); a commit of nothing else skips its fsync."""
-    return isinstance(item, ReplicaEditItem) and isinstance(item.edit, ReplaceConsumerState) and item.edit.defer_sync
