@@ -21,7 +21,7 @@ from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, Change
 from weir_partition_node.clock import Clock, monotonic_ms
 
 if TYPE_CHECKING:
-    from weir_partition_node.node import Stream
+    from weir_partition_node.hosted import Stream
 
 DEFAULT_CHANGES = 1000
 MAX_CHANGES = 10_000

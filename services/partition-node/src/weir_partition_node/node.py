@@ -3,7 +3,8 @@
 `Node` holds the hosted streams, their lifecycle and admin (create, update, delete, placement,
 purges, scheduled releases); the rest is in its sections, each a module of its own:
 `node.publisher` (node_publish.py), `node.consumers` (node_consumers.py), `node.reads`
-(node_reads.py) and `node.changes` (feed_reads.py).
+(node_reads.py) and `node.changes` (feed_reads.py); the `Stream` record and how partitions open from
+their files are in hosted.py (`PartitionFiles`).
 
 The gRPC servicers are thin adapters over `Node`; everything here raises typed `WeirError`s and
 takes/returns weir.v1 protobuf messages (the upb codec is the fastest representation we have).
@@ -17,14 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import shutil
-import sqlite3
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from weir.errors import (
@@ -34,14 +30,11 @@ from weir.errors import (
     LeaderLeaseExpiredError,
     NoSuchPartitionError,
     NoSuchStreamError,
-    NotLeaderError,
     PositionOutOfRangeError,
     ShuttingDownError,
-    StorageFailedError,
     WeirError,
 )
 from weir.subjects import (
-    SubjectFilter,
     validate_name,
 )
 from weir.v1 import streams_pb2, types_pb2
@@ -52,23 +45,18 @@ from weir_partition_node import metrics
 from weir_partition_node.catalog import Catalog
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
-from weir_partition_node.commit_items import CommitLimits
 from weir_partition_node.feed_reads import ChangeFeedReader
-from weir_partition_node.node_consumers import MAX_ACK_BATCH, Consumer, NodeConsumers
+from weir_partition_node.hosted import PartitionFiles, Stream, configure_view
+from weir_partition_node.node_consumers import MAX_ACK_BATCH, NodeConsumers
 from weir_partition_node.node_publish import NodePublisher
 from weir_partition_node.node_reads import (
     DEFAULT_READ_MESSAGES,
     MAX_READ_MESSAGES,
     NodeReads,
 )
-from weir_partition_node.partition import Partition, StreamView
+from weir_partition_node.partition import Partition
 from weir_partition_node.settings import NodeSettings
-from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import PartitionLog
-from weir_partition_node.storage.checkpoint import WalCheckpointer
-from weir_partition_node.storage.memory import MemoryPartitionLog
-from weir_partition_node.storage.sqlite import SqlitePartitionLog
-from weir_partition_node.streamconfig import bounds_of, check_placement, hosted_partitions
+from weir_partition_node.streamconfig import check_placement
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -78,83 +66,19 @@ _RESERVED_KEY = "change_seq_reserved_through"
 _FLOOR_KEY = "change_feed_floor"
 
 
-@dataclass(slots=True)
-class Stream:
-    config: types_pb2.StreamConfig
-    created_at_ms: int
-    view: StreamView
-    # The partitions this node hosts (all of them when standalone), by index.
-    partitions: dict[int, Partition]
-    subject_filter: SubjectFilter
-    # Set in a cluster (by the router); None = standalone: this node hosts and leads every partition.
-    placement: types_pb2.StreamPlacement | None
-    # Indexes of the partitions this node leads (its primaries), ascending.
-    led: list[int]
-    consumers: dict[str, Consumer] = field(default_factory=dict)
-    deleted: bool = False
-    # Led partitions whose leadership is being handed over (handover.py): clients get not_leader.
-    fenced: set[int] = field(default_factory=set)
-    # The partitions clients may use here: `led` less `fenced`.
-    led_set: frozenset[int] = field(init=False)
-    round_robin: itertools.cycle[int] = field(init=False)
-    max_msg_bytes: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.set_led(self.led)
-        self.max_msg_bytes = self.config.max_msg_bytes
-
-    def set_led(self, led: Iterable[int]) -> None:
-        """Change which partitions this node leads (role changes on failover); a fenced one stays
-        closed to clients until its fence is lifted (`fence`)."""
-        self.led = sorted(led)
-        self.led_set = frozenset(self.led) - self.fenced
-        self.round_robin = itertools.cycle(sorted(self.led_set) or [0])
-
-    def fence(self, index: int, fenced: bool) -> None:
-        """Close a led partition to clients during a handover, or open it again."""
-        if fenced:
-            self.fenced.add(index)
-        else:
-            self.fenced.discard(index)
-        self.set_led(self.led)
-
-    def not_leader(self, index: int) -> NotLeaderError:
-        """The redirect for a partition this node does not lead (DESIGN §4)."""
-        leader = ""
-        epoch = 0
-        if self.placement is not None and index < len(self.placement.partitions):
-            leader = self.placement.partitions[index].primary_node_id
-            epoch = self.placement.partitions[index].leader_epoch
-        return NotLeaderError(
-            f"this node does not lead partition {index} of stream {self.name!r}; its leader is {leader or 'unknown'} "
-            "(refresh routes with QueryRoute)",
-            stream=self.name,
-            partition=index,
-            leader_node_id=leader,
-            leader_epoch=epoch,
-        )
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-
 class Node:
     def __init__(self, settings: NodeSettings, clock: Clock, catalog: Catalog, feed: ChangeFeedClock) -> None:
         self.settings = settings
-        # (stream, partition, finding, detail) found while opening, before the feed can take them
-        self._findings_at_open: list[tuple[str, int, str, str]] = []
         self.node_id = settings.node_id
         self._clock = clock
         self._catalog = catalog
         self.feed = feed
         self._streams: dict[str, Stream] = {}
         self._lifecycle_lock = asyncio.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=settings.storage_threads, thread_name_prefix="weir-commit")
-        self._checkpointer = (
-            WalCheckpointer(metrics.WAL_CHECKPOINT_SECONDS.observe) if settings.wal_checkpoint_bytes > 0 else None
+        # Where partitions live on disk and how each opens (hosted.py): storage threads, checkpointer.
+        self._files = PartitionFiles(
+            settings, feed=feed, clock=clock, lease_refusal=self._lease_refusal, new_tracker=self.new_tracker
         )
-        self._limits = CommitLimits(settings.max_batch_messages, settings.max_batch_bytes, settings.queue_depth)
         self._change_floor = 0
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
@@ -222,10 +146,10 @@ class Node:
             # process from exiting with the error)
             await node.close()
             raise
-        node._remove_orphans()
-        for stream_name, index, finding, detail in node._findings_at_open:
+        node._files.remove_orphans(node._streams)
+        for stream_name, index, finding, detail in node._files.findings_at_open:
             await node.record_storage_finding(stream_name, index, finding, detail=detail)
-        node._findings_at_open.clear()
+        node._files.findings_at_open.clear()
         await node.consumers.restore(await catalog.load_consumers())
         if isinstance(node._clock, ManualClock):
             node._clock.on_advance(node._wake_all_partitions)
@@ -241,7 +165,7 @@ class Node:
             config = with_defaults(types_pb2.StreamConfig.FromString(config_bytes))
             placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
             epochs = await self._catalog.replica_epochs(name) if placement is not None else None
-            self._streams[name] = self._open_stream(config, created_at_ms, placement, epochs, check=True)
+            self._streams[name] = self._files.open_stream(config, created_at_ms, placement, epochs, check=True)
 
     def begin_shutdown(self) -> None:
         """Refuse new requests with `ShuttingDownError` and end change-feed tails and watches; work
@@ -272,153 +196,7 @@ class Node:
                 partition.log.close()
         self.feed.wake_all()
         await self._catalog.close()
-        # Off the event loop: a commit thread that does not finish must not freeze the loop (the
-        # caller's deadline then applies, see server.NodeProcess.stop).
-        await asyncio.to_thread(self._executor.shutdown, True)
-        if self._checkpointer is not None:
-            await asyncio.to_thread(self._checkpointer.close)
-
-    @property
-    def _streams_root(self) -> Path:
-        return self.settings.data_dir / "streams"
-
-    def _stream_dir(self, name: str) -> Path:
-        """Where a stream's partition logs live: <data_dir>/streams/<name>/<partition>/."""
-        return self._streams_root / name
-
-    def _open_stream(
-        self,
-        config: types_pb2.StreamConfig,
-        created_at_ms: int,
-        placement: types_pb2.StreamPlacement | None = None,
-        replica_epochs: dict[int, int] | None = None,
-        *,
-        check: bool = False,
-    ) -> Stream:
-        """The stream's hosted partitions, opened; with `check` (start-up), each replicated
-        partition's file is checked first (`_open_partition_log`)."""
-        view = _configure_view(StreamView(config.name), config)
-        hosted, led = hosted_partitions(config, placement, self.node_id)
-        partitions: dict[int, Partition] = {}
-        try:
-            for index in hosted:
-                partitions[index] = self._open_partition(
-                    config,
-                    view,
-                    index,
-                    leading=index in led,
-                    placement=placement,
-                    replica_epochs=replica_epochs,
-                    check=check,
-                )
-        except BaseException:
-            for partition in partitions.values():
-                partition.log.close()
-            raise
-        return Stream(config, created_at_ms, view, partitions, SubjectFilter(config.subjects), placement, led)
-
-    def _open_partition(
-        self,
-        config: types_pb2.StreamConfig,
-        view: StreamView,
-        index: int,
-        *,
-        leading: bool,
-        placement: types_pb2.StreamPlacement | None,
-        replica_epochs: dict[int, int] | None,
-        check: bool,
-    ) -> Partition:
-        """One hosted partition, opened, with its role from the placement."""
-        log: PartitionLog
-        if config.storage == types_pb2.STORAGE_KIND_MEMORY:
-            log = MemoryPartitionLog(config.name, index)
-            executor = None
-        else:
-            log = self._open_partition_log(config, index, check=check and placement is not None)
-            executor = self._executor
-        rebuilding = isinstance(log, SqlitePartitionLog) and rebuild.is_rebuilding(log.directory)
-        partition = Partition(
-            view,
-            index,
-            log,
-            feed=self.feed,
-            clock=self._clock,
-            executor=executor,
-            limits=self._limits,
-            lease_refusal=self._lease_refusal,
-            rebuilding=rebuilding,
-        )
-        if isinstance(log, SqlitePartitionLog) and rebuilding:
-            logger.warning("%s/%d: rebuilding from another copy (marker in %s)", config.name, index, log.directory)
-        if placement is not None:
-            entry = placement.partitions[index]
-            partition.adopt_replica_epoch((replica_epochs or {}).get(index, entry.leader_epoch))
-            if config.replicas > 1:
-                # What the other copies hold is not stored: after a restart nothing past the
-                # log's start counts as replicated until the followers report again. Starting at
-                # the log end would answer a retried msg_id of an unreplicated record as stored
-                # by every in-sync replica (and a promoted follower would count the old
-                # primary's unconfirmed tail as confirmed).
-                partition.replication.forget(partition.first_seq - 1)
-            partition.set_role(
-                leading=leading,
-                leader_epoch=entry.leader_epoch,
-                tracker=self.new_tracker(config, entry, list(entry.in_sync_node_ids), partition.high_watermark)
-                if leading
-                else None,
-                min_insync=config.min_insync_replicas or 1,
-            )
-        return partition
-
-    def _open_partition_log(self, config: types_pb2.StreamConfig, index: int, *, check: bool) -> SqlitePartitionLog:
-        """A partition's SQLite log. With `check` (at start-up, for a partition placed by the
-        controller) and more than one copy, a file that does not open or fails SQLite's quick_check
-        (a truncated or overwritten file) is moved aside and the partition starts empty, marked
-        rebuilding (weir_partition_node.storage.rebuild): it catches up from its primary like a new
-        replica and never leads meanwhile. A single copy has nothing to rebuild from: its file stays
-        where it is and the error stops the node, naming the file."""
-        directory = self._stream_dir(config.name) / str(index)
-        problem = ""
-        log: SqlitePartitionLog | None = None
-        try:
-            log = self._sqlite_log(directory, config.name, index)
-            log.state()  # reads the log's extent: a file cut short often fails here already
-            if check and config.replicas > 1 and not rebuild.is_rebuilding(directory):
-                verdict = log.integrity(self.settings.integrity_check_timeout_ms / 1000)
-                problem = "" if verdict in ("ok", "interrupted") else f"quick_check: {verdict}"
-        except sqlite3.DatabaseError as error:
-            problem = f"does not open: {error}"
-        if not problem and log is not None:
-            return log
-        if log is not None:
-            log.close()
-        if not (check and config.replicas > 1):
-            raise StorageFailedError(
-                f"{config.name}/{index}: {directory / 'log.sqlite'} {problem or 'does not open'}; a stream with one "
-                "copy has nothing to rebuild it from (move the directory aside to start the partition empty)"
-            )
-        moved = rebuild.quarantine(directory, self.settings.data_dir / "damaged", config.name, index, problem)
-        logger.error(
-            "%s/%d: the partition's file is unreadable (%s); moved to %s, rebuilding from another copy",
-            config.name,
-            index,
-            problem,
-            moved,
-        )
-        metrics.PARTITIONS_REBUILT.inc()
-        self._findings_at_open.append((config.name, index, "file_rebuilding", f"{problem}; moved to {moved}"))
-        return self._sqlite_log(directory, config.name, index)
-
-    def _sqlite_log(self, directory: Path, stream: str, index: int) -> SqlitePartitionLog:
-        return SqlitePartitionLog(
-            directory,
-            stream,
-            index,
-            self.settings.fsync,
-            tail_cache_bytes=self.settings.tail_cache_bytes,
-            checkpointer=self._checkpointer,
-            checkpoint_bytes=self.settings.wal_checkpoint_bytes,
-        )
+        await self._files.close()
 
     def rebuilding_partitions(self) -> tuple[tuple[str, int], ...]:
         """(stream, partition) this node rebuilds from another copy (its heartbeat carries them)."""
@@ -448,17 +226,6 @@ class Node:
             now_ms=monotonic_ms(),
             high_watermark=high_watermark,
         )
-
-    def _remove_orphans(self) -> None:
-        """Remove partition directories of streams the catalog does not know (a crash between
-        creating files and committing the catalog row, or between deleting the row and the files)."""
-        root = self._streams_root
-        if not root.is_dir():
-            return
-        for directory in root.iterdir():
-            if directory.name not in self._streams:
-                logger.warning("removing orphaned stream directory %s", directory)
-                shutil.rmtree(directory, ignore_errors=True)
 
     def _check_open(self) -> None:
         if self._closing:
@@ -599,7 +366,7 @@ class Node:
                     f"stream {effective.name!r} already exists with a different {what}", stream=effective.name
                 )
             created_at_ms = self._clock.now_ms()
-            stream = self._open_stream(effective, created_at_ms, placement)
+            stream = self._files.open_stream(effective, created_at_ms, placement)
             change = await self._lifecycle_change(
                 effective.name, stream_created=types_pb2.StreamCreatedChange(config=effective)
             )
@@ -627,7 +394,7 @@ class Node:
         the event loop's reads use, stays on it."""
         for partition in stream.partitions.values():
             await self._close_partition(partition)
-        await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name), ignore_errors=True)
+        await asyncio.to_thread(shutil.rmtree, self._files.stream_dir(stream.name), ignore_errors=True)
 
     async def _close_partition(self, partition: Partition) -> None:
         """Commit what is queued and close the log (a WAL checkpoint in progress is waited for off
@@ -643,7 +410,7 @@ class Node:
         consumers attached (their state arrives from the primary with replication). The caller
         stores the placement (ReplicaManager.apply_record)."""
         for index in indexes:
-            partition = self._open_partition(
+            partition = self._files.open_partition(
                 stream.config, stream.view, index, leading=False, placement=placement, replica_epochs=None, check=False
             )
             stream.partitions[index] = partition
@@ -660,7 +427,7 @@ class Node:
             stream.fenced.discard(index)
             await self._close_partition(partition)
             partition.wake_waiters()
-            await asyncio.to_thread(shutil.rmtree, self._stream_dir(stream.name) / str(index), ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, self._files.stream_dir(stream.name) / str(index), ignore_errors=True)
             logger.info("%s/%d: copy removed from this node (moved elsewhere)", stream.name, index)
         stream.set_led(set(stream.led) - set(indexes))
 
@@ -682,7 +449,7 @@ class Node:
                 await self._catalog.delete_stream(name, archived, change)
             except BaseException:
                 self.feed.settle([change[0]])
-                reopened = self._open_stream(stream.config, stream.created_at_ms, stream.placement)
+                reopened = self._files.open_stream(stream.config, stream.created_at_ms, stream.placement)
                 reopened.consumers = stream.consumers
                 await self.consumers.attach(reopened)
                 self._streams[name] = reopened
@@ -762,7 +529,7 @@ class Node:
             self.feed.settle([change[0]])
         stream.config = updated
         stream.max_msg_bytes = updated.max_msg_bytes
-        _configure_view(stream.view, updated)
+        configure_view(stream.view, updated)
 
     async def mirror_config(self, config: types_pb2.StreamConfig) -> None:
         """Secondary: adopt the primary's config after an UpdateStream (ReplicateStreamUpdate). Only
@@ -855,17 +622,6 @@ class Node:
                 for partition in stream.partitions.values():
                     await partition.drop_changes_before(excess_floor + 1)
         return removed
-
-
-def _configure_view(view: StreamView, config: types_pb2.StreamConfig) -> StreamView:
-    """Set what a partition needs to know of its stream's (effective) config; returns `view`."""
-    view.bounds = bounds_of(config)
-    view.retention = config.retention
-    view.deliver_up_to_high_watermark = config.deliver_up_to_high_watermark
-    view.duplicate_window_ms = config.duplicate_window_ms
-    view.duplicate_window_max_msgs = config.duplicate_window_max_msgs
-    view.allow_scheduled_messages = config.allow_scheduled_messages
-    return view
 
 
 def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:

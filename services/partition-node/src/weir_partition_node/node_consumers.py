@@ -45,7 +45,7 @@ from weir_partition_node.node_reads import DEFAULT_READ_BYTES, MAX_FETCH_WAIT_MS
 from weir_partition_node.partition import Partition
 
 if TYPE_CHECKING:
-    from weir_partition_node.node import Stream
+    from weir_partition_node.hosted import Stream
 
 logger = logging.getLogger(__name__)
 

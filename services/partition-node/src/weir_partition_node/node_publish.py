@@ -36,7 +36,7 @@ from weir_partition_node.dedupe import MAX_MSG_ID_BYTES
 from weir_partition_node.partition import Partition
 
 if TYPE_CHECKING:
-    from weir_partition_node.node import Stream
+    from weir_partition_node.hosted import Stream
 
 MAX_PUBLISH_BATCH_ENTRIES = 10_000
 

@@ -43,8 +43,9 @@ from weir_partition_node.commit_items import (
     TruncateTail,
 )
 from weir_partition_node.consumers import pending_problem
+from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
-from weir_partition_node.node import Node, Stream
+from weir_partition_node.node import Node
 from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
 from weir_partition_node.replication_batches import add_records, records_of_batches, records_of_list

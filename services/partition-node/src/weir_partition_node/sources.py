@@ -45,8 +45,9 @@ from weir_server.sources import (
 )
 
 from weir_partition_node.commit_items import PreparedEntry
+from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
-from weir_partition_node.node import Node, Stream
+from weir_partition_node.node import Node
 
 logger = logging.getLogger(__name__)
 PROVENANCE_HEADERS = frozenset({HEADER_SOURCE_STREAM, HEADER_SOURCE_PARTITION, HEADER_SOURCE_SEQ})
