@@ -13,6 +13,8 @@ set, and the Replication service's transport-neutral core.
 - **In-sync set.** The primary's `InSyncTracker` hears each follower's applied seq with every
   FetchReplication; `maintain` persists in-sync changes in Redis (compare-and-set on the epoch)
   before applying them, so the controller never promotes a replica the primary stopped waiting for.
+- **The secondary's side** (the pushes that change its copy: ReplicateMessage, ReplicateTruncate,
+  ReplicateWorkQueueAck, ReplicateConsumerState) is `ReplicaManager.secondary`, replica_secondary.py.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ import logging
 from redis.exceptions import RedisError
 from weir.errors import (
     InvalidArgumentError,
-    NoSuchConsumerError,
-    NoSuchPartitionError,
     NoSuchStreamError,
     WeirError,
 )
@@ -37,18 +37,15 @@ from weir_server.replication import ReplicationResult, valid_log_end
 from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.commit_items import (
-    RemoveSeqs,
-    ReplaceConsumerState,
-    TruncatePrefix,
     TruncateTail,
 )
-from weir_partition_node.consumers import pending_problem
 from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
-from weir_partition_node.replication_batches import add_records, records_of_batches, records_of_list
+from weir_partition_node.replica_secondary import SecondaryReplication
+from weir_partition_node.replication_batches import add_records
 from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
@@ -106,6 +103,8 @@ class ReplicaManager:
         self._refresh_now = asyncio.Event()
         self._background: set[asyncio.Task[None]] = set()
         self._cas = membership.raw.register_script(IN_SYNC_CAS)
+        # ReplicateMessage, ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState.
+        self.secondary = SecondaryReplication(node, refresh_stream=self.refresh_stream, check_epoch=self.check_epoch)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -512,33 +511,6 @@ class ReplicaManager:
 
     # -- secondary side ---------------------------------------------------------------------------------
 
-    async def _follower(
-        self, stream: str, index: int, epoch: int
-    ) -> tuple[Partition | None, internal_pb2.ReplicateResponse]:
-        """The hosted secondary partition for a Replicate* call at `epoch`, or the refusal."""
-        response = internal_pb2.ReplicateResponse()
-        try:
-            partition = self.node.hosted_partition(stream, index)
-        except (NoSuchStreamError, NoSuchPartitionError) as error:
-            response.result_code, response.message = error.result_code.value, error.message
-            return None, response
-        if epoch > partition.leader_epoch:
-            await self.refresh_stream(stream)
-        refusal = self.check_epoch(partition, epoch)
-        if refusal is None and partition.leading:
-            refusal = (
-                ReplicationResult.NOT_FOLLOWER,
-                f"node {self.node.node_id} leads this partition under epoch {epoch}",
-            )
-        if refusal is None and partition.replica_epoch != epoch:
-            refusal = ReplicationResult.STALE_EPOCH, f"this replica has not adopted leader epoch {epoch} yet; retry"
-        response.leader_epoch = partition.leader_epoch
-        if refusal is not None:
-            response.result_code, response.message = refusal
-            self._fill(response, partition)
-            return None, response
-        return partition, response
-
     async def apply_pushed(self, record: types_pb2.StreamRecord) -> list[internal_pb2.GetReplicaStateResponse]:
         """ApplyPlacement: the controller wrote a record to Redis and pushed it. Adopt what Redis
         holds for that stream, never the pushed copy: the push only saves waiting for the next
@@ -556,100 +528,6 @@ class ReplicaManager:
         record = records.get(stream)
         if record is not None:
             await self.apply_record(record)
-
-    @staticmethod
-    def _fill(response: internal_pb2.ReplicateResponse, partition: Partition) -> internal_pb2.ReplicateResponse:
-        response.first_seq = partition.first_seq
-        response.last_seq = partition.last_seq
-        response.leader_epoch = partition.leader_epoch
-        response.success = response.result_code == ReplicationResult.OK
-        return response
-
-    async def replicate_message(self, request: internal_pb2.ReplicateMessageRequest) -> internal_pb2.ReplicateResponse:
-        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
-        if partition is None:
-            return response
-        if request.record_batches:
-            if request.records:
-                raise InvalidArgumentError("records and record_batches: give one of them, not both")
-            records, after_crc32 = records_of_batches(
-                request.record_batches, after_seq=request.after_seq, leader_epoch=request.leader_epoch
-            )
-        else:
-            records = records_of_list(request.after_seq, request.records, request.record_crc32s)
-            after_crc32 = request.after_crc32 if request.HasField("after_crc32") else None
-        code, message = await partition.replicate(
-            request.after_seq, records, sum(len(record[3]) for record in records), after_crc32
-        )
-        if code == ReplicationResult.DIVERGENCE:
-            metrics.REPLICATION_DIVERGENCES.labels(request.stream, str(request.partition)).inc()
-            logger.error("%s/%d: %s", request.stream, request.partition, message)
-        if code == ReplicationResult.OK:
-            partition.replication.learn(request.high_watermark, partition.last_seq)
-            if partition.finish_rebuild(max(request.primary_last_seq, request.high_watermark)):
-                logger.warning(
-                    "%s/%d: rebuilt from the primary through seq %d; a replica like any other again",
-                    request.stream,
-                    request.partition,
-                    partition.last_seq,
-                )
-                await self.node.record_storage_finding(
-                    request.stream, request.partition, "file_rebuilt", detail=f"through seq {partition.last_seq}"
-                )
-        response.result_code, response.message = code, message
-        return self._fill(response, partition)
-
-    async def replicate_truncate(
-        self, request: internal_pb2.ReplicateTruncateRequest
-    ) -> internal_pb2.ReplicateResponse:
-        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
-        if partition is None:
-            return response
-        before = partition.msg_count
-        await partition.replica_edit(TruncatePrefix(request.first_seq))
-        response.result_code = ReplicationResult.OK
-        response.dropped = max(0, before - partition.msg_count)
-        return self._fill(response, partition)
-
-    async def replicate_removals(
-        self, request: internal_pb2.ReplicateWorkQueueAckRequest
-    ) -> internal_pb2.ReplicateResponse:
-        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
-        if partition is None:
-            return response
-        before = partition.msg_count
-        await partition.replica_edit(RemoveSeqs(list(request.seqs), request.reason or "work_queue_ack"))
-        response.result_code = ReplicationResult.OK
-        response.dropped = max(0, before - partition.msg_count)
-        return self._fill(response, partition)
-
-    async def replicate_consumer_state(
-        self, request: internal_pb2.ReplicateConsumerStateRequest
-    ) -> internal_pb2.ReplicateResponse:
-        snapshot = request.snapshot
-        partition, response = await self._follower(request.stream, snapshot.partition, request.leader_epoch)
-        if partition is None:
-            return response
-        stream = self.node.hosted_stream(request.stream)
-        consumer = stream.consumers.get(snapshot.consumer) if stream is not None else None
-        if consumer is None and not snapshot.tombstone:
-            error = NoSuchConsumerError(
-                f"stream {request.stream!r} has no consumer {snapshot.consumer!r} on node {self.node.node_id}",
-                stream=request.stream,
-                consumer=snapshot.consumer,
-            )
-            response.result_code, response.message = error.result_code.value, error.message
-            return self._fill(response, partition)
-        problem = (
-            None if snapshot.tombstone else pending_problem(snapshot.last_delivered, (e.seq for e in snapshot.pending))
-        )
-        if problem is not None:  # a torn or damaged snapshot: refused before it reaches the commit loop
-            raise InvalidArgumentError(f"snapshot of consumer {snapshot.consumer!r}: {problem}; nothing stored")
-        await partition.replica_edit(
-            ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None, request.defer_sync)
-        )
-        response.result_code = ReplicationResult.OK
-        return self._fill(response, partition)
 
     async def replicate_stream_create(
         self, request: internal_pb2.ReplicateStreamCreateRequest

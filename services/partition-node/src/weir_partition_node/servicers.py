@@ -644,15 +644,15 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
 
     @unary
     async def ReplicateMessage(self, request: internal_pb2.ReplicateMessageRequest, context: Any) -> Any:
-        return await self.replicas.replicate_message(request)
+        return await self.replicas.secondary.replicate_message(request)
 
     @lockstep
     async def ReplicateMessageStream(self, request: internal_pb2.ReplicateMessageRequest) -> Any:
-        return await self.replicas.replicate_message(request)
+        return await self.replicas.secondary.replicate_message(request)
 
     @unary
     async def ReplicateTruncate(self, request: internal_pb2.ReplicateTruncateRequest, context: Any) -> Any:
-        return await self.replicas.replicate_truncate(request)
+        return await self.replicas.secondary.replicate_truncate(request)
 
     @unary
     async def ReplicateStreamUpdate(self, request: internal_pb2.ReplicateStreamUpdateRequest, context: Any) -> Any:
@@ -660,11 +660,11 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
 
     @unary
     async def ReplicateWorkQueueAck(self, request: internal_pb2.ReplicateWorkQueueAckRequest, context: Any) -> Any:
-        return await self.replicas.replicate_removals(request)
+        return await self.replicas.secondary.replicate_removals(request)
 
     @unary
     async def ReplicateConsumerState(self, request: internal_pb2.ReplicateConsumerStateRequest, context: Any) -> Any:
-        return await self.replicas.replicate_consumer_state(request)
+        return await self.replicas.secondary.replicate_consumer_state(request)
 
     @unary
     async def ReplicateStreamDelete(self, request: internal_pb2.ReplicateStreamDeleteRequest, context: Any) -> Any:
