@@ -1,7 +1,8 @@
 """The router core (transport-neutral; the servicer is a thin adapter over it).
 
 - Routing: QueryRoute builds each partition's route from the stream record and the node registry.
-- Consumer groups: QueryAssignment / LeaveGroup run `assignment.step` inside a Redis transaction.
+- Consumer groups (`groups.py`, `core.groups`): QueryAssignment / LeaveGroup run `assignment.step`
+  inside a Redis transaction.
 - Controller: one router at a time holds the lease (SET NX PX, renewed every tick); the holder
   marks nodes whose heartbeat expired dead, and alone places and changes streams. The other
   routers forward those calls to it (see the servicer).
@@ -41,7 +42,8 @@ from weir_server.listeners import address_under, listener_for, parse_listeners
 from weir_server.metadata import InSyncRecord, NodeRecord
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
-from weir_router import assignment, failover, metrics, mover, moves, planner
+from weir_router import failover, metrics, mover, moves, planner
+from weir_router.groups import ConsumerGroups, check_endpoints
 from weir_router.leaders import LeaderRebalancer
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings
@@ -84,25 +86,6 @@ class NodePool:
         self._replication.clear()
 
 
-def check_endpoints(endpoints: router_pb2.Endpoints) -> None:
-    """RocketMQ seed: an empty service access point is INVALID_ARGUMENT."""
-    if not endpoints.addresses or any(not address.host or address.port <= 0 for address in endpoints.addresses):
-        raise InvalidArgumentError(
-            "endpoints: give the router address(es) you used (host and port > 0); an empty endpoints is invalid"
-        )
-
-
-MAX_CLIENT_ID_CHARS = 256
-
-
-def check_client_id(client_id: str) -> None:
-    """A group member's id: 1..256 characters. Errors: InvalidArgumentError."""
-    if not client_id:
-        raise InvalidArgumentError("client_id: required (unique per member process)")
-    if len(client_id) > MAX_CLIENT_ID_CHARS:
-        raise InvalidArgumentError(f"client_id: at most {MAX_CLIENT_ID_CHARS} characters, got {len(client_id)}")
-
-
 class RouterCore:
     def __init__(self, settings: RouterSettings, store: MetadataStore, address: str) -> None:
         self.settings = settings
@@ -118,6 +101,7 @@ class RouterCore:
         self._known_dead: set[str] = set()
         self._unavailable_logged: set[tuple[str, int, int]] = set()
         self.rebalancer = LeaderRebalancer(self)
+        self.groups = ConsumerGroups(self)  # QueryAssignment, GetGroupInfo, LeaveGroup (groups.py)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -408,13 +392,13 @@ class RouterCore:
         address = address_under(listener, record.client_address, record.client_listeners)
         return router_pb2.Broker(node_id=node_id, address=address, alive=view.alive)
 
-    def _listener(self, endpoints: router_pb2.Endpoints) -> str:
+    def listener(self, endpoints: router_pb2.Endpoints) -> str:
         """The advertised listener the client dialled this router through ("" = the default)."""
         if not self.listeners:
             return ""
         return listener_for((f"{a.host}:{a.port}" for a in endpoints.addresses), self.listeners)
 
-    def _route(
+    def route(
         self, entry: types_pb2.PartitionPlacement, nodes: dict[str, NodeView], listener: str = ""
     ) -> router_pb2.PartitionRoute:
         primary = self._broker(entry.primary_node_id, nodes, listener)
@@ -432,114 +416,10 @@ class RouterCore:
         record = await self.record_of(stream)
         nodes = await self.nodes_by_id()
         response = router_pb2.QueryRouteResponse(config=record.config)
-        listener = self._listener(endpoints)
+        listener = self.listener(endpoints)
         for entry in record.placement.partitions:
-            response.partitions.append(self._route(entry, nodes, listener))
+            response.partitions.append(self.route(entry, nodes, listener))
         return response
-
-    # -- consumer groups -------------------------------------------------------------------------------
-
-    async def query_assignment(self, request: router_pb2.QueryAssignmentRequest) -> router_pb2.QueryAssignmentResponse:
-        """One member's assignment (and heartbeat). Errors: InvalidArgumentError, NoSuchStreamError,
-        and the node errors of creating the group's consumer."""
-        check_endpoints(request.endpoints)
-        if not request.group:
-            raise InvalidArgumentError("group: a consumer group name is required")
-        validate_name(request.group, "group")
-        check_client_id(request.client_id)
-        record = await self.record_of(request.stream)
-        partitions = record.config.partitions
-        if len(request.owned_partitions) > partitions:
-            raise InvalidArgumentError(
-                f"owned_partitions: {len(request.owned_partitions)} listed, the stream has {partitions} partition(s)"
-            )
-        bad = [p for p in request.owned_partitions if p >= partitions]
-        if bad:
-            raise InvalidArgumentError(f"owned_partitions: {bad} out of range (the stream has {partitions})")
-        current = assignment.GroupState.from_json(
-            await self.store.redis.get(self.store.keys.group(request.stream, request.group))
-        )
-        if request.client_id not in current.members:
-            await self._ensure_group_consumer(record, request.group, request.consumer)
-
-        def update(raw: bytes | None, now_ms: int) -> tuple[str, tuple[assignment.MemberView, bool]]:
-            state = assignment.GroupState.from_json(raw)
-            new_state, view = assignment.step(
-                state,
-                partitions=partitions,
-                client_id=request.client_id,
-                owned_partitions=request.owned_partitions,
-                now_ms=now_ms,
-                session_timeout_ms=self.settings.group_session_timeout_ms,
-            )
-            return new_state.to_json(), (view, new_state.generation != state.generation)
-
-        view, changed = await self.store.update_group(request.stream, request.group, update)
-        if changed:
-            metrics.GROUP_REBALANCES.labels(request.stream, request.group).inc()
-        nodes = await self.nodes_by_id()
-        response = router_pb2.QueryAssignmentResponse(
-            generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
-        )
-        listener = self._listener(request.endpoints)
-        for partition in view.assigned:
-            response.assignments.add(route=self._route(record.placement.partitions[partition], nodes, listener))
-        return response
-
-    async def _ensure_group_consumer(
-        self, record: types_pb2.StreamRecord, group: str, config: types_pb2.ConsumerConfig
-    ) -> None:
-        try:
-            await self.consumer_info(record.config.name, group)
-            return
-        except NoSuchConsumerError:
-            pass
-        wanted = types_pb2.ConsumerConfig()
-        wanted.CopyFrom(config)
-        wanted.name = group
-        await self.create_consumer(record.config.name, wanted)
-
-    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
-        """The group's live members (heartbeat within the session timeout) and their partitions.
-        Errors: InvalidArgumentError / InvalidNameError, NoSuchStreamError."""
-        if not group:
-            raise InvalidArgumentError("group: a consumer group name is required")
-        validate_name(group, "group")
-        await self.record_of(stream)
-        state = assignment.GroupState.from_json(await self.store.redis.get(self.store.keys.group(stream, group)))
-        live_after = await self.store.now_ms() - self.settings.group_session_timeout_ms
-        response = router_pb2.GetGroupInfoResponse(generation=state.generation)
-        for client_id, heartbeat_ms in sorted(state.members.items()):
-            if heartbeat_ms < live_after:
-                continue
-            held = sorted(partition for partition, owner in state.owners.items() if owner == client_id)
-            response.members.add(client_id=client_id, last_heartbeat_ms=heartbeat_ms, partitions=held)
-        return response
-
-    async def leave_group(self, stream: str, group: str, client_id: str) -> None:
-        """Remove `client_id` from the group at once (its partitions are reassigned). Errors:
-        InvalidArgumentError / InvalidNameError (names as QueryAssignment checks them),
-        NoSuchStreamError."""
-        if not group:
-            raise InvalidArgumentError("group: a consumer group name is required")
-        validate_name(group, "group")
-        check_client_id(client_id)
-        record = await self.record_of(stream)
-
-        def update(raw: bytes | None, now_ms: int) -> tuple[str, None]:
-            new_state, _ = assignment.step(
-                assignment.GroupState.from_json(raw),
-                partitions=record.config.partitions,
-                client_id=client_id,
-                owned_partitions=(),
-                now_ms=now_ms,
-                session_timeout_ms=self.settings.group_session_timeout_ms,
-                leaving=True,
-            )
-            return new_state.to_json(), None
-
-        await self.store.update_group(stream, group, update)
-        metrics.GROUP_REBALANCES.labels(stream, group).inc()
 
     # -- stream admin (controller) ---------------------------------------------------------------------
 

@@ -97,16 +97,16 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
 
     @unary
     async def QueryAssignment(self, request: router_pb2.QueryAssignmentRequest, context: Any) -> Any:
-        return await self.core.query_assignment(request)
+        return await self.core.groups.query_assignment(request)
 
     @unary
     async def LeaveGroup(self, request: router_pb2.LeaveGroupRequest, context: Any) -> Any:
-        await self.core.leave_group(request.stream, request.group, request.client_id)
+        await self.core.groups.leave_group(request.stream, request.group, request.client_id)
         return router_pb2.LeaveGroupResponse()
 
     @unary
     async def GetGroupInfo(self, request: router_pb2.GetGroupInfoRequest, context: Any) -> Any:
-        return await self.core.group_info(request.stream, request.group)
+        return await self.core.groups.group_info(request.stream, request.group)
 
     @unary
     async def CreateStream(self, request: streams_pb2.CreateStreamRequest, context: Any) -> Any:
