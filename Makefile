@@ -13,7 +13,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -135,12 +135,15 @@ bench-node: setup  ## single-node micro-benchmarks of one partition node (publis
 bench-cluster: setup  ## replication cost on a local cluster: replicas 3 ack all next to replicas 1; prints JSON
 	$(UV) run python -m bench.cluster_bench
 
-bench-profile: setup  ## server CPU per message by process and thread (publish r1, publish r3 ack all, consume, fixed rate r3); prints JSON
+bench-profile: setup  ## server CPU per message by process and thread (publish r1, r3 ack all at p1 and p16, consume, fixed rate r3); prints JSON
 	$(UV) run python -m bench.cpu_profile
 
 bench-commit: setup  ## one partition log's commit latency in process: WAL checkpoints in the commit vs on the background thread; prints JSON
 	$(UV) run python -m bench.commit_latency --checkpoint-bytes 0
 	$(UV) run python -m bench.commit_latency
+
+bench-storage: setup  ## a 100-record commit's cost: today's row per message vs record-batch layouts (issue 25); prints JSON
+	$(UV) run python -m bench.storage_layout
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache

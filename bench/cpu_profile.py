@@ -1,15 +1,19 @@
 """Where Weir's server CPU goes, per message: each process and each of its threads (user and
 system CPU from /proc/<pid>/task/<tid>/stat), for the issue 8 workloads' hot paths.
 
-    uv run python -m bench.cpu_profile                   # all three cases, JSON on stdout
+    uv run python -m bench.cpu_profile                   # every case, JSON on stdout
     uv run python -m bench.cpu_profile --cases publish-r3-all --seconds 10
     uv run python -m bench.cpu_profile --cases publish-r1 --idempotent    # a msg_id on every message
+    uv run python -m bench.cpu_profile --cases publish-r3-all-p16 --fsync off   # what the fsyncs cost
 
-Cases (1 KiB messages, one partition, the same cluster and pinning as `bench.compare`: every server
-process on CPU 0, this load generator on CPU 1):
+Cases (1 KiB messages, one partition unless named -p16, the same cluster and pinning as
+`bench.compare`: every server process on CPU 0, this load generator on CPU 1):
 
 - ``publish-r1``: PublishBatch of 100, 4 in flight, replicas 1, ack leader, for `--seconds`;
 - ``publish-r3-all``: the same with replicas 3 and ack all (3 nodes and a replicator);
+- ``publish-r3-all-p16``: the same over 16 partitions, the 4 batches in flight sent round-robin
+  over them as `bench.compare`'s p16 workloads do; each node leads some partitions and follows the
+  rest, so its label says how many it leads;
 - ``consume-r1``: publish `--messages`, then one consumer drains them (Fetch of 100, pipelined AckBatch);
 - ``fixed-rate-r3-all``: `bench.compare`'s fixed-rate phase at replicas 3 ack all, for `--seconds`:
   2,000 msgs/s in batches of 50 while a consumer fetches (100 ms wait) and acks. Its figures add the
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import re
@@ -40,7 +45,8 @@ from bench.compare import harness
 from bench.compare.driver import BenchError, Producer, TopicSpec
 from bench.compare.weir_driver import WeirDriver
 
-CASES = ("publish-r1", "publish-r3-all", "consume-r1", "fixed-rate-r3-all")
+CASES = ("publish-r1", "publish-r3-all", "publish-r3-all-p16", "consume-r1", "fixed-rate-r3-all")
+MANY_PARTITIONS = 16  # the partitions of a case named "-p16"
 BATCH = 100
 IN_FLIGHT = 4
 SERVER_CPUS = {0}
@@ -102,12 +108,16 @@ def per_message(
 
 
 def process_labels(driver: WeirDriver, topic: str) -> dict[str, int]:
-    """{label: pid}: the partition nodes as "partition-node <name> (primary|secondary)", the others by kind."""
+    """{label: pid}: the partition nodes as "partition-node <name> (primary|secondary)" (with several
+    partitions: "(leads k of n)"), the others by kind."""
     assert driver.cluster is not None
-    primary = driver.primaries(topic)[0]
+    primaries = driver.primaries(topic)
     labels: dict[str, int] = {}
     for node in driver.cluster.nodes:
-        role = "primary" if node.client_address == primary else "secondary"
+        led = primaries.count(node.client_address)
+        role = "primary" if led else "secondary"
+        if len(primaries) > 1:
+            role = f"leads {led} of {len(primaries)}"
         labels[f"partition-node {node.name} ({role})"] = node.pid
     for kind, pids in driver.server_pids().items():
         if kind != "weir-partition-node":
@@ -165,13 +175,16 @@ async def measure(driver: WeirDriver, topic: str, messages_of: Callable[[], Awai
 
 
 async def run_case(
-    case: str, seconds: float, messages: int, workdir: Path, *, idempotent: bool = False
+    case: str, seconds: float, messages: int, workdir: Path, *, idempotent: bool = False, fsync: str = "always"
 ) -> dict[str, Any]:
-    replicas = 3 if case.endswith("r3-all") else 1
-    driver = WeirDriver(replicas, idempotent=idempotent)
+    partitions = MANY_PARTITIONS if case.endswith("-p16") else 1
+    replicas = 3 if case.removesuffix("-p16").endswith("r3-all") else 1
+    driver = WeirDriver(replicas, fsync=fsync, idempotent=idempotent)
     await driver.start(workdir, SERVER_CPUS)
     try:
-        spec = TopicSpec(name="profile", partitions=1, replicas=replicas, ack="all" if replicas > 1 else "leader")
+        spec = TopicSpec(
+            name="profile", partitions=partitions, replicas=replicas, ack="all" if replicas > 1 else "leader"
+        )
         await driver.create_topic(spec)
         producer = await driver.producer(spec)
         payloads = [os.urandom(1024) for _ in range(BATCH)]
@@ -179,11 +192,12 @@ async def run_case(
         async def publish_for(duration_s: float) -> int:
             sent = 0
             deadline = time.monotonic() + duration_s
+            next_partition = itertools.cycle(range(partitions))  # round-robin, as bench.compare sends
 
             async def one_in_flight() -> None:
                 nonlocal sent
                 while time.monotonic() < deadline:
-                    await producer.send_batch(0, payloads)
+                    await producer.send_batch(next(next_partition), payloads)
                     sent += BATCH
 
             await asyncio.gather(*(one_in_flight() for _ in range(IN_FLIGHT)))
@@ -241,17 +255,22 @@ async def fixed_rate_case(driver: WeirDriver, spec: TopicSpec, producer: Produce
     return result
 
 
-async def main(cases: list[str], seconds: float, messages: int, *, idempotent: bool = False) -> dict[str, Any]:
+async def main(
+    cases: list[str], seconds: float, messages: int, *, idempotent: bool = False, fsync: str = "always"
+) -> dict[str, Any]:
     os.sched_setaffinity(0, LOAD_CPUS)
     report: dict[str, Any] = {
         "server_cpus": sorted(SERVER_CPUS),
         "load_cpus": sorted(LOAD_CPUS),
         "idempotent": idempotent,
+        "fsync": fsync,
         "cases": {},
     }
     for case in cases:
         with tempfile.TemporaryDirectory(prefix=f"weir-profile-{case}-") as workdir:
-            report["cases"][case] = await run_case(case, seconds, messages, Path(workdir), idempotent=idempotent)
+            report["cases"][case] = await run_case(
+                case, seconds, messages, Path(workdir), idempotent=idempotent, fsync=fsync
+            )
         print(f"{case}: {report['cases'][case]['msgs_per_s']:,} msgs/s", file=sys.stderr)
     return report
 
@@ -266,6 +285,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--idempotent", action="store_true", help="a msg_id on every message (the SDK's default), as weir-idempotent"
     )
+    parser.add_argument(
+        "--fsync",
+        choices=("always", "off"),
+        default="always",
+        help="the nodes' WEIR_NODE_FSYNC (default always; off measures what the fsyncs cost)",
+    )
     arguments = parser.parse_args(argv)
     unknown = set(arguments.cases.split(",")) - set(CASES)
     if unknown:
@@ -278,7 +303,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 if __name__ == "__main__":
     args = parse_args()
     try:
-        report = asyncio.run(main(args.cases.split(","), args.seconds, args.messages, idempotent=args.idempotent))
+        report = asyncio.run(
+            main(args.cases.split(","), args.seconds, args.messages, idempotent=args.idempotent, fsync=args.fsync)
+        )
         print(json.dumps(report, indent=2))
     except BenchError as error:
         sys.exit(f"cpu_profile: {error}")

@@ -1,11 +1,12 @@
 """The benchmarks run end to end and print JSON: the single-node one (`python -m bench.node_bench
 --smoke`), the replication one on a local cluster (`python -m bench.cluster_bench --smoke`), the
 comparison with NATS JetStream and Redis Streams (`python -m bench.compare --smoke`) and the CPU
-profile by process and thread (`python -m bench.cpu_profile`), and the storage commit latency
-(`python -m bench.commit_latency`, in process).
+profile by process and thread (`python -m bench.cpu_profile`), the storage commit latency
+(`python -m bench.commit_latency`, in process) and the storage layouts' commit cost
+(`python -m bench.storage_layout`, in process).
 
 Only the shape of the reports is checked (every workload and configuration present, msgs/s > 0, the
-keys of the figures); no figures are asserted. All but the commit-latency one start real node (and
+keys of the figures); no figures are asserted. All but the in-process ones start real node (and
 cluster) processes, so they run in the slow tier.
 """
 
@@ -122,11 +123,17 @@ def test_cpu_profile_smoke() -> None:
     per 100 messages; the fixed-rate case also its publish-to-ack latency."""
     needs_own_processes()
     cases = run_json(["bench.cpu_profile", "--seconds", "1", "--messages", "2000"], timeout_s=300)["cases"]
-    assert set(cases) == {"publish-r1", "publish-r3-all", "consume-r1", "fixed-rate-r3-all"}
+    assert set(cases) == {"publish-r1", "publish-r3-all", "publish-r3-all-p16", "consume-r1", "fixed-rate-r3-all"}
     for name, case in cases.items():
         assert case["msgs_per_s"] > 0, name
         processes = case["cpu_us_per_msg"]
-        primary = [label for label in processes if label.endswith("(primary)")]
+        if name.endswith("-p16"):  # every node leads some of the 16 partitions and follows the rest
+            nodes = [label for label in processes if label.startswith("partition-node")]
+            leads = [int(label.split("(leads ")[1].split(" of ")[0]) for label in nodes]
+            assert len(nodes) == 3 and sum(leads) == 16, (name, list(processes))
+            primary = [nodes[leads.index(max(leads))]]  # the node that leads the most
+        else:
+            primary = [label for label in processes if label.endswith("(primary)")]
         assert len(primary) == 1, (name, list(processes))
         assert "main" in processes[primary[0]]["threads"], name
         assert processes[primary[0]]["user_us"] > 0, name
@@ -155,6 +162,15 @@ def test_commit_latency_smoke(checkpoint_bytes: int) -> None:
         assert report["background_checkpoints"] > 0
     else:
         assert report["background_checkpoints"] is None
+
+
+def test_storage_layout_smoke() -> None:
+    """In process: every layout commits and reports its CPU and wall time per commit."""
+    report = run_json(["bench.storage_layout", "--commits", "20"], 120)
+    assert report["records_per_commit"] == 100 and report["sync"] == "always"
+    assert set(report["layouts"]) == {"rows", "batch+index", "batch"}
+    for layout, figures in report["layouts"].items():
+        assert figures["cpu_ms_per_commit"] > 0 and figures["wall_ms_per_commit"] > 0, layout
 
 
 @pytest.mark.slow
