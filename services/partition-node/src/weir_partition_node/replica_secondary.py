@@ -116,23 +116,26 @@ class SecondaryReplication:
     async def replicate_truncate(
         self, request: internal_pb2.ReplicateTruncateRequest
     ) -> internal_pb2.ReplicateResponse:
-        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
-        if partition is None:
-            return response
-        before = partition.msg_count
-        await partition.replica_edit(TruncatePrefix(request.first_seq))
-        response.result_code = ReplicationResult.OK
-        response.dropped = max(0, before - partition.msg_count)
-        return self._fill(response, partition)
+        """ReplicateTruncate: drop every message below `first_seq` (the primary's retention)."""
+        edit = TruncatePrefix(request.first_seq)
+        return await self._remove(request.stream, request.partition, request.leader_epoch, edit)
 
     async def replicate_removals(
         self, request: internal_pb2.ReplicateWorkQueueAckRequest
     ) -> internal_pb2.ReplicateResponse:
-        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
+        """ReplicateWorkQueueAck: remove the given seqs (work-queue acks, or `reason`'s removals)."""
+        edit = RemoveSeqs(list(request.seqs), request.reason or "work_queue_ack")
+        return await self._remove(request.stream, request.partition, request.leader_epoch, edit)
+
+    async def _remove(
+        self, stream: str, index: int, epoch: int, edit: TruncatePrefix | RemoveSeqs
+    ) -> internal_pb2.ReplicateResponse:
+        """Apply a removal at `epoch`; the answer counts the messages it dropped."""
+        partition, response = await self._follower(stream, index, epoch)
         if partition is None:
             return response
         before = partition.msg_count
-        await partition.replica_edit(RemoveSeqs(list(request.seqs), request.reason or "work_queue_ack"))
+        await partition.replica_edit(edit)
         response.result_code = ReplicationResult.OK
         response.dropped = max(0, before - partition.msg_count)
         return self._fill(response, partition)
