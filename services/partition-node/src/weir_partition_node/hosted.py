@@ -48,6 +48,10 @@ NewTracker = Callable[[types_pb2.StreamConfig, types_pb2.PartitionPlacement, lis
 
 @dataclass(slots=True)
 class Stream:
+    """One stream as this node holds it: its effective config, the partitions it hosts, which of
+    them it leads and may serve to clients (`led_set`: led and not fenced by a handover), and its
+    consumers."""
+
     config: types_pb2.StreamConfig
     created_at_ms: int
     view: StreamView
