@@ -502,7 +502,7 @@ class Partition:
 
     async def close(self) -> None:
         """Stop accepting writes, commit what is queued, stop the loop (does not close the log)."""
-        self._commits.closing = True
+        self._commits.refuse_items()
         self.clock_moved()  # closing: cancels the delivery timer
         self.wake_waiters()
         await self._commits.stop()

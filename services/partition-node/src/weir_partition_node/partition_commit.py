@@ -24,9 +24,10 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from weir.errors import ShuttingDownError, StorageFailedError, WeirError
+from weir.v1 import types_pb2
 
 from weir_partition_node import consumers, metrics
 from weir_partition_node.changefeed import ChangeFeedClock
@@ -67,7 +68,7 @@ class CommitLoop:
         clock: Clock,
         executor: Executor | None,
         limits: CommitLimits,
-        store_cursor: Callable[[ConsumerCursor, CommitBatch], tuple[Any, consumers.CommitCounts]],
+        store_cursor: Callable[[ConsumerCursor, CommitBatch], tuple[types_pb2.Change, consumers.CommitCounts]],
         oldest_scheduled_seq: Callable[[], int | None],
     ) -> None:
         self._partition = partition
@@ -79,9 +80,9 @@ class CommitLoop:
         self._oldest_scheduled_seq = oldest_scheduled_seq
         self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
         self._appends_in_flight = 0  # AppendItems queued or in the commit being written
-        self.failure: WeirError | None = None  # set once a write failed: every later item gets it
-        self.closing = False
-        self.msg_ids_pruned_ms = 0
+        self._failure: WeirError | None = None  # set once a write failed: every later item gets it
+        self._closing = False
+        self._msg_ids_pruned_ms = 0  # when the stored duplicate window was last pruned
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -91,7 +92,7 @@ class CommitLoop:
     @property
     def accepting(self) -> bool:
         """Whether `put` takes items: not closing, no failed write."""
-        return not self.closing and self.failure is None
+        return not self._closing and self._failure is None
 
     @property
     def appends_pending(self) -> bool:
@@ -102,10 +103,10 @@ class CommitLoop:
         """Queue `item` for the next group commit; waits while the queue is full (backpressure).
         Errors: ShuttingDownError (closing), the StorageFailedError of an earlier failed write."""
         partition = self._partition
-        if self.closing:
+        if self._closing:
             raise ShuttingDownError(f"stream {partition.stream.name!r} partition {partition.index} is closing")
-        if self.failure is not None:
-            raise self.failure
+        if self._failure is not None:
+            raise self._failure
         await self._queue.put(item)
         if isinstance(item, AppendItem):
             self._appends_in_flight += 1
@@ -114,9 +115,13 @@ class CommitLoop:
         """Wait until everything queued so far (and whatever joins it meanwhile) is committed."""
         await self._queue.join()
 
+    def refuse_items(self) -> None:
+        """From now on `put` raises ShuttingDownError; what is queued is still committed."""
+        self._closing = True
+
     async def stop(self) -> None:
         """Refuse new items, commit what is queued, end the task."""
-        self.closing = True
+        self.refuse_items()
         await self._queue.join()
         if self._task is not None:
             self._task.cancel()
@@ -154,8 +159,8 @@ class CommitLoop:
         return items
 
     async def _commit(self, items: list[CommitItem]) -> None:
-        if self.failure is not None:
-            fail_items(items, self.failure)
+        if self._failure is not None:
+            fail_items(items, self._failure)
             return
         now_ms = self._clock.now_ms()
         # The change feed's watermark waits for this commit: its changes carry now_ms and get their
@@ -178,7 +183,7 @@ class CommitLoop:
             return
         partition.apply_commit(plan, context)
         if plan.prune_msg_ids:
-            self.msg_ids_pruned_ms = now_ms
+            self._msg_ids_pruned_ms = now_ms
         for item, result in zip(items, results, strict=True):
             if item.future.done():  # the caller went away (cancelled); the data is committed anyway
                 continue
@@ -213,7 +218,7 @@ class CommitLoop:
             expiries=context.expiries,
             sync=not all(defers_sync(item) for item in items),
         )
-        prune_msg_ids = bool(context.msg_ids) and now_ms - self.msg_ids_pruned_ms >= MSG_ID_PRUNE_INTERVAL_MS
+        prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= MSG_ID_PRUNE_INTERVAL_MS
         if prune_msg_ids:
             view = partition.stream
             batch.msg_id_retention = (now_ms - view.duplicate_window_ms + 1, view.duplicate_window_max_msgs)
@@ -252,14 +257,14 @@ class CommitLoop:
                 await asyncio.get_running_loop().run_in_executor(self._executor, partition.log.commit, plan.batch)
         except BaseException as error:
             self._feed.settle(plan.change_seqs)
-            self.failure = StorageFailedError(
+            self._failure = StorageFailedError(
                 f"stream {partition.stream.name!r} partition {partition.index}: commit failed ({error}); "
                 "the partition refuses writes until the node restarts",
                 stream=partition.stream.name,
                 partition=partition.index,
             )
-            logger.error("%s", self.failure)
-            fail_items(items, self.failure)
+            logger.error("%s", self._failure)
+            fail_items(items, self._failure)
             if not isinstance(error, Exception):
                 raise
             return False

@@ -43,7 +43,8 @@ from weir_server.metadata import InSyncRecord, NodeRecord
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
 
 from weir_router import failover, metrics, mover, moves, planner
-from weir_router.groups import ConsumerGroups, check_endpoints
+from weir_router.endpoints import check_endpoints
+from weir_router.groups import ConsumerGroups
 from weir_router.leaders import LeaderRebalancer
 from weir_router.placement import loads_from, place_stream
 from weir_router.settings import RouterSettings

@@ -14,17 +14,10 @@ from weir.subjects import validate_name
 from weir.v1 import router_pb2, types_pb2
 
 from weir_router import assignment, metrics
+from weir_router.endpoints import check_endpoints
 
 if TYPE_CHECKING:
     from weir_router.core import RouterCore
-
-
-def check_endpoints(endpoints: router_pb2.Endpoints) -> None:
-    """RocketMQ seed: an empty service access point is INVALID_ARGUMENT."""
-    if not endpoints.addresses or any(not address.host or address.port <= 0 for address in endpoints.addresses):
-        raise InvalidArgumentError(
-            "endpoints: give the router address(es) you used (host and port > 0); an empty endpoints is invalid"
-        )
 
 
 MAX_CLIENT_ID_CHARS = 256
