@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from weir.errors import NotEnoughNodesError
 from weir.v1 import types_pb2
 from weir_router import rebalance
+from weir_router.admin import merge_consumer_infos
 from weir_router.assignment import GroupState, MemberView, balanced_targets, step
-from weir_router.core import merge_consumer_infos
 from weir_router.placement import NodeLoad, loads_from, place_stream
 
 # ---------------------------------------------------------------------------------------------------

@@ -88,14 +88,14 @@ class ConsumerGroups:
         self, record: types_pb2.StreamRecord, group: str, config: types_pb2.ConsumerConfig
     ) -> None:
         try:
-            await self._core.consumer_info(record.config.name, group)
+            await self._core.admin.consumer_info(record.config.name, group)
             return
         except NoSuchConsumerError:
             pass
         wanted = types_pb2.ConsumerConfig()
         wanted.CopyFrom(config)
         wanted.name = group
-        await self._core.create_consumer(record.config.name, wanted)
+        await self._core.admin.create_consumer(record.config.name, wanted)
 
     async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
         """The group's live members (heartbeat within the session timeout) and their partitions.

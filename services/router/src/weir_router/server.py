@@ -95,7 +95,7 @@ class RouterProcess:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         reflection.enable_server_reflection([*SERVICES, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
         await self._server.start()
-        await self.core.controller_tick()  # take the lease at once when nobody holds it
+        await self.core.controller.tick()  # take the lease at once when nobody holds it
         self.core.start()
         for service in ("", *SERVICES):
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
@@ -106,7 +106,7 @@ class RouterProcess:
             self.port,
             self.metrics_port,
             self.core.store.redis_shown,
-            self.core.is_controller,
+            self.core.controller.held,
         )
         ready = {"router_id": settings.router_id, "port": self.port, "metrics_port": self.metrics_port}
         write_ready_file(settings.ready_file, ready)

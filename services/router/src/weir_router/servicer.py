@@ -70,10 +70,10 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
 
     async def _on_controller(self, method: str, request: Any, context: grpc.aio.ServicerContext) -> Any | None:
         """None when this router is the controller (handle locally); else the controller's answer."""
-        if self.core.is_controller:
+        if self.core.controller.held:
             return None
         forwarded = dict(context.invocation_metadata() or ()).get(FORWARDED_KEY)
-        controller_id, address = await self.core.controller()
+        controller_id, address = await self.core.controller.lease_holder()
         if forwarded or not address or address == self.core.address:
             raise UnavailableError(
                 f"{method}: no router holds the controller lease right now (it moves within "
@@ -115,14 +115,14 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
         forwarded = await self._on_controller("CreateStream", request, context)
         if forwarded is not None:
             return forwarded
-        return await self.core.create_stream(request.config)
+        return await self.core.admin.create_stream(request.config)
 
     @unary
     async def DeleteStream(self, request: streams_pb2.DeleteStreamRequest, context: Any) -> Any:
         forwarded = await self._on_controller("DeleteStream", request, context)
         if forwarded is not None:
             return forwarded
-        await self.core.delete_stream(request.name)
+        await self.core.admin.delete_stream(request.name)
         return streams_pb2.DeleteStreamResponse()
 
     @unary
@@ -130,44 +130,48 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
         forwarded = await self._on_controller("UpdateStream", request, context)
         if forwarded is not None:
             return forwarded
-        return await self.core.update_stream(request)
+        return await self.core.admin.update_stream(request)
 
     @unary
     async def GetStreamInfo(self, request: streams_pb2.GetStreamInfoRequest, context: Any) -> Any:
-        return await self.core.stream_info(request.name)
+        return await self.core.admin.stream_info(request.name)
 
     @unary
     async def ListStreams(self, request: streams_pb2.ListStreamsRequest, context: Any) -> Any:
-        return streams_pb2.ListStreamsResponse(names=await self.core.list_streams())
+        return streams_pb2.ListStreamsResponse(names=await self.core.admin.list_streams())
 
     @unary
     async def CreateConsumer(self, request: streams_pb2.CreateConsumerRequest, context: Any) -> Any:
-        return streams_pb2.CreateConsumerResponse(info=await self.core.create_consumer(request.stream, request.config))
+        return streams_pb2.CreateConsumerResponse(
+            info=await self.core.admin.create_consumer(request.stream, request.config)
+        )
 
     @unary
     async def DeleteConsumer(self, request: streams_pb2.DeleteConsumerRequest, context: Any) -> Any:
-        await self.core.delete_consumer(request.stream, request.consumer)
+        await self.core.admin.delete_consumer(request.stream, request.consumer)
         return streams_pb2.DeleteConsumerResponse()
 
     @unary
     async def ListConsumers(self, request: streams_pb2.ListConsumersRequest, context: Any) -> Any:
-        return streams_pb2.ListConsumersResponse(consumers=await self.core.list_consumers(request.stream))
+        return streams_pb2.ListConsumersResponse(consumers=await self.core.admin.list_consumers(request.stream))
 
     @unary
     async def GetConsumerInfo(self, request: streams_pb2.GetConsumerInfoRequest, context: Any) -> Any:
-        return streams_pb2.GetConsumerInfoResponse(info=await self.core.consumer_info(request.stream, request.consumer))
+        return streams_pb2.GetConsumerInfoResponse(
+            info=await self.core.admin.consumer_info(request.stream, request.consumer)
+        )
 
     @unary
     async def GetClusterStreamStats(self, request: router_pb2.GetClusterStreamStatsRequest, context: Any) -> Any:
-        return await self.core.cluster_stats(request.include_per_stream)
+        return await self.core.views.cluster_stats(request.include_per_stream)
 
     @unary
     async def GetClusterInfo(self, request: router_pb2.GetClusterInfoRequest, context: Any) -> Any:
-        return await self.core.cluster_info()
+        return await self.core.views.cluster_info()
 
     @unary
     async def StartScrub(self, request: router_pb2.StartScrubRequest, context: Any) -> Any:
-        return await self.core.start_scrub()
+        return await self.core.views.start_scrub()
 
     async def MovePartition(
         self, request: router_pb2.MovePartitionRequest, context: grpc.aio.ServicerContext
