@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from weir.errors import NotEnoughNodesError
-from weir.v1 import types_pb2
+from weir.errors import NotEnoughNodesError, UnavailableError
+from weir.v1 import router_pb2, streams_pb2, types_pb2
 from weir_router import rebalance
 from weir_router.admin import merge_consumer_infos
 from weir_router.assignment import GroupState, MemberView, balanced_targets, step
+from weir_router.cluster_views import add_node_summaries, add_stream_summaries
+from weir_router.core import NodeView
 from weir_router.placement import NodeLoad, loads_from, place_stream
+from weir_server.metadata import NodeRecord
 
 # ---------------------------------------------------------------------------------------------------
 # Placement
@@ -765,3 +769,53 @@ def test_records_without_recorded_preferences_are_left_alone() -> None:
     record = _record("old", types_pb2.StreamPlacement(partitions=[entry]))
     assert rebalance.preferred_leader(entry) == "b"
     assert rebalance.handovers([record], {("old", 0): ["a", "b"]}, {"a", "b"}) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# GetClusterStreamStats: per-node and per-stream summaries (cluster_views, pure)
+# ---------------------------------------------------------------------------------------------------
+
+
+def _stats_answer(name: str, *partitions: tuple[int, int, int]) -> dict[str, Any]:
+    info = streams_pb2.GetStreamInfoResponse()
+    for index, msg_count, size in partitions:
+        info.stats.partitions.add(partition=index, msg_count=msg_count, bytes=size, last_seq=msg_count)
+    return {name: info}
+
+
+def test_cluster_stats_count_each_partition_once_from_its_leader_and_list_silent_nodes() -> None:
+    views = [
+        NodeView(NodeRecord("a", "a:1", "a:2"), alive=True),
+        NodeView(NodeRecord("b", "b:1", "b:2"), alive=True),
+        NodeView(NodeRecord("c", "c:1", "c:2"), alive=True),
+        NodeView(NodeRecord("d", "d:1", "d:2"), alive=False),
+    ]
+    led = {"a": {"orders": {0}}, "b": {"orders": {1}}, "c": {"orders": {2}}, "d": {}}
+    # a also reports partition 1, which it follows: only b's figures for it count.
+    answers: dict[str, Any] = {
+        "a": _stats_answer("orders", (0, 10, 100), (1, 9, 90)),
+        "b": _stats_answer("orders", (1, 20, 200)),
+        "c": UnavailableError("node c: connection refused"),
+    }
+    response = router_pb2.GetClusterStreamStatsResponse()
+    stats = add_node_summaries(response, views, led, answers)
+
+    assert [(node.node_id, node.status) for node in response.nodes] == [
+        ("a", "ok"),
+        ("b", "ok"),
+        ("c", "unreachable"),
+        ("d", "dead"),
+    ]
+    assert (response.total_msg_count, response.total_bytes) == (30, 300)
+    assert (response.skew_msg_count, response.skew_bytes, response.skew_partitions) == (10, 100, 0)
+    assert sorted(stats) == [("orders", 0), ("orders", 1)]
+
+    record = types_pb2.StreamRecord()
+    record.config.name, record.config.partitions = "orders", 3
+    for index, primary in enumerate("abc"):
+        record.placement.partitions.add(partition=index, primary_node_id=primary)
+    add_stream_summaries(response, [record], stats)
+    (entry,) = response.streams
+    assert list(entry.primary_node_ids) == ["a", "b", "c"]
+    assert [(p.partition, p.msg_count) for p in entry.partition_stats] == [(0, 10), (1, 20), (2, 0)]
+    assert (entry.msg_count, entry.bytes, entry.last_seq) == (30, 300, 20)

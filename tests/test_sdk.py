@@ -17,8 +17,8 @@ import pytest
 import weir
 from weir import Client, Message, NoSuchStreamError, NotPendingError, PublishAck, consumer_config, stream_config
 from weir.client import NodeClient
-from weir.cluster import router_addresses
 from weir.errors import InvalidArgumentError, WeirError
+from weir.router_client import router_addresses
 from weir.v1 import streams_pb2
 
 from tests.conftest import needs_own_processes

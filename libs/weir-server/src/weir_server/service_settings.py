@@ -17,8 +17,8 @@ from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, ValidationError
 from pydantic_settings import BaseSettings, CliSettingsSource, SettingsError
-from weir.cluster import router_addresses
 from weir.errors import WeirError
+from weir.router_client import router_addresses
 
 Settings = TypeVar("Settings", bound=BaseSettings)
 

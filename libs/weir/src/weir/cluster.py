@@ -26,38 +26,42 @@ was lost is delivered again.
 
 Shutdown: `await client.close()` flushes queued publishes and closes every channel;
 `await member.stop()` finishes in-flight batches and leaves the group.
+
+Layout: the batcher is `weir.batching.PublishBatcher`; the router's admin calls (streams,
+consumers, moves, scrub) are `weir.router_client.RouterAdmin`, which `Client` inherits.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
 import random
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import grpc
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from weir import tls as tls_module
+from weir.batching import BatchLimits, PublishBatcher
 from weir.client import (
     ACK_LEVELS,
-    CHANNEL_OPTIONS,
     DEFAULT_TIMEOUT_S,
     NodeClient,
     endpoints_of,
     headers_of,
-    typed_stream,
 )
 from weir.consuming import GroupConsumer, Subscription
-from weir.errors import InvalidArgumentError, UnavailableError, WeirError, WrongRevisionError
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.message import Message, PublishAck
 from weir.partitioning import partition_for_key
-from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
+from weir.router_client import (
+    RouterAdmin,
+    RouterClient,
+    router_addresses,  # noqa: F401  (weir.cluster.router_addresses is public)
+)
+from weir.v1 import router_pb2, streams_pb2, types_pb2
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,109 +88,7 @@ def _wait_at_least_as_asked(state: RetryCallState) -> float:
     return max(_BACKOFF(state), asked or 0.0)
 
 
-def router_addresses(routers: str | Sequence[str]) -> list[str]:
-    """Router addresses from "host:port", "host:port,host:port" or a list of "host:port".
-    Errors: InvalidArgumentError naming the address that is not host:port."""
-    items = routers.split(",") if isinstance(routers, str) else list(routers)
-    addresses = [item.strip() for item in items if item.strip()]
-    if not addresses:
-        raise InvalidArgumentError("give at least one router address (host:port)")
-    for address in addresses:
-        host, colon, port = address.rpartition(":")
-        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise InvalidArgumentError(f"router address {address!r} is not host:port (port 1-65535)")
-    return addresses
-
-
-class RouterClient:
-    """weir.v1.Router on a set of routers: a call goes to the current router and moves on to the
-    next one when that router is unreachable."""
-
-    def __init__(
-        self,
-        addresses: str | Sequence[str],
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
-    ) -> None:
-        self.addresses = router_addresses(addresses)
-        self.timeout_s = timeout_s
-        self.tls = tls
-        self._index = 0
-        self._channels: dict[str, grpc.aio.Channel] = {}
-
-    @property
-    def address(self) -> str:
-        return self.addresses[self._index % len(self.addresses)]
-
-    def _stub(self) -> router_pb2_grpc.RouterStub:
-        address = self.address
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = tls_module.aio_channel(address, CHANNEL_OPTIONS, self.tls)
-        return router_pb2_grpc.RouterStub(channel)
-
-    async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        """One call, tried on each router in turn while they are unreachable."""
-        last: WeirError | None = None
-        for _ in range(len(self.addresses)):
-            stub = self._stub()
-            try:
-                return await getattr(stub, method)(request, timeout=timeout_s or self.timeout_s)
-            except grpc.aio.AioRpcError as raw:
-                error = WeirError.from_rpc_error(raw)
-                if not isinstance(error, UnavailableError):
-                    raise error from None
-                last = error
-                self._index += 1  # that router is gone or restarting: try the next
-        assert last is not None
-        raise last
-
-    def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
-        """The items of a server-streaming call on the current router (no retry: a long call such
-        as MovePartition is the caller's to run again); failures raise typed errors."""
-        return typed_stream(getattr(self._stub(), method), request)
-
-    async def close(self) -> None:
-        for channel in self._channels.values():
-            await channel.close()
-        self._channels.clear()
-
-
-@dataclass(slots=True)
-class _Pending:
-    entry: streams_pb2.PublishEntry
-    future: asyncio.Future[PublishAck]
-    size: int
-
-
-@dataclass(slots=True)
-class _Batch:
-    stream: str
-    partition: int
-    ack_level: int
-    items: list[_Pending] = field(default_factory=list)
-    size: int = 0
-    timer: asyncio.TimerHandle | None = None
-    lingered: bool = False  # its linger passed; it waits only for an in-flight batch of its key
-
-
-def _rejected_entry(error: BaseException, entries: int) -> int | None:
-    """The index of the one entry a batch of `entries` (more than one) was rejected for, when
-    `error` is such a rejection (not retryable, naming an entry: nothing was stored); else None."""
-    if entries < 2 or not isinstance(error, WeirError) or error.retryable:
-        return None
-    index = error.metadata.get("index", "")
-    return int(index) if index.isdigit() and int(index) < entries else None
-
-
-def _settle_with_error(items: list[_Pending], error: BaseException) -> None:
-    for item in items:
-        if not item.future.done():
-            item.future.set_exception(error)
-
-
-class Client:
+class Client(RouterAdmin):
     """A Weir cluster's client: `Client("host:port")`, `Client("a:7501,b:7501")` or
     `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used). Use
     `async with Client(...) as client:` or `await client.close()`. See the module docstring for
@@ -212,23 +114,19 @@ class Client:
             raise InvalidArgumentError("max_in_flight_batches >= 0 is required (0 = no bound)")
         self.tls = tls
         self.router = RouterClient(routers, timeout_s=timeout_s, tls=tls)
-        self.linger_s = linger_ms / 1000
-        self.batch_max_bytes = batch_max_bytes
-        self.batch_max_messages = batch_max_messages
         self.retry_timeout_s = retry_timeout_s
         self.timeout_s = timeout_s
         self.idempotent = idempotent
-        self.max_in_flight_batches = max_in_flight_batches
         # msg_ids as NATS's nuid makes them: a random prefix per client and a counter (~0.3 us each).
         self._msg_id_prefix = secrets.token_urlsafe(12)
         self._msg_counter = itertools.count(1)
         self._routes: dict[str, router_pb2.QueryRouteResponse] = {}
         self._round_robin: dict[str, itertools.cycle[int]] = {}
         self._nodes: dict[str, NodeClient] = {}
-        self._batches: dict[tuple[str, int, int], _Batch] = {}
-        self._in_flight: set[asyncio.Task[None]] = set()
-        self._in_flight_per_key: dict[tuple[str, int, int], int] = {}  # batches out, by batch key
-        self._pending = asyncio.Semaphore(max_pending_messages)
+        limits = BatchLimits(
+            linger_ms / 1000, batch_max_bytes, batch_max_messages, max_pending_messages, max_in_flight_batches
+        )
+        self._batcher = PublishBatcher(limits, self._send_publish_batch)  # publishing (weir.batching)
         self._subscriptions: set[Subscription] = set()
         self._closed = False
 
@@ -436,196 +334,17 @@ class Client:
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms
             entry.hold = hold
-        await self._pending.acquire()
-        future: asyncio.Future[PublishAck] = asyncio.get_running_loop().create_future()
-        future.add_done_callback(lambda _: self._pending.release())
-        size = len(payload) + len(subject) + 16
-        batch_key = (stream, chosen, level)
-        batch = self._batches.get(batch_key)
-        if batch is None:
-            batch = self._batches[batch_key] = _Batch(stream, chosen, level)
-            batch.timer = asyncio.get_running_loop().call_later(self.linger_s, self._linger_passed, batch_key)
-        batch.items.append(_Pending(entry, future, size))
-        batch.size += size
-        if len(batch.items) >= self.batch_max_messages or batch.size >= self.batch_max_bytes:
-            self._send(batch_key)
-        return future
+        return await self._batcher.enqueue(stream, chosen, level, entry)
 
-    def _linger_passed(self, batch_key: tuple[str, int, int]) -> None:
-        """The batch's linger timer: send it, unless `max_in_flight_batches` of its key are out; then
-        it keeps filling and `_batch_answered` sends it."""
-        batch = self._batches.get(batch_key)
-        if batch is None:
-            return
-        batch.timer = None
-        batch.lingered = True
-        if self.max_in_flight_batches and self._in_flight_per_key.get(batch_key, 0) >= self.max_in_flight_batches:
-            return
-        self._send(batch_key)
-
-    def _send(self, batch_key: tuple[str, int, int]) -> None:
-        batch = self._batches.pop(batch_key, None)
-        if batch is None:
-            return
-        if batch.timer is not None:
-            batch.timer.cancel()
-        self._in_flight_per_key[batch_key] = self._in_flight_per_key.get(batch_key, 0) + 1
-        task = asyncio.get_running_loop().create_task(self._send_batch(batch))
-        self._in_flight.add(task)
-        task.add_done_callback(functools.partial(self._batch_answered, batch_key))
-
-    def _batch_answered(self, batch_key: tuple[str, int, int], task: asyncio.Task[None]) -> None:
-        """A batch's task ended (its futures are settled): count it out, and send the batch of the
-        same key that waited for it, if any."""
-        self._in_flight.discard(task)
-        left = self._in_flight_per_key.pop(batch_key) - 1
-        if left:
-            self._in_flight_per_key[batch_key] = left
-        waiting = self._batches.get(batch_key)
-        if waiting is not None and waiting.lingered:
-            self._send(batch_key)
-
-    async def _send_batch(self, batch: _Batch) -> None:
-        """Send the batch (retries and route refreshes as `on_leader`) and settle each publish's
-        future. The node rejects a whole request for one invalid entry, storing nothing, and names
-        it (`index`): that publish fails alone and the others go again without it, so a bad message
-        never fails the publishes that happened to be batched with it."""
-        items = batch.items
-        while items:
-            request = streams_pb2.PublishBatchRequest(
-                stream=batch.stream,
-                entries=[item.entry for item in items],
-                ack_level=batch.ack_level,  # type: ignore[arg-type]
-            )
-
-            async def send(
-                client: NodeClient, request: streams_pb2.PublishBatchRequest = request
-            ) -> streams_pb2.PublishBatchResponse:
-                return await client.exchange_publish_batch(request)
-
-            try:
-                response = await self.on_leader(batch.stream, batch.partition, send)
-            except BaseException as error:
-                rejected = _rejected_entry(error, len(items))
-                if rejected is not None:
-                    _settle_with_error(items[rejected : rejected + 1], error)
-                    items = items[:rejected] + items[rejected + 1 :]
-                    continue
-                _settle_with_error(items, error)
-                if not isinstance(error, Exception):
-                    raise
-                return
-            self._settle(batch.stream, items, response)
-            return
-
-    @staticmethod
-    def _settle(stream: str, items: list[_Pending], response: streams_pb2.PublishBatchResponse) -> None:
-        """Each publish's future from its result (one per item, in order)."""
-        for item, result in zip(items, response.results, strict=True):
-            if item.future.done():
-                continue
-            if result.result_code == "ok":
-                item.future.set_result(PublishAck(result.partition, result.seq, result.duplicate, result.scheduled))
-            elif result.result_code == "wrong_revision":
-                item.future.set_exception(
-                    WrongRevisionError(result.message, stream=stream, partition=result.partition, last_seq=result.seq)
-                )
-            else:
-                item.future.set_exception(WeirError.for_code(result.result_code, result.message))
+    async def _send_publish_batch(
+        self, stream: str, partition: int, request: streams_pb2.PublishBatchRequest
+    ) -> streams_pb2.PublishBatchResponse:
+        """One PublishBatch on the partition's primary, with retries and route refreshes (`on_leader`)."""
+        return await self.on_leader(stream, partition, lambda client: client.exchange_publish_batch(request))
 
     async def flush(self) -> None:
         """Send every queued batch now and wait until all in-flight batches are answered."""
-        for batch_key in list(self._batches):
-            self._send(batch_key)
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
-
-    # -- admin through the router --------------------------------------------------------------------
-
-    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
-        """Place and create a stream (idempotent for the same config); returns the effective config."""
-        response = await self._router_call("CreateStream", streams_pb2.CreateStreamRequest(config=config))
-        self._routes.pop(config.name, None)
-        return response.config  # type: ignore[no-any-return]
-
-    async def delete_stream(self, name: str) -> None:
-        await self._router_call("DeleteStream", streams_pb2.DeleteStreamRequest(name=name))
-        self._routes.pop(name, None)
-
-    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
-        return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
-
-    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
-        return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
-
-    async def list_streams(self) -> list[str]:
-        response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
-        return list(response.names)
-
-    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
-        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
-        return (await self._router_call("CreateConsumer", request)).info  # type: ignore[no-any-return]
-
-    async def delete_consumer(self, stream: str, consumer: str) -> None:
-        request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
-        await self._router_call("DeleteConsumer", request)
-
-    async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
-        request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
-        return (await self._router_call("GetConsumerInfo", request)).info  # type: ignore[no-any-return]
-
-    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
-        response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
-        return list(response.consumers)
-
-    async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
-        request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
-        return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
-
-    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
-        """A consumer group's live members and the partitions each holds. Errors:
-        NoSuchStreamError, InvalidNameError."""
-        request = router_pb2.GetGroupInfoRequest(stream=stream, group=group)
-        return await self._router_call("GetGroupInfo", request)  # type: ignore[no-any-return]
-
-    async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
-        return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
-
-    def move_partition(
-        self, stream: str, partition: int, from_node_id: str, to_node_id: str, *, catch_up_timeout_ms: int = 0
-    ) -> AsyncIterator[router_pb2.MoveProgress]:
-        """Move a partition's copy from one node to another while it serves (Router.MovePartition):
-        yields each step's progress (add_copy, catch_up every second, hand_over, remove_copy, done).
-        Errors (raised as it iterates): InvalidArgumentError, NoSuchStreamError,
-        FailedPreconditionError (pinned, no copy there, target down or already holding one, the
-        placement changed meanwhile: run it again), UnavailableError, PermissionDeniedError."""
-        request = router_pb2.MovePartitionRequest(
-            stream=stream,
-            partition=partition,
-            from_node_id=from_node_id,
-            to_node_id=to_node_id,
-            catch_up_timeout_ms=catch_up_timeout_ms,
-        )
-        return self.router.stream("MovePartition", request)
-
-    async def plan_rebalance(self, max_moves: int = 0) -> router_pb2.PlanRebalanceResponse:
-        """Router.PlanRebalance: the moves that even out copies and primaries over the alive nodes
-        (nothing is moved; run each with `move_partition`), and each node's share before and after."""
-        request = router_pb2.PlanRebalanceRequest(max_moves=max_moves)
-        return await self._router_call("PlanRebalance", request)  # type: ignore[no-any-return]
-
-    async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
-        """Pin (or unpin) a partition: no move and no preferred-leader rebalance touches a pinned
-        one. Returns the stream's pinned partitions. Errors: NoSuchStreamError, InvalidArgumentError."""
-        request = router_pb2.SetPartitionPinnedRequest(stream=stream, partition=partition, pinned=pinned)
-        response = await self._router_call("SetPartitionPinned", request)
-        return list(response.pinned_partitions)
-
-    async def start_scrub(self) -> router_pb2.StartScrubResponse:
-        """Start a scrub pass on every alive node now (Router.StartScrub); `cluster_info()` shows
-        each node's scrub_passes grow by one when its pass ends. Errors: PermissionDeniedError
-        without admin on every stream (with an auth file)."""
-        return await self._router_call("StartScrub", router_pb2.StartScrubRequest())  # type: ignore[no-any-return]
+        await self._batcher.flush()
 
     # -- consuming -----------------------------------------------------------------------------------
 

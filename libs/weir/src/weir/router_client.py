@@ -1,0 +1,182 @@
+"""weir.v1.Router from the SDK: `RouterClient` (a set of routers, moving on to the next while one is
+unreachable) and `RouterAdmin`, the stream, consumer and cluster admin calls of `weir.cluster.Client`
+(each one Router call, with the client's retries; streams.proto and router.proto give the shapes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+
+from weir import tls as tls_module
+from weir.client import CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, typed_stream
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
+
+
+def router_addresses(routers: str | Sequence[str]) -> list[str]:
+    """Router addresses from "host:port", "host:port,host:port" or a list of "host:port".
+    Errors: InvalidArgumentError naming the address that is not host:port."""
+    items = routers.split(",") if isinstance(routers, str) else list(routers)
+    addresses = [item.strip() for item in items if item.strip()]
+    if not addresses:
+        raise InvalidArgumentError("give at least one router address (host:port)")
+    for address in addresses:
+        host, colon, port = address.rpartition(":")
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise InvalidArgumentError(f"router address {address!r} is not host:port (port 1-65535)")
+    return addresses
+
+
+class RouterClient:
+    """weir.v1.Router on a set of routers: a call goes to the current router and moves on to the
+    next one when that router is unreachable."""
+
+    def __init__(
+        self,
+        addresses: str | Sequence[str],
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
+    ) -> None:
+        self.addresses = router_addresses(addresses)
+        self.timeout_s = timeout_s
+        self.tls = tls
+        self._index = 0
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    @property
+    def address(self) -> str:
+        return self.addresses[self._index % len(self.addresses)]
+
+    def _stub(self) -> router_pb2_grpc.RouterStub:
+        address = self.address
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = tls_module.aio_channel(address, CHANNEL_OPTIONS, self.tls)
+        return router_pb2_grpc.RouterStub(channel)
+
+    async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        """One call, tried on each router in turn while they are unreachable."""
+        last: WeirError | None = None
+        for _ in range(len(self.addresses)):
+            stub = self._stub()
+            try:
+                return await getattr(stub, method)(request, timeout=timeout_s or self.timeout_s)
+            except grpc.aio.AioRpcError as raw:
+                error = WeirError.from_rpc_error(raw)
+                if not isinstance(error, UnavailableError):
+                    raise error from None
+                last = error
+                self._index += 1  # that router is gone or restarting: try the next
+        assert last is not None
+        raise last
+
+    def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
+        """The items of a server-streaming call on the current router (no retry: a long call such
+        as MovePartition is the caller's to run again); failures raise typed errors."""
+        return typed_stream(getattr(self._stub(), method), request)
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
+        self._channels.clear()
+
+
+class RouterAdmin:
+    """The admin calls `Client` makes through the router. A client gives `router`, its route cache
+    `_routes` (a create or delete forgets the stream's route) and `_router_call` (one call with
+    its retries)."""
+
+    router: RouterClient
+    _routes: dict[str, router_pb2.QueryRouteResponse]
+
+    async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
+        raise NotImplementedError
+
+    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
+        """Place and create a stream (idempotent for the same config); returns the effective config."""
+        response = await self._router_call("CreateStream", streams_pb2.CreateStreamRequest(config=config))
+        self._routes.pop(config.name, None)
+        return response.config  # type: ignore[no-any-return]
+
+    async def delete_stream(self, name: str) -> None:
+        await self._router_call("DeleteStream", streams_pb2.DeleteStreamRequest(name=name))
+        self._routes.pop(name, None)
+
+    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
+
+    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
+
+    async def list_streams(self) -> list[str]:
+        response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
+        return list(response.names)
+
+    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
+        return (await self._router_call("CreateConsumer", request)).info  # type: ignore[no-any-return]
+
+    async def delete_consumer(self, stream: str, consumer: str) -> None:
+        request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
+        await self._router_call("DeleteConsumer", request)
+
+    async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
+        return (await self._router_call("GetConsumerInfo", request)).info  # type: ignore[no-any-return]
+
+    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
+        return list(response.consumers)
+
+    async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
+        request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
+        return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
+
+    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
+        """A consumer group's live members and the partitions each holds. Errors:
+        NoSuchStreamError, InvalidNameError."""
+        request = router_pb2.GetGroupInfoRequest(stream=stream, group=group)
+        return await self._router_call("GetGroupInfo", request)  # type: ignore[no-any-return]
+
+    async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
+        return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
+
+    def move_partition(
+        self, stream: str, partition: int, from_node_id: str, to_node_id: str, *, catch_up_timeout_ms: int = 0
+    ) -> AsyncIterator[router_pb2.MoveProgress]:
+        """Move a partition's copy from one node to another while it serves (Router.MovePartition):
+        yields each step's progress (add_copy, catch_up every second, hand_over, remove_copy, done).
+        Errors (raised as it iterates): InvalidArgumentError, NoSuchStreamError,
+        FailedPreconditionError (pinned, no copy there, target down or already holding one, the
+        placement changed meanwhile: run it again), UnavailableError, PermissionDeniedError."""
+        request = router_pb2.MovePartitionRequest(
+            stream=stream,
+            partition=partition,
+            from_node_id=from_node_id,
+            to_node_id=to_node_id,
+            catch_up_timeout_ms=catch_up_timeout_ms,
+        )
+        return self.router.stream("MovePartition", request)
+
+    async def plan_rebalance(self, max_moves: int = 0) -> router_pb2.PlanRebalanceResponse:
+        """Router.PlanRebalance: the moves that even out copies and primaries over the alive nodes
+        (nothing is moved; run each with `move_partition`), and each node's share before and after."""
+        request = router_pb2.PlanRebalanceRequest(max_moves=max_moves)
+        return await self._router_call("PlanRebalance", request)  # type: ignore[no-any-return]
+
+    async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
+        """Pin (or unpin) a partition: no move and no preferred-leader rebalance touches a pinned
+        one. Returns the stream's pinned partitions. Errors: NoSuchStreamError, InvalidArgumentError."""
+        request = router_pb2.SetPartitionPinnedRequest(stream=stream, partition=partition, pinned=pinned)
+        response = await self._router_call("SetPartitionPinned", request)
+        return list(response.pinned_partitions)
+
+    async def start_scrub(self) -> router_pb2.StartScrubResponse:
+        """Start a scrub pass on every alive node now (Router.StartScrub); `cluster_info()` shows
+        each node's scrub_passes grow by one when its pass ends. Errors: PermissionDeniedError
+        without admin on every stream (with an auth file)."""
+        return await self._router_call("StartScrub", router_pb2.StartScrubRequest())  # type: ignore[no-any-return]
