@@ -33,7 +33,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from weir.v1 import internal_pb2, types_pb2
-from weir_partition_node.replica import fetch_linger_ms
+from weir_partition_node.replica_primary import fetch_linger_ms
 from weir_partition_node.retention import SCAN_CHUNK_ROWS, plan_replica_edits, rows_below
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import RowInfo

@@ -72,15 +72,15 @@ class PublishBatcher:
         self._pending = asyncio.Semaphore(limits.max_pending_messages)
 
     async def enqueue(
-        self, stream: str, partition: int, ack_level: int, entry: streams_pb2.PublishEntry
+        self, stream: str, partition: int, ack_level: int, entry: streams_pb2.PublishEntry, size: int
     ) -> asyncio.Future[PublishAck]:
-        """Queue `entry` for (stream, partition, ack_level) and return the future of its ack;
-        waits only while `max_pending_messages` publishes are unanswered."""
+        """Queue `entry` (about `size` bytes on the wire) for (stream, partition, ack_level) and
+        return the future of its ack; waits only while `max_pending_messages` publishes are
+        unanswered."""
         await self._pending.acquire()
         loop = asyncio.get_running_loop()
         future: asyncio.Future[PublishAck] = loop.create_future()
         future.add_done_callback(lambda _: self._pending.release())
-        size = len(entry.payload) + len(entry.subject) + 16
         batch_key = (stream, partition, ack_level)
         batch = self._batches.get(batch_key)
         if batch is None:

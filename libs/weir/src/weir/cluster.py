@@ -334,7 +334,8 @@ class Client(RouterAdmin):
             entry.delay_ms = delay_ms
             entry.deliver_at_ms = deliver_at_ms
             entry.hold = hold
-        return await self._batcher.enqueue(stream, chosen, level, entry)
+        size = len(payload) + len(subject) + 16  # from the caller's objects: no copy out of the entry
+        return await self._batcher.enqueue(stream, chosen, level, entry, size)
 
     async def _send_publish_batch(
         self, stream: str, partition: int, request: streams_pb2.PublishBatchRequest

@@ -171,7 +171,7 @@ class LeadershipHandover:
         changes no more). None when done or nothing to do, else what went wrong."""
         if to_self or self.ship_consumers is None:
             return None
-        snapshots = self.replicas.consumer_snapshots(
+        snapshots = self.replicas.primary.consumer_snapshots(
             internal_pb2.GetConsumerSnapshotsRequest(
                 stream=request.stream, partition=request.partition, leader_epoch=epoch
             )

@@ -316,7 +316,7 @@ class Partition:
     @property
     def appends_pending(self) -> bool:
         """Whether a publish is queued or in the group commit being written: records are about to be
-        appended (a primary's follower fetch may wait for them, `replica.fetch_linger_ms`)."""
+        appended (a primary's follower fetch may wait for them, `replica_primary.fetch_linger_ms`)."""
         return self._commits.appends_pending
 
     @property

@@ -13,8 +13,10 @@ set, and the Replication service's transport-neutral core.
 - **In-sync set.** The primary's `InSyncTracker` hears each follower's applied seq with every
   FetchReplication; `maintain` persists in-sync changes in Redis (compare-and-set on the epoch)
   before applying them, so the controller never promotes a replica the primary stopped waiting for.
-- **The secondary's side** (the pushes that change its copy: ReplicateMessage, ReplicateTruncate,
-  ReplicateWorkQueueAck, ReplicateConsumerState) is `ReplicaManager.secondary`, replica_secondary.py.
+- **The primary's side** (FetchReplication, GetConsumerSnapshots) is `ReplicaManager.primary`,
+  replica_primary.py; **the secondary's side** (the pushes that change its copy: ReplicateMessage,
+  ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState) is `ReplicaManager.secondary`,
+  replica_secondary.py.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import logging
 
 from redis.exceptions import RedisError
 from weir.errors import (
-    InvalidArgumentError,
     NoSuchStreamError,
     WeirError,
 )
@@ -42,55 +43,12 @@ from weir_partition_node.commit_items import (
 from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
-from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
+from weir_partition_node.replica_primary import PrimaryReplication
 from weir_partition_node.replica_secondary import SecondaryReplication
-from weir_partition_node.replication_batches import add_records
 from weir_partition_node.streamconfig import hosted_partitions
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_FETCH_MESSAGES = 1000
-DEFAULT_FETCH_BYTES = 4 * 1024 * 1024
-MAX_FETCH_WAIT_MS = 30_000
-# Followers one FetchReplication may speak for (follower_node_id and sharing_node_ids): a partition
-# has at most 16 copies.
-MAX_FETCH_FOLLOWERS = 16
-
-
-def fetching_followers(request: internal_pb2.FetchReplicationRequest) -> list[str]:
-    """The secondaries a fetch reports at `follower_last_seq`: follower_node_id, then
-    sharing_node_ids. Errors: InvalidArgumentError for a missing or repeated node id, or more than
-    MAX_FETCH_FOLLOWERS of them."""
-    if not request.follower_node_id:
-        raise InvalidArgumentError("follower_node_id: required")
-    followers = [request.follower_node_id, *request.sharing_node_ids]
-    if len(followers) > MAX_FETCH_FOLLOWERS:
-        raise InvalidArgumentError(
-            f"sharing_node_ids: at most {MAX_FETCH_FOLLOWERS - 1}, got {len(request.sharing_node_ids)}"
-        )
-    if len(set(followers)) != len(followers) or "" in followers:
-        raise InvalidArgumentError("sharing_node_ids: each must be a node id, distinct and other than follower_node_id")
-    return followers
-
-
-def fetch_linger_ms(
-    *, appends_pending: bool, records_ready: int, max_messages: int, max_wait_ms: int, replication_linger_ms: int
-) -> int:
-    """How long (ms) a primary holds a follower fetch's answer before it reads the records: while a
-    group commit with appends is in flight (`appends_pending`) and the answer is not full yet
-    (`records_ready` < `max_messages`), until that commit is durable (the wait ends then), at most
-    `replication_linger_ms` and never longer than the fetch may wait (`max_wait_ms`; 0 = not at all).
-    Otherwise 0: an idle partition answers at once.
-
-    Why: a replication round (fetch, a push to each follower, a commit on each) costs the same per
-    call whatever it carries, so under load two commits in one round cost about half of two
-    rounds; the records of the first commit wait at most for the second's write (measured in
-    docs/benchmarks.md, "Replicas 3: a fetch waits for the commit in flight"). Ack-all waiters are
-    not held: the fetch's progress report is applied before the wait."""
-    if not appends_pending or records_ready >= max_messages:
-        return 0
-    return min(replication_linger_ms, max_wait_ms)
 
 
 class ReplicaManager:
@@ -105,6 +63,8 @@ class ReplicaManager:
         self._cas = membership.raw.register_script(IN_SYNC_CAS)
         # ReplicateMessage, ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState.
         self.secondary = SecondaryReplication(node, refresh_stream=self.refresh_stream, check_epoch=self.check_epoch)
+        # FetchReplication(Stream) and GetConsumerSnapshots.
+        self.primary = PrimaryReplication(node, membership, check_epoch=self.check_epoch, maybe_join=self._maybe_join)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -406,108 +366,6 @@ class ReplicaManager:
                 f"this replica is at leader epoch {partition.leader_epoch}, not yet {epoch}; retry",
             )
         return None
-
-    async def fetch_replication(
-        self, request: internal_pb2.FetchReplicationRequest
-    ) -> internal_pb2.FetchReplicationResponse:
-        """Primary: record the progress of the followers the fetch speaks for (all at
-        follower_last_seq), then return the records after it."""
-        response = internal_pb2.FetchReplicationResponse(result_code=ReplicationResult.OK)
-        if request.max_messages > MAX_READ_MESSAGES:
-            raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
-        if request.max_wait_ms > MAX_FETCH_WAIT_MS:
-            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
-        check_max_bytes(request.max_bytes)
-        followers = fetching_followers(request)
-        partition = self.node.hosted_partition(request.stream, request.partition)
-        refusal = self.check_epoch(partition, request.leader_epoch)
-        if refusal is None and not partition.leading:
-            refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition"
-        if refusal is None and not self.membership.lease_valid():
-            refusal = ReplicationResult.NOT_LEADER, str(self.node.lease_expired())
-        if refusal is not None:
-            response.result_code, response.message = refusal
-            response.leader_epoch = partition.leader_epoch
-            return response
-        tracker = partition.tracker
-        if tracker is not None:
-            now_ms = monotonic_ms()
-            for follower in followers:
-                tracker.report(follower, request.follower_last_seq, partition.last_seq, now_ms)
-            partition.update_high_watermark()
-            self._maybe_join(request.stream, partition)
-            partition.batch_cache.forget_through(
-                min((follower.last_seq for follower in tracker.followers.values()), default=0)
-            )
-        max_messages = request.max_messages or DEFAULT_FETCH_MESSAGES
-        max_bytes = request.max_bytes or DEFAULT_FETCH_BYTES
-        start = request.follower_last_seq + 1
-        if start > partition.last_seq and request.max_wait_ms:
-            # The followers hold everything: they stay caught up while this fetch waits (replication.py).
-            parked = [follower for follower in followers if tracker is not None and tracker.park(follower)]
-            try:
-                wait = partition.wait_for_appends if request.wait_for_records_only else partition.wait_for_work
-                await wait(request.max_wait_ms / 1000)
-            finally:
-                if tracker is not None:
-                    now_ms = monotonic_ms()
-                    for follower in parked:
-                        tracker.unpark(follower, now_ms)
-        linger_ms = fetch_linger_ms(
-            appends_pending=partition.appends_pending,
-            records_ready=partition.last_seq - request.follower_last_seq,
-            max_messages=max_messages,
-            max_wait_ms=request.max_wait_ms,
-            replication_linger_ms=self.node.settings.replication_linger_ms,
-        )
-        if linger_ms:
-            metrics.REPLICATION_FETCH_LINGERS.inc()
-            await partition.wait_for_appends(linger_ms / 1000)
-        add_records(response, partition, request, max_messages, max_bytes)
-        response.first_seq = partition.first_seq
-        response.last_seq = partition.last_seq
-        response.high_watermark = partition.high_watermark
-        response.leader_epoch = partition.leader_epoch
-        if tracker is not None:
-            response.in_sync_node_ids.extend(tracker.in_sync_sorted())
-        response.sharing_reported = bool(request.sharing_node_ids)
-        return response
-
-    def consumer_snapshots(
-        self, request: internal_pb2.GetConsumerSnapshotsRequest
-    ) -> internal_pb2.GetConsumerSnapshotsResponse:
-        """Primary: the committed state of every consumer in one partition (read from the log)."""
-        partition = self.node.hosted_partition(request.stream, request.partition)
-        response = internal_pb2.GetConsumerSnapshotsResponse(result_code=ReplicationResult.OK)
-        refusal = self.check_epoch(partition, request.leader_epoch)
-        if refusal is None and not partition.leading:
-            refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition"
-        if refusal is not None:
-            response.result_code, response.message = refusal
-            return response
-        for name, stored in sorted(partition.log.load_consumers().items()):
-            delivered, acked, redelivered, dead_lettered, dropped, termed = stored.totals
-            snapshot = response.snapshots.add(
-                consumer=name,
-                partition=partition.index,
-                ack_floor=stored.ack_floor,
-                last_delivered=stored.last_delivered,
-                delivered=delivered,
-                acked=acked,
-                redelivered=redelivered,
-                dead_lettered=dead_lettered,
-                dropped=dropped,
-                termed=termed,
-                last_per_subject_until=stored.last_per_subject_until,
-            )
-            for seq, delivered_at_ms, deliver_count, redeliver_at_ms in stored.pending:
-                snapshot.pending.add(
-                    seq=seq,
-                    delivered_at_ms=delivered_at_ms,
-                    deliver_count=deliver_count,
-                    redeliver_at_ms=redeliver_at_ms,
-                )
-        return response
 
     # -- secondary side ---------------------------------------------------------------------------------
 

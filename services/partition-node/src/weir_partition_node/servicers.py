@@ -628,15 +628,15 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
 
     @unary
     async def FetchReplication(self, request: internal_pb2.FetchReplicationRequest, context: Any) -> Any:
-        return await self.replicas.fetch_replication(request)
+        return await self.replicas.primary.fetch_replication(request)
 
     @lockstep
     async def FetchReplicationStream(self, request: internal_pb2.FetchReplicationRequest) -> Any:
-        return await self.replicas.fetch_replication(request)
+        return await self.replicas.primary.fetch_replication(request)
 
     @unary
     async def GetConsumerSnapshots(self, request: internal_pb2.GetConsumerSnapshotsRequest, context: Any) -> Any:
-        return self.replicas.consumer_snapshots(request)
+        return self.replicas.primary.consumer_snapshots(request)
 
     @unary
     async def ReplicateStreamCreate(self, request: internal_pb2.ReplicateStreamCreateRequest, context: Any) -> Any:
