@@ -34,7 +34,9 @@ from weir_server.internal_clients import ReplicationClient
 from weir_server.replication import ReplicationResult
 
 from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
+from weir_partition_node.partition import Partition
 from weir_partition_node.replica import ReplicaManager
 
 logger = logging.getLogger(__name__)
@@ -102,16 +104,9 @@ class LeadershipHandover:
         stream = self.node.hosted_stream(request.stream)
         assert stream is not None  # hosted_partition found it
         async with self.replicas.stream_lock(request.stream):
-            refusal = self.replicas.check_epoch(partition, request.leader_epoch)
+            refusal = self._refusal(request, partition, stream)
             tracker = partition.tracker
-            if refusal is None and (not partition.leading or request.partition not in stream.led_set):
-                refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition now"
             to_self = request.to_node_id == self.node.node_id
-            if refusal is None and not to_self and (tracker is None or request.to_node_id not in tracker.in_sync):
-                refusal = (
-                    ReplicationResult.NOT_IN_SYNC,
-                    f"{request.to_node_id} is not an in-sync replica of this partition",
-                )
             response.leader_epoch = partition.leader_epoch
             if refusal is not None:
                 response.result_code, response.message = refusal
@@ -144,14 +139,7 @@ class LeadershipHandover:
                 response.result_code = ReplicationResult.TIMEOUT
                 response.message = f"{not_handed}; this node leads again"
                 return response
-            key = (request.stream, request.partition)
-            previous = self._unfence.pop(key, None)
-            if previous is not None:
-                previous.cancel()
-            delay_s = max(0.0, (deadline_ms - monotonic_ms()) / 1000)
-            self._unfence[key] = asyncio.get_running_loop().call_later(
-                delay_s, self._lead_again, request.stream, request.partition, epoch
-            )
+            self._lead_again_at(deadline_ms, request.stream, request.partition, epoch)
             response.result_code = ReplicationResult.OK
             response.last_seq = partition.last_seq
             logger.info(
@@ -163,6 +151,33 @@ class LeadershipHandover:
                 epoch,
             )
             return response
+
+    def _refusal(
+        self, request: internal_pb2.TransferLeadershipRequest, partition: Partition, stream: Stream
+    ) -> tuple[ReplicationResult, str] | None:
+        """Why this node must not hand the partition over now, else None: another leader epoch, it
+        does not lead the partition, or the target is not an in-sync replica (or this node)."""
+        refusal = self.replicas.check_epoch(partition, request.leader_epoch)
+        tracker = partition.tracker
+        if refusal is None and (not partition.leading or request.partition not in stream.led_set):
+            refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition now"
+        to_self = request.to_node_id == self.node.node_id
+        if refusal is None and not to_self and (tracker is None or request.to_node_id not in tracker.in_sync):
+            refusal = (
+                ReplicationResult.NOT_IN_SYNC,
+                f"{request.to_node_id} is not an in-sync replica of this partition",
+            )
+        return refusal
+
+    def _lead_again_at(self, deadline_ms: int, stream: str, partition: int, epoch: int) -> None:
+        """Unfence the partition at `deadline_ms` (monotonic) if no new epoch came by then; replaces
+        an earlier handover's timer of the same partition."""
+        key = (stream, partition)
+        previous = self._unfence.pop(key, None)
+        if previous is not None:
+            previous.cancel()
+        delay_s = max(0.0, (deadline_ms - monotonic_ms()) / 1000)
+        self._unfence[key] = asyncio.get_running_loop().call_later(delay_s, self._lead_again, stream, partition, epoch)
 
     async def _hand_consumers(
         self, request: internal_pb2.TransferLeadershipRequest, epoch: int, to_self: bool, deadline_ms: int

@@ -139,68 +139,90 @@ class ReplicaManager:
                 return []  # no copy of the stream is left here
             changed = [index for index in changed if index in stream.partitions]
             if changed:
-                # Stop leading the changed partitions first: no write may land while they truncate.
-                stream.fenced -= set(changed)  # a handover's fence ends with the epoch it fenced
-                stream.set_led(set(stream.led) - set(changed))
-                epochs: dict[int, int] = {}
-                for index in changed:
-                    partition = stream.partitions[index]
-                    entry = placement.partitions[index]
-                    history = [(item.leader_epoch, item.start_seq) for item in entry.epoch_starts]
-                    partition.set_role(leading=False, leader_epoch=entry.leader_epoch, tracker=None, min_insync=1)
-                    # A commit decided while it still led may be landing now: let it land (what is
-                    # queued behind it is refused) before judging where the log ends, or its records
-                    # would survive the truncation as a divergent tail.
-                    await partition.drain()
-                    keep = valid_log_end(partition.replica_epoch, partition.last_seq, history)
-                    if keep < partition.last_seq:
-                        dropped = await partition.replica_edit(TruncateTail(keep))
-                        logger.warning(
-                            "%s/%d: truncated a divergent tail of %d message(s) after seq %d (epoch %d -> %d)",
-                            name,
-                            index,
-                            dropped,
-                            keep,
-                            partition.replica_epoch,
-                            entry.leader_epoch,
-                        )
-                        metrics.DIVERGENT_TRUNCATED.labels(name, str(index)).inc(dropped)
-                    partition.replication.clamp(partition.last_seq)
-                    epochs[index] = entry.leader_epoch
-                await self.node.catalog.set_replica_state(name, placement.SerializeToString(), epochs)
-                for index in changed:
-                    stream.partitions[index].adopt_replica_epoch(epochs[index])
+                await self._enter_epochs(stream, placement, changed)
             stream.placement = placement
             led = {
                 index for index in stream.partitions if placement.partitions[index].primary_node_id == self.node.node_id
             }
             for index in changed:
-                partition = stream.partitions[index]
-                entry = placement.partitions[index]
-                tracker = None
-                if index in led:
-                    in_sync = await self._stored_in_sync(name, index, entry)
-                    tracker = self.node.new_tracker(stream.config, entry, in_sync, partition.high_watermark)
-                partition.set_role(
-                    leading=index in led,
-                    leader_epoch=entry.leader_epoch,
-                    tracker=tracker,
-                    min_insync=stream.config.min_insync_replicas or 1,
-                )
-                metrics.LEADER_CHANGES.labels(name, str(index)).inc()
-                if index in led and primaries_before.get(index) != self.node.node_id:
-                    await self.node.record_leadership(name, index, entry)
-                logger.info(
-                    "%s/%d: %s under leader epoch %d (log %d..%d)",
-                    name,
-                    index,
-                    "leading" if index in led else f"following {entry.primary_node_id}",
-                    entry.leader_epoch,
-                    partition.first_seq,
-                    partition.last_seq,
+                await self._take_role(
+                    stream, index, placement.partitions[index], leading=index in led, primaries_before=primaries_before
                 )
             stream.set_led(led)
             return [self.state_of(partition) for partition in stream.partitions.values()]
+
+    async def _enter_epochs(self, stream: Stream, placement: types_pb2.StreamPlacement, changed: list[int]) -> None:
+        """The `changed` partitions (a newer leader epoch in `placement`) stop leading first, so no
+        write lands while they truncate; each drops the tail its log holds beyond what the new
+        epoch's history keeps (`valid_log_end`); the new epochs are stored with the placement, and
+        only then adopted."""
+        name = stream.name
+        stream.fenced -= set(changed)  # a handover's fence ends with the epoch it fenced
+        stream.set_led(set(stream.led) - set(changed))
+        epochs: dict[int, int] = {}
+        for index in changed:
+            partition = stream.partitions[index]
+            entry = placement.partitions[index]
+            history = [(item.leader_epoch, item.start_seq) for item in entry.epoch_starts]
+            partition.set_role(leading=False, leader_epoch=entry.leader_epoch, tracker=None, min_insync=1)
+            # A commit decided while it still led may be landing now: let it land (what is
+            # queued behind it is refused) before judging where the log ends, or its records
+            # would survive the truncation as a divergent tail.
+            await partition.drain()
+            keep = valid_log_end(partition.replica_epoch, partition.last_seq, history)
+            if keep < partition.last_seq:
+                dropped = await partition.replica_edit(TruncateTail(keep))
+                logger.warning(
+                    "%s/%d: truncated a divergent tail of %d message(s) after seq %d (epoch %d -> %d)",
+                    name,
+                    index,
+                    dropped,
+                    keep,
+                    partition.replica_epoch,
+                    entry.leader_epoch,
+                )
+                metrics.DIVERGENT_TRUNCATED.labels(name, str(index)).inc(dropped)
+            partition.replication.clamp(partition.last_seq)
+            epochs[index] = entry.leader_epoch
+        await self.node.catalog.set_replica_state(name, placement.SerializeToString(), epochs)
+        for index in changed:
+            stream.partitions[index].adopt_replica_epoch(epochs[index])
+
+    async def _take_role(
+        self,
+        stream: Stream,
+        index: int,
+        entry: types_pb2.PartitionPlacement,
+        *,
+        leading: bool,
+        primaries_before: dict[int, str],
+    ) -> None:
+        """Lead (with an in-sync tracker from the stored in-sync set) or follow the partition under
+        `entry`'s epoch; a new lead is recorded in the change feed."""
+        name = stream.name
+        partition = stream.partitions[index]
+        tracker = None
+        if leading:
+            in_sync = await self._stored_in_sync(name, index, entry)
+            tracker = self.node.new_tracker(stream.config, entry, in_sync, partition.high_watermark)
+        partition.set_role(
+            leading=leading,
+            leader_epoch=entry.leader_epoch,
+            tracker=tracker,
+            min_insync=stream.config.min_insync_replicas or 1,
+        )
+        metrics.LEADER_CHANGES.labels(name, str(index)).inc()
+        if leading and primaries_before.get(index) != self.node.node_id:
+            await self.node.record_leadership(name, index, entry)
+        logger.info(
+            "%s/%d: %s under leader epoch %d (log %d..%d)",
+            name,
+            index,
+            "leading" if leading else f"following {entry.primary_node_id}",
+            entry.leader_epoch,
+            partition.first_seq,
+            partition.last_seq,
+        )
 
     async def _adopt_hosting(self, stream: Stream, placement: types_pb2.StreamPlacement) -> bool:
         """Open the partitions `placement` newly gives this node and remove the copies it no longer
