@@ -104,9 +104,9 @@ class LeadershipHandover:
         stream = self.node.hosted_stream(request.stream)
         assert stream is not None  # hosted_partition found it
         async with self.replicas.stream_lock(request.stream):
-            refusal = self._refusal(request, partition, stream)
-            tracker = partition.tracker
             to_self = request.to_node_id == self.node.node_id
+            refusal = self._refusal(request, partition, stream, to_self=to_self)
+            tracker = partition.tracker
             response.leader_epoch = partition.leader_epoch
             if refusal is not None:
                 response.result_code, response.message = refusal
@@ -153,7 +153,7 @@ class LeadershipHandover:
             return response
 
     def _refusal(
-        self, request: internal_pb2.TransferLeadershipRequest, partition: Partition, stream: Stream
+        self, request: internal_pb2.TransferLeadershipRequest, partition: Partition, stream: Stream, *, to_self: bool
     ) -> tuple[ReplicationResult, str] | None:
         """Why this node must not hand the partition over now, else None: another leader epoch, it
         does not lead the partition, or the target is not an in-sync replica (or this node)."""
@@ -161,7 +161,6 @@ class LeadershipHandover:
         tracker = partition.tracker
         if refusal is None and (not partition.leading or request.partition not in stream.led_set):
             refusal = ReplicationResult.NOT_LEADER, f"node {self.node.node_id} does not lead this partition now"
-        to_self = request.to_node_id == self.node.node_id
         if refusal is None and not to_self and (tracker is None or request.to_node_id not in tracker.in_sync):
             refusal = (
                 ReplicationResult.NOT_IN_SYNC,
