@@ -529,7 +529,7 @@ async def test_appends_pending_covers_a_publish_from_its_queueing_to_its_commit(
     (outcome,) = await queued
     assert outcome.seq == 1
     assert not partition.appends_pending
-    fetched = asyncio.create_task(partition.fetch_ready("reader", 0, 10, 1 << 20))
+    fetched = asyncio.create_task(partition.consumer_ops.fetch_ready("reader", 0, 10, 1 << 20))
     swept = asyncio.create_task(partition.sweep())
     await asyncio.sleep(0)
     assert not partition.appends_pending
@@ -549,7 +549,7 @@ async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it
     partition = node._streams["demoted"].partitions[0]
     await publish(node, "demoted", entry())
     queued = asyncio.create_task(partition.append([PreparedEntry("s.a", b"late", (), 0, None)], 5))
-    fetch = asyncio.create_task(partition.consumer_op(partition.new_op(ConsumerOpKind.FETCH, "nobody", batch_size=1)))
+    fetch = asyncio.create_task(partition.consumer_ops.run(ConsumerOpKind.FETCH, "nobody", batch_size=1))
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     with pytest.raises(NotLeaderError, match="stopped leading it"):
         await queued

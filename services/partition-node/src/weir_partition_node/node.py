@@ -415,7 +415,7 @@ class Node:
             )
             stream.partitions[index] = partition
             for consumer in stream.consumers.values():
-                partition.restore_consumer(consumer.spec, 0, None, 0)
+                partition.consumer_ops.restore(consumer.spec, 0, None, 0)
             logger.info("%s/%d: hosted here now (a new copy, following its primary)", stream.name, index)
 
     async def drop_partitions(self, stream: Stream, indexes: Sequence[int]) -> None:

@@ -124,14 +124,14 @@ class NodeConsumers:
                 consumer = stream.consumers.get(name)
                 if consumer is None or consumer.spec.incarnation != state.incarnation:
                     logger.warning("removing stale state of consumer %s/%s/%d", stream.name, name, partition.index)
-                    await partition.consumer_op(partition.new_op(ConsumerOpKind.REMOVE, name))
+                    await partition.consumer_ops.run(ConsumerOpKind.REMOVE, name)
             memory = stream.config.storage == types_pb2.STORAGE_KIND_MEMORY
             for name, consumer in stream.consumers.items():
                 start = _of_partition(consumer.start_seqs, partition.index)
                 until = _of_partition(consumer.last_per_subject_until, partition.index)
                 if memory:  # the log restarted empty (seqs from 1 again): start within it
                     start, until = min(start, partition.last_seq), min(until, partition.last_seq)
-                partition.restore_consumer(consumer.spec, start, stored.get(name), until)
+                partition.consumer_ops.restore(consumer.spec, start, stored.get(name), until)
 
     def _consumer(self, stream: Stream, name: str) -> Consumer:
         consumer = stream.consumers.get(name)
@@ -208,7 +208,9 @@ class NodeConsumers:
             consumer = Consumer(effective, now_ms, spec, starts, until)
             stream.consumers[effective.name] = consumer
             for partition in stream.partitions.values():
-                partition.restore_consumer(spec, starts[partition.index], None, _of_partition(until, partition.index))
+                partition.consumer_ops.restore(
+                    spec, starts[partition.index], None, _of_partition(until, partition.index)
+                )
             return self.consumer_info(stream_name, effective.name)
 
     async def delete_consumer(self, stream_name: str, name: str) -> None:
@@ -228,7 +230,7 @@ class NodeConsumers:
             del stream.consumers[name]
             consumer.deleted = True
             for partition in stream.partitions.values():
-                await partition.consumer_op(partition.new_op(ConsumerOpKind.REMOVE, name))
+                await partition.consumer_ops.run(ConsumerOpKind.REMOVE, name)
 
     def consumer_info(self, stream_name: str, name: str) -> types_pb2.ConsumerInfo:
         stream = self._stream(stream_name)
@@ -297,7 +299,9 @@ class NodeConsumers:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
-            deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, max_bytes, ack_wait_ms)
+            deliveries = await partition.consumer_ops.fetch_ready(
+                name, self._clock.now_ms(), batch_size, max_bytes, ack_wait_ms
+            )
             if deliveries:
                 return deliveries
             remaining = deadline - loop.time()
@@ -318,9 +322,7 @@ class NodeConsumers:
         """Acknowledge one pending seq (only its delivery `deliver_count` when > 0: a receipt
         handle's). Errors: NotPendingError (also for a stale delivery) and those of `fetch`."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        await partition.consumer_op(
-            partition.new_op(ConsumerOpKind.ACK, name, seqs=[seq], deliver_counts=_bound(deliver_count))
-        )
+        await partition.consumer_ops.run(ConsumerOpKind.ACK, name, seqs=[seq], deliver_counts=_bound(deliver_count))
 
     async def ack_batch(
         self, stream_name: str, name: str, index: int, seqs: Sequence[int], deliver_counts: Sequence[int] = ()
@@ -335,8 +337,8 @@ class NodeConsumers:
         if deliver_counts and len(deliver_counts) != len(seqs):
             raise InvalidArgumentError(f"deliver_counts: none, or one per seq ({len(seqs)}); got {len(deliver_counts)}")
         counts = list(deliver_counts) if any(deliver_counts) else []
-        result: list[tuple[int, str, str]] = await partition.consumer_op(
-            partition.new_op(ConsumerOpKind.ACK, name, seqs=list(seqs), strict=False, deliver_counts=counts)
+        result: list[tuple[int, str, str]] = await partition.consumer_ops.run(
+            ConsumerOpKind.ACK, name, seqs=list(seqs), strict=False, deliver_counts=counts
         )
         return result
 
@@ -348,10 +350,9 @@ class NodeConsumers:
         _, _, partition = self._consumer_partition(stream_name, name, index)
         if delay_ms > MAX_ACK_WAIT_MS:
             raise InvalidArgumentError(f"delay_ms: at most {MAX_ACK_WAIT_MS} (7 days), got {delay_ms}")
-        op = partition.new_op(
+        await partition.consumer_ops.run(
             ConsumerOpKind.NAK, name, seqs=[seq], delay_ms=delay_ms, deliver_counts=_bound(deliver_count)
         )
-        await partition.consumer_op(op)
 
     async def term(
         self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0, *, dead_letter: bool = False
@@ -368,7 +369,7 @@ class NodeConsumers:
                 consumer=name,
             )
         kind = ConsumerOpKind.DEAD_LETTER if dead_letter else ConsumerOpKind.TERM
-        await partition.consumer_op(partition.new_op(kind, name, seqs=[seq], deliver_counts=_bound(deliver_count)))
+        await partition.consumer_ops.run(kind, name, seqs=[seq], deliver_counts=_bound(deliver_count))
 
     async def seek_consumer(
         self, stream_name: str, name: str, index: int, *, seq: int = 0, time_ms: int | None = None
@@ -382,15 +383,13 @@ class NodeConsumers:
             if time_ms < 0:
                 raise InvalidArgumentError(f"time_ms: milliseconds since the Unix epoch, >= 0; got {time_ms}")
             seq = partition.log.first_seq_at_time(time_ms) or 0  # none stored at or after it: the end
-        result: tuple[int, int] = await partition.consumer_op(partition.new_op(ConsumerOpKind.SEEK, name, seqs=[seq]))
+        result: tuple[int, int] = await partition.consumer_ops.run(ConsumerOpKind.SEEK, name, seqs=[seq])
         return result
 
     async def in_progress(self, stream_name: str, name: str, index: int, seq: int) -> int:
         """Restart a pending seq's ack_wait; returns the new redeliver time (ms since the epoch)."""
         _, _, partition = self._consumer_partition(stream_name, name, index)
-        redeliver_at_ms: int = await partition.consumer_op(
-            partition.new_op(ConsumerOpKind.IN_PROGRESS, name, seqs=[seq])
-        )
+        redeliver_at_ms: int = await partition.consumer_ops.run(ConsumerOpKind.IN_PROGRESS, name, seqs=[seq])
         return redeliver_at_ms
 
     async def subscribe(
@@ -487,7 +486,9 @@ class NodeConsumers:
             delivered = False
             for partition in partitions:
                 try:
-                    deliveries = await partition.fetch_ready(name, self._clock.now_ms(), batch_size, DEFAULT_READ_BYTES)
+                    deliveries = await partition.consumer_ops.fetch_ready(
+                        name, self._clock.now_ms(), batch_size, DEFAULT_READ_BYTES
+                    )
                 except (NoSuchConsumerError, ShuttingDownError):
                     continue  # deleted or closing: the checks above end the stream
                 if deliveries:
@@ -526,9 +527,7 @@ class NodeConsumers:
                 for name, cursor in list(partition.consumers.items()):
                     if consumers.has_exhausted_due(cursor, now_ms):
                         try:
-                            await partition.consumer_op(
-                                partition.new_op(ConsumerOpKind.FETCH, name, batch_size=0, max_bytes=1)
-                            )
+                            await partition.consumer_ops.run(ConsumerOpKind.FETCH, name, batch_size=0, max_bytes=1)
                         except WeirError as error:
                             logger.warning("dead-lettering for %s/%s: %s", stream.name, name, error)
                         processed += 1

@@ -3,15 +3,16 @@
 Writes: every mutation of the partition (publish, retention sweep, change-feed trimming) is an item
 on one bounded queue, consumed by one commit loop (`CommitLoop`, partition_commit.py). The loop takes
 everything queued (up to `max_batch_messages` / `max_batch_bytes`), decides seqs and retention in the
-event loop (`decide_item`), then applies the whole batch in one transaction on a worker thread (one
-thread hop per group commit, never per message), brings this partition's cached state up to it
-(`apply_commit`) and only then resolves the callers' futures: an acknowledged publish is on disk.
+event loop, then applies the whole batch in one transaction on a worker thread (one thread hop per
+group commit, never per message), brings this partition's cached state up to it and only then
+resolves the callers' futures: an acknowledged publish is on disk. What each item decides and what a
+commit changes here is partition_effects.CommitEffects.
 
 A failed commit stores nothing, fails every caller in the batch, and makes the partition refuse
 further writes (`StorageFailedError`, sticky until restart), since the disk's state is then unknown.
 
 Consumers share the loop: fetch, ack, nak, term, in-progress and consumer removal are queue items
-too. Their decisions (`consumers.py`) change the in-memory cursors in the event loop; the changed
+too (`consumer_ops`, partition_consumer_ops.py). Their decisions (`consumers.py`) change the in-memory cursors in the event loop; the changed
 cursors and pending entries, any dead-letter appends and work-queue/interest removals go into the
 same transaction as the batch's publishes, and callers hear back only once it is durable. A fetch
 therefore returns messages whose delivery is already recorded: after a crash they are pending.
@@ -21,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
 
 from weir.errors import (
     CorruptRecordError,
@@ -38,7 +37,7 @@ from weir.v1 import types_pb2
 from weir_server.replication import InSyncTracker, ReplicationResult
 from weir_server.streamconfig import DEFAULT_DUPLICATE_WINDOW_MAX_MSGS, DEFAULT_DUPLICATE_WINDOW_MS
 
-from weir_partition_node import consumers, metrics
+from weir_partition_node import metrics
 from weir_partition_node.batch_cache import BatchCache
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
@@ -46,13 +45,8 @@ from weir_partition_node.commit_items import (
     PURGE_ALL,
     AppendItem,
     AppendOutcome,
-    CommitContext,
     CommitItem,
     CommitLimits,
-    ConsumerOp,
-    ConsumerOpKind,
-    DeliverItem,
-    Delivery,
     DropChangesItem,
     PreparedEntry,
     ReleaseItem,
@@ -63,16 +57,17 @@ from weir_partition_node.commit_items import (
     ReplicateItem,
     SweepItem,
 )
-from weir_partition_node.commit_plan import CommitPlan
-from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
+from weir_partition_node.consumers import ConsumerCursor
 from weir_partition_node.partition_appends import AppendDecisions
 from weir_partition_node.partition_commit import CommitLoop
+from weir_partition_node.partition_consumer_ops import PartitionConsumerOps
 from weir_partition_node.partition_consumers import ConsumerDecisions
+from weir_partition_node.partition_effects import CommitEffects
 from weir_partition_node.partition_replica import ReplicaDecisions
 from weir_partition_node.partition_schedule import DelayedDelivery
 from weir_partition_node.retention import LimitsBounds
 from weir_partition_node.storage import rebuild
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, StoredConsumer, checksum
+from weir_partition_node.storage.base import PartitionLog, checksum
 from weir_partition_node.waiters import wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
@@ -109,8 +104,6 @@ class Partition:
         self.stream = stream
         self.index = index
         self.log = log
-        self._feed = feed
-        self._clock = clock
         state = log.state()
         self.first_seq = state.first_seq
         self.last_seq = state.last_seq
@@ -140,44 +133,57 @@ class Partition:
         # append queued before a pause must not be stored by a primary another node may have replaced.
         self.lease_refusal = lease_refusal
         self.consumers: dict[str, ConsumerCursor] = {}
-        # Each consumer op's decision, the cursor rows a commit stores, consumer metrics.
-        self._consumer_decisions = ConsumerDecisions(self)
-        # A secondary's decisions: replicated records (log matching) and the replicator's edits.
-        self._replica_decisions = ReplicaDecisions(self)
         self._waiters: set[asyncio.Future[None]] = set()
         self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
-        self._take_backs: set[asyncio.Task[None]] = set()
         self._labels = (stream.name, str(index))
         # Labelled children resolved once: `labels()` costs ~20 us, too much for every commit.
-        self._published_messages = metrics.PUBLISHED_MESSAGES.labels(*self._labels)
-        self._published_bytes = metrics.PUBLISHED_BYTES.labels(*self._labels)
-        self._retention_removed = metrics.RETENTION_REMOVED.labels(*self._labels)
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
+        self._start_sections(feed=feed, clock=clock, executor=executor, limits=limits)
+
+    def _start_sections(
+        self, *, feed: ChangeFeedClock, clock: Clock, executor: Executor | None, limits: CommitLimits
+    ) -> None:
+        """Build each section of the partition over it and start its commit loop."""
+        # Consumer registration and ops (partition_consumer_ops.py); each op's decision, the cursor
+        # rows a commit stores and the consumer metrics (partition_consumers.py).
+        self.consumer_ops = PartitionConsumerOps(self, put=self._put)
+        consumer_decisions = ConsumerDecisions(self)
+        self._forget_consumer_metrics = consumer_decisions.forget_all_metrics
         # Delayed delivery (partition_schedule.py): the primary's schedule index and delivery timer.
         self._delayed = DelayedDelivery(
             self,
             clock=clock,
             put=self._put,
             accepting=lambda: self._commits.accepting,
-            not_leading=self._not_leading,
+            not_leading=self.not_leading,
         )
         # Each published entry's outcome and the duplicate window (partition_appends.py).
         self._appends = AppendDecisions(self, self._delayed)
-        # The group-commit loop (partition_commit.py): decide, plan, write, then apply_commit here.
+        effects = CommitEffects(
+            self,
+            feed=feed,
+            appends=self._appends,
+            consumer_decisions=consumer_decisions,
+            # A secondary's decisions: replicated records (log matching) and the replicator's edits.
+            replica_decisions=ReplicaDecisions(self),
+            delayed=self._delayed,
+        )
+        # The group-commit loop (partition_commit.py): decide, plan, write, apply (partition_effects.py).
         self._commits = CommitLoop(
             self,
             feed=feed,
             clock=clock,
             executor=executor,
             limits=limits,
-            store_cursor=self._consumer_decisions.store_cursor,
+            effects=effects,
+            store_cursor=consumer_decisions.store_cursor,
             oldest_scheduled_seq=self._delayed.oldest_seq,
         )
         self._commits.start()
         self._delayed.load()
-        self._publish_gauges()
+        self.publish_gauges()
 
     # -- public API (event loop) -----------------------------------------------------------------
 
@@ -373,10 +379,10 @@ class Partition:
             partition=self.index,
         )
 
-    def _append_refusal(self) -> WeirError | None:
+    def append_refusal(self) -> WeirError | None:
         """Why the commit must not decide an append now (not leading, or the lease lapsed), else None."""
         if not self.leading:
-            return self._not_leading()
+            return self.not_leading()
         return self.lease_refusal() if self.lease_refusal is not None else None
 
     def fail_replicated_waiters(self, error: WeirError) -> None:
@@ -392,87 +398,7 @@ class Partition:
             return min(self.last_seq, self.high_watermark)
         return self.last_seq
 
-    # -- consumers (event loop) -------------------------------------------------------------------
-
-    def restore_consumer(
-        self,
-        spec: ConsumerSpec,
-        start_last_delivered: int,
-        stored: StoredConsumer | None,
-        last_per_subject_until: int = 0,
-    ) -> None:
-        """Register a consumer: from its stored state when that belongs to this incarnation, else
-        fresh at `start_last_delivered` (the delivery policy's start, decided at creation) with
-        `last_per_subject_until` (DELIVER_POLICY_LAST_PER_SUBJECT's horizon, 0 = none)."""
-        if stored is not None and stored.incarnation == spec.incarnation:
-            cursor = ConsumerCursor(
-                spec,
-                stored.last_delivered,
-                {seq: Pending(at, count, due) for seq, at, count, due in stored.pending},
-                Counters(*stored.totals),
-                last_per_subject_until=stored.last_per_subject_until,
-            )
-            cursor.earliest_redeliver_ms = min((entry[3] for entry in stored.pending), default=consumers.NEVER)
-        else:
-            cursor = ConsumerCursor(spec, start_last_delivered, last_per_subject_until=last_per_subject_until)
-        self.consumers[spec.name] = cursor
-
-    def ready_for(self, name: str, now_ms: int) -> bool:
-        """Whether a fetch could deliver something now (cheap, in memory: no queue round trip)."""
-        cursor = self.consumers.get(name)
-        if cursor is None:
-            return True  # let the fetch fail with no_such_consumer
-        if cursor.earliest_redeliver_ms <= now_ms:
-            return True
-        return cursor.last_delivered < self.visible_last_seq() and len(cursor.pending) < cursor.spec.max_ack_pending
-
-    async def fetch_ready(
-        self, name: str, now_ms: int, batch_size: int, max_bytes: int, ack_wait_ms: int = 0
-    ) -> list[Delivery]:
-        """A fetch through the commit loop, skipped (no queue round trip) when `ready_for` says
-        nothing can be delivered. `ack_wait_ms`: the deliveries' invisible duration (0 = the consumer's)."""
-        if not self.ready_for(name, now_ms):
-            return []
-        op = self.new_op(
-            ConsumerOpKind.FETCH, name, batch_size=batch_size, max_bytes=max_bytes, ack_wait_ms=ack_wait_ms
-        )
-        await self._put(op)
-        try:  # shielded: a cancelled caller (gone, or past its deadline) must not lose what the commit delivers
-            deliveries: list[Delivery] = await asyncio.shield(op.future)
-        except asyncio.CancelledError:
-            op.abandoned = True
-            op.future.add_done_callback(functools.partial(self._take_back, name))
-            raise
-        return deliveries
-
-    def _take_back(self, name: str, future: asyncio.Future[Any]) -> None:
-        """An abandoned fetch's deliveries never reached its caller: queue an `undeliver` of them
-        (consumers.undeliver), so they are due again at once instead of after their ack wait."""
-        if future.cancelled() or future.exception() is not None or not future.result():
-            return
-        deliveries: list[Delivery] = future.result()
-        op = self.new_op(
-            ConsumerOpKind.UNDELIVER,
-            name,
-            seqs=[delivery.seq for delivery in deliveries],
-            deliver_counts=[delivery.deliver_count for delivery in deliveries],
-        )
-        task = asyncio.get_running_loop().create_task(self._run_take_back(op))
-        self._take_backs.add(task)  # one per abandoned fetch: bounded by the fetches in flight
-        task.add_done_callback(self._take_backs.discard)
-
-    async def _run_take_back(self, op: ConsumerOp) -> None:
-        try:
-            await self.consumer_op(op)
-        except WeirError as error:  # closing, failed storage, or no longer leading: the ack wait still applies
-            logger.info("%s/%s: abandoned deliveries wait for their ack wait (%s)", *self._labels, error)
-
-    async def consumer_op(self, op: ConsumerOp) -> Any:
-        await self._put(op)
-        return await op.future
-
-    def new_op(self, kind: ConsumerOpKind, consumer: str, **fields: Any) -> ConsumerOp:
-        return ConsumerOp(kind, consumer, asyncio.get_running_loop().create_future(), **fields)
+    # -- waiting for commits (event loop) ---------------------------------------------------------
 
     async def wait_for_work(self, timeout_s: float) -> None:
         """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
@@ -490,6 +416,10 @@ class Partition:
         """Wake every waiter: `wait_for_work`'s and `wait_for_appends`'."""
         wake(self._waiters)
         wake(self._append_waiters)
+
+    def wake_work_waiters(self) -> None:
+        """Wake `wait_for_work`'s waiters only (consumer state changed: a replication fetch gains nothing)."""
+        wake(self._waiters)
 
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Primary: return at the next follower report or commit (the next `update_high_watermark`),
@@ -521,129 +451,16 @@ class Partition:
         if not future.cancelled() and future.exception() is not None:
             logger.warning("ack_level=none publish to %s/%s failed: %s", *self._labels, future.exception())
 
-    def decide_item(self, item: CommitItem, context: CommitContext) -> Any:
-        """Decide one item into `context`: its caller's result, or the WeirError the caller gets.
-        A consumer op or a release that fails changed nothing; the other decisions raise only on
-        a bug (the commit loop then fails the whole batch)."""
-        if isinstance(item, AppendItem):
-            # Queued while this node led; it may have stopped since (a new placement): a
-            # follower never appends on its own, or its log would diverge from the primary's.
-            refusal = self._append_refusal()
-            return self._appends.decide(item, context) if refusal is None else refusal
-        if isinstance(item, ConsumerOp):
-            try:
-                if not self.leading and item.kind != ConsumerOpKind.REMOVE:
-                    raise self._not_leading()
-                return self._consumer_decisions.decide(item, context)
-            except WeirError as error:
-                return error
-        if isinstance(item, ReplicateItem):
-            return self._replica_decisions.decide_replicate(item, context)
-        if isinstance(item, ReplicaEditItem):
-            return self._replica_decisions.decide_edit(item, context)
-        if isinstance(item, DeliverItem):
-            return self._delayed.decide_deliver(context)
-        if isinstance(item, ReleaseItem):
-            try:
-                return self._delayed.decide_release(item, context)
-            except WeirError as error:
-                return error
-        if isinstance(item, SweepItem):
-            return self._decide_sweep(item, context)
-        return None  # DropChangesItem: planned with the whole commit
-
-    def _decide_sweep(self, item: SweepItem, context: CommitContext) -> WeirError | None:
-        """A purge (primary only) adds its removals; a plain sweep needs nothing beyond the
-        retention every commit plans."""
-        if not (item.purge_before_seq or item.delete_seqs):
-            return None
-        if not self.leading:
-            return self._not_leading()
-        if item.delete_seqs:
-            context.deleted_seqs.extend(item.delete_seqs)
-        else:
-            before = context.seq + 1 if item.purge_before_seq == PURGE_ALL else item.purge_before_seq
-            context.purge_before_seq = max(context.purge_before_seq, before)
-        return None
-
-    def apply_commit(self, plan: CommitPlan, context: CommitContext) -> None:
-        """Committed: bring the cached totals, the change feed and the in-memory indexes up to the
-        stored state."""
-        batch, retention = plan.batch, plan.retention
-        records = batch.records
-        self.last_seq = batch.last_seq
-        self.msg_count += len(records) - retention.removed_count
-        self.bytes += plan.appended_bytes - retention.total_removed_bytes
-        if retention.truncate_before:
-            self.first_seq = max(self.first_seq, retention.truncate_before)
-        if self.msg_count == 0:
-            self.first_seq = self.last_seq + 1
-        elif batch.remove_seqs and self.first_seq in batch.remove_seqs:
-            oldest = self.log.oldest(self.first_seq, 1)  # single removals took the first message
-            self.first_seq = oldest[0].seq if oldest else self.last_seq + 1
-        if context.expiries:
-            soonest = min(at for _, at in context.expiries)
-            self.earliest_expiry_ms = min(self.earliest_expiry_ms or soonest, soonest)
-        if self.earliest_expiry_ms and (batch.remove_seqs or batch.truncate_before):
-            self.earliest_expiry_ms = self.log.earliest_expiry_ms()  # one of them may have had the soonest
-        if plan.change_seqs:
-            self.last_change_seq = plan.change_seqs[-1]
-            for change_seq, change in zip(plan.change_seqs, plan.changes, strict=True):
-                if not change.HasField("append"):
-                    self.last_non_append_change_seq = change_seq
-        self._feed.settle(plan.change_seqs)
-        if context.msg_ids:
-            self._appends.expire(context.now_ms)
-        self._delayed.index_committed(records, batch.remove_seqs, self.first_seq)
-        if context.note_extras and self.caches_batches:  # (the role may have changed during the write)
-            self._cache_batch(batch, context)
-        elif len(self.batch_cache):
-            self.batch_cache.clear()
-
     @property
     def caches_batches(self) -> bool:
         """Whether commits go to the batch cache: a primary with followers (batch_cache.py)."""
         return self.leading and self.replication.tracker is not None
-
-    def _cache_batch(self, batch: CommitBatch, context: CommitContext) -> None:
-        """Mirror a durable commit in the batch cache, in CommitBatch's order."""
-        cache = self.batch_cache
-        if batch.repairs:
-            cache.clear()
-        cache.add(batch.records, context.extras, leader_epoch=self.leader_epoch, previous_crc32=self.stored_crc32)
-        if batch.remove_seqs:
-            cache.removed(batch.remove_seqs)
-        if batch.truncate_before:
-            cache.truncated(batch.truncate_before)
 
     def stored_crc32(self, seq: int) -> int | None:
         """The CRC-32 of the record stored at `seq`; None when there is none (seq 0, removed) or
         its stored bytes are damaged (nothing to match against until the scrub repairs it)."""
         held = self.held_record(seq) if seq else None
         return checksum(held) if held is not None else None
-
-    def after_commit(self, plan: CommitPlan, context: CommitContext) -> None:
-        """Once the callers have their answers: wake readers, move the high watermark, count."""
-        records = plan.batch.records
-        if records or plan.batch.remove_seqs:
-            # Removals reach the followers through the change feed, after a round of their fetch:
-            # a parked one runs it now (a work-queue ack's removal is not held for a snapshot).
-            self.wake_waiters()
-        elif context.touched_cursors or context.consumers_changed:
-            wake(self._waiters)
-        if records and self.leading:
-            self.update_high_watermark()
-        for cursor, counts in plan.touched_counts:
-            self._consumer_decisions.count(cursor, counts)
-        for name in context.consumer_deletes:
-            self._consumer_decisions.forget_metrics(name)
-        if records:
-            self._published_messages.inc(len(records))
-            self._published_bytes.inc(plan.appended_bytes)
-        if plan.retention.removed_count:
-            self._retention_removed.inc(plan.retention.removed_count)
-        metrics.GROUP_COMMIT_MESSAGES.observe(len(records))
-        self._publish_gauges()
 
     # -- decisions (event loop, before the commit) ------------------------------------------------
 
@@ -656,7 +473,7 @@ class Partition:
         except CorruptRecordError:
             return None
 
-    def _not_leading(self) -> NotLeaderError:
+    def not_leading(self) -> NotLeaderError:
         return NotLeaderError(
             f"stream {self.stream.name!r} partition {self.index}: this node stopped leading it (leader epoch "
             f"{self.leader_epoch}) before the request was applied; refresh routes and retry",
@@ -665,7 +482,7 @@ class Partition:
             leader_epoch=self.leader_epoch,
         )
 
-    def _publish_gauges(self) -> None:
+    def publish_gauges(self) -> None:
         self._last_seq_gauge.set(self.last_seq)
         self._messages_gauge.set(self.msg_count)
         self._bytes_gauge.set(self.bytes)
@@ -679,4 +496,4 @@ class Partition:
         ):
             with contextlib.suppress(KeyError):
                 gauge.remove(*self._labels)
-        self._consumer_decisions.forget_all_metrics()
+        self._forget_consumer_metrics()

@@ -4,13 +4,13 @@ Every mutation of a partition is an item on one bounded queue (`put`), consumed 
 task takes everything queued (up to `max_batch_messages` / `max_batch_bytes`) and commits it in
 four steps:
 
-1. **decide**, in the event loop, each item in queue order (`Partition.decide_item`): the caller's
+1. **decide**, in the event loop, each item in queue order (`CommitEffects.decide`): the caller's
    result, and what the commit must store, noted in a `CommitContext`;
 2. **plan** the transaction the decisions call for (`CommitPlan`): the rows, the retention they
    trigger, one change-feed entry per effect with its change seq;
 3. **write** it in one transaction on a worker thread (one thread hop per group commit);
-4. **apply** it to the partition's cached state (`Partition.apply_commit`), and only then answer
-   the callers: an acknowledged write is on disk.
+4. **apply** it to the partition's cached state (`CommitEffects.apply`), and only then answer
+   the callers: an acknowledged write is on disk (then `CommitEffects.after`).
 
 A failed write stores nothing, fails every caller in the batch, and makes the loop refuse further
 items (`StorageFailedError`, sticky until restart), since the disk's state is then unknown.
@@ -49,6 +49,7 @@ from weir_partition_node.storage.base import CommitBatch
 
 if TYPE_CHECKING:
     from weir_partition_node.partition import Partition
+    from weir_partition_node.partition_effects import CommitEffects
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,8 @@ MSG_ID_PRUNE_INTERVAL_MS = 1000  # stored duplicate-window rows are pruned at mo
 
 
 class CommitLoop:
-    """See the module docstring. `store_cursor` adds a touched consumer cursor's rows to a batch and
+    """See the module docstring. `effects` decides, applies and follows up each commit
+    (partition_effects.py); `store_cursor` adds a touched consumer cursor's rows to a batch and
     returns its change and counts (ConsumerDecisions.store_cursor); `oldest_scheduled_seq` is the
     oldest schedule record still to deliver, which retention keeps (None: none)."""
 
@@ -68,6 +70,7 @@ class CommitLoop:
         clock: Clock,
         executor: Executor | None,
         limits: CommitLimits,
+        effects: CommitEffects,
         store_cursor: Callable[[ConsumerCursor, CommitBatch], tuple[types_pb2.Change, consumers.CommitCounts]],
         oldest_scheduled_seq: Callable[[], int | None],
     ) -> None:
@@ -76,6 +79,7 @@ class CommitLoop:
         self._clock = clock
         self._executor = executor
         self._limits = limits
+        self._effects = effects
         self._store_cursor = store_cursor
         self._oldest_scheduled_seq = oldest_scheduled_seq
         self._queue: asyncio.Queue[CommitItem] = asyncio.Queue(maxsize=limits.queue_depth)
@@ -177,11 +181,11 @@ class CommitLoop:
         started = time.perf_counter()
         partition = self._partition
         context = CommitContext(now_ms, partition.last_seq, note_extras=partition.caches_batches)
-        results = [partition.decide_item(item, context) for item in items]
+        results = [self._effects.decide(item, context) for item in items]
         plan = await self._plan(items, context)
         if not await self._write(plan, items, context):
             return
-        partition.apply_commit(plan, context)
+        self._effects.apply(plan, context)
         if plan.prune_msg_ids:
             self._msg_ids_pruned_ms = now_ms
         for item, result in zip(items, results, strict=True):
@@ -193,7 +197,7 @@ class CommitLoop:
                 item.future.set_result(plan.retention.removed_count)
             else:
                 item.future.set_result(result)
-        partition.after_commit(plan, context)
+        self._effects.after(plan, context)
         metrics.GROUP_COMMIT_SECONDS.observe(time.perf_counter() - started)
 
     async def _plan(self, items: list[CommitItem], context: CommitContext) -> CommitPlan:
