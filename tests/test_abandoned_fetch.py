@@ -30,7 +30,7 @@ async def core(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         clock=ManualClock(T0),
     )
     try:
-        await node.create_stream(stream_config("s", storage=str(request.param)))
+        await node.admin.create_stream(stream_config("s", storage=str(request.param)))
         await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=600_000))
         entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(MESSAGES)]
         await node.publisher.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)

@@ -146,7 +146,7 @@ def of_kind(all_changes: list[types_pb2.Change], kind: str) -> list[types_pb2.Ch
 
 
 async def test_create_is_idempotent_info_list_delete(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("life", subjects=["s.>"], partitions=2, storage=storage))
+    await node.admin.create_stream(stream_config("life", subjects=["s.>"], partitions=2, storage=storage))
     info = await node.consumers.create_consumer("life", consumer_config("b", filter_subject="s.b"))
     assert info.config == consumer_config(
         "b", filter_subject="s.b", ack_wait_ms=30_000, max_deliver=5, max_ack_pending=1000
@@ -184,7 +184,7 @@ async def test_create_is_idempotent_info_list_delete(node: Node, clock: ManualCl
 
 
 async def test_create_validates_against_the_stream(node: Node) -> None:
-    await node.create_stream(stream_config("checked", subjects=["s.>"]))
+    await node.admin.create_stream(stream_config("checked", subjects=["s.>"]))
     with pytest.raises(InvalidConfigError, match=r"filter_subject 't\.>' matches none"):
         await node.consumers.create_consumer("checked", consumer_config("c", filter_subject="t.>"))
     with pytest.raises(InvalidConfigError, match=r"dead_letter_subject 'dlq\.c' matches none"):
@@ -196,7 +196,7 @@ async def test_create_validates_against_the_stream(node: Node) -> None:
 
 
 async def test_fetch_argument_bounds(node: Node) -> None:
-    await node.create_stream(stream_config("bounds"))
+    await node.admin.create_stream(stream_config("bounds"))
     await node.consumers.create_consumer("bounds", consumer_config("c"))
     with pytest.raises(InvalidArgumentError, match="batch_size: at most 10000"):
         await fetch(node, "bounds", batch=10_001)
@@ -212,7 +212,7 @@ async def test_fetch_argument_bounds(node: Node) -> None:
 
 
 async def test_delivery_policies_over_partitions(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("pol", subjects=["s.>"], partitions=3, storage=storage))
+    await node.admin.create_stream(stream_config("pol", subjects=["s.>"], partitions=3, storage=storage))
     # p0: 1 s.a, 2 s.b, 3 s.a, 4 s.b; p1: 1 s.a, 2 s.a; p2: empty
     await publish(node, "pol", *[entry(s, partition=0) for s in ("s.a", "s.b", "s.a", "s.b")])
     await publish(node, "pol", entry("s.a", partition=1), entry("s.a", partition=1))
@@ -251,7 +251,7 @@ async def test_delivery_policies_over_partitions(node: Node, storage: str) -> No
 async def test_deliver_last_per_subject_then_every_later_message(node: Node, storage: str) -> None:
     """Of what is stored at creation, the newest message of each subject (in seq order); after it,
     every message, none passed over even when a later one shares its subject (a key-value watch)."""
-    await node.create_stream(stream_config("kv", subjects=["k.>"], partitions=2, storage=storage))
+    await node.admin.create_stream(stream_config("kv", subjects=["k.>"], partitions=2, storage=storage))
     # p0: 1 k.a, 2 k.b, 3 k.a, 4 k.c, 5 k.b; p1: 1 k.a
     await publish(node, "kv", *[entry(s, partition=0) for s in ("k.a", "k.b", "k.a", "k.c", "k.b")])
     await publish(node, "kv", entry("k.a", partition=1))
@@ -271,7 +271,7 @@ async def test_deliver_last_per_subject_then_every_later_message(node: Node, sto
     info = node.consumers.consumer_info("kv", "c")
     assert [(p.partition, p.last_delivered, p.num_ack_pending) for p in info.partitions] == [(0, 8, 6), (1, 1, 1)]
     # a stream empty at creation: nothing to pass over
-    await node.create_stream(stream_config("empty", subjects=["k.>"], storage=storage))
+    await node.admin.create_stream(stream_config("empty", subjects=["k.>"], storage=storage))
     await node.consumers.create_consumer("empty", consumer_config("c", deliver_policy="last_per_subject"))
     await publish(node, "empty", entry("k.a"), entry("k.a"))
     assert await fetch(node, "empty", "c") == [(1, 1), (2, 1)]
@@ -279,7 +279,7 @@ async def test_deliver_last_per_subject_then_every_later_message(node: Node, sto
 
 async def test_last_per_subject_keeps_its_horizon_across_a_restart(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("kv", subjects=["k.>"]))
+    await core.admin.create_stream(stream_config("kv", subjects=["k.>"]))
     await publish(core, "kv", *[entry(s) for s in ("k.a", "k.b", "k.a", "k.b", "k.c")])  # newest: 3, 4, 5
     await core.consumers.create_consumer(
         "kv", consumer_config("fresh", deliver_policy="last_per_subject")
@@ -299,7 +299,7 @@ async def test_last_per_subject_keeps_its_horizon_across_a_restart(tmp_path: Pat
 
 
 async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("timed", partitions=3, storage=storage))
+    await node.admin.create_stream(stream_config("timed", partitions=3, storage=storage))
     await publish(node, "timed", entry(partition=0), entry(partition=0), entry(partition=1))
     clock.advance(1000)
     await publish(node, "timed", entry(partition=0), entry(partition=1), entry(partition=1))
@@ -321,7 +321,7 @@ async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: st
 
 
 async def test_filter_skips_and_last_delivered_advances(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("filt", subjects=["s.>"], storage=storage))
+    await node.admin.create_stream(stream_config("filt", subjects=["s.>"], storage=storage))
     await publish(node, "filt", *[entry(s) for s in ("s.b", "s.a", "s.a", "s.b", "s.a")])
     info = await node.consumers.create_consumer("filt", consumer_config("c", filter_subject="s.b"))
     assert partition_states(info) == [(0, 0, 0, 0, 2, 0)]
@@ -340,7 +340,7 @@ async def test_filter_skips_and_last_delivered_advances(node: Node, storage: str
 
 
 async def test_fetch_batch_size_and_max_bytes(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("sized", storage=storage))
+    await node.admin.create_stream(stream_config("sized", storage=storage))
     await publish(node, "sized", *[entry(payload=b"p" * 100) for _ in range(8)])
     size = record_size(node, "sized", 1)
     assert all(record_size(node, "sized", seq) == size for seq in range(1, 9))
@@ -356,7 +356,7 @@ async def test_fetch_batch_size_and_max_bytes(node: Node, storage: str) -> None:
 
 
 async def test_fetch_record_is_the_stored_message(node: Node) -> None:
-    await node.create_stream(stream_config("rec", partitions=2))
+    await node.admin.create_stream(stream_config("rec", partitions=2))
     headers = [types_pb2.Header(key="h", value="v")]
     await publish(node, "rec", entry("s.a", b"body", headers=headers, partition=1))
     await node.consumers.create_consumer("rec", consumer_config("c"))
@@ -374,7 +374,7 @@ async def test_fetch_record_is_the_stored_message(node: Node) -> None:
 
 
 async def test_max_ack_pending_bounds_fetch(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("bound", storage=storage))
+    await node.admin.create_stream(stream_config("bound", storage=storage))
     await publish(node, "bound", *[entry() for _ in range(5)])
     await node.consumers.create_consumer("bound", consumer_config("c", max_ack_pending=2))
     assert await fetch(node, "bound", batch=10) == [(1, 1), (2, 1)]
@@ -389,7 +389,7 @@ async def test_max_ack_pending_bounds_fetch(node: Node, storage: str) -> None:
 
 
 async def test_due_redeliveries_are_made_at_the_max_ack_pending_bound(node: Node, clock: ManualClock) -> None:
-    await node.create_stream(stream_config("stuck"))
+    await node.admin.create_stream(stream_config("stuck"))
     await publish(node, "stuck", entry(), entry(), entry())
     await node.consumers.create_consumer("stuck", consumer_config("c", max_ack_pending=2, ack_wait_ms=1000))
     assert await fetch(node, "stuck") == [(1, 1), (2, 1)]
@@ -400,7 +400,7 @@ async def test_due_redeliveries_are_made_at_the_max_ack_pending_bound(node: Node
 async def test_redelivery_after_ack_wait_with_rising_deliver_count(
     node: Node, clock: ManualClock, storage: str
 ) -> None:
-    await node.create_stream(stream_config("redo", storage=storage))
+    await node.admin.create_stream(stream_config("redo", storage=storage))
     await publish(node, "redo", entry(), entry())
     await node.consumers.create_consumer("redo", consumer_config("c", ack_wait_ms=1000))
     assert await fetch(node, "redo") == [(1, 1), (2, 1)]
@@ -419,7 +419,7 @@ async def test_redelivery_after_ack_wait_with_rising_deliver_count(
 
 
 async def test_redeliveries_come_before_new_messages(node: Node, clock: ManualClock) -> None:
-    await node.create_stream(stream_config("order"))
+    await node.admin.create_stream(stream_config("order"))
     await publish(node, "order", entry(), entry())
     await node.consumers.create_consumer("order", consumer_config("c", ack_wait_ms=1000))
     assert await fetch(node, "order", batch=1) == [(1, 1)]
@@ -428,7 +428,7 @@ async def test_redeliveries_come_before_new_messages(node: Node, clock: ManualCl
 
 
 async def test_due_redeliveries_left_by_max_bytes_come_next(node: Node, clock: ManualClock) -> None:
-    await node.create_stream(stream_config("bytesredo"))
+    await node.admin.create_stream(stream_config("bytesredo"))
     await publish(node, "bytesredo", *[entry(payload=b"p" * 100) for _ in range(3)])
     size = record_size(node, "bytesredo", 1)
     await node.consumers.create_consumer("bytesredo", consumer_config("c", ack_wait_ms=1000))
@@ -440,7 +440,7 @@ async def test_due_redeliveries_left_by_max_bytes_come_next(node: Node, clock: M
 
 
 async def test_nak_with_delay_and_without(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("nak", storage=storage))
+    await node.admin.create_stream(stream_config("nak", storage=storage))
     await publish(node, "nak", entry(), entry())
     await node.consumers.create_consumer("nak", consumer_config("c", ack_wait_ms=60_000))
     assert await fetch(node, "nak") == [(1, 1), (2, 1)]
@@ -459,7 +459,7 @@ async def test_nak_with_delay_and_without(node: Node, clock: ManualClock, storag
 
 
 async def test_term_is_never_redelivered(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("term", storage=storage))
+    await node.admin.create_stream(stream_config("term", storage=storage))
     await publish(node, "term", entry(), entry())
     await node.consumers.create_consumer("term", consumer_config("c", ack_wait_ms=1000))
     assert await fetch(node, "term") == [(1, 1), (2, 1)]
@@ -478,7 +478,7 @@ async def test_term_is_never_redelivered(node: Node, clock: ManualClock, storage
 
 
 async def test_in_progress_pushes_the_due_time(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("busy", storage=storage))
+    await node.admin.create_stream(stream_config("busy", storage=storage))
     await publish(node, "busy", entry())
     await node.consumers.create_consumer("busy", consumer_config("c", ack_wait_ms=1000))
     assert await fetch(node, "busy") == [(1, 1)]
@@ -493,7 +493,7 @@ async def test_in_progress_pushes_the_due_time(node: Node, clock: ManualClock, s
 
 
 async def test_ack_errors_and_ack_batch_results(node: Node) -> None:
-    await node.create_stream(stream_config("acks"))
+    await node.admin.create_stream(stream_config("acks"))
     await publish(node, "acks", entry(), entry(), entry())
     await node.consumers.create_consumer("acks", consumer_config("c"))
     assert await fetch(node, "acks", batch=2) == [(1, 1), (2, 1)]
@@ -521,7 +521,7 @@ async def test_ack_errors_and_ack_batch_results(node: Node) -> None:
 
 
 async def dead_letter_setup(node: Node, clock: ManualClock, storage: str, dead_letter_subject: str) -> None:
-    await node.create_stream(stream_config("dl", subjects=["s.>", "dlq.>"], partitions=2, storage=storage))
+    await node.admin.create_stream(stream_config("dl", subjects=["s.>", "dlq.>"], partitions=2, storage=storage))
     headers = [types_pb2.Header(key="trace", value="t-1"), types_pb2.Header(key="k", value="v")]
     await publish(node, "dl", entry("s.a", b"one", partition=0), entry("s.a", b"orig", headers=headers, partition=1))
     config = consumer_config(
@@ -613,7 +613,7 @@ async def test_not_yet_due_exhausted_entry_waits(node: Node, clock: ManualClock)
 
 
 async def test_work_queue_ack_removes_the_message(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("wq", retention="work_queue", storage=storage))
+    await node.admin.create_stream(stream_config("wq", retention="work_queue", storage=storage))
     await publish(node, "wq", entry(payload=b"a"), entry(payload=b"bb" * 50), entry(payload=b"ccc"))
     sizes = {seq: record_size(node, "wq", seq) for seq in (1, 2, 3)}
     await node.consumers.create_consumer("wq", consumer_config("c"))
@@ -647,7 +647,7 @@ async def test_work_queue_ack_removes_the_message(node: Node, storage: str) -> N
 
 
 async def test_work_queue_ack_moves_first_seq(node: Node) -> None:
-    await node.create_stream(stream_config("wqfirst", retention="work_queue"))
+    await node.admin.create_stream(stream_config("wqfirst", retention="work_queue"))
     await publish(node, "wqfirst", entry(), entry(), entry())
     await node.consumers.create_consumer("wqfirst", consumer_config("c"))
     await fetch(node, "wqfirst")
@@ -657,7 +657,9 @@ async def test_work_queue_ack_moves_first_seq(node: Node) -> None:
 
 
 async def test_work_queue_dead_letter_moves_the_original(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("wqd", subjects=["s.>", "dlq.>"], retention="work_queue", storage=storage))
+    await node.admin.create_stream(
+        stream_config("wqd", subjects=["s.>", "dlq.>"], retention="work_queue", storage=storage)
+    )
     await publish(node, "wqd", entry("s.a", b"first"), entry("s.a", b"second"))
     size = record_size(node, "wqd", 1)
     await node.consumers.create_consumer(
@@ -679,7 +681,7 @@ async def test_work_queue_dead_letter_moves_the_original(node: Node, clock: Manu
 
 
 async def test_work_queue_refuses_overlapping_consumers(node: Node) -> None:
-    await node.create_stream(stream_config("wqo", subjects=["s.>", "t.>"], retention="work_queue"))
+    await node.admin.create_stream(stream_config("wqo", subjects=["s.>", "t.>"], retention="work_queue"))
     await node.consumers.create_consumer("wqo", consumer_config("a", filter_subject="s.a"))
     await node.consumers.create_consumer("wqo", consumer_config("b", filter_subject="s.b"))
     await node.consumers.create_consumer("wqo", consumer_config("t", filter_subject="t.>"))
@@ -697,7 +699,7 @@ async def test_work_queue_refuses_overlapping_consumers(node: Node) -> None:
 
 
 async def test_work_queue_single_consumer_without_filter_is_exclusive(node: Node) -> None:
-    await node.create_stream(stream_config("wqe", retention="work_queue"))
+    await node.admin.create_stream(stream_config("wqe", retention="work_queue"))
     await node.consumers.create_consumer("wqe", consumer_config("all"))
     with pytest.raises(AlreadyExistsError, match="consumer 'all' already takes filter '\\(every subject\\)'"):
         await node.consumers.create_consumer("wqe", consumer_config("other", filter_subject="s.a"))
@@ -707,7 +709,7 @@ async def test_work_queue_single_consumer_without_filter_is_exclusive(node: Node
 
 
 async def test_interest_removes_below_every_consumers_ack_floor(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("int", retention="interest", storage=storage))
+    await node.admin.create_stream(stream_config("int", retention="interest", storage=storage))
     await node.consumers.create_consumer("int", consumer_config("a"))
     await node.consumers.create_consumer("int", consumer_config("b"))
     await publish(node, "int", *[entry(payload=bytes([i]) * 10) for i in range(5)])
@@ -735,7 +737,7 @@ async def test_interest_removes_below_every_consumers_ack_floor(node: Node, stor
 
 
 async def test_interest_without_consumers_removes_at_once(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("lonely", retention="interest", storage=storage))
+    await node.admin.create_stream(stream_config("lonely", retention="interest", storage=storage))
     assert await publish(node, "lonely", entry(), entry()) == [1, 2]
     assert stats(node, "lonely") == (0, 0, 3, 2)
     size = len(types_pb2.Message(seq=1, subject="s.a", ts_ms=T0, payload=b"x").SerializeToString())
@@ -750,7 +752,7 @@ async def test_interest_without_consumers_removes_at_once(node: Node, storage: s
 
 
 async def test_interest_deleting_the_slowest_consumer_releases(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("slow", retention="interest", storage=storage))
+    await node.admin.create_stream(stream_config("slow", retention="interest", storage=storage))
     await node.consumers.create_consumer("slow", consumer_config("fast"))
     await node.consumers.create_consumer("slow", consumer_config("slow"))
     await publish(node, "slow", *[entry() for _ in range(4)])
@@ -766,7 +768,7 @@ async def test_interest_deleting_the_slowest_consumer_releases(node: Node, stora
 
 
 async def test_interest_filtered_consumer_releases_what_it_skips(node: Node) -> None:
-    await node.create_stream(stream_config("intf", subjects=["s.>"], retention="interest"))
+    await node.admin.create_stream(stream_config("intf", subjects=["s.>"], retention="interest"))
     await node.consumers.create_consumer("intf", consumer_config("c", filter_subject="s.b"))
     await publish(node, "intf", entry("s.a"), entry("s.b"), entry("s.a"))
     assert stats(node, "intf")[0] == 3
@@ -777,7 +779,7 @@ async def test_interest_filtered_consumer_releases_what_it_skips(node: Node) -> 
 
 
 async def test_limits_acks_remove_nothing(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("lim", storage=storage))
+    await node.admin.create_stream(stream_config("lim", storage=storage))
     await node.consumers.create_consumer("lim", consumer_config("c"))
     await publish(node, "lim", entry(), entry(), entry())
     before = stats(node, "lim")
@@ -792,7 +794,7 @@ async def test_limits_acks_remove_nothing(node: Node, storage: str) -> None:
 
 
 async def test_change_feed_consumer_changes(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("cf", partitions=2, storage=storage))
+    await node.admin.create_stream(stream_config("cf", partitions=2, storage=storage))
     await publish(node, "cf", entry(partition=1), entry(partition=1), entry(partition=1))
     info = await node.consumers.create_consumer("cf", consumer_config("c", ack_wait_ms=1000))
     await fetch(node, "cf", partition=1)
@@ -847,10 +849,10 @@ async def test_change_feed_consumer_changes(node: Node, clock: ManualClock, stor
 
 async def test_watch_lifecycle_includes_consumer_events(node: Node) -> None:
     start = node.feed.horizon + 1
-    await node.create_stream(stream_config("watched"))
+    await node.admin.create_stream(stream_config("watched"))
     await node.consumers.create_consumer("watched", consumer_config("c"))
     await node.consumers.delete_consumer("watched", "c")
-    await node.delete_stream("watched")
+    await node.admin.delete_stream("watched")
     seen: list[tuple[str, str]] = []
 
     async def watch() -> None:
@@ -875,7 +877,7 @@ async def test_watch_lifecycle_includes_consumer_events(node: Node) -> None:
 
 async def test_reopen_restores_consumer_state_exactly(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("dur", partitions=2))
+    await core.admin.create_stream(stream_config("dur", partitions=2))
     await publish(core, "dur", *[entry(partition=0) for _ in range(6)], entry(partition=1))
     await core.consumers.create_consumer("dur", consumer_config("c", ack_wait_ms=1000, max_deliver=3))
     await core.consumers.create_consumer("dur", consumer_config("idle", deliver_policy="new"))
@@ -920,7 +922,7 @@ async def test_reopen_restores_consumer_state_exactly(tmp_path: Path, clock: Man
 
 async def test_recreated_consumer_starts_fresh(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("again"))
+    await core.admin.create_stream(stream_config("again"))
     await publish(core, "again", entry(), entry(), entry())
     await core.consumers.create_consumer("again", consumer_config("c", ack_wait_ms=1000))
     assert len(await fetch(core, "again")) == 3
@@ -948,7 +950,7 @@ async def test_recreated_consumer_starts_fresh(tmp_path: Path, clock: ManualCloc
 
 async def test_deleted_consumer_stays_deleted_after_reopen(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("gone"))
+    await core.admin.create_stream(stream_config("gone"))
     await publish(core, "gone", entry())
     await core.consumers.create_consumer("gone", consumer_config("c"))
     await fetch(core, "gone")
@@ -964,7 +966,7 @@ async def test_deleted_consumer_stays_deleted_after_reopen(tmp_path: Path, clock
 
 async def test_memory_stream_consumer_after_reopen_sees_new_messages(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("vol", storage="memory"))
+    await core.admin.create_stream(stream_config("vol", storage="memory"))
     await publish(core, "vol", entry(), entry(), entry())
     await core.consumers.create_consumer("vol", consumer_config("c", deliver_policy="new"))
     await core.close()
@@ -980,7 +982,7 @@ async def test_memory_stream_consumer_after_reopen_sees_new_messages(tmp_path: P
 
 
 async def test_long_poll_fetch_wakes_on_publish(node: Node) -> None:
-    await node.create_stream(stream_config("poll"))
+    await node.admin.create_stream(stream_config("poll"))
     await node.consumers.create_consumer("poll", consumer_config("c"))
     started = time.monotonic()
     waiting = asyncio.create_task(fetch(node, "poll", max_wait_ms=20_000))
@@ -992,7 +994,7 @@ async def test_long_poll_fetch_wakes_on_publish(node: Node) -> None:
 
 
 async def test_long_poll_fetch_times_out_empty(node: Node) -> None:
-    await node.create_stream(stream_config("idle"))
+    await node.admin.create_stream(stream_config("idle"))
     await node.consumers.create_consumer("idle", consumer_config("c"))
     started = time.monotonic()
     assert await fetch(node, "idle", max_wait_ms=50) == []
@@ -1001,7 +1003,7 @@ async def test_long_poll_fetch_times_out_empty(node: Node) -> None:
 
 
 async def test_long_poll_fetch_wakes_on_clock_advance(node: Node, clock: ManualClock) -> None:
-    await node.create_stream(stream_config("tick"))
+    await node.admin.create_stream(stream_config("tick"))
     await publish(node, "tick", entry())
     await node.consumers.create_consumer("tick", consumer_config("c", ack_wait_ms=3_600_000))
     assert await fetch(node, "tick") == [(1, 1)]
@@ -1013,7 +1015,7 @@ async def test_long_poll_fetch_wakes_on_clock_advance(node: Node, clock: ManualC
 
 
 async def test_long_poll_fetch_wakes_on_ack_at_the_bound(node: Node) -> None:
-    await node.create_stream(stream_config("full"))
+    await node.admin.create_stream(stream_config("full"))
     await publish(node, "full", entry(), entry())
     await node.consumers.create_consumer("full", consumer_config("c", max_ack_pending=1))
     assert await fetch(node, "full") == [(1, 1)]
@@ -1032,7 +1034,7 @@ async def collect(stream: AsyncIterator[tuple[int, Delivery] | str]) -> list[tup
 
 
 async def test_subscribe_stop_when_empty(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("sub", partitions=3, storage=storage))
+    await node.admin.create_stream(stream_config("sub", partitions=3, storage=storage))
     await publish(node, "sub", entry(partition=0), entry(partition=2), entry(partition=2))
     await node.consumers.create_consumer("sub", consumer_config("c"))
     items = await asyncio.wait_for(
@@ -1049,7 +1051,7 @@ async def test_subscribe_stop_when_empty(node: Node, storage: str) -> None:
 
 
 async def test_subscribe_ends_when_the_consumer_is_deleted(node: Node) -> None:
-    await node.create_stream(stream_config("subdel"))
+    await node.admin.create_stream(stream_config("subdel"))
     await node.consumers.create_consumer("subdel", consumer_config("c"))
     seen: asyncio.Queue[tuple[int, int, int] | str] = asyncio.Queue()
 
@@ -1068,11 +1070,11 @@ async def test_subscribe_ends_when_the_consumer_is_deleted(node: Node) -> None:
 
 
 async def test_subscribe_ends_when_the_stream_is_deleted(node: Node) -> None:
-    await node.create_stream(stream_config("subgone"))
+    await node.admin.create_stream(stream_config("subgone"))
     await node.consumers.create_consumer("subgone", consumer_config("c"))
     task = asyncio.create_task(collect(node.consumers.subscribe("subgone", "c")))
     await asyncio.sleep(0.02)
-    await node.delete_stream("subgone")
+    await node.admin.delete_stream("subgone")
     assert await asyncio.wait_for(task, DEADLINE_S) == ["stream_deleted"]
 
 
@@ -1099,7 +1101,7 @@ async def resubscribe(node: Node, stream: str, name: str) -> list[tuple[int, int
 
 
 async def test_closed_subscribe_unbinds_at_once(node: Node) -> None:
-    await node.create_stream(stream_config("rebind"))
+    await node.admin.create_stream(stream_config("rebind"))
     await node.consumers.create_consumer("rebind", consumer_config("solo"))
     await publish(node, "rebind", entry(), entry())
     first = node.consumers.subscribe("rebind", "solo", batch_size=1)
@@ -1109,7 +1111,7 @@ async def test_closed_subscribe_unbinds_at_once(node: Node) -> None:
 
 
 async def test_subscribe_binding_rules(node: Node) -> None:
-    await node.create_stream(stream_config("bind"))
+    await node.admin.create_stream(stream_config("bind"))
     await node.consumers.create_consumer("bind", consumer_config("solo"))
     await node.consumers.create_consumer("bind", consumer_config("shared", deliver_group="g"))
     await publish(node, "bind", *[entry() for _ in range(4)])

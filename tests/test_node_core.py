@@ -87,7 +87,7 @@ async def changes(node: Node, from_change_seq: int = 0) -> list[types_pb2.Change
 
 
 async def test_max_age_sweep_with_manual_clock(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("aged", max_age_ms=60_000, storage=storage))
+    await node.admin.create_stream(stream_config("aged", max_age_ms=60_000, storage=storage))
     await publish(node, "aged", entry(), entry())
     clock.advance(30_000)
     await publish(node, "aged", entry())
@@ -100,7 +100,7 @@ async def test_max_age_sweep_with_manual_clock(node: Node, clock: ManualClock, s
 
 
 async def test_max_msgs_on_publish_and_update_prunes(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("bounded", max_msgs=5, storage=storage))
+    await node.admin.create_stream(stream_config("bounded", max_msgs=5, storage=storage))
     assert await publish(node, "bounded", *[entry(payload=KIB) for _ in range(8)]) == list(range(1, 9))
     info = node.stream_info("bounded")
     assert (info.stats.msg_count, info.stats.partitions[0].first_seq, info.stats.partitions[0].last_seq) == (
@@ -108,16 +108,16 @@ async def test_max_msgs_on_publish_and_update_prunes(node: Node, storage: str) -
         4,
         8,
     )
-    config, pruned = await node.update_stream(streams_pb2.UpdateStreamRequest(name="bounded", max_msgs=2))
+    config, pruned = await node.admin.update_stream(streams_pb2.UpdateStreamRequest(name="bounded", max_msgs=2))
     assert (config.limits.max_msgs, pruned) == (2, 3)
-    config, pruned = await node.update_stream(streams_pb2.UpdateStreamRequest(name="bounded", max_msgs=0))
+    config, pruned = await node.admin.update_stream(streams_pb2.UpdateStreamRequest(name="bounded", max_msgs=0))
     assert (config.limits.HasField("max_msgs"), pruned) == (False, 0)
     assert await publish(node, "bounded", *[entry() for _ in range(4)]) == [9, 10, 11, 12]
     assert node.stream_info("bounded").stats.msg_count == 6
 
 
 async def test_max_bytes_counts_record_bytes(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("bytes", max_bytes=5 * 1100, storage=storage))
+    await node.admin.create_stream(stream_config("bytes", max_bytes=5 * 1100, storage=storage))
     await publish(node, "bytes", *[entry(payload=KIB) for _ in range(10)])
     info = node.stream_info("bytes")
     assert info.stats.bytes <= 5 * 1100
@@ -125,7 +125,7 @@ async def test_max_bytes_counts_record_bytes(node: Node, storage: str) -> None:
 
 
 async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("kv", subjects=["kv.>"], max_msgs_per_subject=2, storage=storage))
+    await node.admin.create_stream(stream_config("kv", subjects=["kv.>"], max_msgs_per_subject=2, storage=storage))
     for value in range(5):
         await publish(node, "kv", entry("kv.a", bytes([value])), entry("kv.b", bytes([value])))
     history = node.reads.scan_subject("kv", 0, "kv.a", 0, 100)
@@ -136,7 +136,7 @@ async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: s
 
 
 async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_commit(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("roll", subjects=["kv.>"], max_msgs_per_subject=10, storage=storage))
+    await node.admin.create_stream(stream_config("roll", subjects=["kv.>"], max_msgs_per_subject=10, storage=storage))
     await publish(node, "roll", entry("kv.a", b"1"), entry("kv.b", b"1"), entry("kv.a", b"2"))  # 1, 2, 3
     feed_before = len(await changes(node))
     assert await publish(node, "roll", entry("kv.a", b"purged", rollup=True)) == [4]
@@ -160,11 +160,11 @@ async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_com
 
 
 async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("unbounded", storage=storage))
+    await node.admin.create_stream(stream_config("unbounded", storage=storage))
     with pytest.raises(InvalidArgumentError, match=r"rollup needs a stream with limits\.max_msgs_per_subject"):
         await publish(node, "unbounded", entry("s.a", rollup=True))
     config = stream_config("timed", max_msgs_per_subject=5, allow_scheduled_messages=True, storage=storage)
-    await node.create_stream(config)
+    await node.admin.create_stream(config)
     with pytest.raises(InvalidArgumentError, match="rollup cannot go with delay_ms"):
         await publish(node, "timed", entry("s.a", rollup=True, delay_ms=1000))
     assert node.stream_info("unbounded").stats.msg_count == 0
@@ -172,7 +172,7 @@ async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, st
 
 
 async def test_a_message_with_a_ttl_is_removed_when_it_runs_out(node: Node, clock: ManualClock, storage: str) -> None:
-    await node.create_stream(stream_config("ttl", storage=storage))
+    await node.admin.create_stream(stream_config("ttl", storage=storage))
     stored_at = clock.now_ms()
     assert await publish(node, "ttl", entry(ttl_ms=1000), entry(), entry(ttl_ms=3000)) == [1, 2, 3]
     records, _, _ = node.reads.read_messages("ttl", 0, 1, 1, 0)
@@ -195,9 +195,9 @@ async def test_ttls_survive_a_restart_and_a_promoted_copy_expires_what_it_replic
     tmp_path: Path, clock: ManualClock
 ) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("kept"))
+    await core.admin.create_stream(stream_config("kept"))
     await publish(core, "kept", entry(ttl_ms=5000), entry())
-    await core.create_stream(stream_config("copy"))
+    await core.admin.create_stream(stream_config("copy"))
     partition = core.hosted_partition("copy", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     message = types_pb2.Message(seq=1, ts_ms=clock.now_ms(), subject="s", expires_at_ms=clock.now_ms() + 5000)
@@ -222,7 +222,7 @@ async def test_ttls_survive_a_restart_and_a_promoted_copy_expires_what_it_replic
 
 
 async def test_bad_ttls_are_refused(node: Node) -> None:
-    await node.create_stream(stream_config("bad-ttl", allow_scheduled_messages=True))
+    await node.admin.create_stream(stream_config("bad-ttl", allow_scheduled_messages=True))
     with pytest.raises(InvalidArgumentError, match=r"ttl_ms: at most 31622400000 \(366 days\)"):
         await publish(node, "bad-ttl", entry(ttl_ms=31_622_400_001))
     with pytest.raises(InvalidArgumentError, match="ttl_ms cannot go with delay_ms"):
@@ -231,22 +231,22 @@ async def test_bad_ttls_are_refused(node: Node) -> None:
 
 
 async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("del", storage=storage))
+    await node.admin.create_stream(stream_config("del", storage=storage))
     await publish(node, "del", *[entry() for _ in range(5)])
     feed_before = len(await changes(node))
-    assert await node.purge_partition("del", 0, None, [4, 2, 9, 2]) == (2, 1)  # 9 is not stored
+    assert await node.admin.purge_partition("del", 0, None, [4, 2, 9, 2]) == (2, 1)  # 9 is not stored
     assert [seq for seq, _ in node.reads.read_messages("del", 0, 0, 100, 0)[0]] == [1, 3, 5]
     (remove,) = [c.remove for c in (await changes(node))[feed_before:] if c.WhichOneof("kind") == "remove"]
     assert (list(remove.seqs), remove.reason) == ([2, 4], "deleted")
-    assert await node.purge_partition("del", 0, None, [1]) == (1, 3)  # the first one: first_seq moves
+    assert await node.admin.purge_partition("del", 0, None, [1]) == (1, 3)  # the first one: first_seq moves
     with pytest.raises(InvalidArgumentError, match="seqs and keep_from_seq: give one of them"):
-        await node.purge_partition("del", 0, 3, [5])
+        await node.admin.purge_partition("del", 0, 3, [5])
     with pytest.raises(InvalidArgumentError, match="seqs: at most 10000"):
-        await node.purge_partition("del", 0, None, list(range(1, 10_002)))
+        await node.admin.purge_partition("del", 0, None, list(range(1, 10_002)))
 
 
 async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("cas", storage=storage))
+    await node.admin.create_stream(stream_config("cas", storage=storage))
     outcomes = await node.publisher.publish(
         "cas",
         [
@@ -263,7 +263,7 @@ async def test_expected_last_seq_within_one_group_commit(node: Node, storage: st
 async def test_keyed_publish_lands_on_hash_partition(node: Node) -> None:
     from weir.partitioning import partition_for_key
 
-    await node.create_stream(stream_config("keyed", partitions=16))
+    await node.admin.create_stream(stream_config("keyed", partitions=16))
     keys = [f"user-{index}".encode() for index in range(50)]
     outcomes = await node.publisher.publish(
         "keyed", [entry(key=key) for key in keys], streams_pb2.ACK_LEVEL_LEADER, batch=True
@@ -275,7 +275,7 @@ async def test_keyed_publish_lands_on_hash_partition(node: Node) -> None:
 
 
 async def test_round_robin_without_key(node: Node) -> None:
-    await node.create_stream(stream_config("spread", partitions=4))
+    await node.admin.create_stream(stream_config("spread", partitions=4))
     outcomes = await node.publisher.publish(
         "spread", [entry() for _ in range(8)], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )
@@ -283,10 +283,10 @@ async def test_round_robin_without_key(node: Node) -> None:
 
 
 async def test_change_feed_orders_lifecycle_and_appends(node: Node, storage: str) -> None:
-    await node.create_stream(stream_config("feed", storage=storage))
+    await node.admin.create_stream(stream_config("feed", storage=storage))
     await publish(node, "feed", entry(), entry())
-    await node.update_stream(streams_pb2.UpdateStreamRequest(name="feed", max_msgs=1))
-    await node.delete_stream("feed")
+    await node.admin.update_stream(streams_pb2.UpdateStreamRequest(name="feed", max_msgs=1))
+    await node.admin.delete_stream("feed")
     kinds = [(c.WhichOneof("kind"), c.change_seq) for c in await changes(node)]
     assert [kind for kind, _ in kinds] == [
         "stream_created",
@@ -303,7 +303,7 @@ async def test_change_feed_orders_lifecycle_and_appends(node: Node, storage: str
 async def test_change_feed_retention_reports_truncation(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path, change_feed_max_changes=1000), clock=clock)
     try:
-        await core.create_stream(stream_config("busy"))
+        await core.admin.create_stream(stream_config("busy"))
         for _ in range(1100):
             await publish(core, "busy", entry())
         await core.sweep_once()
@@ -319,8 +319,8 @@ async def test_change_feed_retention_reports_truncation(tmp_path: Path, clock: M
 
 async def test_reopen_keeps_streams_and_moves_change_seq_forward(tmp_path: Path, clock: ManualClock) -> None:
     core = await Node.open(settings(tmp_path), clock=clock)
-    await core.create_stream(stream_config("durable"))
-    await core.create_stream(stream_config("volatile", storage="memory"))
+    await core.admin.create_stream(stream_config("durable"))
+    await core.admin.create_stream(stream_config("volatile", storage="memory"))
     await publish(core, "durable", entry(), entry())
     await publish(core, "volatile", entry())
     before = core.feed.horizon
@@ -344,7 +344,7 @@ async def test_reopen_keeps_streams_and_moves_change_seq_forward(tmp_path: Path,
 async def test_rejected_batch_does_not_advance_round_robin(node: Node) -> None:
     from weir.errors import InvalidSubjectError
 
-    await node.create_stream(stream_config("fair", partitions=2))
+    await node.admin.create_stream(stream_config("fair", partitions=2))
     with pytest.raises(InvalidSubjectError, match=r"entries\[1\]"):
         await publish(node, "fair", entry(), entry("bad..subject"))
     outcomes = await node.publisher.publish("fair", [entry(), entry()], streams_pb2.ACK_LEVEL_LEADER, batch=True)
@@ -388,11 +388,11 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
     unfiltered feed's matching changes, in order."""
     rng = random.Random(seed)
     start = node.feed.horizon + 1
-    await node.create_stream(stream_config("left", partitions=3, retention="work_queue"))
-    await node.create_stream(stream_config("right", partitions=3))
+    await node.admin.create_stream(stream_config("left", partitions=3, retention="work_queue"))
+    await node.admin.create_stream(stream_config("right", partitions=3))
     await node.consumers.create_consumer("left", consumer_config("worker"))
     await node.consumers.create_consumer("right", consumer_config("reader"))
-    await node.create_stream(stream_config("gone", partitions=2))  # deleted half-way: archived changes
+    await node.admin.create_stream(stream_config("gone", partitions=2))  # deleted half-way: archived changes
     await node.consumers.create_consumer("gone", consumer_config("reader"))
     for index in (0, 1):
         await publish(node, "gone", entry(partition=index), entry(partition=index))
@@ -400,7 +400,7 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
         await node.consumers.ack_batch("gone", "reader", index, [delivery.seq for delivery in deliveries])
     for step in range(60):
         if step == 30:
-            await node.delete_stream("gone")
+            await node.admin.delete_stream("gone")
         action = 0.9 if step == 20 else rng.random()  # one stream update at least: truncations follow
         stream, consumer = rng.choice([("left", "worker"), ("right", "reader")])
         index = rng.randrange(3)
@@ -411,7 +411,7 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
             if deliveries:
                 await node.consumers.ack_batch(stream, consumer, index, [delivery.seq for delivery in deliveries])
         elif action < 0.95:
-            await node.update_stream(streams_pb2.UpdateStreamRequest(name="right", max_msgs=rng.randint(1, 5)))
+            await node.admin.update_stream(streams_pb2.UpdateStreamRequest(name="right", max_msgs=rng.randint(1, 5)))
         else:
             await node.consumers.create_consumer("right", consumer_config(f"extra-{rng.randrange(1_000_000)}"))
     everything = await _read_all(node, start, 10_000, EVERY_CHANGE)
@@ -431,7 +431,7 @@ async def test_filtered_change_reads_return_exactly_the_matching_changes(node: N
 async def test_a_filtered_tail_sends_progress_past_skipped_changes(node: Node) -> None:
     """A tail without appends gets the consumer changes at once and, when it only skipped appends, a
     batch without changes whose through_change_seq covers them (so a stored position keeps up)."""
-    await node.create_stream(stream_config("quiet"))
+    await node.admin.create_stream(stream_config("quiet"))
     await node.consumers.create_consumer("quiet", consumer_config("reader"))
     start = node.feed.horizon + 1
     batches: asyncio.Queue[tuple[list[bytes], int, int]] = asyncio.Queue()
@@ -480,8 +480,8 @@ async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_i
     """A WAL checkpoint of the stream's log is in progress (its lock held by another thread for
     0.3 s): the delete waits for it off the event loop, so other work goes on meanwhile, and it
     still removes the stream's files once the checkpoint ends."""
-    await node.create_stream(stream_config("busy"))
-    await node.create_stream(stream_config("other"))
+    await node.admin.create_stream(stream_config("busy"))
+    await node.admin.create_stream(stream_config("other"))
     await publish(node, "busy", entry())
     log = node._streams["busy"].partitions[0].log
     assert isinstance(log, SqlitePartitionLog)
@@ -499,7 +499,7 @@ async def test_deleting_a_stream_does_not_stop_the_event_loop_for_a_checkpoint_i
     holder.start()
     held.wait()
     held_from = time.monotonic()
-    deletion = asyncio.create_task(node.delete_stream("busy"))
+    deletion = asyncio.create_task(node.admin.delete_stream("busy"))
     published_at: list[float] = []
     while not deletion.done():
         await publish(node, "other", entry())
@@ -518,7 +518,7 @@ async def test_appends_pending_covers_a_publish_from_its_queueing_to_its_commit(
     """Partition.appends_pending (what a primary's follower fetch lingers on, issue 25): true from
     the moment a publish is queued until its group commit is durable or failed; consumer ops and
     sweeps alone do not count."""
-    await node.create_stream(stream_config("busy"))
+    await node.admin.create_stream(stream_config("busy"))
     await node.consumers.create_consumer("busy", consumer_config("reader"))
     partition = node._streams["busy"].partitions[0]
     assert not partition.appends_pending
@@ -545,7 +545,7 @@ async def test_appends_pending_covers_a_publish_from_its_queueing_to_its_commit(
 async def test_a_partition_that_stopped_leading_refuses_what_was_queued_while_it_led(node: Node) -> None:
     """Found by the fault matrix (issue 22): a publish queued before a failover demoted the primary
     was appended after it, as a follower, so its records outlived the divergent-tail truncation."""
-    await node.create_stream(stream_config("demoted"))
+    await node.admin.create_stream(stream_config("demoted"))
     partition = node._streams["demoted"].partitions[0]
     await publish(node, "demoted", entry())
     queued = asyncio.create_task(partition.append([PreparedEntry("s.a", b"late", (), 0, None)], 5))
@@ -573,7 +573,7 @@ async def test_a_new_primary_answers_point_reads_of_a_high_watermark_stream_once
     cover would answer a Get from below the watermark and miss a write the old primary had
     acknowledged. Until this epoch's watermark covers the log it took over with, point reads are
     refused as catching_up (retryable); tail reads wait instead."""
-    await node.create_stream(stream_config("promoted", deliver_up_to_high_watermark=True))
+    await node.admin.create_stream(stream_config("promoted", deliver_up_to_high_watermark=True))
     partition = node.hosted_partition("promoted", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     records = [
@@ -602,7 +602,7 @@ async def test_an_ack_all_wait_from_an_older_epoch_never_completes_when_the_node
     primary's records), led again after the rebalance, and the old wait completed: the client was
     told "stored at seq S" while S held another record. A wait belongs to the epoch that decided
     its append."""
-    await node.create_stream(stream_config("epochs"))
+    await node.admin.create_stream(stream_config("epochs"))
     partition = node._streams["epochs"].partitions[0]
     partition.set_role(leading=True, leader_epoch=1, tracker=three_copies(0), min_insync=2)
     (outcome,) = await partition.append([PreparedEntry("s.a", b"decided under 1", (), 0, None)], 15)
@@ -634,7 +634,7 @@ async def test_an_ack_all_wait_from_an_older_epoch_never_completes_when_the_node
 async def test_a_primary_whose_lease_lapsed_stores_nothing_that_was_queued_before(node: Node) -> None:
     """The lease is checked when the commit decides an append, not only when the request came in:
     a request queued before a pause (SIGSTOP past the heartbeat TTL) is refused, not stored."""
-    await node.create_stream(stream_config("lapsed"))
+    await node.admin.create_stream(stream_config("lapsed"))
     partition = node._streams["lapsed"].partitions[0]
     await publish(node, "lapsed", entry())
     node.lease_valid = lambda: False
@@ -668,7 +668,7 @@ async def test_a_restarted_primary_counts_nothing_as_replicated_until_its_follow
     record the followers never got would be answered as stored by every in-sync replica at once."""
     placement = led_here_with_two_followers()
     first = await Node.open(settings(tmp_path), clock)
-    await first.create_stream(stream_config("restarted", replicas=3), placement)
+    await first.admin.create_stream(stream_config("restarted", replicas=3), placement)
     await first.publisher.publish(
         "restarted", [entry(msg_id="m1"), entry(msg_id="m2")], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )
@@ -720,7 +720,7 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
     (watermark, horizon) pair a reader sees is sound, checked against every change afterwards."""
     core = await Node.open(settings(tmp_path))
     try:
-        await core.create_stream(stream_config("watermarks", partitions=4))
+        await core.admin.create_stream(stream_config("watermarks", partitions=4))
         samples: list[tuple[int, int]] = []
         stop = asyncio.Event()
 
@@ -736,7 +736,9 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
                 await publish(core, "watermarks", entry(payload=b"%d" % number, partition=partition))
 
         sampler = asyncio.create_task(sample())
-        await asyncio.gather(*(load(partition) for partition in range(4)), core.create_stream(stream_config("other")))
+        await asyncio.gather(
+            *(load(partition) for partition in range(4)), core.admin.create_stream(stream_config("other"))
+        )
         stop.set()
         await sampler
         changes: list[types_pb2.Change] = []
@@ -757,7 +759,7 @@ async def test_every_change_below_a_read_watermark_is_at_or_below_the_horizon_re
 async def test_a_secondary_with_a_damaged_last_record_keeps_replicating(node: Node) -> None:
     """A damaged record at after_seq (or among replayed seqs) cannot be compared: the secondary
     appends what follows instead of failing every push (the scrub repairs the record meanwhile)."""
-    await node.create_stream(stream_config("damaged-tail"))
+    await node.admin.create_stream(stream_config("damaged-tail"))
     partition = node.hosted_partition("damaged-tail", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     records = [
@@ -778,7 +780,7 @@ async def test_a_secondary_appends_only_records_that_follow_the_primarys_record_
     """Log matching: with the CRC-32 of the primary's record at after_seq, a secondary that holds
     another record there refuses the records (divergence) and stores nothing; the same record, or
     no CRC (the primary holds none there), appends."""
-    await node.create_stream(stream_config("matching"))
+    await node.admin.create_stream(stream_config("matching"))
     partition = node.hosted_partition("matching", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
 
@@ -813,7 +815,7 @@ async def test_an_unreadable_replicated_partition_file_is_moved_aside_and_rebuil
     becomes a replica like any other once it holds what its primary had."""
     placement = led_here_with_two_followers()
     first = await Node.open(settings(tmp_path), clock)
-    await first.create_stream(stream_config("cut", replicas=3), placement)
+    await first.admin.create_stream(stream_config("cut", replicas=3), placement)
     await first.publisher.publish(
         "cut", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )
@@ -852,7 +854,7 @@ async def test_an_unreadable_single_copy_partition_file_stops_the_node_naming_it
     """One copy: nothing to rebuild from, so nothing is moved and the node does not start as if
     the partition were empty; the error names the file."""
     node = await Node.open(settings(tmp_path))
-    await node.create_stream(stream_config("alone"))
+    await node.admin.create_stream(stream_config("alone"))
     await node.publisher.publish(
         "alone", [entry(payload=KIB) for _ in range(300)], streams_pb2.ACK_LEVEL_LEADER, batch=True
     )

@@ -103,7 +103,7 @@ async def publish_one(node: Node, stream: str, published: streams_pb2.PublishEnt
 
 
 async def create(node: Node, stream: str, **config: object) -> None:
-    await node.create_stream(stream_config(stream, allow_scheduled_messages=True, **config))  # type: ignore[arg-type]
+    await node.admin.create_stream(stream_config(stream, allow_scheduled_messages=True, **config))  # type: ignore[arg-type]
     await node.consumers.create_consumer(stream, consumer_config("c", ack_wait_ms=60_000))
 
 
@@ -227,7 +227,7 @@ async def test_a_retried_scheduled_publish_is_stored_once(core: Node, clock: Man
 
 
 async def test_bad_scheduled_publishes_are_refused_and_store_nothing(core: Node) -> None:
-    await core.create_stream(stream_config("plain"))
+    await core.admin.create_stream(stream_config("plain"))
     await create(core, "aged", max_age_ms=60_000)
     cases: list[tuple[str, streams_pb2.PublishEntry, type[Exception], str]] = [
         ("plain", entry(delay_ms=1_000), SchedulingDisabledError, "allow_scheduled_messages"),
@@ -242,7 +242,7 @@ async def test_bad_scheduled_publishes_are_refused_and_store_nothing(core: Node)
         with pytest.raises(error, match=words):
             await core.publisher.publish(stream, [entry(), bad], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert stored(core, "plain") == [] and stored(core, "aged") == []
-    await core.create_stream(stream_config("forever", allow_scheduled_messages=True))
+    await core.admin.create_stream(stream_config("forever", allow_scheduled_messages=True))
     with pytest.raises(InvalidArgumentError, match="366 days"):
         await core.publisher.publish(
             "forever", [entry(delay_ms=367 * 86_400_000)], streams_pb2.ACK_LEVEL_LEADER, batch=False
@@ -343,7 +343,7 @@ async def test_a_secondary_removes_the_schedule_record_with_the_delivered_messag
     """What makes delivery once-only across a failover: on a secondary the delivered message and the
     removal of its schedule record land in one commit (no window where a new primary holds both), and
     a promoted secondary delivers exactly the schedule records its log still holds."""
-    await core.create_stream(stream_config("copy", allow_scheduled_messages=True))
+    await core.admin.create_stream(stream_config("copy", allow_scheduled_messages=True))
     await core.consumers.create_consumer("copy", consumer_config("c", ack_wait_ms=60_000))
     partition = core.hosted_partition("copy", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
@@ -391,14 +391,14 @@ async def test_held_messages_wait_for_a_release_that_delivers_or_discards_them(c
     delivered = await wait_delivered(core, "tx", 1)
     assert [m.payload for m in delivered] == [b"recalled"]
 
-    records, next_seq = core.list_scheduled("tx", 0, 0, 0, held_only=True)
+    records, next_seq = core.admin.list_scheduled("tx", 0, 0, 0, held_only=True)
     assert [types_pb2.Message.FromString(r).payload for r in records] == [b"commit me", b"roll me back"]
     assert next_seq == 0
-    first_page, next_seq = core.list_scheduled("tx", 0, 0, 1, held_only=False)
+    first_page, next_seq = core.admin.list_scheduled("tx", 0, 0, 1, held_only=False)
     assert len(first_page) == 1 and next_seq == rollback_seq
 
-    new_seq = await core.release_scheduled("tx", 0, commit_seq, discard=False)
-    assert await core.release_scheduled("tx", 0, rollback_seq, discard=True) == 0
+    new_seq = await core.admin.release_scheduled("tx", 0, commit_seq, discard=False)
+    assert await core.admin.release_scheduled("tx", 0, rollback_seq, discard=True) == 0
     (committed,) = await wait_delivered(core, "tx", 1)
     assert (committed.seq, committed.payload, committed.msg_id, committed.scheduled_seq) == (
         new_seq,
@@ -408,7 +408,7 @@ async def test_held_messages_wait_for_a_release_that_delivers_or_discards_them(c
     )
     for seq in (commit_seq, rollback_seq, delayed_seq, new_seq, 999):
         with pytest.raises(NoSuchMessageError, match="no scheduled or held message"):
-            await core.release_scheduled("tx", 0, seq, discard=True)
+            await core.admin.release_scheduled("tx", 0, seq, discard=True)
     assert [subject for _, subject in stored(core, "tx")] == ["tx.order", "tx.order"]
     records, _, _ = await core.changes.read_changes(0, 10_000)
     reasons = [c.remove.reason for c in map(types_pb2.Change.FromString, records) if c.HasField("remove")]
@@ -423,16 +423,16 @@ async def test_held_messages_survive_a_restart_and_bad_holds_are_refused(tmp_pat
         seq, _ = await publish_one(core, "tx", entry(payload=b"half", hold=True))
         with pytest.raises(InvalidArgumentError, match="at most one"):
             await publish_one(core, "tx", entry(hold=True, delay_ms=5))
-        await core.create_stream(stream_config("plain"))
+        await core.admin.create_stream(stream_config("plain"))
         with pytest.raises(SchedulingDisabledError):
             await publish_one(core, "plain", entry(hold=True))
         with pytest.raises(SchedulingDisabledError):
-            await core.release_scheduled("plain", 0, 1, discard=False)
+            await core.admin.release_scheduled("plain", 0, 1, discard=False)
         await core.close()
         core = await Node.open(settings(tmp_path), clock=clock)
-        records, _ = core.list_scheduled("tx", 0, 0, 0, held_only=True)
+        records, _ = core.admin.list_scheduled("tx", 0, 0, 0, held_only=True)
         assert [types_pb2.Message.FromString(r).payload for r in records] == [b"half"]
-        await core.release_scheduled("tx", 0, seq, discard=False)
+        await core.admin.release_scheduled("tx", 0, seq, discard=False)
         assert [m.payload for m in await wait_delivered(core, "tx", 1)] == [b"half"]
     finally:
         await core.close()

@@ -1,8 +1,9 @@
 """The partition node core, transport-neutral: streams, publish, reads, consumers and the change feed.
 
-`Node` holds the hosted streams, their lifecycle and admin (create, update, delete, placement,
-purges, scheduled releases); the rest is in its sections, each a module of its own:
-`node.publisher` (node_publish.py), `node.consumers` (node_consumers.py), `node.reads`
+`Node` holds the registry of hosted streams, the node's lifecycle (open, shutdown, the retention
+sweep) and the lookups every section shares; the rest is in its sections, each a module of its own:
+`node.admin` (node_admin.py: create, update, delete, placement changes, purges, scheduled
+releases), `node.publisher` (node_publish.py), `node.consumers` (node_consumers.py), `node.reads`
 (node_reads.py) and `node.changes` (feed_reads.py); the `Stream` record and how partitions open from
 their files are in hosted.py (`PartitionFiles`).
 
@@ -18,19 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-import shutil
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from weir.errors import (
-    AlreadyExistsError,
-    InvalidArgumentError,
-    InvalidConfigError,
     LeaderLeaseExpiredError,
     NoSuchPartitionError,
     NoSuchStreamError,
-    PositionOutOfRangeError,
     ShuttingDownError,
     WeirError,
 )
@@ -39,29 +36,26 @@ from weir.subjects import (
 )
 from weir.v1 import streams_pb2, types_pb2
 from weir_server.replication import InSyncTracker
-from weir_server.streamconfig import apply_update, differs_in_immutable_fields, normalize_config, with_defaults
+from weir_server.streamconfig import with_defaults
 
 from weir_partition_node import metrics
 from weir_partition_node.catalog import Catalog
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
 from weir_partition_node.feed_reads import ChangeFeedReader
-from weir_partition_node.hosted import PartitionFiles, Stream, configure_view
-from weir_partition_node.node_consumers import MAX_ACK_BATCH, NodeConsumers
+from weir_partition_node.hosted import PartitionFiles, Stream
+from weir_partition_node.node_admin import NodeStreamAdmin, lifecycle_change
+from weir_partition_node.node_consumers import NodeConsumers
 from weir_partition_node.node_publish import NodePublisher
 from weir_partition_node.node_reads import (
-    DEFAULT_READ_MESSAGES,
-    MAX_READ_MESSAGES,
     NodeReads,
 )
 from weir_partition_node.partition import Partition
 from weir_partition_node.settings import NodeSettings
-from weir_partition_node.streamconfig import check_placement
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-NO_LIMIT = 2**62  # a LIMIT that SQLite (signed 64-bit) accepts and no table reaches
 _RESERVED_KEY = "change_seq_reserved_through"
 _FLOOR_KEY = "change_feed_floor"
 
@@ -87,7 +81,7 @@ class Node:
         self.lease_valid: Callable[[], bool] | None = None
         # The source tails' status of a sourcing stream this node leads (set by the server: sources.py).
         self.source_status: Callable[[str], list[types_pb2.SourceStatus]] | None = None
-        # The node's sections besides stream admin, publish and consumers (its own modules).
+        # The node's sections, each a module of its own.
         self.reads = NodeReads(
             partition=self._partition, hosted_partition=self.hosted_partition, closing=lambda: self._closing
         )
@@ -109,7 +103,20 @@ class Node:
             catalog=catalog,
             feed=feed,
             lifecycle_lock=self._lifecycle_lock,
-            lifecycle_change=self._lifecycle_change,
+            lifecycle_change=functools.partial(lifecycle_change, feed, clock),
+        )
+        self.admin = NodeStreamAdmin(
+            settings,
+            streams=self._streams,
+            files=self._files,
+            catalog=catalog,
+            feed=feed,
+            clock=clock,
+            lifecycle_lock=self._lifecycle_lock,
+            stream=self._stream,
+            led_partition=self._partition,
+            check_open=self._check_open,
+            attach_consumers=self.consumers.attach,
         )
         self.changes = ChangeFeedReader(
             feed=feed,
@@ -307,12 +314,6 @@ class Node:
     def catalog(self) -> Catalog:
         return self._catalog
 
-    async def _lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
-        now_ms = self._clock.now_ms()
-        (change_seq,) = await self.feed.allocate(1, ts_ms=now_ms)
-        change = types_pb2.Change(change_seq=change_seq, ts_ms=now_ms, stream=name, **kind)
-        return change_seq, now_ms, change.SerializeToString()
-
     async def record_leadership(self, stream: str, partition: int, entry: types_pb2.PartitionPlacement) -> None:
         """A change-feed entry (LeaderChange) saying this node took the lead of the partition under
         `entry`'s epoch (WatchStreams' LEADER_CHANGED); failures to store it are logged, not raised."""
@@ -344,123 +345,6 @@ class Node:
             logger.warning("%s/%d: could not add %s to the change feed: %r", stream, partition, what, error)
         finally:
             self.feed.settle([change_seq])
-
-    async def create_stream(
-        self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
-    ) -> tuple[types_pb2.StreamConfig, int]:
-        """Create a stream (idempotent for an identical config and placement). Returns (effective
-        config, created_at_ms). `placement` (from the router) says which partitions this node hosts
-        and leads; None = standalone, every partition here. Errors: InvalidNameError,
-        InvalidConfigError, InvalidSubjectError, AlreadyExistsError."""
-        self._check_open()
-        effective = normalize_config(config, self.settings.max_message_bytes, clustered=placement is not None)
-        if placement is not None:
-            check_placement(effective, placement, self.node_id)
-        async with self._lifecycle_lock:
-            existing = self._streams.get(effective.name)
-            if existing is not None:
-                if existing.config == effective and existing.placement == placement:
-                    return existing.config, existing.created_at_ms
-                what = "config" if existing.config != effective else "placement"
-                raise AlreadyExistsError(
-                    f"stream {effective.name!r} already exists with a different {what}", stream=effective.name
-                )
-            created_at_ms = self._clock.now_ms()
-            stream = self._files.open_stream(effective, created_at_ms, placement)
-            change = await self._lifecycle_change(
-                effective.name, stream_created=types_pb2.StreamCreatedChange(config=effective)
-            )
-            try:
-                await self._catalog.create_stream(
-                    effective.name,
-                    effective.SerializeToString(),
-                    created_at_ms,
-                    change,
-                    placement.SerializeToString() if placement is not None else None,
-                )
-            except BaseException:
-                self.feed.settle([change[0]])
-                await self._destroy_partitions(stream)
-                raise
-            self.feed.settle([change[0]])
-            self._streams[effective.name] = stream
-            metrics.STREAMS.set(len(self._streams))
-            return effective, created_at_ms
-
-    async def _destroy_partitions(self, stream: Stream) -> None:
-        """Close and remove the stream's partition logs. What can take long runs off the event loop,
-        so the node's other partitions go on meanwhile: waiting for a WAL checkpoint in progress
-        (10-50 ms) and removing the files (a large log takes long). Closing the connections, which
-        the event loop's reads use, stays on it."""
-        for partition in stream.partitions.values():
-            await self._close_partition(partition)
-        await asyncio.to_thread(shutil.rmtree, self._files.stream_dir(stream.name), ignore_errors=True)
-
-    async def _close_partition(self, partition: Partition) -> None:
-        """Commit what is queued and close the log (a WAL checkpoint in progress is waited for off
-        the event loop; closing the connections, which the loop's reads use, stays on it)."""
-        await partition.close()
-        await asyncio.to_thread(partition.log.stop_checkpoints)
-        partition.log.close()
-        partition.forget_metrics()
-
-    def host_partitions(self, stream: Stream, indexes: Sequence[int], placement: types_pb2.StreamPlacement) -> None:
-        """Open the partitions a placement change gives this node (a move adds it as a copy):
-        empty logs that follow their primary, under the placement's epochs, with the stream's
-        consumers attached (their state arrives from the primary with replication). The caller
-        stores the placement (ReplicaManager.apply_record)."""
-        for index in indexes:
-            partition = self._files.open_partition(
-                stream.config, stream.view, index, leading=False, placement=placement, replica_epochs=None, check=False
-            )
-            stream.partitions[index] = partition
-            for consumer in stream.consumers.values():
-                partition.consumer_ops.restore(consumer.spec, 0, None, 0)
-            logger.info("%s/%d: hosted here now (a new copy, following its primary)", stream.name, index)
-
-    async def drop_partitions(self, stream: Stream, indexes: Sequence[int]) -> None:
-        """Close and remove the copies a placement change took from this node (a move removed it);
-        the stream's other partitions stay. Nothing here leads them any more (the router moved
-        leadership first)."""
-        for index in indexes:
-            partition = stream.partitions.pop(index)
-            stream.fenced.discard(index)
-            await self._close_partition(partition)
-            partition.wake_waiters()
-            await asyncio.to_thread(shutil.rmtree, self._files.stream_dir(stream.name) / str(index), ignore_errors=True)
-            logger.info("%s/%d: copy removed from this node (moved elsewhere)", stream.name, index)
-        stream.set_led(set(stream.led) - set(indexes))
-
-    async def delete_stream(self, name: str) -> None:
-        """Delete a stream and all its messages. Errors: NoSuchStreamError."""
-        self._check_open()
-        async with self._lifecycle_lock:
-            stream = self._stream(name)
-            del self._streams[name]  # from here on, new requests see no_such_stream
-            stream.deleted = True
-            for partition in stream.partitions.values():
-                await partition.close()  # commits what was already queued
-            archived: list[tuple[int, int, bytes]] = []
-            for partition in stream.partitions.values():
-                for change_seq, record in partition.log.read_changes(0, self.feed.horizon, NO_LIMIT):
-                    archived.append((change_seq, types_pb2.Change.FromString(record).ts_ms, record))
-            change = await self._lifecycle_change(name, stream_deleted=types_pb2.StreamDeletedChange())
-            try:
-                await self._catalog.delete_stream(name, archived, change)
-            except BaseException:
-                self.feed.settle([change[0]])
-                reopened = self._files.open_stream(stream.config, stream.created_at_ms, stream.placement)
-                reopened.consumers = stream.consumers
-                await self.consumers.attach(reopened)
-                self._streams[name] = reopened
-                raise
-            self.feed.settle([change[0]])
-            await self._destroy_partitions(stream)
-            if stream.placement is not None:
-                await self._catalog.forget_replica_epochs(name, stream.config.partitions)
-            metrics.STREAMS.set(len(self._streams))
-            for partition in stream.partitions.values():
-                partition.wake_waiters()
 
     def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
         stream = self._stream(name)
@@ -507,87 +391,6 @@ class Node:
                         lags.append(metrics.ConsumerLag(name, consumer, index, max(partition.last_seq - floor, 0)))
         return lags
 
-    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> tuple[types_pb2.StreamConfig, int]:
-        """Apply a partial update; lowering a bound prunes at once. Returns (config, pruned)."""
-        self._check_open()
-        async with self._lifecycle_lock:
-            stream = self._stream(request.name)
-            updated = apply_update(stream.config, request, self.settings.max_message_bytes)
-            await self._store_config(stream, updated)
-            pruned = 0
-            for partition in stream.partitions.values():
-                pruned += await partition.sweep()
-            return updated, pruned
-
-    async def _store_config(self, stream: Stream, updated: types_pb2.StreamConfig) -> None:
-        if updated == stream.config:
-            return
-        change = await self._lifecycle_change(stream.name, stream_updated=types_pb2.StreamUpdatedChange(config=updated))
-        try:
-            await self._catalog.update_stream(stream.name, updated.SerializeToString(), change)
-        finally:
-            self.feed.settle([change[0]])
-        stream.config = updated
-        stream.max_msg_bytes = updated.max_msg_bytes
-        configure_view(stream.view, updated)
-
-    async def mirror_config(self, config: types_pb2.StreamConfig) -> None:
-        """Secondary: adopt the primary's config after an UpdateStream (ReplicateStreamUpdate). Only
-        the mutable fields may differ; removals it causes arrive as replicated truncations.
-        Errors: NoSuchStreamError, InvalidConfigError (an immutable field differs)."""
-        self._check_open()
-        async with self._lifecycle_lock:
-            stream = self._stream(config.name)
-            config = with_defaults(_copy(config))  # a router record written before a field existed
-            if differs_in_immutable_fields(stream.config, config):
-                raise InvalidConfigError(f"stream {config.name!r}: the primary's config differs in an immutable field")
-            await self._store_config(stream, config)
-
-    # -- scheduled messages and purges ------------------------------------------------------------
-
-    async def release_scheduled(self, stream_name: str, index: int, seq: int, *, discard: bool) -> int:
-        """Deliver now, or discard, the scheduled or held message at `seq` of a partition this node
-        leads; returns the delivered seq (0 when discarded). Errors: NoSuchStreamError,
-        NoSuchPartitionError, NotLeaderError, SchedulingDisabledError, NoSuchMessageError."""
-        self._check_open()
-        partition = self._partition(stream_name, index)
-        return await partition.release_scheduled(seq, discard=discard)
-
-    def list_scheduled(
-        self, stream_name: str, index: int, from_seq: int, max_messages: int, *, held_only: bool
-    ) -> tuple[list[bytes], int]:
-        """The scheduled (or held) records a partition this node leads still holds, from `from_seq`:
-        (records, next_seq). Errors: as `release_scheduled`, InvalidArgumentError."""
-        self._check_open()
-        if max_messages > MAX_READ_MESSAGES:
-            raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {max_messages}")
-        partition = self._partition(stream_name, index)
-        return partition.list_scheduled(from_seq, max_messages or DEFAULT_READ_MESSAGES, held_only=held_only)
-
-    async def purge_partition(
-        self, stream_name: str, index: int, keep_from_seq: int | None, seqs: Sequence[int] = ()
-    ) -> tuple[int, int]:
-        """Remove the partition's messages below `keep_from_seq` (None: all stored now), or with
-        `seqs` exactly those (at most MAX_ACK_BATCH). Returns (purged, first_seq afterwards).
-        Errors: PositionOutOfRangeError (keep_from_seq beyond the next seq, as Kafka's
-        DeleteRecords), InvalidArgumentError (seqs with keep_from_seq, or too many),
-        NoSuchStreamError, NoSuchPartitionError, NotLeaderError, ShuttingDownError."""
-        self._check_open()
-        partition = self._partition(stream_name, index)
-        if seqs and keep_from_seq is not None:
-            raise InvalidArgumentError("seqs and keep_from_seq: give one of them", stream=stream_name)
-        if len(seqs) > MAX_ACK_BATCH:
-            raise InvalidArgumentError(f"seqs: at most {MAX_ACK_BATCH}, got {len(seqs)}", stream=stream_name)
-        if keep_from_seq is not None and keep_from_seq > partition.last_seq + 1:
-            raise PositionOutOfRangeError(
-                f"keep_from_seq {keep_from_seq} is beyond partition {index} of {stream_name!r}: its next seq is "
-                f"{partition.last_seq + 1} (omit it to purge everything)",
-                stream=stream_name,
-                partition=index,
-            )
-        purged = await partition.purge(keep_from_seq, seqs)
-        return purged, partition.first_seq
-
     # -- background work -------------------------------------------------------------------------------
 
     async def _sweep_forever(self) -> None:
@@ -622,9 +425,3 @@ class Node:
                 for partition in stream.partitions.values():
                     await partition.drop_changes_before(excess_floor + 1)
         return removed
-
-
-def _copy(config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
-    copied = types_pb2.StreamConfig()
-    copied.CopyFrom(config)
-    return copied

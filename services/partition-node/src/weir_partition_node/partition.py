@@ -12,10 +12,11 @@ A failed commit stores nothing, fails every caller in the batch, and makes the p
 further writes (`StorageFailedError`, sticky until restart), since the disk's state is then unknown.
 
 Consumers share the loop: fetch, ack, nak, term, in-progress and consumer removal are queue items
-too (`consumer_ops`, partition_consumer_ops.py). Their decisions (`consumers.py`) change the in-memory cursors in the event loop; the changed
-cursors and pending entries, any dead-letter appends and work-queue/interest removals go into the
-same transaction as the batch's publishes, and callers hear back only once it is durable. A fetch
-therefore returns messages whose delivery is already recorded: after a crash they are pending.
+too (`consumer_ops`, partition_consumer_ops.py). Their decisions (`consumers.py`) change the
+in-memory cursors in the event loop; the changed cursors and pending entries, any dead-letter
+appends and work-queue/interest removals go into the same transaction as the batch's publishes, and
+callers hear back only once it is durable. A fetch therefore returns messages whose delivery is
+already recorded: after a crash they are pending.
 """
 
 from __future__ import annotations

@@ -234,11 +234,11 @@ class ReplicaManager:
         if not added and not removed:
             return True
         if not hosted:
-            await self.node.delete_stream(stream.name)
+            await self.node.admin.delete_stream(stream.name)
             logger.info("%s: no copy of it is placed here any more; removed", stream.name)
             return False
-        await self.node.drop_partitions(stream, removed)
-        self.node.host_partitions(stream, added, placement)
+        await self.node.admin.drop_partitions(stream, removed)
+        self.node.admin.host_partitions(stream, added, placement)
         epochs = {index: placement.partitions[index].leader_epoch for index in added}
         await self.node.catalog.set_replica_state(stream.name, placement.SerializeToString(), epochs)
         stream.placement = placement
@@ -425,7 +425,7 @@ class ReplicaManager:
             return response
         record = current
         if self.node.hosted_stream(record.config.name) is None:
-            await self.node.create_stream(record.config, record.placement)
+            await self.node.admin.create_stream(record.config, record.placement)
         await self.apply_record(record)
         response.result_code, response.success = ReplicationResult.OK, True
         return response
@@ -443,7 +443,7 @@ class ReplicaManager:
                 result_code=ReplicationResult.STALE_CONFIG,
                 message=f"stream {request.config.name!r}: the config is not the router's current one; not applied",
             )
-        await self.node.mirror_config(request.config)
+        await self.node.admin.mirror_config(request.config)
         return internal_pb2.ReplicateResponse(result_code=ReplicationResult.OK, success=True)
 
     async def replicate_stream_delete(
@@ -460,7 +460,7 @@ class ReplicaManager:
                 message=f"stream {request.stream!r} is still recorded by the router; not deleted",
             )
         with contextlib.suppress(NoSuchStreamError):
-            await self.node.delete_stream(request.stream)
+            await self.node.admin.delete_stream(request.stream)
         return internal_pb2.ReplicateResponse(result_code=ReplicationResult.OK, success=True)
 
     def replica_state(self, request: internal_pb2.GetReplicaStateRequest) -> internal_pb2.GetReplicaStateResponse:

@@ -206,7 +206,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         placement = request.placement if request.HasField("placement") else None
         if placement is not None and self.membership is None:
             raise InvalidArgumentError("placement: only a clustered node takes a placement (set by the router)")
-        config, created_at_ms = await self.node.create_stream(request.config, placement)
+        config, created_at_ms = await self.node.admin.create_stream(request.config, placement)
         return streams_pb2.CreateStreamResponse(config=config, created_at_ms=created_at_ms)
 
     @unary
@@ -214,7 +214,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
         self._check_admin("DeleteStream")
         if self.membership is not None:
             await self._check_controller_deletes(request.name)
-        await self.node.delete_stream(request.name)
+        await self.node.admin.delete_stream(request.name)
         return streams_pb2.DeleteStreamResponse()
 
     async def _check_controller_deletes(self, name: str) -> None:
@@ -248,13 +248,13 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
     @unary
     async def UpdateStream(self, request: streams_pb2.UpdateStreamRequest, context: Any) -> Any:
         self._check_admin("UpdateStream")
-        config, pruned = await self.node.update_stream(request)
+        config, pruned = await self.node.admin.update_stream(request)
         return streams_pb2.UpdateStreamResponse(config=config, pruned=pruned)
 
     @unary
     async def PurgePartition(self, request: streams_pb2.PurgePartitionRequest, context: Any) -> Any:
         keep_from_seq = request.keep_from_seq if request.HasField("keep_from_seq") else None
-        purged, first_seq = await self.node.purge_partition(
+        purged, first_seq = await self.node.admin.purge_partition(
             request.stream, request.partition, keep_from_seq, list(request.seqs)
         )
         return streams_pb2.PurgePartitionResponse(purged=purged, first_seq=first_seq)
@@ -504,14 +504,14 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @unary
     async def ReleaseScheduled(self, request: streams_pb2.ReleaseScheduledRequest, context: Any) -> Any:
-        delivered_seq = await self.node.release_scheduled(
+        delivered_seq = await self.node.admin.release_scheduled(
             request.stream, request.partition, request.seq, discard=request.discard
         )
         return streams_pb2.ReleaseScheduledResponse(delivered_seq=delivered_seq)
 
     @unary
     async def ListScheduled(self, request: streams_pb2.ListScheduledRequest, context: Any) -> Any:
-        records, next_seq = self.node.list_scheduled(
+        records, next_seq = self.node.admin.list_scheduled(
             request.stream, request.partition, request.from_seq, request.max_messages, held_only=request.held_only
         )
         response = streams_pb2.ListScheduledResponse(next_seq=next_seq)
