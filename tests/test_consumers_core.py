@@ -28,6 +28,7 @@ from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Pending, check_cursor
 from weir_partition_node.node import Node
+from weir_partition_node.node_subscriptions import bind_refusal
 from weir_partition_node.settings import NodeSettings
 
 T0 = 1_700_000_000_000  # ManualClock's default start
@@ -1038,14 +1039,14 @@ async def test_subscribe_stop_when_empty(node: Node, storage: str) -> None:
     await publish(node, "sub", entry(partition=0), entry(partition=2), entry(partition=2))
     await node.consumers.create_consumer("sub", consumer_config("c"))
     items = await asyncio.wait_for(
-        collect(node.consumers.subscribe("sub", "c", batch_size=1, stop_when_empty=True)), DEADLINE_S
+        collect(node.subscriptions.subscribe("sub", "c", batch_size=1, stop_when_empty=True)), DEADLINE_S
     )
     assert sorted(items[:-1], key=str) == [(0, 1, 1), (2, 1, 1), (2, 2, 1)]
     assert items[-1] == "empty"
     info = node.consumers.consumer_info("sub", "c")
     assert (info.num_ack_pending, info.delivered_total) == (3, 3)
     only = await asyncio.wait_for(
-        collect(node.consumers.subscribe("sub", "c", partitions=[1], stop_when_empty=True)), DEADLINE_S
+        collect(node.subscriptions.subscribe("sub", "c", partitions=[1], stop_when_empty=True)), DEADLINE_S
     )
     assert only == ["empty"]
 
@@ -1056,7 +1057,7 @@ async def test_subscribe_ends_when_the_consumer_is_deleted(node: Node) -> None:
     seen: asyncio.Queue[tuple[int, int, int] | str] = asyncio.Queue()
 
     async def run() -> None:
-        async for item in node.consumers.subscribe("subdel", "c"):
+        async for item in node.subscriptions.subscribe("subdel", "c"):
             await seen.put(item if isinstance(item, str) else (item[0], item[1].seq, item[1].deliver_count))
 
     task = asyncio.create_task(run())
@@ -1072,7 +1073,7 @@ async def test_subscribe_ends_when_the_consumer_is_deleted(node: Node) -> None:
 async def test_subscribe_ends_when_the_stream_is_deleted(node: Node) -> None:
     await node.admin.create_stream(stream_config("subgone"))
     await node.consumers.create_consumer("subgone", consumer_config("c"))
-    task = asyncio.create_task(collect(node.consumers.subscribe("subgone", "c")))
+    task = asyncio.create_task(collect(node.subscriptions.subscribe("subgone", "c")))
     await asyncio.sleep(0.02)
     await node.admin.delete_stream("subgone")
     assert await asyncio.wait_for(task, DEADLINE_S) == ["stream_deleted"]
@@ -1093,7 +1094,7 @@ async def resubscribe(node: Node, stream: str, name: str) -> list[tuple[int, int
     deadline = time.monotonic() + DEADLINE_S
     while True:
         try:
-            return await collect(node.consumers.subscribe(stream, name, stop_when_empty=True))
+            return await collect(node.subscriptions.subscribe(stream, name, stop_when_empty=True))
         except ConsumerBoundError:
             if time.monotonic() > deadline:
                 raise
@@ -1104,10 +1105,28 @@ async def test_closed_subscribe_unbinds_at_once(node: Node) -> None:
     await node.admin.create_stream(stream_config("rebind"))
     await node.consumers.create_consumer("rebind", consumer_config("solo"))
     await publish(node, "rebind", entry(), entry())
-    first = node.consumers.subscribe("rebind", "solo", batch_size=1)
+    first = node.subscriptions.subscribe("rebind", "solo", batch_size=1)
     assert await first_item(first) == (0, 1, 1)
     await close(first)
-    assert await collect(node.consumers.subscribe("rebind", "solo", stop_when_empty=True)) == [(0, 2, 1), "empty"]
+    assert await collect(node.subscriptions.subscribe("rebind", "solo", stop_when_empty=True)) == [(0, 2, 1), "empty"]
+
+
+def test_bind_refusal_decides_who_may_subscribe() -> None:
+    """The binding rule alone: a consumer with a deliver_group takes any number of subscribers naming
+    that group; one without takes one subscriber naming none."""
+    solo, shared = consumer_config("solo"), consumer_config("shared", deliver_group="g")
+    assert bind_refusal(solo, 0, "", "s") is None
+    assert bind_refusal(shared, 0, "g", "s") is None
+    assert bind_refusal(shared, 5, "g", "s") is None  # a group shares
+    refusals = {
+        "second subscriber": bind_refusal(solo, 1, "", "s"),
+        "group on a solo consumer": bind_refusal(solo, 0, "g", "s"),
+        "no group on a shared one": bind_refusal(shared, 0, "", "s"),
+        "another group": bind_refusal(shared, 0, "h", "s"),
+    }
+    assert all(isinstance(refusal, ConsumerBoundError) for refusal in refusals.values()), refusals
+    assert "another Subscribe is bound" in str(refusals["second subscriber"])
+    assert "delivers to group 'g'" in str(refusals["another group"])
 
 
 async def test_subscribe_binding_rules(node: Node) -> None:
@@ -1116,23 +1135,23 @@ async def test_subscribe_binding_rules(node: Node) -> None:
     await node.consumers.create_consumer("bind", consumer_config("shared", deliver_group="g"))
     await publish(node, "bind", *[entry() for _ in range(4)])
 
-    first = node.consumers.subscribe("bind", "solo", batch_size=1)
+    first = node.subscriptions.subscribe("bind", "solo", batch_size=1)
     assert await first_item(first) == (0, 1, 1)
     with pytest.raises(ConsumerBoundError, match="another Subscribe is bound"):
-        await anext(node.consumers.subscribe("bind", "solo", stop_when_empty=True))
+        await anext(node.subscriptions.subscribe("bind", "solo", stop_when_empty=True))
     with pytest.raises(ConsumerBoundError, match="has no deliver_group"):
-        await anext(node.consumers.subscribe("bind", "solo", deliver_group="g"))
+        await anext(node.subscriptions.subscribe("bind", "solo", deliver_group="g"))
     await close(first)
     assert await resubscribe(node, "bind", "solo") == [(0, 2, 1), (0, 3, 1), (0, 4, 1), "empty"]
 
     for group in ("", "other"):
         with pytest.raises(ConsumerBoundError, match="delivers to group 'g'"):
-            await anext(node.consumers.subscribe("bind", "shared", deliver_group=group))
-    one = node.consumers.subscribe("bind", "shared", deliver_group="g", batch_size=1)
-    two = node.consumers.subscribe("bind", "shared", deliver_group="g", batch_size=1)
+            await anext(node.subscriptions.subscribe("bind", "shared", deliver_group=group))
+    one = node.subscriptions.subscribe("bind", "shared", deliver_group="g", batch_size=1)
+    two = node.subscriptions.subscribe("bind", "shared", deliver_group="g", batch_size=1)
     a = await first_item(one)
     b = await first_item(two)
-    rest = await collect(node.consumers.subscribe("bind", "shared", deliver_group="g", stop_when_empty=True))
+    rest = await collect(node.subscriptions.subscribe("bind", "shared", deliver_group="g", stop_when_empty=True))
     assert (a, b) == ((0, 1, 1), (0, 2, 1))  # both bound at once, sharing the messages
     assert rest == [(0, 3, 1), (0, 4, 1), "empty"]
     await close(one)

@@ -3,8 +3,9 @@
 `Node` holds the registry of hosted streams, the node's lifecycle (open, shutdown, the retention
 sweep) and the lookups every section shares; the rest is in its sections, each a module of its own:
 `node.admin` (node_admin.py: create, update, delete, placement changes, purges, scheduled
-releases), `node.publisher` (node_publish.py), `node.consumers` (node_consumers.py), `node.reads`
-(node_reads.py) and `node.changes` (feed_reads.py); the `Stream` record and how partitions open from
+releases), `node.publisher` (node_publish.py), `node.consumers` (node_consumers.py: consumer
+lifecycle, fetch and settling), `node.subscriptions` (node_subscriptions.py: push delivery),
+`node.reads` (node_reads.py) and `node.changes` (feed_reads.py); the `Stream` record and how partitions open from
 their files are in hosted.py (`PartitionFiles`).
 
 The gRPC servicers are thin adapters over `Node`; everything here raises typed `WeirError`s and
@@ -50,6 +51,7 @@ from weir_partition_node.node_publish import NodePublisher
 from weir_partition_node.node_reads import (
     NodeReads,
 )
+from weir_partition_node.node_subscriptions import NodeSubscriptions
 from weir_partition_node.partition import Partition
 from weir_partition_node.settings import NodeSettings
 
@@ -117,6 +119,14 @@ class Node:
             led_partition=self._partition,
             check_open=self._check_open,
             attach_consumers=self.consumers.attach,
+        )
+        self.subscriptions = NodeSubscriptions(
+            stream=self._stream,
+            partition=self._partition,
+            consumer=self.consumers.consumer,
+            check_open=self._check_open,
+            closing=lambda: self._closing,
+            clock=clock,
         )
         self.changes = ChangeFeedReader(
             feed=feed,

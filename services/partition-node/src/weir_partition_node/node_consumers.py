@@ -1,6 +1,6 @@
 """Durable consumers on a partition node (Node's consumers section): their node-wide records, their
-lifecycle (create, delete, restore at open), delivery (fetch, push subscriptions) and settling (ack,
-nak, term, in progress, seek). The per-partition decisions are consumers.py's, applied by each
+lifecycle (create, delete, restore at open), fetch and settling (ack, nak, term, in progress,
+seek); push delivery over them is node_subscriptions.py. The per-partition decisions are consumers.py's, applied by each
 partition's commit loop; this is where requests are checked and routed to the right partition.
 
 Source: weir.v1 Streams' consumer RPCs and the streams seed's (CreateConsumer ... Subscribe).
@@ -9,19 +9,16 @@ Source: weir.v1 Streams' consumer RPCs and the streams seed's (CreateConsumer ..
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from weir.errors import (
     AlreadyExistsError,
-    ConsumerBoundError,
     InvalidArgumentError,
     InvalidConfigError,
     NoSuchConsumerError,
-    ShuttingDownError,
     WeirError,
 )
 from weir.subjects import patterns_overlap, validate_name
@@ -40,7 +37,6 @@ from weir_partition_node.consumers import (
     ConsumerSpec,
     normalize_consumer_config,
 )
-from weir_partition_node.feed_reads import TAIL_IDLE_WAKE_S
 from weir_partition_node.node_reads import DEFAULT_READ_BYTES, MAX_FETCH_WAIT_MS, check_max_bytes
 from weir_partition_node.partition import Partition
 
@@ -51,7 +47,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_FETCH_BATCH = 100
 MAX_FETCH_BATCH = 10_000
-DEFAULT_SUBSCRIBE_BATCH = 16  # seed default
 MAX_ACK_BATCH = 10_000
 
 # (change seq, ts_ms, encoded change) of a lifecycle change the node has allocated (settle it).
@@ -133,7 +128,8 @@ class NodeConsumers:
                     start, until = min(start, partition.last_seq), min(until, partition.last_seq)
                 partition.consumer_ops.restore(consumer.spec, start, stored.get(name), until)
 
-    def _consumer(self, stream: Stream, name: str) -> Consumer:
+    def consumer(self, stream: Stream, name: str) -> Consumer:
+        """The consumer `name` of `stream`. Errors: InvalidNameError, NoSuchConsumerError."""
         consumer = stream.consumers.get(name)
         if consumer is None:
             validate_name(name, "consumer name")
@@ -219,7 +215,7 @@ class NodeConsumers:
         self._check_open()
         async with self._lifecycle_lock:
             stream = self._stream(stream_name)
-            consumer = self._consumer(stream, name)
+            consumer = self.consumer(stream, name)
             change_seq, now_ms, record = await self._lifecycle_change(
                 stream_name, consumer_deleted=types_pb2.ConsumerDeletedChange(consumer=name)
             )
@@ -234,7 +230,7 @@ class NodeConsumers:
 
     def consumer_info(self, stream_name: str, name: str) -> types_pb2.ConsumerInfo:
         stream = self._stream(stream_name)
-        consumer = self._consumer(stream, name)
+        consumer = self.consumer(stream, name)
         info = types_pb2.ConsumerInfo(stream=stream_name, config=consumer.config, created_at_ms=consumer.created_at_ms)
         for partition in stream.partitions.values():
             cursor = partition.consumers.get(name)
@@ -268,7 +264,7 @@ class NodeConsumers:
     def _consumer_partition(self, stream_name: str, name: str, index: int) -> tuple[Stream, Consumer, Partition]:
         self._check_open()
         stream = self._stream(stream_name)
-        consumer = self._consumer(stream, name)
+        consumer = self.consumer(stream, name)
         return stream, consumer, self._partition(stream_name, index)
 
     async def fetch(
@@ -307,16 +303,7 @@ class NodeConsumers:
             remaining = deadline - loop.time()
             if remaining <= 0 or self._closing() or consumer.deleted or stream.deleted:
                 return []
-            await partition.wait_for_work(self._wait_s(partition, name, remaining))
-
-    def _wait_s(self, partition: Partition, name: str, limit_s: float) -> float:
-        """How long to sleep before a consumer may have something: until its next redelivery is
-        due, at most `limit_s` (appends and acks wake the waiter earlier)."""
-        cursor = partition.consumers.get(name)
-        if cursor is None or cursor.earliest_redeliver_ms >= NEVER:
-            return limit_s
-        due_in_s = (cursor.earliest_redeliver_ms - self._clock.now_ms()) / 1000
-        return max(0.001, min(limit_s, due_in_s))
+            await partition.wait_for_work(wait_s(partition, name, remaining, self._clock.now_ms()))
 
     async def ack(self, stream_name: str, name: str, index: int, seq: int, deliver_count: int = 0) -> None:
         """Acknowledge one pending seq (only its delivery `deliver_count` when > 0: a receipt
@@ -392,129 +379,6 @@ class NodeConsumers:
         redeliver_at_ms: int = await partition.consumer_ops.run(ConsumerOpKind.IN_PROGRESS, name, seqs=[seq])
         return redeliver_at_ms
 
-    async def subscribe(
-        self,
-        stream_name: str,
-        name: str,
-        *,
-        partitions: Sequence[int] = (),
-        batch_size: int = 0,
-        stop_when_empty: bool = False,
-        deliver_group: str = "",
-    ) -> AsyncIterator[tuple[int, Delivery] | str]:
-        """`subscribe_batches`, one (partition, delivery) item per message."""
-        batches = self.subscribe_batches(
-            stream_name,
-            name,
-            partitions=partitions,
-            batch_size=batch_size,
-            stop_when_empty=stop_when_empty,
-            deliver_group=deliver_group,
-        )
-        async with contextlib.aclosing(batches):  # unbind at once when the caller stops
-            async for item in batches:
-                if isinstance(item, str):
-                    yield item
-                    continue
-                for delivery in item:
-                    yield delivery.partition, delivery
-
-    async def subscribe_batches(
-        self,
-        stream_name: str,
-        name: str,
-        *,
-        partitions: Sequence[int] = (),
-        batch_size: int = 0,
-        stop_when_empty: bool = False,
-        deliver_group: str = "",
-    ) -> AsyncGenerator[list[Delivery] | str, None]:
-        """Push delivery: yields the deliveries of each server-side fetch as messages become
-        deliverable, then a stop reason ("empty" | "consumer_deleted" | "stream_deleted" |
-        "shutting_down") when it ends.
-        Errors (before the first item): those of `fetch`, ConsumerBoundError."""
-        self._check_open()
-        stream = self._stream(stream_name)
-        consumer = self._consumer(stream, name)
-        if batch_size > MAX_FETCH_BATCH:
-            raise InvalidArgumentError(f"batch_size: at most {MAX_FETCH_BATCH}, got {batch_size}")
-        indexes = sorted(set(partitions)) or sorted(stream.led_set)
-        if not indexes:
-            raise stream.not_leader(0)
-        chosen = [self._partition(stream_name, index) for index in indexes]
-        group = consumer.config.deliver_group
-        if group and deliver_group != group:
-            raise ConsumerBoundError(
-                f"consumer {name!r} delivers to group {group!r}; subscribe with deliver_group={group!r}",
-                stream=stream_name,
-                consumer=name,
-            )
-        if not group and deliver_group:
-            raise ConsumerBoundError(
-                f"consumer {name!r} has no deliver_group; subscribe without one", stream=stream_name, consumer=name
-            )
-        if not group and consumer.subscribers:
-            raise ConsumerBoundError(
-                f"consumer {name!r} has no deliver_group and another Subscribe is bound to it; "
-                "create the consumer with a deliver_group to share it",
-                stream=stream_name,
-                consumer=name,
-            )
-        consumer.subscribers += 1
-        try:
-            async for item in self._push(
-                stream, consumer, chosen, batch_size or DEFAULT_SUBSCRIBE_BATCH, stop_when_empty
-            ):
-                yield item
-        finally:
-            consumer.subscribers -= 1
-
-    async def _push(
-        self, stream: Stream, consumer: Consumer, partitions: list[Partition], batch_size: int, stop_when_empty: bool
-    ) -> AsyncIterator[list[Delivery] | str]:
-        name = consumer.config.name
-        while True:
-            if self._closing():
-                yield "shutting_down"
-                return
-            if stream.deleted:
-                yield "stream_deleted"
-                return
-            if consumer.deleted:
-                yield "consumer_deleted"
-                return
-            delivered = False
-            for partition in partitions:
-                try:
-                    deliveries = await partition.consumer_ops.fetch_ready(
-                        name, self._clock.now_ms(), batch_size, DEFAULT_READ_BYTES
-                    )
-                except (NoSuchConsumerError, ShuttingDownError):
-                    continue  # deleted or closing: the checks above end the stream
-                if deliveries:
-                    delivered = True
-                    yield deliveries
-            if delivered:
-                continue
-            if stop_when_empty:
-                yield "empty"
-                return
-            await self._wait_any(partitions, name)
-
-    async def _wait_any(self, partitions: list[Partition], name: str) -> None:
-        if len(partitions) == 1:
-            await partitions[0].wait_for_work(self._wait_s(partitions[0], name, TAIL_IDLE_WAKE_S))
-            return
-        waits = [
-            asyncio.ensure_future(partition.wait_for_work(self._wait_s(partition, name, TAIL_IDLE_WAKE_S)))
-            for partition in partitions
-        ]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
-
     async def expire_exhausted(self) -> int:
         """Dead-letter (or drop) pending messages that reached max_deliver and are due, even when no
         one fetches; returns how many consumer partitions were processed."""
@@ -532,6 +396,16 @@ class NodeConsumers:
                             logger.warning("dead-lettering for %s/%s: %s", stream.name, name, error)
                         processed += 1
         return processed
+
+
+def wait_s(partition: Partition, name: str, limit_s: float, now_ms: int) -> float:
+    """How long a waiting fetch or push sleeps before consumer `name` may have something in
+    `partition`: until its next redelivery is due, at most `limit_s` (appends and acks wake the
+    waiter earlier)."""
+    cursor = partition.consumers.get(name)
+    if cursor is None or cursor.earliest_redeliver_ms >= NEVER:
+        return limit_s
+    return max(0.001, min(limit_s, (cursor.earliest_redeliver_ms - now_ms) / 1000))
 
 
 def hides_reserved(config: types_pb2.StreamConfig) -> bool:

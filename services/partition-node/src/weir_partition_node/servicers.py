@@ -546,7 +546,7 @@ class StreamsServicer(streams_pb2_grpc.StreamsServicer):
 
     @server_stream
     async def Subscribe(self, request: streams_pb2.SubscribeRequest, context: Any) -> AsyncIterator[Any]:
-        batches = self.node.consumers.subscribe_batches(
+        batches = self.node.subscriptions.subscribe_batches(
             request.stream,
             request.consumer,
             partitions=request.partitions,
