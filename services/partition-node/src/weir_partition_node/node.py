@@ -83,7 +83,10 @@ class Node:
         self.lease_valid: Callable[[], bool] | None = None
         # The source tails' status of a sourcing stream this node leads (set by the server: sources.py).
         self.source_status: Callable[[str], list[types_pb2.SourceStatus]] | None = None
-        # The node's sections, each a module of its own.
+        self._build_sections(settings, clock, catalog, feed)
+
+    def _build_sections(self, settings: NodeSettings, clock: Clock, catalog: Catalog, feed: ChangeFeedClock) -> None:
+        """The node's sections, each a module of its own, over its registry and lookups."""
         self.reads = NodeReads(
             partition=self._partition, hosted_partition=self.hosted_partition, closing=lambda: self._closing
         )

@@ -162,75 +162,17 @@ class NodeProcess:
         return tails
 
     async def start(self) -> None:
+        """Open the node, bind its ports, join the cluster (when clustered), add the services and
+        serve; the ready file says so last."""
         settings = self.settings
         self.node = await Node.open(settings)
         self._lag_collector = metrics.ConsumerLagCollector(self.node.consumer_lags, asyncio.get_running_loop())
         REGISTRY.register(self._lag_collector)
         # Bind first: the registration needs the ports, and the servicers need the membership.
-        tls.configure(settings, f"node {settings.node_id}")
-        # The client port takes any client; the internal port (change feed, replication, placement)
-        # only the cluster's services: a certificate signed by the cluster CA.
-        client_address, internal_address = (
-            f"{settings.host}:{settings.client_port}",
-            f"{settings.host}:{settings.internal_port}",
-        )
-        self.client_port = tls.add_port(self._client_server, client_address, settings, require_client_cert=False)
-        self.internal_port = tls.add_port(self._internal_server, internal_address, settings, require_client_cert=True)
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
-        self._metrics_httpd = httpd
-        self.metrics_port = httpd.server_port
+        self._bind_ports()
         if settings.redis_url:
-            advertise = settings.advertise_host or settings.host
-            self.membership = Membership(
-                settings,
-                client_address=f"{advertise}:{self.client_port}",
-                internal_address=f"{advertise}:{self.internal_port}",
-                metrics_address=f"{advertise}:{self.metrics_port}",
-            )
-            self.replicas = ReplicaManager(self.node, self.membership)
-            self.membership.on_lease_regained = self.replicas.refresh
-            self.membership.rebuilding = self.node.rebuilding_partitions
-            membership = self.membership
-            # Self-fencing: never act as primary without a live lease, nor before the placement in
-            # Redis was adopted at start (a failover may have happened while this node was down).
-            self.node.lease_valid = lambda: self._replicas_ready and membership.lease_valid()
-        streams_pb2_grpc.add_StreamsServicer_to_server(
-            StreamsServicer(self.node, membership=self.membership, admin=self.membership is None), self._client_server
-        )
-        internal_pb2_grpc.add_ChangeFeedServicer_to_server(ChangeFeedServicer(self.node), self._internal_server)
-        internal_services = [internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name]
-        if self.membership is not None:  # the router's admin calls arrive on the internal port
-            streams_pb2_grpc.add_StreamsServicer_to_server(
-                StreamsServicer(self.node, membership=self.membership, admin=True), self._internal_server
-            )
-            internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
-            assert self.replicas is not None
-            internal_pb2_grpc.add_ReplicationServicer_to_server(
-                ReplicationServicer(
-                    self.replicas,
-                    self._start_scrub,
-                    ConsumerStateShipper(self.membership, security=self._service_security()),
-                ),
-                self._internal_server,
-            )
-            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name)
-        if isinstance(self.node.clock, ManualClock):
-            logger.warning("test clock enabled: time moves only through TestClock.AdvanceClock")
-            internal_pb2_grpc.add_TestClockServicer_to_server(TestClockServicer(self.node.clock), self._internal_server)
-            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["TestClock"].full_name)
-        for server in (self._client_server, self._internal_server):
-            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection(
-            [
-                streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name,
-                health.SERVICE_NAME,
-                reflection.SERVICE_NAME,
-            ],
-            self._client_server,
-        )
-        reflection.enable_server_reflection(
-            [*internal_services, health.SERVICE_NAME, reflection.SERVICE_NAME], self._internal_server
-        )
+            self._join_cluster(self.node)
+        self._add_services(self.node)
         self.scrubber = self._scrubber(self.node)
         await self.scrubber.check_storage()  # SQLite's quick_check of every partition, bounded
         await self._client_server.start()
@@ -264,6 +206,80 @@ class NodeProcess:
             "metrics_port": self.metrics_port,
         }
         write_ready_file(settings.ready_file, {"node_id": settings.node_id, **ports})
+
+    def _bind_ports(self) -> None:
+        """Bind the client, internal and metrics ports (0: a free one, read back here). The client
+        port takes any client; the internal port (change feed, replication, placement) only the
+        cluster's services: a certificate signed by the cluster CA."""
+        settings = self.settings
+        tls.configure(settings, f"node {settings.node_id}")
+        client_address = f"{settings.host}:{settings.client_port}"
+        internal_address = f"{settings.host}:{settings.internal_port}"
+        self.client_port = tls.add_port(self._client_server, client_address, settings, require_client_cert=False)
+        self.internal_port = tls.add_port(self._internal_server, internal_address, settings, require_client_cert=True)
+        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        self._metrics_httpd = httpd
+        self.metrics_port = httpd.server_port
+
+    def _join_cluster(self, node: Node) -> None:
+        """Clustered: the membership (heartbeat lease, registration) and the replica manager, and
+        the node's self-fencing on them."""
+        settings = self.settings
+        advertise = settings.advertise_host or settings.host
+        membership = Membership(
+            settings,
+            client_address=f"{advertise}:{self.client_port}",
+            internal_address=f"{advertise}:{self.internal_port}",
+            metrics_address=f"{advertise}:{self.metrics_port}",
+        )
+        self.membership = membership
+        self.replicas = ReplicaManager(node, membership)
+        membership.on_lease_regained = self.replicas.refresh
+        membership.rebuilding = node.rebuilding_partitions
+        # Self-fencing: never act as primary without a live lease, nor before the placement in
+        # Redis was adopted at start (a failover may have happened while this node was down).
+        node.lease_valid = lambda: self._replicas_ready and membership.lease_valid()
+
+    def _add_services(self, node: Node) -> None:
+        """The servicers on each port, with health and reflection. Clustered, the internal port also
+        takes the router's admin calls (Streams) and replication."""
+        streams_pb2_grpc.add_StreamsServicer_to_server(
+            StreamsServicer(node, membership=self.membership, admin=self.membership is None), self._client_server
+        )
+        internal_pb2_grpc.add_ChangeFeedServicer_to_server(ChangeFeedServicer(node), self._internal_server)
+        internal_services = [internal_pb2.DESCRIPTOR.services_by_name["ChangeFeed"].full_name]
+        if self.membership is not None:
+            streams_pb2_grpc.add_StreamsServicer_to_server(
+                StreamsServicer(node, membership=self.membership, admin=True), self._internal_server
+            )
+            internal_services.append(streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name)
+            assert self.replicas is not None
+            internal_pb2_grpc.add_ReplicationServicer_to_server(
+                ReplicationServicer(
+                    self.replicas,
+                    self._start_scrub,
+                    ConsumerStateShipper(self.membership, security=self._service_security()),
+                ),
+                self._internal_server,
+            )
+            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["Replication"].full_name)
+        if isinstance(node.clock, ManualClock):
+            logger.warning("test clock enabled: time moves only through TestClock.AdvanceClock")
+            internal_pb2_grpc.add_TestClockServicer_to_server(TestClockServicer(node.clock), self._internal_server)
+            internal_services.append(internal_pb2.DESCRIPTOR.services_by_name["TestClock"].full_name)
+        for server in (self._client_server, self._internal_server):
+            health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            [
+                streams_pb2.DESCRIPTOR.services_by_name["Streams"].full_name,
+                health.SERVICE_NAME,
+                reflection.SERVICE_NAME,
+            ],
+            self._client_server,
+        )
+        reflection.enable_server_reflection(
+            [*internal_services, health.SERVICE_NAME, reflection.SERVICE_NAME], self._internal_server
+        )
 
     async def stop(self) -> bool:
         """Drain and close, each step within its own deadline (`STOP_STEP_TIMEOUTS_S`, the servers
