@@ -720,77 +720,31 @@ class LocalCluster:
         redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
         cluster = cls(data_dir, redis, [], [])
         cluster.auth_file = auth_file.resolve() if auth_file is not None else None
+        cluster.memory_limit_bytes = memory_limit_bytes
         if tls:
             cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
             redis.tls_dir = cluster.tls_dir
             say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
         try:
-            binary, origin = redis_server_binary()
-            embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
-            say(f"starting redis-server ({embedded}from {origin}: {binary})")
-            redis.start()
-            if redis.password_file is not None:
-                access["REDIS_PASSWORD_FILE"] = str(redis.password_file)
-                if not redis.tls:
-                    say(f"this redis-server was built without TLS: it serves {redis.url} with a password on loopback")
-            say(f"redis at {redis.url}")
-            shared_router = {
-                "WEIR_ROUTER_REDIS_URL": redis.url,
-                **{f"WEIR_ROUTER_{name}": value for name, value in access.items()},
-                **(router_env or {}),
-            }
-            for index in range(1, routers + 1):
-                router = RouterHandle(
-                    **_placed(data_dir, f"router-{index}", shared_router, die_with_parent, cluster.tls_dir),
-                    memory_limit_bytes=memory_limit_bytes,
-                )
-                cluster.routers.append(router)
-                router.start()
-                say(f"{router.name} serving at {router.address}")
-            shared_node = {
+            cluster._start_redis(access, say)
+            cluster._start_routers(routers, access, router_env, die_with_parent, say)
+            cluster.node_env = {
                 "WEIR_NODE_REDIS_URL": redis.url,
                 **{f"WEIR_NODE_{name}": value for name, value in access.items()},
                 **(node_env or {}),
             }
-            cluster.node_env, cluster.memory_limit_bytes = shared_node, memory_limit_bytes
             for _ in range(nodes):
                 node = cluster.add_node(die_with_parent=die_with_parent)
                 say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
-            shared_replicator = {
-                "WEIR_REPLICATOR_REDIS_URL": redis.url,
-                **{
-                    f"WEIR_REPLICATOR_{name}": value
-                    for name, value in access.items()
-                    if name.startswith("REDIS_")  # a replicator serves no client port: no auth file
-                },
-                **(replicator_env or {}),
-            }
-            for index in range(1, replicators + 1):
-                replicator = ReplicatorHandle(
-                    **_placed(data_dir, f"replicator-{index}", shared_replicator, die_with_parent, cluster.tls_dir),
-                    memory_limit_bytes=memory_limit_bytes,
-                )
-                cluster.replicators.append(replicator)
-                replicator.start()
-                say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
-            for index in range(1, gateways + 1):
-                cluster.gateways.append(
-                    cluster.start_gateway(f"gateway-{index}", gateway_env, die_with_parent=die_with_parent)
-                )
-                gateway = cluster.gateways[-1]
-                say(
-                    f"gateway-{index} serving kafka-pixy at {gateway.kafka_pixy_address}, "
-                    f"RocketMQ v1 at {gateway.rocketmq_address}"
-                )
-            shared_invoker = {
-                "WEIR_INVOKER_REPLICAS": str(min(3, nodes) if replicators and nodes else 1),
-                **(invoker_env or {}),
-            }
+            cluster._start_replicators(replicators, access, replicator_env, die_with_parent, say)
+            cluster._start_front_doors(gateways, gateway_env, die_with_parent, say)
+            # An invoker's journals are copied like any stream's: 1 copy without a replicator.
+            replicas = min(3, nodes) if replicators and nodes else 1
+            invoker_shared = {"WEIR_INVOKER_REPLICAS": str(replicas), **(invoker_env or {})}
             for index in range(1, invokers + 1):
-                cluster.invokers.append(
-                    cluster.start_invoker(f"invoker-{index}", shared_invoker, die_with_parent=die_with_parent)
-                )
-                say(f"invoker-{index} serving weir.v1.Invoker at {cluster.invokers[-1].address}")
+                invoker = cluster.start_invoker(f"invoker-{index}", invoker_shared, die_with_parent=die_with_parent)
+                cluster.invokers.append(invoker)
+                say(f"invoker-{index} serving weir.v1.Invoker at {invoker.address}")
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -800,6 +754,79 @@ class LocalCluster:
             raise
         cluster.write_state()
         return cluster
+
+    def _start_redis(self, access: dict[str, str], say: ProgressCallback) -> None:
+        """Start the metadata Redis; with a password, `access` gets its file for every service."""
+        redis = self.redis
+        binary, origin = redis_server_binary()
+        embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
+        say(f"starting redis-server ({embedded}from {origin}: {binary})")
+        redis.start()
+        if redis.password_file is not None:
+            access["REDIS_PASSWORD_FILE"] = str(redis.password_file)
+            if not redis.tls:
+                say(f"this redis-server was built without TLS: it serves {redis.url} with a password on loopback")
+        say(f"redis at {redis.url}")
+
+    def _start_routers(
+        self,
+        count: int,
+        access: Mapping[str, str],
+        env: Mapping[str, str] | None,
+        die_with_parent: bool,
+        say: ProgressCallback,
+    ) -> None:
+        shared = {
+            "WEIR_ROUTER_REDIS_URL": self.redis.url,
+            **{f"WEIR_ROUTER_{name}": value for name, value in access.items()},
+            **(env or {}),
+        }
+        for index in range(1, count + 1):
+            router = RouterHandle(
+                **_placed(self.data_dir, f"router-{index}", shared, die_with_parent, self.tls_dir),
+                memory_limit_bytes=self.memory_limit_bytes,
+            )
+            self.routers.append(router)
+            router.start()
+            say(f"{router.name} serving at {router.address}")
+
+    def _start_replicators(
+        self,
+        count: int,
+        access: Mapping[str, str],
+        env: Mapping[str, str] | None,
+        die_with_parent: bool,
+        say: ProgressCallback,
+    ) -> None:
+        shared = {
+            "WEIR_REPLICATOR_REDIS_URL": self.redis.url,
+            **{
+                f"WEIR_REPLICATOR_{name}": value
+                for name, value in access.items()
+                if name.startswith("REDIS_")  # a replicator serves no client port: no auth file
+            },
+            **(env or {}),
+        }
+        for index in range(1, count + 1):
+            replicator = ReplicatorHandle(
+                **_placed(self.data_dir, f"replicator-{index}", shared, die_with_parent, self.tls_dir),
+                memory_limit_bytes=self.memory_limit_bytes,
+            )
+            self.replicators.append(replicator)
+            replicator.start()
+            say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
+
+    def _start_front_doors(
+        self, count: int, env: Mapping[str, str] | None, die_with_parent: bool, say: ProgressCallback
+    ) -> None:
+        """`count` protocol gateways (kafka-pixy, RocketMQ v1, each on its own port)."""
+        for index in range(1, count + 1):
+            gateway = self.start_gateway(f"gateway-{index}", env, die_with_parent=die_with_parent)
+            self.gateways.append(gateway)
+            say(
+                f"gateway-{index} serving kafka-pixy at {gateway.kafka_pixy_address}, "
+                f"RocketMQ v1 at {gateway.rocketmq_address}"
+            )
 
     def add_node(self, *, die_with_parent: bool = True) -> NodeHandle:
         """Start one more partition node (`node-<N+1>`, the other nodes' settings), which registers
