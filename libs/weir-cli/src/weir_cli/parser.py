@@ -224,6 +224,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     tree = _Tree(options)
     _local_commands(tree, commands)
     _stream_commands(tree, commands)
+    _message_commands(tree, commands)
     _consumer_commands(tree, commands)
     kv.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
     stores.add_commands(tree, commands, positive_int=positive_int, non_negative_int=non_negative_int)
@@ -261,40 +262,7 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     demo.add_argument("--messages", type=positive_int, default=20_000, help="messages to publish and consume")
     demo.add_argument("--payload-bytes", type=positive_int, default=1024, help="bytes per message payload")
     cluster = tree.group(commands, "cluster", "the local cluster as processes")
-    up = tree.command(
-        cluster,
-        "up",
-        "start redis-server, routers, nodes, a replicator, a gateway and an invoker; returns once serving",
-        local.cluster_up,
-    )
-    up.add_argument("--nodes", type=positive_int, default=3, help="partition nodes to start")
-    up.add_argument("--routers", type=positive_int, default=2, help="routers to start")
-    up.add_argument("--replicators", type=non_negative_int, default=1, help="replicators to start")
-    up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
-    up.add_argument(
-        "--invokers",
-        type=non_negative_int,
-        default=1,
-        help="invokers to start (durable handlers: Restate SDK deployments run from streams; one is active, "
-        "the others stand by)",
-    )
-    up.add_argument(
-        "--analytics",
-        action="store_true",
-        help="also start the spark-analytics job (needs Java 17+; takes 15-30 s more); `weir stats` shows its figures",
-    )
-    up.add_argument(
-        "--tls",
-        action="store_true",
-        help="TLS on every gRPC port and mutual TLS between the services, with a development CA made under "
-        "<data-dir>/tls (without it, every process runs with its explicit plaintext setting)",
-    )
-    up.add_argument(
-        "--auth-file",
-        metavar="FILE",
-        help="JSON file of the users (token hashes) and what each may do on which streams: "
-        "the routers and nodes serve only them (implies --tls; see the README's Security section)",
-    )
+    _cluster_up_command(tree, cluster)
     token = tree.command(
         cluster, "token", "make a new bearer token and the token_sha256 an auth file stores for it", local.new_token
     )
@@ -334,6 +302,43 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     changes.add_argument("--follow", action="store_true", help="keep printing new changes until Ctrl-C")
 
 
+def _cluster_up_command(tree: _Tree, cluster: Commands) -> None:
+    up = tree.command(
+        cluster,
+        "up",
+        "start redis-server, routers, nodes, a replicator, a gateway and an invoker; returns once serving",
+        local.cluster_up,
+    )
+    up.add_argument("--nodes", type=positive_int, default=3, help="partition nodes to start")
+    up.add_argument("--routers", type=positive_int, default=2, help="routers to start")
+    up.add_argument("--replicators", type=non_negative_int, default=1, help="replicators to start")
+    up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
+    up.add_argument(
+        "--invokers",
+        type=non_negative_int,
+        default=1,
+        help="invokers to start (durable handlers: Restate SDK deployments run from streams; one is active, "
+        "the others stand by)",
+    )
+    up.add_argument(
+        "--analytics",
+        action="store_true",
+        help="also start the spark-analytics job (needs Java 17+; takes 15-30 s more); `weir stats` shows its figures",
+    )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS on every gRPC port and mutual TLS between the services, with a development CA made under "
+        "<data-dir>/tls (without it, every process runs with its explicit plaintext setting)",
+    )
+    up.add_argument(
+        "--auth-file",
+        metavar="FILE",
+        help="JSON file of the users (token hashes) and what each may do on which streams: "
+        "the routers and nodes serve only them (implies --tls; see the README's Security section)",
+    )
+
+
 def _catch_up_flag(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--catch-up-timeout-ms",
@@ -345,6 +350,25 @@ def _catch_up_flag(command: argparse.ArgumentParser) -> None:
 
 def _stream_commands(tree: _Tree, commands: Commands) -> None:
     stream = tree.group(commands, "stream", "stream admin")
+    _stream_create_command(tree, stream)
+    update = tree.command(
+        stream, "update", "change a stream's limits (lowering one prunes at once)", streams.stream_update
+    )
+    attach(update.add_argument("name", help="the stream's name"), stream_names)
+    update.add_argument("--max-msg-bytes", type=non_negative_int, help="largest message")
+    _limit_flags(update)
+    for name, help_text, handler in (
+        ("info", "a stream's config, totals and partitions", streams.stream_info),
+        ("delete", "delete a stream and every message of it", streams.stream_delete),
+    ):
+        attach(
+            tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name"), stream_names
+        )
+    tree.command(stream, "list", "the streams' names", streams.stream_list)
+    _partition_commands(tree, stream)
+
+
+def _stream_create_command(tree: _Tree, stream: Commands) -> None:
     create = tree.command(stream, "create", "create a stream (placed by the router)", streams.stream_create)
     create.add_argument("name", help="the stream's name")
     create.add_argument("--subjects", nargs="*", help="subject patterns it accepts (default: any subject)")
@@ -379,20 +403,10 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     create.add_argument("--storage", choices=["file", "memory"], default="file", help="where messages are stored")
     create.add_argument("--max-msg-bytes", type=non_negative_int, default=0, help="largest message (0 = the node's)")
     _limit_flags(create)
-    update = tree.command(
-        stream, "update", "change a stream's limits (lowering one prunes at once)", streams.stream_update
-    )
-    attach(update.add_argument("name", help="the stream's name"), stream_names)
-    update.add_argument("--max-msg-bytes", type=non_negative_int, help="largest message")
-    _limit_flags(update)
-    for name, help_text, handler in (
-        ("info", "a stream's config, totals and partitions", streams.stream_info),
-        ("delete", "delete a stream and every message of it", streams.stream_delete),
-    ):
-        attach(
-            tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name"), stream_names
-        )
-    tree.command(stream, "list", "the streams' names", streams.stream_list)
+
+
+def _partition_commands(tree: _Tree, stream: Commands) -> None:
+    """A partition's copies and contents: move, pin, unpin, purge."""
     move = tree.command(stream, "move", "move a partition's copy to another node while it serves", moves.stream_move)
     attach(move.add_argument("name", help="the stream's name"), stream_names)
     move.add_argument("--to", dest="to_node", required=True, help="the node that gets the copy (e.g. node-4)")
@@ -411,6 +425,9 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     purge.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     purge.add_argument("--keep-from-seq", type=positive_int, help="remove only the messages below this seq")
 
+
+def _message_commands(tree: _Tree, commands: Commands) -> None:
+    """pub and read."""
     pub = tree.command(commands, "pub", "publish: DATA (--count times), or one message per line of stdin", streams.pub)
     attach(pub.add_argument("stream", help="the stream"), stream_names)
     pub.add_argument("subject", help="the message's subject")
