@@ -93,52 +93,12 @@ class GatewayProcess:
         self.rocketmq: RocketMQCore | None = None
 
     async def start(self) -> None:
+        """Build each protocol's core over one SDK client, bind each protocol's port, serve; the
+        ready file says so last."""
         settings = self.settings
         tls.configure(settings, f"gateway {settings.gateway_id}")
-        self.client = Client(settings.routers, max_in_flight_batches=settings.max_in_flight_batches)
-        feeds = FeedSettings(
-            member_prefix=settings.gateway_id,
-            ack_timeout_ms=settings.kafka_pixy_ack_timeout_ms,
-            max_pending_messages=settings.kafka_pixy_max_pending_messages,
-            max_waiting_requests=settings.kafka_pixy_max_waiting_requests,
-            idle_timeout_s=settings.kafka_pixy_group_idle_timeout_ms / 1000,
-            new_group_start=settings.kafka_pixy_new_group_start,
-        )
-        self.kafka_pixy = KafkaPixyCore(
-            self.client, settings.cluster_name, feeds, settings.kafka_pixy_long_polling_timeout_ms / 1000
-        )
-        self.rocketmq = RocketMQCore(
-            self.client,
-            signer=self.signer,
-            retry_delays_ms=retry_delays_of(settings.rocketmq_retry_delays_ms),
-            max_waiting_receives=settings.rocketmq_max_waiting_receives,
-            transaction_settings=TransactionSettings(
-                recovery_period_ms=settings.rocketmq_orphaned_transaction_recovery_period_ms,
-                scan_interval_ms=settings.rocketmq_orphan_scan_interval_ms,
-                poll_timeout_ms=settings.rocketmq_multiplexing_poll_timeout_ms,
-                max_waiting_polls=settings.rocketmq_max_waiting_polls,
-            ),
-        )
-        metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(
-            lambda: len(self.kafka_pixy.feeds) if self.kafka_pixy else 0
-        )
-        self.kafka_pixy_port = tls.add_port(
-            self._kafka_pixy_server, f"{settings.host}:{settings.kafka_pixy_port}", settings, require_client_cert=False
-        )
-        kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(self.kafka_pixy), self._kafka_pixy_server)
-        self.rocketmq_port = tls.add_port(
-            self._rocketmq_server, f"{settings.host}:{settings.rocketmq_port}", settings, require_client_cert=False
-        )
-        service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(self.rocketmq), self._rocketmq_server)
-        self.waymaker_streams_port = tls.add_port(
-            self._waymaker_streams_server,
-            f"{settings.host}:{settings.waymaker_streams_port}",
-            settings,
-            require_client_cert=False,
-        )
-        waymaker_streams_pb2_grpc.add_WaymakerStreamsServiceServicer_to_server(
-            WaymakerStreamsServicer(self.client), self._waymaker_streams_server
-        )
+        client, kafka_pixy, rocketmq = self._build_cores()
+        self._bind_front_doors(client, kafka_pixy, rocketmq)
         httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
@@ -170,6 +130,57 @@ class GatewayProcess:
             "metrics_port": self.metrics_port,
         }
         write_ready_file(settings.ready_file, ready)
+
+    def _build_cores(self) -> tuple[Client, KafkaPixyCore, RocketMQCore]:
+        """The SDK client and the transport-neutral core of each protocol (kafka-pixy, RocketMQ v1)."""
+        settings = self.settings
+        client = self.client = Client(settings.routers, max_in_flight_batches=settings.max_in_flight_batches)
+        feeds = FeedSettings(
+            member_prefix=settings.gateway_id,
+            ack_timeout_ms=settings.kafka_pixy_ack_timeout_ms,
+            max_pending_messages=settings.kafka_pixy_max_pending_messages,
+            max_waiting_requests=settings.kafka_pixy_max_waiting_requests,
+            idle_timeout_s=settings.kafka_pixy_group_idle_timeout_ms / 1000,
+            new_group_start=settings.kafka_pixy_new_group_start,
+        )
+        kafka_pixy = self.kafka_pixy = KafkaPixyCore(
+            client, settings.cluster_name, feeds, settings.kafka_pixy_long_polling_timeout_ms / 1000
+        )
+        rocketmq = self.rocketmq = RocketMQCore(
+            client,
+            signer=self.signer,
+            retry_delays_ms=retry_delays_of(settings.rocketmq_retry_delays_ms),
+            max_waiting_receives=settings.rocketmq_max_waiting_receives,
+            transaction_settings=TransactionSettings(
+                recovery_period_ms=settings.rocketmq_orphaned_transaction_recovery_period_ms,
+                scan_interval_ms=settings.rocketmq_orphan_scan_interval_ms,
+                poll_timeout_ms=settings.rocketmq_multiplexing_poll_timeout_ms,
+                max_waiting_polls=settings.rocketmq_max_waiting_polls,
+            ),
+        )
+        return client, kafka_pixy, rocketmq
+
+    def _bind_front_doors(self, client: Client, kafka_pixy: KafkaPixyCore, rocketmq: RocketMQCore) -> None:
+        """Each protocol's servicer on its own port (kafka-pixy, RocketMQ v1, waymaker.streams)."""
+        settings = self.settings
+        metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(lambda: len(kafka_pixy.feeds))
+        self.kafka_pixy_port = tls.add_port(
+            self._kafka_pixy_server, f"{settings.host}:{settings.kafka_pixy_port}", settings, require_client_cert=False
+        )
+        kafkapixy_pb2_grpc.add_KafkaPixyServicer_to_server(KafkaPixyServicer(kafka_pixy), self._kafka_pixy_server)
+        self.rocketmq_port = tls.add_port(
+            self._rocketmq_server, f"{settings.host}:{settings.rocketmq_port}", settings, require_client_cert=False
+        )
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(rocketmq), self._rocketmq_server)
+        self.waymaker_streams_port = tls.add_port(
+            self._waymaker_streams_server,
+            f"{settings.host}:{settings.waymaker_streams_port}",
+            settings,
+            require_client_cert=False,
+        )
+        waymaker_streams_pb2_grpc.add_WaymakerStreamsServiceServicer_to_server(
+            WaymakerStreamsServicer(client), self._waymaker_streams_server
+        )
 
     async def stop(self) -> bool:
         """Drain and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the servers'
