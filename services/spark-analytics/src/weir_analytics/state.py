@@ -20,6 +20,9 @@ from weir.v1 import types_pb2
 
 from weir_analytics import rows
 
+# (stream, partition) -> (primary node id, its last seq, its first seq), from the copies' reports.
+PartitionIndex = dict[tuple[str, int], tuple[str, int, int]]
+
 # --- what Spark hands over per micro-batch -------------------------------------------------------
 
 
@@ -321,10 +324,10 @@ class ClusterStats:
         """The partition's highest truncation point (first retained seq) over its copies."""
         return self._partition_index().get((stream, partition), ("", 0, 0))[2]
 
-    def _partition_index(self) -> dict[tuple[str, int], tuple[str, int, int]]:
+    def _partition_index(self) -> PartitionIndex:
         """(stream, partition) -> (primary_of, last_seq_of, first_seq_of) in one pass over the copies."""
         best: dict[tuple[str, int], tuple[int, str]] = {}
-        index: dict[tuple[str, int], tuple[str, int, int]] = {}
+        index: PartitionIndex = {}
         for (stream, partition, node_id), replica in self.replicas.items():
             key = (stream, partition)
             _, last_seq, first_seq = index.get(key, ("", 0, 0))
@@ -345,9 +348,7 @@ class ClusterStats:
         that gave no watermark."""
         return self.watermark_ms or now_ms
 
-    def consumer_lag(
-        self, stream: str, consumer: str, index: dict[tuple[str, int], tuple[str, int, int]] | None = None
-    ) -> int:
+    def consumer_lag(self, stream: str, consumer: str, index: PartitionIndex | None = None) -> int:
         """Sum over the stream's partitions of last_seq - max(ack_floor, first_seq - 1)."""
         index = self._partition_index() if index is None else index
         totals = self.consumers.get((stream, consumer))
@@ -362,7 +363,7 @@ class ClusterStats:
         return lag
 
     def node_loads(
-        self, window_start_ms: int, index: dict[tuple[str, int], tuple[str, int, int]] | None = None
+        self, window_start_ms: int, index: PartitionIndex | None = None
     ) -> dict[str, types_pb2.AnalyticsNode]:
         index = self._partition_index() if index is None else index
         nodes = {node_id: types_pb2.AnalyticsNode(node_id=node_id) for node_id in self.feeds}
@@ -389,9 +390,7 @@ class ClusterStats:
         the last complete window (`report_time`). `lag_overrides`: (stream, consumer) -> lag, for
         consumers whose lag the change feed cannot give (a filter subject: the feed's appends do
         not say which subjects they hold), as their partitions' primaries count it."""
-        overrides = lag_overrides or {}
         window_start = self.closed_window(self.report_time(now_ms))
-        seconds = self.window_ms / 1000
         out = types_pb2.ClusterAnalytics(
             computed_at_ms=now_ms,
             batch_id=max(self.batch_id, 0),
@@ -400,6 +399,22 @@ class ClusterStats:
             watermark_ms=self.watermark_ms,
         )
         index = self._partition_index()
+        self._add_partitions(out, window_start, index)
+        self._add_consumers(out, window_start, index, lag_overrides or {})
+        self._add_replicas(out, index)
+        self._add_nodes(out, window_start, index)
+        for node_id, feed in sorted(self.feeds.items()):
+            out.feed_positions.add(
+                node_id=node_id,
+                next_change_seq=feed.next_change_seq,
+                changes=feed.changes,
+                skipped_changes=feed.skipped_changes,
+            )
+        return out
+
+    def _add_partitions(self, out: types_pb2.ClusterAnalytics, window_start: int, index: PartitionIndex) -> None:
+        """Each partition's totals and its publish rate in the window starting at `window_start`."""
+        seconds = self.window_ms / 1000
         window_sums: dict[tuple[str, int], tuple[int, int]] = {}
         for (stream, partition, _), figures in self.publish_windows.get(window_start, {}).items():
             messages, size = window_sums.get((stream, partition), (0, 0))
@@ -420,6 +435,16 @@ class ClusterStats:
                 publish_rate_messages_per_second=window_messages / seconds,
                 publish_rate_bytes_per_second=window_bytes / seconds,
             )
+
+    def _add_consumers(
+        self,
+        out: types_pb2.ClusterAnalytics,
+        window_start: int,
+        index: PartitionIndex,
+        overrides: Mapping[tuple[str, str], int],
+    ) -> None:
+        """Each consumer's lag, pending and counters, and its ack rate in the window."""
+        seconds = self.window_ms / 1000
         consumer_window = self.consumer_windows.get(window_start, {})
         for (stream, consumer), totals_of in sorted(self.consumers.items()):
             counts = consumer_window.get((stream, consumer), [0, 0, 0, 0])
@@ -434,6 +459,9 @@ class ClusterStats:
                 window_dead_lettered=counts[2],
                 **{name: getattr(totals_of, name) for name in _CONSUMER_COUNTERS},
             )
+
+    def _add_replicas(self, out: types_pb2.ClusterAnalytics, index: PartitionIndex) -> None:
+        """Each copy of each partition, with its lag behind the primary."""
         for (stream, partition, node_id), replica in sorted(self.replicas.items()):
             primary_node_id, top, _ = index[(stream, partition)]
             primary = primary_node_id == node_id
@@ -447,6 +475,9 @@ class ClusterStats:
                 message_count=replica.message_count,
                 bytes=replica.bytes,
             )
+
+    def _add_nodes(self, out: types_pb2.ClusterAnalytics, window_start: int, index: PartitionIndex) -> None:
+        """Each node's load and the skew between the nodes."""
         loads = self.node_loads(window_start, index)
         out.nodes.extend(loads.values())
         if loads:
@@ -454,14 +485,6 @@ class ClusterStats:
             out.skew_message_count = _spread(node.message_count for node in loads.values())
             out.skew_bytes = _spread(node.bytes for node in loads.values())
             out.skew_window_published_messages = _spread(node.window_published_messages for node in loads.values())
-        for node_id, feed in sorted(self.feeds.items()):
-            out.feed_positions.add(
-                node_id=node_id,
-                next_change_seq=feed.next_change_seq,
-                changes=feed.changes,
-                skipped_changes=feed.skipped_changes,
-            )
-        return out
 
     # -- persistence ---------------------------------------------------------------------------------
 
