@@ -55,6 +55,7 @@ from weir.client import (
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.message import Message, PublishAck
+from weir.partition_admin import PartitionAdmin
 from weir.partitioning import partition_for_key
 from weir.router_client import (
     RouterAdmin,
@@ -88,7 +89,7 @@ def _wait_at_least_as_asked(state: RetryCallState) -> float:
     return max(_BACKOFF(state), asked or 0.0)
 
 
-class Client(RouterAdmin):
+class Client(RouterAdmin, PartitionAdmin):
     """A Weir cluster's client: `Client("host:port")`, `Client("a:7501,b:7501")` or
     `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used). Use
     `async with Client(...) as client:` or `await client.close()`. See the module docstring for
@@ -401,88 +402,12 @@ class Client(RouterAdmin):
             lambda client: client.term(stream, consumer, partition, seq, deliver_count, dead_letter=dead_letter),
         )
 
-    async def seq_at_time(self, stream: str, partition: int, time_ms: int) -> int:
-        """The first seq of `partition` stored at or after `time_ms`, or its next seq when none is
-        (asked of the partition's primary)."""
-        return await self.on_leader(stream, partition, lambda client: client.seq_at_time(stream, partition, time_ms))
-
-    async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
-        """Deliver now (or discard) a scheduled or held message on its partition's primary; returns
-        the delivered seq (0 when discarded). Errors: as NodeClient.release_scheduled."""
-        return await self.on_leader(
-            stream, partition, lambda client: client.release_scheduled(stream, partition, seq, discard=discard)
-        )
-
-    async def list_scheduled(
-        self, stream: str, partition: int, *, held_only: bool = False, from_seq: int = 0, max_messages: int = 0
-    ) -> streams_pb2.ListScheduledResponse:
-        """The scheduled (or only held) messages a partition's primary still holds, in seq order."""
-        return await self.on_leader(
-            stream,
-            partition,
-            lambda client: client.list_scheduled(
-                stream, partition, held_only=held_only, from_seq=from_seq, max_messages=max_messages
-            ),
-        )
-
     async def in_progress(self, stream: str, consumer: str, partition: int, seq: int) -> int:
         """Restart one pending message's ack_wait; returns its new redelivery time (ms since the
         Unix epoch). Errors: NotPendingError."""
         return await self.on_leader(
             stream, partition, lambda client: client.in_progress(stream, consumer, partition, seq)
         )
-
-    async def seek_consumer(
-        self,
-        stream: str,
-        consumer: str,
-        *,
-        seq: int | None = None,
-        time_ms: int | None = None,
-        end: bool = False,
-        partition: int | None = None,
-    ) -> dict[int, int]:
-        """Move a durable consumer (or a group's consumer: its name is the group's) in `partition`,
-        or in every partition when None: exactly one of `seq` (deliver from it on; 1 = the start),
-        `time_ms` (from the first message stored at or after it, ms since the Unix epoch) or `end`
-        (only messages published from now on). Messages pending in those partitions are dropped
-        (not redelivered). Returns {partition: next_seq}. Errors: PositionOutOfRangeError (seq
-        beyond a partition's next seq), NoSuchConsumerError, NoSuchStreamError,
-        InvalidArgumentError."""
-        if sum((seq is not None, time_ms is not None, end)) != 1:
-            raise InvalidArgumentError("give exactly one of seq, time_ms or end")
-        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
-        moved: dict[int, int] = {}
-        for index in partitions:
-
-            async def seek(client: NodeClient, index: int = index) -> streams_pb2.SeekConsumerResponse:
-                return await client.seek_consumer(stream, consumer, index, seq=seq, time_ms=time_ms, end=end)
-
-            moved[index] = (await self.on_leader(stream, index, seek)).next_seq
-        return moved
-
-    async def purge_stream(self, stream: str, *, partition: int | None = None, keep_from_seq: int | None = None) -> int:
-        """Remove the messages of `partition` (every partition when None) below `keep_from_seq`
-        (None: all of them); seqs keep counting. Returns how many were removed. Errors:
-        NoSuchStreamError, InvalidArgumentError (no such partition)."""
-        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
-        purged = 0
-        for index in partitions:
-
-            async def purge(client: NodeClient, index: int = index) -> streams_pb2.PurgePartitionResponse:
-                return await client.purge_partition(stream, index, keep_from_seq=keep_from_seq)
-
-            purged += (await self.on_leader(stream, index, purge)).purged
-        return purged
-
-    async def delete_messages(self, stream: str, partition: int, seqs: Sequence[int]) -> int:
-        """Remove exactly these messages of one partition (PurgePartition with seqs; JetStream's
-        DeleteMsg); returns how many were stored and went."""
-
-        async def delete(client: NodeClient) -> streams_pb2.PurgePartitionResponse:
-            return await client.purge_partition(stream, partition, seqs=seqs)
-
-        return int((await self.on_leader(stream, partition, delete)).purged)
 
     def group_consumer(
         self,
