@@ -12,7 +12,7 @@ the stored in-sync set names (the controller's view) holds all of them, and that
 their common prefix.
 
 The simulation runs with joins to the in-sync set applied as they are persisted and, like
-replica.py's `_maybe_join` task, with the write to Redis in flight while other fetches go on (the
+replica_insync.py's `maybe_join` task, with the write to Redis in flight while other fetches go on (the
 joiner is a `pending_joiners` member meanwhile). Two earlier bugs are pinned by explicit examples that
 now pass: `valid_log_end` ends below the start of *every* later epoch (a later epoch may start lower,
 after two failovers in a row), and a joiner holds the high watermark back from the moment its join
@@ -688,8 +688,8 @@ class PartitionSim:
     newer epoch. Messages are unique tokens, so a changed message is visible.
 
     In-sync changes are persisted and applied in one step, except with `deferred_joins`: then a
-    join is modelled as replica.py's `_maybe_join` task runs it: `_write_in_sync` makes the joiners
-    `tracker.pending_joiners`, its compare-and-set lands in Redis at once (what the controller sees)
+    join is modelled as replica_insync.py's `maybe_join` task runs it: `_write_in_sync` makes the
+    joiners `tracker.pending_joiners`, its compare-and-set lands in Redis at once (what the controller sees)
     and its answer comes back only with `complete_join` (the set is applied, the pending joiners
     cleared); other fetches and appends can overtake it meanwhile, and no other in-sync change is
     written while it is in flight. `lose_join_reply` is the write's answer lost after it landed (a

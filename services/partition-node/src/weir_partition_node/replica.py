@@ -11,8 +11,9 @@ set, and the Replication service's transport-neutral core.
   lease lapsed (Redis unreachable for longer than `heartbeat_ttl_ms`) refuses to act as primary,
   since the controller may already have replaced it (`Membership.lease_valid`).
 - **In-sync set.** The primary's `InSyncTracker` hears each follower's applied seq with every
-  FetchReplication; `maintain` persists in-sync changes in Redis (compare-and-set on the epoch)
-  before applying them, so the controller never promotes a replica the primary stopped waiting for.
+  FetchReplication; `ReplicaManager.in_sync` (replica_insync.py) persists in-sync changes in Redis
+  (compare-and-set on the epoch) before applying them, so the controller never promotes a replica
+  the primary stopped waiting for.
 - **The primary's side** (FetchReplication, GetConsumerSnapshots) is `ReplicaManager.primary`,
   replica_primary.py; **the secondary's side** (the pushes that change its copy: ReplicateMessage,
   ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState) is `ReplicaManager.secondary`,
@@ -32,11 +33,9 @@ from weir.errors import (
 )
 from weir.subjects import validate_name
 from weir.v1 import internal_pb2, types_pb2
-from weir_server.metadata import IN_SYNC_CAS, InSyncRecord
 from weir_server.replication import ReplicationResult, valid_log_end
 
 from weir_partition_node import metrics
-from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.commit_items import (
     TruncateTail,
 )
@@ -44,6 +43,7 @@ from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Partition
+from weir_partition_node.replica_insync import InSyncMaintenance
 from weir_partition_node.replica_primary import PrimaryReplication
 from weir_partition_node.replica_secondary import SecondaryReplication
 from weir_partition_node.streamconfig import hosted_partitions
@@ -57,14 +57,15 @@ class ReplicaManager:
         self.membership = membership
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._in_sync_writes: set[tuple[str, int]] = set()
         self._refresh_now = asyncio.Event()
-        self._background: set[asyncio.Task[None]] = set()
-        self._cas = membership.raw.register_script(IN_SYNC_CAS)
+        # The in-sync sets of the partitions this node leads (replica_insync.py).
+        self.in_sync = InSyncMaintenance(node, membership, self._refresh_now)
         # ReplicateMessage, ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState.
         self.secondary = SecondaryReplication(node, refresh_stream=self.refresh_stream, check_epoch=self.check_epoch)
         # FetchReplication(Stream) and GetConsumerSnapshots.
-        self.primary = PrimaryReplication(node, membership, check_epoch=self.check_epoch, maybe_join=self._maybe_join)
+        self.primary = PrimaryReplication(
+            node, membership, check_epoch=self.check_epoch, maybe_join=self.in_sync.maybe_join
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -74,7 +75,7 @@ class ReplicaManager:
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._refresh_forever(), name="placement-refresh"),
-            loop.create_task(self._maintain_forever(), name="in-sync-maintenance"),
+            loop.create_task(self.in_sync.run_forever(), name="in-sync-maintenance"),
         ]
 
     async def close(self) -> None:
@@ -282,96 +283,6 @@ class ReplicaManager:
                 logger.warning("placement refresh: %s", error)
             except Exception:
                 logger.exception("placement refresh failed")
-
-    # -- the in-sync set ------------------------------------------------------------------------------
-
-    async def _maintain_forever(self) -> None:
-        # A dead follower leaves within lag_max + one interval (+ the Redis write).
-        interval_s = max(0.05, self.node.settings.replica_lag_max_ms / 10_000)
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self.maintain()
-            except Exception:
-                logger.exception("in-sync maintenance failed")
-
-    async def maintain(self) -> None:
-        """Per led partition: fail waiting ack-all publishes when the lease lapsed; persist and apply
-        in-sync changes (laggards out, caught-up followers in)."""
-        lease_ok = self.membership.lease_valid()
-        now_ms = monotonic_ms()
-        for stream in self.node.hosted_streams():
-            for index in list(stream.led):
-                partition = stream.partitions[index]
-                if not lease_ok:
-                    partition.fail_replicated_waiters(self.node.lease_expired())
-                    continue
-                tracker = partition.tracker
-                if tracker is None:
-                    continue
-                proposed = tracker.proposed(now_ms)
-                if proposed is not None:
-                    await self._write_in_sync(stream.name, partition, proposed)
-                metrics.IN_SYNC_REPLICAS.labels(stream.name, str(index)).set(len(tracker.in_sync))
-
-    def _maybe_join(self, stream: str, partition: Partition) -> None:
-        tracker = partition.tracker
-        if tracker is None or (stream, partition.index) in self._in_sync_writes:
-            return
-        joining = tracker.joining(monotonic_ms())
-        if joining:
-            proposed = tracker.in_sync | set(joining)
-            task = asyncio.get_running_loop().create_task(self._write_in_sync(stream, partition, proposed))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-    async def _write_in_sync(self, stream: str, partition: Partition, members: set[str]) -> None:
-        key = (stream, partition.index)
-        tracker = partition.tracker
-        if key in self._in_sync_writes or tracker is None:
-            return
-        self._in_sync_writes.add(key)
-        # A joiner counts for the high watermark from now on: once the write below lands, the
-        # controller may promote it, so nothing may be acknowledged without it meanwhile. It keeps
-        # counting until a write's outcome is known (an error may hide a write that landed).
-        tracker.pending_joiners |= members - tracker.in_sync
-        try:
-            value = InSyncRecord(
-                partition.leader_epoch,
-                self.node.node_id,
-                tuple([tracker.leader_id, *sorted(members - {tracker.leader_id})]),
-            )
-            try:
-                written = await self._cas(
-                    keys=[self.membership.keys.in_sync(stream, partition.index)],
-                    args=[partition.leader_epoch, value.to_json()],
-                )
-            except (RedisError, OSError) as error:  # outcome unknown: joiners stay pending
-                metrics.REDIS_ERRORS.inc()
-                logger.warning("%s/%d: could not store the in-sync set: %s", stream, partition.index, error)
-                return
-            tracker.pending_joiners = set()  # the stored set is now known: `members`, or not ours
-            if not written:  # the controller moved the epoch on: adopt the new record instead
-                logger.warning("%s/%d: in-sync write refused (epoch moved on); refreshing", stream, partition.index)
-                self._refresh_now.set()
-                return
-            if partition.tracker is tracker:
-                before = set(tracker.in_sync)
-                tracker.set_in_sync(members, monotonic_ms())
-                left = sorted(before - tracker.in_sync)
-                joined = sorted(tracker.in_sync - before)
-                logger.info(
-                    "%s/%d: in-sync set %s (left %s, joined %s)",
-                    stream,
-                    partition.index,
-                    tracker.in_sync_sorted(),
-                    left,
-                    joined,
-                )
-                metrics.IN_SYNC_REPLICAS.labels(stream, str(partition.index)).set(len(tracker.in_sync))
-                partition.update_high_watermark()
-        finally:
-            self._in_sync_writes.discard(key)
 
     # -- primary side -----------------------------------------------------------------------------------
 
