@@ -23,22 +23,20 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from weir_partition_node.storage.base import (
-    SQLITE_MAX_INTEGER,
     CommitBatch,
     LogState,
     RowInfo,
     ScrubPage,
-    StoredConsumer,
     scrub_rows,
     verify,
 )
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.msgids import SqliteMsgIdRows
+from weir_partition_node.storage.sqlite_consumer_reads import SqliteConsumerReads, clamp
 from weir_partition_node.storage.tailcache import TailCache
 
 FsyncPolicy = Literal["always", "off"]
@@ -58,11 +56,6 @@ _PAGES_PER_COMMIT = 2
 # A commit that may skip its fsync (CommitBatch.sync False) still syncs when the last synced commit
 # is this old: what a power loss can take back stays bounded in time.
 MAX_DEFERRED_SYNC_S = 1.0
-
-
-def _clamp(value: int) -> int:
-    """API seqs are uint64; SQLite integers are signed 64-bit. No stored seq exceeds the clamp."""
-    return value if value <= SQLITE_MAX_INTEGER else SQLITE_MAX_INTEGER
 
 
 _SCHEMA = """
@@ -167,7 +160,7 @@ def _write_consumers(db: sqlite3.Connection, batch: CommitBatch) -> None:
         )
 
 
-class SqlitePartitionLog:
+class SqlitePartitionLog(SqliteConsumerReads):
     """A `PartitionLog` in ``<directory>/log.sqlite``."""
 
     def __init__(
@@ -338,7 +331,7 @@ class SqlitePartitionLog:
             return cached
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
-            (_clamp(from_seq), max_messages),
+            (clamp(from_seq), max_messages),
         )
         return self._bounded(rows, max_bytes)
 
@@ -363,7 +356,7 @@ class SqlitePartitionLog:
             answered, record = tail.get(seq) if tail is not None else (False, None)
         if answered:
             return record
-        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (_clamp(seq),)).fetchone()
+        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (clamp(seq),)).fetchone()
         if row is None:
             return None
         return verify(self.stream, self.partition, seq, row[1], row[0])
@@ -385,7 +378,7 @@ class SqlitePartitionLog:
     def expired_seqs(self, now_ms: int, limit: int) -> list[int]:
         rows = self._reader.execute(
             "SELECT seq FROM expiries WHERE expires_at_ms <= ? ORDER BY expires_at_ms, seq LIMIT ?",
-            (_clamp(now_ms), limit),
+            (clamp(now_ms), limit),
         ).fetchall()
         return [int(row[0]) for row in rows]
 
@@ -396,13 +389,13 @@ class SqlitePartitionLog:
     def subject_seq_at_or_below(self, subject: str, max_seq: int) -> int:
         row = self._reader.execute(
             "SELECT seq FROM messages WHERE subject = ? AND seq <= ? ORDER BY seq DESC LIMIT 1",
-            (subject, _clamp(max_seq)),
+            (subject, clamp(max_seq)),
         ).fetchone()
         return int(row[0]) if row else 0
 
     def next_subject_seq(self, subject: str, after_seq: int) -> int:
         row = self._reader.execute(
-            "SELECT seq FROM messages WHERE subject = ? AND seq > ? ORDER BY seq LIMIT 1", (subject, _clamp(after_seq))
+            "SELECT seq FROM messages WHERE subject = ? AND seq > ? ORDER BY seq LIMIT 1", (subject, clamp(after_seq))
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -422,20 +415,20 @@ class SqlitePartitionLog:
     def scan_subject(self, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
         rows = self._reader.execute(
             "SELECT seq, crc, record FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
-            (subject, _clamp(from_seq), limit),
+            (subject, clamp(from_seq), limit),
         )
         return self._bounded(rows, max_bytes)
 
     def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
         rows = self._reader.execute(
             "SELECT seq, size, ts_ms FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT -1 OFFSET ?",
-            (subject, _clamp(keep)),
+            (subject, clamp(keep)),
         ).fetchall()
         return [RowInfo(seq, size, ts) for seq, size, ts in reversed(rows)]
 
     def oldest(self, from_seq: int, limit: int) -> list[RowInfo]:
         rows = self._reader.execute(
-            "SELECT seq, size, ts_ms FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (_clamp(from_seq), limit)
+            "SELECT seq, size, ts_ms FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (clamp(from_seq), limit)
         ).fetchall()
         return [RowInfo(seq, size, ts) for seq, size, ts in rows]
 
@@ -443,118 +436,9 @@ class SqlitePartitionLog:
         rows = self._reader.execute(
             "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
             "ORDER BY change_seq LIMIT ?",
-            (_clamp(from_change_seq), _clamp(to_change_seq), limit),
+            (clamp(from_change_seq), clamp(to_change_seq), limit),
         ).fetchall()
         return [(int(seq), bytes(record)) for seq, record in rows]
-
-    # -- consumer support ---------------------------------------------------------------------------
-
-    def read_matching(
-        self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
-    ) -> tuple[list[tuple[int, bytes]], int, bool]:
-        with self._tail_lock:
-            tail = self._cache()
-            matched = (
-                tail.read_matching(from_seq, max_messages, max_bytes, accepts, scan_limit) if tail is not None else None
-            )
-        if matched is not None:
-            return matched
-        # Unfiltered: exactly max_messages rows. Filtered: chunks sized to the request, so a dense
-        # filter reads about what it returns and a sparse one stops after scan_limit rows.
-        chunk = max_messages if accepts is None else min(scan_limit, max(2 * max_messages, 128))
-        result: list[tuple[int, bytes]] = []
-        total = 0
-        last = from_seq - 1
-        scanned = 0
-        while True:
-            # Rows one at a time (a cursor, not fetchall): a chunk of large records is never all in
-            # memory at once, only what the answer keeps and the row that ends it.
-            rows = self._reader.execute(
-                "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
-                (_clamp(last + 1), chunk),
-            )
-            found = 0
-            try:
-                for seq, subject, crc, record in rows:
-                    found += 1
-                    if accepts is None or accepts(subject):
-                        if len(result) >= max_messages or (result and total + len(record) > max_bytes):
-                            return result, last, False
-                        total += len(record)
-                        result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
-                    last = seq
-            finally:
-                rows.close()
-            scanned += found
-            if found < chunk:
-                return result, last, True
-            if accepts is None or scanned >= scan_limit:
-                return result, last, False
-
-    def rows(self, seqs: list[int]) -> list[RowInfo]:
-        result: list[RowInfo] = []
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found = self._reader.execute(
-                f"SELECT seq, size, ts_ms FROM messages WHERE seq IN ({marks}) ORDER BY seq",
-                [_clamp(seq) for seq in chunk],
-            ).fetchall()
-            result.extend(RowInfo(seq, size, ts) for seq, size, ts in found)
-        return result
-
-    def count_matching(self, after_seq: int, accepts: Callable[[str], bool] | None) -> int:
-        if accepts is None:
-            (count,) = self._reader.execute(
-                "SELECT count(*) FROM messages WHERE seq > ?", (_clamp(after_seq),)
-            ).fetchone()
-            return int(count)
-        found = self._reader.execute(
-            "SELECT subject, count(*) FROM messages WHERE seq > ? GROUP BY subject", (_clamp(after_seq),)
-        ).fetchall()
-        return sum(int(count) for subject, count in found if accepts(subject))
-
-    def count_newest_per_subject(self, after_seq: int, until_seq: int, accepts: Callable[[str], bool] | None) -> int:
-        found = self._reader.execute(
-            "SELECT subject, max(seq) FROM messages WHERE seq <= ? GROUP BY subject", (_clamp(until_seq),)
-        ).fetchall()
-        return sum(1 for subject, newest in found if newest > after_seq and (accepts is None or accepts(subject)))
-
-    def last_matching_seq(self, accepts: Callable[[str], bool] | None) -> int:
-        if accepts is None:
-            (last,) = self._reader.execute("SELECT coalesce(max(seq), 0) FROM messages").fetchone()
-            return int(last)
-        found = self._reader.execute("SELECT subject, max(seq) FROM messages GROUP BY subject").fetchall()
-        return max((int(seq) for subject, seq in found if accepts(subject)), default=0)
-
-    def first_seq_at_time(self, ts_ms: int) -> int:
-        (seq,) = self._reader.execute(
-            "SELECT coalesce(min(seq), 0) FROM messages WHERE ts_ms >= ?", (_clamp(ts_ms),)
-        ).fetchone()
-        return int(seq)
-
-    def load_consumers(self) -> dict[str, StoredConsumer]:
-        """Every consumer's cursor and pending set as of one commit: both tables are read in one
-        read transaction (a commit between the two reads gave a cursor of one commit with the
-        pending set of a later one, which a secondary refused)."""
-        consumers: dict[str, StoredConsumer] = {}
-        self._reader.execute("BEGIN")
-        try:
-            for name, incarnation, floor, last, *totals, until in self._reader.execute(
-                "SELECT name, incarnation, ack_floor, last_delivered, delivered, acked, redelivered, dead_lettered, "
-                "dropped, termed, last_per_subject_until FROM consumers"
-            ):
-                consumers[name] = StoredConsumer(incarnation, floor, last, (*totals,), [], until)
-            for name, seq, delivered_at, count, redeliver_at in self._reader.execute(
-                "SELECT consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms FROM pending "
-                "ORDER BY consumer, seq"
-            ):
-                stored = consumers.get(name)
-                if stored is not None:
-                    stored.pending.append((seq, delivered_at, count, redeliver_at))
-        finally:
-            self._reader.execute("COMMIT")
-        return consumers
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
         return self._msg_ids.recent(self._reader, stored_since_ms, limit)
@@ -570,7 +454,7 @@ class SqlitePartitionLog:
             if self._scrub_db is None:
                 self._scrub_db = self._connect_for_checks()
             cursor = self._scrub_db.execute(
-                "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq", (_clamp(from_seq),)
+                "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq", (clamp(from_seq),)
             )
             try:
                 return scrub_rows(cursor, from_seq, max_bytes)
