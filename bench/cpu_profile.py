@@ -20,7 +20,8 @@ Cases (1 KiB messages, one partition unless named -p16, the same cluster and pin
   publish-to-ack p50 and p99 in ms.
 
 Output per case: msgs/s, and per process kind and thread name, CPU µs per message split into user
-and system, plus the partition nodes' group commits and served RPCs per 100 messages (from their /metrics). The
+and system, plus the partition nodes' group commits and served RPCs per 100 messages (from their
+/metrics) and every process's minor page faults per 100 messages. The
 figures say which thread is the bottleneck; `docs/benchmarks.md` reads them. A profiler (py-spy)
 says which functions; this says which process and thread, without slowing anything down.
 """
@@ -72,6 +73,13 @@ def thread_times(pid: int) -> ThreadTimes:
         fields = stat[stat.rindex(")") + 2 :].split()
         times[(int(task), name)] = (int(fields[11]), int(fields[12]))
     return times
+
+
+def minor_faults(pid: int) -> int:
+    """Minor page faults of `pid` so far, all its threads (/proc/<pid>/stat): pages the kernel had to
+    map in, e.g. heap that malloc gave back and took again (`weir_server.allocator`)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[7])
 
 
 def per_message(
@@ -161,16 +169,22 @@ async def measure(driver: WeirDriver, topic: str, messages_of: Callable[[], Awai
     pids = list(processes.values())
     counters_before = node_counters(driver)
     before = {pid: thread_times(pid) for pid in pids}
+    faults_before = {process: minor_faults(pid) for process, pid in processes.items()}
     started = time.monotonic()
     messages = await messages_of()
     elapsed_s = time.monotonic() - started
     after = {pid: thread_times(pid) for pid in pids}
+    faults = {
+        process: round((minor_faults(pid) - faults_before[process]) * 100 / max(messages, 1), 1)
+        for process, pid in processes.items()
+    }
     counters_after = node_counters(driver)
     return {
         "messages": messages,
         "msgs_per_s": round(messages / elapsed_s),
         "cpu_us_per_msg": per_message(before, after, processes, messages),
         "per_100_msgs": per_100_messages(counters_before, counters_after, messages),
+        "minor_faults_per_100_msgs": faults,
     }
 
 

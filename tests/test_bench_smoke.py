@@ -119,8 +119,9 @@ def test_compare_bench_smoke(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_cpu_profile_smoke() -> None:
     """`python -m bench.cpu_profile`: every case reports msgs/s, the CPU per message of each server
-    process split by thread (the primary's event loop among them), and group commits and served calls
-    per 100 messages; the fixed-rate case also its publish-to-ack latency."""
+    process split by thread (the primary's event loop among them), group commits and served calls per
+    100 messages, and each process's minor page faults; the fixed-rate case also its publish-to-ack
+    latency."""
     needs_own_processes()
     cases = run_json(["bench.cpu_profile", "--seconds", "1", "--messages", "2000"], timeout_s=300)["cases"]
     assert set(cases) == {"publish-r1", "publish-r3-all", "publish-r3-all-p16", "consume-r1", "fixed-rate-r3-all"}
@@ -140,6 +141,8 @@ def test_cpu_profile_smoke() -> None:
     r3 = cases["publish-r3-all"]
     assert sum(label.endswith("(secondary)") for label in r3["cpu_us_per_msg"]) == 2
     assert "weir-replicator" in r3["cpu_us_per_msg"]
+    faults = r3["minor_faults_per_100_msgs"]
+    assert set(faults) == set(r3["cpu_us_per_msg"]) and all(count >= 0 for count in faults.values()), faults
     # per node: group commits and served calls per 100 messages; the replicator pulls on the stream
     counters = r3["per_100_msgs"]
     assert len(counters) == 3

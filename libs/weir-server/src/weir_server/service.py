@@ -1,5 +1,6 @@
-"""What every long-running Weir service does the same way: read its settings (flags over the
-environment, `weir_server.service_settings`), log, run its asyncio `serve` on uvloop, report its
+"""What every long-running Weir service does the same way: fix its allocator's thresholds
+(`weir_server.allocator`), read its settings (flags over the environment,
+`weir_server.service_settings`), log, run its asyncio `serve` on uvloop, report its
 bound ports through a ready file (how the launcher learns them), and stop on SIGTERM or SIGINT."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import logging
 import os
 import signal
+import sys
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,8 +18,8 @@ from typing import Any, TypeVar
 import uvloop
 from pydantic_settings import BaseSettings
 
-from weir_server import tls
-from weir_server.service_settings import load_settings
+from weir_server import allocator, tls
+from weir_server.service_settings import EXIT_BAD_SETTINGS, load_settings
 from weir_server.shutdown import DEFAULT_STOP_DEADLINE_S, arm_stop_deadline
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
@@ -30,13 +32,25 @@ Settings = TypeVar("Settings", bound=BaseSettings)
 def run_service(
     settings_cls: type[Settings], prog: str, serve: Callable[[Settings], Coroutine[Any, Any, None]]
 ) -> None:
-    """A service's `main`: settings from argv and the environment (bad ones exit 2 with one line),
-    logging at the settings' `log_level`, then `serve(settings)` on uvloop until it returns."""
+    """A service's `main`: the allocator's thresholds (`prepare_process`), settings from argv and the
+    environment (bad ones exit 2 with one line), logging at the settings' `log_level`, then
+    `serve(settings)` on uvloop until it returns."""
+    prepare_process(prog)
     settings = load_settings(settings_cls, prog)
     tls.refuse_unless_startable(settings, prog)
     level: str = getattr(settings, "log_level", "INFO")
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
     uvloop.run(serve(settings))
+
+
+def prepare_process(prog: str) -> None:
+    """What a service does before anything else: `allocator.keep_freed_memory`. A bad
+    `WEIR_MALLOC_TUNING` prints one `<prog>: ...` line on stderr and exits 2, as a bad setting does."""
+    try:
+        allocator.keep_freed_memory()
+    except ValueError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_SETTINGS) from None
 
 
 def write_ready_file(path: Path | None, ready: Mapping[str, object]) -> None:

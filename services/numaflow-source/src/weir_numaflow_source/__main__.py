@@ -8,7 +8,7 @@ import sys
 
 import aiorun
 from weir_server import tls
-from weir_server.service import LOG_FORMAT
+from weir_server.service import LOG_FORMAT, prepare_process
 from weir_server.service_settings import load_settings
 
 from weir_numaflow_source.server import SourceProcess
@@ -16,6 +16,7 @@ from weir_numaflow_source.settings import NumaflowSourceSettings
 
 
 def main() -> None:
+    prepare_process("weir-numaflow-source")
     settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
     tls.refuse_unless_startable(settings, "weir-numaflow-source")
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)

@@ -12,6 +12,7 @@ from types import FrameType
 
 from prometheus_client import REGISTRY, start_http_server
 from weir_server import tls
+from weir_server.service import prepare_process
 from weir_server.service_settings import load_settings
 
 from weir_analytics.job import AnalyticsJob, StatsPublisher, build_session, start_query
@@ -22,6 +23,7 @@ logger = logging.getLogger("weir_analytics")
 
 
 def main() -> None:
+    prepare_process("weir-analytics")
     settings = load_settings(AnalyticsSettings, "weir-analytics")
     tls.refuse_unless_startable(settings, "weir-analytics")
     logging.basicConfig(
