@@ -9,9 +9,11 @@ import os
 import platform
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
-from weir_server.allocator import ENV_TUNING, keep_freed_memory, tuning_refusal
+from weir_server.allocator import ENV_TUNING, describe, keep_freed_memory, tuning_refusal
 
 GLIBC = platform.libc_ver()[0] == "glibc"
 ROUNDS = 20
@@ -56,6 +58,7 @@ def test_glibcs_own_settings_win(environ: dict[str, str], named: str) -> None:
     refusal = tuning_refusal(environ)
     assert refusal is not None and named in refusal
     assert keep_freed_memory(environ) is False
+    assert describe(environ, kept=False) == f"malloc thresholds left as they are: {refusal}"
 
 
 def test_a_value_other_than_on_or_off_names_the_variable() -> None:
@@ -108,3 +111,32 @@ def test_every_service_refuses_a_bad_value_in_one_line(module: str, prog: str) -
     )
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.strip().splitlines() == [f"{prog}: {ENV_TUNING} must be 'on' or 'off' (got 'maybe')"]
+
+
+@pytest.mark.skipif(not GLIBC, reason="the thresholds are glibc malloc's")
+@pytest.mark.parametrize(
+    ("tuning", "logged"),
+    [
+        ({}, "weir-partition-node: malloc thresholds fixed: mmap 32 MiB, trim 64 MiB"),
+        ({ENV_TUNING: "off"}, f"weir-partition-node: malloc thresholds left as they are: {ENV_TUNING}=off"),
+    ],
+)
+def test_a_started_node_says_what_it_did(tmp_path: Path, tuning: dict[str, str], logged: str) -> None:
+    ready, log = tmp_path / "ready.json", tmp_path / "node.log"
+    flags = ["--data-dir", str(tmp_path / "data"), "--client-port", "0", "--internal-port", "0"]
+    flags += ["--metrics-port", "0", "--ready-file", str(ready), "--plaintext"]
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("WEIR_", "MALLOC_", "GLIBC_"))}
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "weir_partition_node", *flags], env={**env, **tuning}, stderr=output
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert process.poll() is None, f"the node exited with {process.returncode}: {log.read_text()}"
+            assert time.monotonic() < deadline, "the node did not get ready in 30 s"
+            time.sleep(0.05)
+        assert logged in log.read_text()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -21,12 +21,8 @@ over this. On a C library other than glibc (musl, macOS) nothing is changed."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import logging
 import os
 from collections.abc import Mapping
-
-logger = logging.getLogger(__name__)
 
 ENV_TUNING = "WEIR_MALLOC_TUNING"  # "on" (the default) or "off"
 # glibc's mallopt parameters (malloc.h)
@@ -58,23 +54,26 @@ def tuning_refusal(environ: Mapping[str, str]) -> str | None:
 
 def keep_freed_memory(environ: Mapping[str, str] | None = None) -> bool:
     """Fix glibc malloc's mmap threshold at `MMAP_THRESHOLD_BYTES` and its trim threshold at
-    `TRIM_THRESHOLD_BYTES` for this process, unless `tuning_refusal` says not to. Call it first in
-    a service's main, before the large allocations begin. True when both were set; False (logged at
-    debug) when refused, when this is not glibc, or when glibc refused a value."""
-    refusal = tuning_refusal(os.environ if environ is None else environ)
-    if refusal is not None:
-        logger.debug("malloc thresholds left as they are: %s", refusal)
+    `TRIM_THRESHOLD_BYTES` for this process, unless `tuning_refusal` says not to (its ValueError
+    passes through). Call it first in a service's main, before the large allocations begin. True
+    when both were set; False when refused, when this C library has no mallopt, or when it refused
+    a value."""
+    if tuning_refusal(os.environ if environ is None else environ) is not None:
         return False
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or None).mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # this process's own symbols, libc's among them
     except (OSError, AttributeError):
-        logger.debug("malloc thresholds left as they are: this C library has no mallopt")
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
     # the mmap threshold first: setting either turns glibc's adjustment of both off
     accepted: bool = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
-    accepted = accepted and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
-    if not accepted:
-        logger.debug("malloc thresholds: mallopt refused a value")
-    return accepted
+    return accepted and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
+
+
+def describe(environ: Mapping[str, str], kept: bool) -> str:
+    """The start-up log line: what `keep_freed_memory` did, given its result `kept`."""
+    if kept:
+        return f"malloc thresholds fixed: mmap {MMAP_THRESHOLD_BYTES >> 20} MiB, trim {TRIM_THRESHOLD_BYTES >> 20} MiB"
+    refusal = tuning_refusal(environ)
+    return f"malloc thresholds left as they are: {refusal or 'this C library did not take them'}"

@@ -35,19 +35,21 @@ def run_service(
     """A service's `main`: the allocator's thresholds (`prepare_process`), settings from argv and the
     environment (bad ones exit 2 with one line), logging at the settings' `log_level`, then
     `serve(settings)` on uvloop until it returns."""
-    prepare_process(prog)
+    allocator_line = prepare_process(prog)
     settings = load_settings(settings_cls, prog)
     tls.refuse_unless_startable(settings, prog)
     level: str = getattr(settings, "log_level", "INFO")
     logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    logger.info("%s: %s", prog, allocator_line)
     uvloop.run(serve(settings))
 
 
-def prepare_process(prog: str) -> None:
-    """What a service does before anything else: `allocator.keep_freed_memory`. A bad
-    `WEIR_MALLOC_TUNING` prints one `<prog>: ...` line on stderr and exits 2, as a bad setting does."""
+def prepare_process(prog: str) -> str:
+    """What a service does before anything else: `allocator.keep_freed_memory`. Returns the line to
+    log once logging is set up (`allocator.describe`). A bad `WEIR_MALLOC_TUNING` prints one
+    `<prog>: ...` line on stderr and exits 2, as a bad setting does."""
     try:
-        allocator.keep_freed_memory()
+        return allocator.describe(os.environ, allocator.keep_freed_memory())
     except ValueError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_SETTINGS) from None

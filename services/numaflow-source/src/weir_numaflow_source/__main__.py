@@ -16,11 +16,12 @@ from weir_numaflow_source.settings import NumaflowSourceSettings
 
 
 def main() -> None:
-    prepare_process("weir-numaflow-source")
+    allocator_line = prepare_process("weir-numaflow-source")
     settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
     tls.refuse_unless_startable(settings, "weir-numaflow-source")
     logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
     logging.getLogger("pynumaflow._constants").propagate = False  # it prints through a handler of its own
+    logging.getLogger(__name__).info("weir-numaflow-source: %s", allocator_line)
     process = SourceProcess(settings)
     try:
         aiorun.run(

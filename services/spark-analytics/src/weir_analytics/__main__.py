@@ -23,13 +23,14 @@ logger = logging.getLogger("weir_analytics")
 
 
 def main() -> None:
-    prepare_process("weir-analytics")
+    allocator_line = prepare_process("weir-analytics")
     settings = load_settings(AnalyticsSettings, "weir-analytics")
     tls.refuse_unless_startable(settings, "weir-analytics")
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
     )
+    logger.info("weir-analytics: %s", allocator_line)
     # The Spark workers must run a Python that has the weir source installed: this one, unless told.
     os.environ["PYSPARK_PYTHON"] = settings.python or sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
