@@ -9,8 +9,8 @@ the adjusted mmap threshold later) goes back to the kernel, so the next round fa
 again. Where glibc's adjustment lands depends on which large buffers a process freed first, so the
 same code thrashed in one build and not in another. Under the defaults the replicator took ~150
 minor page faults per 100 messages. With the thresholds fixed it takes ~1, and spends 30-40 % less
-CPU a message. p1-r3-all publish in `bench.compare` went from 0.44-0.54× JetStream R3 to
-0.65-0.73× in alternating runs.
+CPU a message. p1-r3-all publish in `bench.compare` went from 0.44-0.54x JetStream R3 to
+0.65-0.73x in alternating runs.
 
 What it costs: a process keeps up to `TRIM_THRESHOLD_BYTES` of freed heap top instead of returning
 it. Resident memory under load measured 1-6 MiB higher per process, of ~75-105 MiB.
