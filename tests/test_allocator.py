@@ -9,11 +9,12 @@ import os
 import platform
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from weir_server.allocator import ENV_TUNING, describe, keep_freed_memory, tuning_refusal
+
+from tests.service_process import wait_until_ready
 
 GLIBC = platform.libc_ver()[0] == "glibc"
 ROUNDS = 20
@@ -131,11 +132,7 @@ def test_a_started_node_says_what_it_did(tmp_path: Path, tuning: dict[str, str],
             [sys.executable, "-m", "weir_partition_node", *flags], env={**env, **tuning}, stderr=output
         )
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert process.poll() is None, f"the node exited with {process.returncode}: {log.read_text()}"
-            assert time.monotonic() < deadline, "the node did not get ready in 30 s"
-            time.sleep(0.05)
+        wait_until_ready(process, ready, "node", log=log)
         assert logged in log.read_text()
     finally:
         process.terminate()

@@ -4,7 +4,6 @@ points in subprocesses."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from weir_cli.launcher import free_port
 from weir_router.settings import RouterSettings
 from weir_server.service_settings import load_settings
+
+from tests.service_process import wait_until_ready
 
 SERVICES = [
     ("weir_router", "weir-router", "--group-session-timeout-ms", "WEIR_ROUTER_PORT", "--port"),
@@ -113,12 +114,7 @@ def test_a_node_started_with_flags_serves_where_they_say(tmp_path: Path) -> None
     env = environment({"WEIR_NODE_CLIENT_PORT": "abc", "WEIR_NODE_DATA_DIR": str(tmp_path / "from-env")})
     process = subprocess.Popen([sys.executable, "-m", "weir_partition_node", *flags], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert process.poll() is None, f"the node exited with {process.returncode}"
-            assert time.monotonic() < deadline, "the node did not get ready in 30 s"
-            time.sleep(0.05)
-        assert json.loads(ready.read_text())["client_port"] == port
+        assert wait_until_ready(process, ready, "node")["client_port"] == port
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             response = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
         assert response.status == health_pb2.HealthCheckResponse.SERVING
@@ -138,12 +134,7 @@ def test_the_gateway_serves_rocketmq_where_its_flag_says(tmp_path: Path) -> None
     assert "[env: WEIR_GATEWAY_ROCKETMQ_PORT]" in " ".join(run("weir_gateway", "--help").stdout.split())
     process = subprocess.Popen([sys.executable, "-m", "weir_gateway", *flags], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
-            assert process.poll() is None, f"the gateway exited with {process.returncode}"
-            assert time.monotonic() < deadline, "the gateway did not get ready in 30 s"
-            time.sleep(0.05)
-        assert json.loads(ready.read_text())["rocketmq_port"] == port
+        assert wait_until_ready(process, ready, "gateway")["rocketmq_port"] == port
         request = health_pb2.HealthCheckRequest(service="apache.rocketmq.v1.MessagingService")
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             response = health_pb2_grpc.HealthStub(channel).Check(request, timeout=5)
