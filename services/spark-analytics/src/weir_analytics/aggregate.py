@@ -82,36 +82,41 @@ def _quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+# the feed gap and the watermark rows are no change of the log: they only say what the batch covers
+_NO_CHANGE = f"kind IN ({_quote(FEED_GAP)}, {_quote(WATERMARK)})"
+
+
 def batch_sql(view: str, window_ms: int, excluded_streams: Sequence[str]) -> str:
-    """The Spark SQL text of one micro-batch's aggregation over the temporary view `view`."""
-    excluded = f"stream IN ({', '.join(_quote(name) for name in excluded_streams)})" if excluded_streams else "FALSE"
-    lifecycle_kinds = ", ".join(_quote(kind) for kind in _LIFECYCLE)
-    partition_kinds = ", ".join(_quote(kind) for kind in (rows.APPEND, rows.TRUNCATE, rows.REMOVE, rows.CONSUMER_STATE))
-    gap, append, truncate = _quote(FEED_GAP), _quote(rows.APPEND), _quote(rows.TRUNCATE)
-    watermark = _quote(WATERMARK)
-    no_change = f"kind IN ({gap}, {watermark})"
-    primary, consumer_state = _quote(rows.PRIMARY), _quote(rows.CONSUMER_STATE)
-    removal = f"kind IN ({_quote(rows.TRUNCATE)}, {_quote(rows.REMOVE)})"
+    """The Spark SQL text of one micro-batch's aggregation over the temporary view `view`: the rows
+    marked with the tables they count for (`_marked_rows`), then every table's aggregates in one
+    GROUP BY GROUPING SETS (`_aggregate_columns`), keeping a set's rows only where they are relevant."""
     sets = ", ".join("(" + ", ".join(key) + ")" for key in _GROUPING_SETS.values())
     relevant = " OR ".join(
         f"(grouping_id = {_grouping_id(_GROUPING_SETS[table])} AND {condition})"
         for table, condition in _RELEVANT.items()
     )
-    consumer_latest = ",\n".join(
-        f"    MAX_BY(CASE WHEN for_consumer THEN {name} END, CASE WHEN for_consumer THEN change_seq END) AS {name}"
-        for name in ("ack_floor", "last_delivered", "pending_count")
-    )
-    consumer_sums = ",\n".join(
-        f"    SUM(CASE WHEN for_consumer THEN {name} ELSE 0 END) AS {name}" for name in _CONSUMER_SUMS
-    )
-    window_sums = ",\n".join(
-        f"    SUM(CASE WHEN for_consumer_window THEN {name} ELSE 0 END) AS window_{name}" for name in _WINDOW_SUMS
-    )
     return f"""
-WITH flagged AS (
+WITH {_marked_rows(view, window_ms, excluded_streams)}, grouped AS (
+  SELECT GROUPING_ID() AS grouping_id, {", ".join(_KEY_COLUMNS)},
+{_aggregate_columns()}
+  FROM marked
+  GROUP BY GROUPING SETS ({sets})
+)
+SELECT * FROM grouped WHERE {relevant}
+"""
+
+
+def _marked_rows(view: str, window_ms: int, excluded_streams: Sequence[str]) -> str:
+    """The CTEs flagged, deletes and marked: each row's window, whether it counts at all, the node's
+    last stream / consumer delete in the batch, and one flag per table the row counts for."""
+    excluded = f"stream IN ({', '.join(_quote(name) for name in excluded_streams)})" if excluded_streams else "FALSE"
+    lifecycle_kinds = ", ".join(_quote(kind) for kind in _LIFECYCLE)
+    partition_kinds = ", ".join(_quote(kind) for kind in (rows.APPEND, rows.TRUNCATE, rows.REMOVE, rows.CONSUMER_STATE))
+    append, consumer_state, primary = _quote(rows.APPEND), _quote(rows.CONSUMER_STATE), _quote(rows.PRIMARY)
+    return f"""flagged AS (
   SELECT *,
     CAST(FLOOR(ts_ms / {window_ms}) * {window_ms} AS BIGINT) AS window_start_ms,
-    (NOT {no_change} AND NOT {excluded}) AS is_counted
+    (NOT {_NO_CHANGE} AND NOT {excluded}) AS is_counted
   FROM {view}
 ), deletes AS (
   SELECT *,
@@ -129,9 +134,27 @@ WITH flagged AS (
     is_counted AND kind = {consumer_state} AND role = {primary} AS for_consumer_window,
     is_counted AND kind IN ({lifecycle_kinds}) AS for_lifecycle
   FROM deletes
-), grouped AS (
-  SELECT GROUPING_ID() AS grouping_id, {", ".join(_KEY_COLUMNS)},
-    SUM(CASE WHEN NOT {no_change} THEN 1 ELSE 0 END) AS changes,
+)"""
+
+
+def _aggregate_columns() -> str:
+    """The grouped SELECT's aggregate columns over the marked rows: feed coverage, then per partition
+    copy, per consumer, per window and per lifecycle change (each `for_*` flag picks its rows)."""
+    gap, append, truncate = _quote(FEED_GAP), _quote(rows.APPEND), _quote(rows.TRUNCATE)
+    watermark, primary = _quote(WATERMARK), _quote(rows.PRIMARY)
+    no_change = _NO_CHANGE
+    removal = f"kind IN ({_quote(rows.TRUNCATE)}, {_quote(rows.REMOVE)})"
+    consumer_latest = ",\n".join(
+        f"    MAX_BY(CASE WHEN for_consumer THEN {name} END, CASE WHEN for_consumer THEN change_seq END) AS {name}"
+        for name in ("ack_floor", "last_delivered", "pending_count")
+    )
+    consumer_sums = ",\n".join(
+        f"    SUM(CASE WHEN for_consumer THEN {name} ELSE 0 END) AS {name}" for name in _CONSUMER_SUMS
+    )
+    window_sums = ",\n".join(
+        f"    SUM(CASE WHEN for_consumer_window THEN {name} ELSE 0 END) AS window_{name}" for name in _WINDOW_SUMS
+    )
+    return f"""    SUM(CASE WHEN NOT {no_change} THEN 1 ELSE 0 END) AS changes,
     SUM(CASE WHEN is_counted THEN 1 ELSE 0 END) AS counted,
     COALESCE(MIN(CASE WHEN NOT {no_change} THEN change_seq END), 0) AS first_change_seq,
     COALESCE(MAX(CASE WHEN NOT {no_change} THEN change_seq END), 0) AS last_change_seq,
@@ -165,12 +188,7 @@ WITH flagged AS (
     MAX(CASE WHEN for_lifecycle THEN kind END) AS lifecycle_kind,
     MAX(CASE WHEN for_lifecycle THEN stream END) AS lifecycle_stream,
     MAX(CASE WHEN for_lifecycle THEN COALESCE(consumer, '') END) AS lifecycle_consumer,
-    MAX(CASE WHEN for_lifecycle THEN COALESCE(partitions, 0) END) AS lifecycle_partitions
-  FROM marked
-  GROUP BY GROUPING SETS ({sets})
-)
-SELECT * FROM grouped WHERE {relevant}
-"""
+    MAX(CASE WHEN for_lifecycle THEN COALESCE(partitions, 0) END) AS lifecycle_partitions"""
 
 
 def _grouping_id(key: tuple[str, ...]) -> int:
