@@ -563,34 +563,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     timestamp = datetime.now(UTC).isoformat(timespec="seconds")
     tmp_dir = Path(tempfile.mkdtemp(prefix="weir-cluster-bench-"))
-    node_env = {"WEIR_NODE_FSYNC": args.fsync}
     try:
-        # Started from the main thread, which outlives the cluster (die_with_parent).
-        cluster = LocalCluster.start(
-            tmp_dir / "cluster", nodes=NODES, routers=ROUTERS, replicators=REPLICATORS, node_env=node_env
-        )
-        try:
-            pids = cluster_pids(cluster)
-            if pinned:
-                for pid in pids.values():
-                    pin_process(pid, {0})
-                pin_this_process({1})
-            cluster_cpus = {name: allowed_cpus(pid) for name, pid in pids.items()}
-            log(
-                f"cluster up in {time.perf_counter() - started:.1f} s: routers {cluster.router_addresses}, "
-                f"nodes {[node.client_address for node in cluster.nodes]}; cpus {cluster_cpus}, "
-                f"bench cpus {sorted(os.sched_getaffinity(0))}"
-            )
-            results = run_event_loop(
-                loop_name, run_all(cluster, args.payload_bytes, counts, args.repeat, workloads=args.workloads)
-            )
-        finally:
-            handles: list[ProcessHandle] = [*cluster.replicators, *cluster.routers, *cluster.nodes]
-            for process in handles:  # the order of LocalCluster.stop, with each exit code checked
-                code = process.stop()
-                if code != 0:
-                    log(f"{process.name} exited with {code}; log tail:\n{process.log_tail()}")
-            cluster.redis.stop()
+        results, cluster_cpus = _run_on_cluster(args, counts, loop_name, pinned=pinned, data_dir=tmp_dir)
     finally:
         if args.keep:
             log(f"cluster data and logs kept in {tmp_dir}")
@@ -602,6 +576,61 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_facts(
             cpu_count, loop_name, pinned, cluster_cpus=",".join(sorted(set(cluster_cpus.values())))
         ),
+        **_setup_facts(args, counts),
+        "workloads": results["workloads"],
+        "peak_rss_mib": results["peak_rss_mib"],
+        "total_seconds": round(time.perf_counter() - started, 1),
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    log(f"done in {report['total_seconds']} s")
+    return 0
+
+
+def _run_on_cluster(
+    args: argparse.Namespace, counts: dict[str, int], loop_name: str, *, pinned: bool, data_dir: Path
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Start the cluster under `data_dir`, pin it (with `pinned`), run the workloads and stop every
+    process again, logging any that exits non-zero; (run_all's results, each process's cpus)."""
+    started = time.perf_counter()
+    # Started from the main thread, which outlives the cluster (die_with_parent).
+    cluster = LocalCluster.start(
+        data_dir / "cluster",
+        nodes=NODES,
+        routers=ROUTERS,
+        replicators=REPLICATORS,
+        node_env={"WEIR_NODE_FSYNC": args.fsync},
+    )
+    try:
+        pids = cluster_pids(cluster)
+        if pinned:
+            for pid in pids.values():
+                pin_process(pid, {0})
+            pin_this_process({1})
+        cluster_cpus = {name: allowed_cpus(pid) for name, pid in pids.items()}
+        log(
+            f"cluster up in {time.perf_counter() - started:.1f} s: routers {cluster.router_addresses}, "
+            f"nodes {[node.client_address for node in cluster.nodes]}; cpus {cluster_cpus}, "
+            f"bench cpus {sorted(os.sched_getaffinity(0))}"
+        )
+        results = run_event_loop(
+            loop_name, run_all(cluster, args.payload_bytes, counts, args.repeat, workloads=args.workloads)
+        )
+    finally:
+        handles: list[ProcessHandle] = [*cluster.replicators, *cluster.routers, *cluster.nodes]
+        for process in handles:  # the order of LocalCluster.stop, with each exit code checked
+            code = process.stop()
+            if code != 0:
+                log(f"{process.name} exited with {code}; log tail:\n{process.log_tail()}")
+        cluster.redis.stop()
+    return results, cluster_cpus
+
+
+def _setup_facts(args: argparse.Namespace, counts: dict[str, int]) -> dict[str, Any]:
+    """The report's cluster, configs and config sections: what ran, with which settings."""
+    return {
         "cluster": {
             "nodes": NODES,
             "routers": ROUTERS,
@@ -628,16 +657,7 @@ def main(argv: list[str] | None = None) -> int:
             "batch_calls_in_flight": {"1 partition": BATCH_IN_FLIGHT, "more partitions": "one per partition"},
             "selection": "median run by msgs_per_s per configuration",
         },
-        "workloads": results["workloads"],
-        "peak_rss_mib": results["peak_rss_mib"],
-        "total_seconds": round(time.perf_counter() - started, 1),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    log(f"done in {report['total_seconds']} s")
-    return 0
 
 
 if __name__ == "__main__":

@@ -374,9 +374,7 @@ async def fixed_rate(
     received = Received(count)
     ack_latencies: list[int] = []
     clock = time.perf_counter_ns
-    in_flight = asyncio.Semaphore(1024)  # bounded: a system that falls far behind fails the rate check
     failures: list[BaseException] = []
-    sends: set[asyncio.Task[None]] = set()
 
     async def send(batch_index: int, scheduled_ns: int) -> None:
         try:
@@ -389,8 +387,6 @@ async def fixed_rate(
             ack_latencies.extend([clock() - scheduled_ns] * settings.rate_batch)
         except BaseException as error:
             failures.append(error)
-        finally:
-            in_flight.release()
 
     consuming = asyncio.create_task(
         consume_until(
@@ -404,21 +400,7 @@ async def fixed_rate(
         )
     )
     meter = Meter(driver)
-    started = clock()
-    for batch_index in range(batches):
-        scheduled = started + batch_index * interval_ns
-        delay = (scheduled - clock()) / 1e9
-        if delay > 0:
-            await asyncio.sleep(delay)
-        await in_flight.acquire()
-        task = asyncio.create_task(send(batch_index, scheduled))
-        sends.add(task)
-        task.add_done_callback(sends.discard)
-        if failures:
-            break
-    issued_ns = clock() - started + interval_ns  # the last batch's slot ends one interval after it starts
-    if sends:
-        await asyncio.wait(list(sends))
+    issued_ns = await send_on_schedule(batches, interval_ns, send, failures)
     if failures:
         consuming.cancel()
         with contextlib.suppress(BaseException):
@@ -428,7 +410,9 @@ async def fixed_rate(
     phase = meter.figures(count)
     achieved = count / (issued_ns / 1e9)
     if achieved < settings.min_rate_fraction * settings.rate:
-        raise BenchError(f"could not send at {settings.rate} msgs/s (1024 batches in flight): {achieved:.0f} msgs/s")
+        raise BenchError(
+            f"could not send at {settings.rate} msgs/s ({_RATE_IN_FLIGHT} batches in flight): {achieved:.0f} msgs/s"
+        )
     return {
         **phase,
         "rate_msgs_per_s": settings.rate,
@@ -437,6 +421,46 @@ async def fixed_rate(
         "publish_to_ack_us": percentiles_us(ack_latencies),
         "end_to_end_us": percentiles_us(received.end_to_end_ns),
     }
+
+
+_RATE_IN_FLIGHT = 1024  # batches: bounded, so a system that falls far behind fails the rate check
+
+
+async def send_on_schedule(
+    batches: int,
+    interval_ns: int,
+    send: Callable[[int, int], Awaitable[None]],
+    failures: Sequence[BaseException],
+) -> int:
+    """Start `send(batch_index, scheduled_ns)` for batch 0 … `batches` - 1 at its slot, `interval_ns`
+    apart, with at most `_RATE_IN_FLIGHT` in flight, stopping early once `failures` holds one; waits
+    for every send started. Returns the ns from the first slot to the end of the last one."""
+    in_flight = asyncio.Semaphore(_RATE_IN_FLIGHT)
+    sends: set[asyncio.Task[None]] = set()
+    clock = time.perf_counter_ns
+
+    async def bounded(batch_index: int, scheduled_ns: int) -> None:
+        try:
+            await send(batch_index, scheduled_ns)
+        finally:
+            in_flight.release()
+
+    started = clock()
+    for batch_index in range(batches):
+        scheduled = started + batch_index * interval_ns
+        delay = (scheduled - clock()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        await in_flight.acquire()
+        task = asyncio.create_task(bounded(batch_index, scheduled))
+        sends.add(task)
+        task.add_done_callback(sends.discard)
+        if failures:
+            break
+    issued_ns = clock() - started + interval_ns  # the last batch's slot ends one interval after it starts
+    if sends:
+        await asyncio.wait(list(sends))
+    return issued_ns
 
 
 # -- the whole run ---------------------------------------------------------------------------------
@@ -473,39 +497,22 @@ async def run_all(
     server_cpus: set[int],
     routers: list[str] | None = None,
 ) -> dict[str, Any]:
-    replicas_needed = sorted({workload.replicas for workload in workloads})
+    """Start each system once per replica count the workloads need, run every workload `repeat`
+    rounds (rotating which system goes first), stop them all; {"workloads": the report per workload
+    and system (`report_workloads`), "failures": {workload: {system: error}}}."""
     drivers: dict[tuple[str, int], Driver] = {}
     results: dict[str, dict[str, list[dict[str, Any]]]] = {w.name: {s: [] for s in systems} for w in workloads}
     failures: dict[str, dict[str, str]] = {}
-    run_id = 0
     try:
         for system in systems:
-            for replicas in replicas_needed:
+            for replicas in sorted({workload.replicas for workload in workloads}):
                 driver = make_driver(system, replicas, routers)
                 drivers[(system, replicas)] = driver
                 log(f"starting {system} with {replicas} replica(s)")
                 await driver.start(workdir / f"{system}-r{replicas}", server_cpus)
-        for round_index in range(repeat):
-            for workload in workloads:
-                shift = round_index % len(systems)
-                for system in (*systems[shift:], *systems[:shift]):
-                    if system in failures.get(workload.name, {}):
-                        continue
-                    run_id += 1
-                    driver = drivers[(system, workload.replicas)]
-                    log(f"round {round_index + 1}/{repeat} {workload.name} on {system}")
-                    try:
-                        figures = await run_once(driver, workload, settings, run_id)
-                    except BenchError as error:
-                        log(f"{workload.name} on {system} failed: {error}")
-                        failures.setdefault(workload.name, {})[system] = str(error)
-                        continue
-                    results[workload.name][system].append(figures)
-                    log(
-                        f"  publish {figures['publish']['msgs_per_s']} msgs/s, consume "
-                        f"{figures['consume']['msgs_per_s']} msgs/s, e2e p50 "
-                        f"{figures['latency'].get('end_to_end_us', {}).get('p50', '-')} us"
-                    )
+        await _run_rounds(
+            workloads, systems, settings, repeat=repeat, drivers=drivers, results=results, failures=failures
+        )
         peak_rss = {
             driver.label: {
                 kind: round(max((process_peak_rss_mib(pid) for pid in pids), default=0.0), 1)
@@ -517,7 +524,58 @@ async def run_all(
         for driver in drivers.values():
             with contextlib.suppress(Exception):
                 await driver.stop()
-    report_workloads: dict[str, Any] = {}
+    return {"workloads": report_workloads(workloads, systems, results, drivers, peak_rss), "failures": failures}
+
+
+async def _run_rounds(
+    workloads: Sequence[Workload],
+    systems: Sequence[str],
+    settings: Settings,
+    *,
+    repeat: int,
+    drivers: dict[tuple[str, int], Driver],
+    results: dict[str, dict[str, list[dict[str, Any]]]],
+    failures: dict[str, dict[str, str]],
+) -> None:
+    """`repeat` rounds of every workload on every system, appending each run's figures to
+    `results[workload][system]`; a run that fails is recorded in `failures` and its system skips
+    that workload from then on."""
+    run_id = 0
+    for round_index in range(repeat):
+        for workload in workloads:
+            shift = round_index % len(systems)
+            for system in (*systems[shift:], *systems[:shift]):
+                if system in failures.get(workload.name, {}):
+                    continue
+                run_id += 1
+                driver = drivers[(system, workload.replicas)]
+                log(f"round {round_index + 1}/{repeat} {workload.name} on {system}")
+                try:
+                    figures = await run_once(driver, workload, settings, run_id)
+                except BenchError as error:
+                    log(f"{workload.name} on {system} failed: {error}")
+                    failures.setdefault(workload.name, {})[system] = str(error)
+                    continue
+                results[workload.name][system].append(figures)
+                log(
+                    f"  publish {figures['publish']['msgs_per_s']} msgs/s, consume "
+                    f"{figures['consume']['msgs_per_s']} msgs/s, e2e p50 "
+                    f"{figures['latency'].get('end_to_end_us', {}).get('p50', '-')} us"
+                )
+
+
+def report_workloads(
+    workloads: Sequence[Workload],
+    systems: Sequence[str],
+    results: dict[str, dict[str, list[dict[str, Any]]]],
+    drivers: dict[tuple[str, int], Driver],
+    peak_rss: dict[str, dict[str, float]],
+) -> dict[str, Any]:
+    """Per workload, each system's median publish and consume figures over its runs, the median
+    latency over the runs whose latency phase held (else the first run's error), every run's rates,
+    its servers' peak RSS (MiB, from `peak_rss` by driver label), variant and semantics. A system
+    with no run is left out."""
+    report: dict[str, Any] = {}
     for workload in workloads:
         per_system: dict[str, Any] = {}
         for system in systems:
@@ -536,13 +594,13 @@ async def run_all(
                 "variant": driver.variant,
                 "semantics": driver.semantics[workload.ack],
             }
-        report_workloads[workload.name] = {
+        report[workload.name] = {
             "partitions": workload.partitions,
             "replicas": workload.replicas,
             "ack": workload.ack,
             "systems": per_system,
         }
-    return {"workloads": report_workloads, "failures": failures}
+    return report
 
 
 def machine_facts(pinned: bool, server_cpus: set[int], client_cpus: set[int]) -> dict[str, Any]:
