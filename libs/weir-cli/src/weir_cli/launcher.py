@@ -728,23 +728,13 @@ class LocalCluster:
         try:
             cluster._start_redis(access, say)
             cluster._start_routers(routers, access, router_env, die_with_parent, say)
-            cluster.node_env = {
-                "WEIR_NODE_REDIS_URL": redis.url,
-                **{f"WEIR_NODE_{name}": value for name, value in access.items()},
-                **(node_env or {}),
-            }
-            for _ in range(nodes):
-                node = cluster.add_node(die_with_parent=die_with_parent)
-                say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
+            cluster._start_nodes(nodes, access, node_env, die_with_parent, say)
             cluster._start_replicators(replicators, access, replicator_env, die_with_parent, say)
             cluster._start_front_doors(gateways, gateway_env, die_with_parent, say)
             # An invoker's journals are copied like any stream's: 1 copy without a replicator.
             replicas = min(3, nodes) if replicators and nodes else 1
             invoker_shared = {"WEIR_INVOKER_REPLICAS": str(replicas), **(invoker_env or {})}
-            for index in range(1, invokers + 1):
-                invoker = cluster.start_invoker(f"invoker-{index}", invoker_shared, die_with_parent=die_with_parent)
-                cluster.invokers.append(invoker)
-                say(f"invoker-{index} serving weir.v1.Invoker at {invoker.address}")
+            cluster._start_invokers(invokers, invoker_shared, die_with_parent, say)
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -754,6 +744,32 @@ class LocalCluster:
             raise
         cluster.write_state()
         return cluster
+
+    def _start_nodes(
+        self,
+        count: int,
+        access: dict[str, str],
+        node_env: Mapping[str, str] | None,
+        die_with_parent: bool,
+        say: ProgressCallback,
+    ) -> None:
+        """Start `count` nodes registering with the cluster's Redis; `node_env` (kept for nodes added
+        later) over the Redis URL and `access`."""
+        self.node_env = {
+            "WEIR_NODE_REDIS_URL": self.redis.url,
+            **{f"WEIR_NODE_{name}": value for name, value in access.items()},
+            **(node_env or {}),
+        }
+        for _ in range(count):
+            node = self.add_node(die_with_parent=die_with_parent)
+            say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
+
+    def _start_invokers(self, count: int, env: Mapping[str, str], die_with_parent: bool, say: ProgressCallback) -> None:
+        """Start invoker-1 … invoker-`count`, each with `env`, and add them to the cluster."""
+        for index in range(1, count + 1):
+            invoker = self.start_invoker(f"invoker-{index}", env, die_with_parent=die_with_parent)
+            self.invokers.append(invoker)
+            say(f"invoker-{index} serving weir.v1.Invoker at {invoker.address}")
 
     def _start_redis(self, access: dict[str, str], say: ProgressCallback) -> None:
         """Start the metadata Redis; with a password, `access` gets its file for every service."""

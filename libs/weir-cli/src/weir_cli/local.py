@@ -21,6 +21,7 @@ import grpc
 from weir import tls as weir_tls
 from weir.client import consumer_config, stream_config
 from weir.cluster import Client
+from weir.consuming import GroupConsumer
 from weir.errors import PermissionDeniedError, UnauthenticatedError
 from weir.message import Message
 from weir.tls import ChannelSecurity
@@ -388,6 +389,17 @@ async def _delayed_round_trip(routers: list[str]) -> dict[str, Any]:
     return {"arrived_after_ms": {payload.decode(): elapsed for payload, elapsed in arrivals}, "verified": verified}
 
 
+async def _await_balanced(members: list[GroupConsumer], partitions: int, *, timeout_s: float) -> dict[str, list[int]]:
+    """Wait (at most `timeout_s`) until every member holds partitions and together they hold all
+    `partitions`; {client_id: its partitions} as they stand then."""
+    balanced_by = time.monotonic() + timeout_s
+    while time.monotonic() < balanced_by and not (  # noqa: ASYNC110 (the members' view of the router)
+        all(member.assigned for member in members) and sum(len(member.assigned) for member in members) == partitions
+    ):
+        await asyncio.sleep(0.1)
+    return {member.client_id: list(member.assigned) for member in members}
+
+
 async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) -> dict[str, Any]:
     """Through the SDK: a 16-partition stream, a 3-member consumer group that balances first, then
     keyed publishes consumed as they arrive; every message is checked by digest."""
@@ -412,12 +424,7 @@ async def _demo_workload(routers: list[str], messages: int, payload_bytes: int) 
         members = [
             client.group_consumer("demo", "demo-workers", handle, client_id=f"member-{i}").start() for i in range(3)
         ]
-        balanced_by = time.monotonic() + 30
-        while time.monotonic() < balanced_by and not (  # noqa: ASYNC110 (the members' view of the router)
-            all(member.assigned for member in members) and sum(len(member.assigned) for member in members) == partitions
-        ):
-            await asyncio.sleep(0.1)
-        assignment = {member.client_id: list(member.assigned) for member in members}
+        assignment = await _await_balanced(members, partitions, timeout_s=30)
         progress(f"group balanced: {[len(partitions) for partitions in assignment.values()]} partitions per member")
         progress(f"publishing {messages} messages through the SDK (keyed, batched) while the group consumes ...")
         started = time.perf_counter()
