@@ -11,7 +11,7 @@ from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameE
 from weir.v1 import invoker_pb2, types_pb2
 from weir_invoker import ids
 from weir_invoker import permissions as invoker_permissions
-from weir_invoker.active import admission_chains, completed_indexes
+from weir_invoker.active import admission_chains, completed_indexes, earliest_wake_up_ms, final_result
 from weir_invoker.attempt import StartPlan, start_message
 from weir_invoker.discovery import deployment_id, parse_manifest
 from weir_invoker.http2 import Endpoint
@@ -279,3 +279,31 @@ def test_every_invoker_call_needs_a_named_permission() -> None:
     )
     assert invoker_permissions.requirement("/weir.v1.Invoker/Invoke", None) == Requirement("publish", "invoker:journal")
     assert invoker_permissions.requirement("/weir.v1.Streams/Publish", None) is None
+
+
+def test_a_suspended_invocation_wakes_up_at_its_earliest_awaited_sleep() -> None:
+    def sleep(wake_up_time: int) -> Frame:
+        return Frame(MessageType.SLEEP, 0, pb.SleepEntryMessage(wake_up_time=wake_up_time).SerializeToString())
+
+    run = Frame(MessageType.RUN, 0, pb.RunEntryMessage(name="charge").SerializeToString())
+    journal = Journal(entries=[Frame(MessageType.INPUT, 0, b""), sleep(9_000), run, sleep(5_000), sleep(1_000)])
+    assert earliest_wake_up_ms(journal, [1, 2, 3]) == 5_000  # entry 4 is not awaited
+    assert earliest_wake_up_ms(journal, [2]) == 0  # awaits no sleep
+    assert earliest_wake_up_ms(journal, [1, 7]) == 9_000  # an index past the journal is no timer
+    assert earliest_wake_up_ms(None, [1]) == 0  # journal not loaded
+
+
+def test_an_ended_invocation_finishes_with_its_last_output_entry() -> None:
+    def output(message: pb.OutputEntryMessage) -> Frame:
+        return Frame(MessageType.OUTPUT, 0, message.SerializeToString())
+
+    completed = invoker_pb2.InvocationStatus.INVOCATION_STATUS_COMPLETED
+    failed = invoker_pb2.InvocationStatus.INVOCATION_STATUS_FAILED
+    first = output(pb.OutputEntryMessage(value=b'"first"'))
+    assert final_result(Journal(entries=[first, output(pb.OutputEntryMessage(value=b'"last"'))])) == (
+        completed,
+        b'"last"',
+    )
+    failure = pb.Failure(code=422, message="no such account")
+    assert final_result(Journal(entries=[first, output(pb.OutputEntryMessage(failure=failure))])) == (failed, failure)
+    assert final_result(Journal(entries=[Frame(MessageType.INPUT, 0, b"")])) == (completed, b"")

@@ -1,5 +1,5 @@
-"""An unfinished invocation in memory, what is derived from its journal, and the order a batch is
-admitted in (pure)."""
+"""An unfinished invocation in memory, what is derived from its journal (its completed entries, when
+a suspended one wakes up, how an ended one finished), and the order a batch is admitted in (pure)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,29 @@ def admission_chains(records: list[invoker_pb2.Invocation]) -> list[list[int]]:
     for index, record in enumerate(records):
         chains.setdefault((record.service, record.key) if record.key else index, []).append(index)
     return list(chains.values())
+
+
+def earliest_wake_up_ms(journal: Journal | None, waiting_on: list[int]) -> int:
+    """The earliest wake-up time (Unix ms) of the Sleep entries among `waiting_on`, the journal indexes
+    a suspended invocation waits on; 0 when it waits on none, or its journal is not loaded (pure).
+    Errors: ProtocolViolation (a Sleep entry that does not decode)."""
+    if journal is None:
+        return 0
+    times = [
+        journal.entries[index].decode().wake_up_time  # type: ignore[attr-defined]
+        for index in waiting_on
+        if index < len(journal.entries) and journal.entries[index].type == MessageType.SLEEP
+    ]
+    return min(times, default=0)
+
+
+def final_result(journal: Journal) -> tuple[int, bytes | pb.Failure]:
+    """How an invocation whose SDK sent End finished, from its journal's last Output entry (pure):
+    (INVOCATION_STATUS_FAILED, its failure) or (INVOCATION_STATUS_COMPLETED, its value; b"" without
+    an Output entry). Errors: ProtocolViolation (an Output entry that does not decode)."""
+    outputs = [frame for frame in journal.entries if frame.type == MessageType.OUTPUT]
+    output = outputs[-1].decode() if outputs else pb.OutputEntryMessage(value=b"")
+    assert isinstance(output, pb.OutputEntryMessage)
+    if output.HasField("failure"):
+        return invoker_pb2.InvocationStatus.INVOCATION_STATUS_FAILED, output.failure
+    return invoker_pb2.InvocationStatus.INVOCATION_STATUS_COMPLETED, output.value

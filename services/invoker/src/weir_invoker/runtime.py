@@ -35,7 +35,14 @@ from weir.errors import (
 from weir.v1 import invoker_pb2
 
 from weir_invoker import ids, metrics
-from weir_invoker.active import Active, admission_chains, completed_indexes, input_frame
+from weir_invoker.active import (
+    Active,
+    admission_chains,
+    completed_indexes,
+    earliest_wake_up_ms,
+    final_result,
+    input_frame,
+)
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
 from weir_invoker.completions import Completions
 from weir_invoker.connections import ConnectionPool
@@ -360,20 +367,10 @@ class Invoker:
         record.status = Status.INVOCATION_STATUS_SUSPENDED
         del record.waiting_on_entries[:]
         record.waiting_on_entries.extend(waiting_on)
-        record.wake_up_at_ms = self._earliest_timer(active, waiting_on)
+        record.wake_up_at_ms = earliest_wake_up_ms(active.journal, waiting_on)
         record.modified_at_ms = now_ms()
         await self.invocations.put(record)
         await self._wait_for_completion(active, waiting_on, resumed=False)
-
-    def _earliest_timer(self, active: Active, waiting_on: list[int]) -> int:
-        if active.journal is None:
-            return 0
-        times = [
-            active.journal.entries[index].decode().wake_up_time  # type: ignore[attr-defined]
-            for index in waiting_on
-            if index < len(active.journal.entries) and active.journal.entries[index].type == MessageType.SLEEP
-        ]
-        return min(times, default=0)
 
     async def _wait_for_completion(self, active: Active, waiting_on: list[int], resumed: bool) -> None:
         if resumed:  # a restarted invoker: load the journal and arm its timers, calls and promises again
@@ -416,13 +413,7 @@ class Invoker:
 
     async def _ended(self, active: Active) -> None:
         assert active.journal is not None
-        outputs = [frame for frame in active.journal.entries if frame.type == MessageType.OUTPUT]
-        output = outputs[-1].decode() if outputs else pb.OutputEntryMessage(value=b"")
-        assert isinstance(output, pb.OutputEntryMessage)
-        if output.HasField("failure"):
-            await self.finish(active, Status.INVOCATION_STATUS_FAILED, output.failure)
-        else:
-            await self.finish(active, Status.INVOCATION_STATUS_COMPLETED, output.value)
+        await self.finish(active, *final_result(active.journal))
 
     async def finish(self, active: Active, status: int, result: bytes | pb.Failure) -> None:
         """End an invocation: record its result (kept completed_retention_ms), notify its caller and
