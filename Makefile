@@ -31,9 +31,10 @@ proto-check: proto  ## fail when the committed stubs differ from what proto/ gen
 	@git diff --exit-code -- $(GENERATED) || { echo "stubs are stale: run 'make proto' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || { echo "untracked generated stubs: commit them"; exit 1; }
 
-lint: setup  ## ruff + mypy on our code (generated stubs excluded)
+lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ceilings (scripts/check_sizes.py)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
+	$(UV) run python scripts/check_sizes.py
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
 
