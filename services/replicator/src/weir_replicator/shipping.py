@@ -31,9 +31,8 @@ import contextlib
 import logging
 import math
 import time
-from dataclasses import dataclass, field
 
-from weir.client import LockstepStream, NodeClient
+from weir.client import NodeClient
 from weir.errors import ChangeFeedTruncatedError, PositionOutOfRangeError, ResultCode, WeirError
 from weir.v1 import internal_pb2, types_pb2
 from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
@@ -41,13 +40,14 @@ from weir_server.replication import ReplicationResult
 
 from weir_replicator import metrics
 from weir_replicator.fetch_rounds import FetchRounds
+from weir_replicator.followers import FollowerState, Removal
 from weir_replicator.ownership import Ownership
 from weir_replicator.settings import ReplicatorSettings
+from weir_replicator.side_changes import SideChangeShipper
 from weir_replicator.snapshot_reads import SnapshotReads
 
 logger = logging.getLogger(__name__)
 
-_REMOVAL_BATCH = 10_000
 MAX_BACKOFF_S = 5.0
 LOG_EVERY = 50
 
@@ -103,42 +103,6 @@ def push_request(
     return push
 
 
-@dataclass(slots=True)
-class _Removal:
-    change_seq: int
-    seqs: list[int]
-    reason: str
-
-
-@dataclass(slots=True)
-class _FollowerState:
-    node_id: str
-    address: str
-    last_seq: int | None = None
-    first_seq: int = 0
-    removals: list[_Removal] = field(default_factory=list)
-    consumers_dirty: bool = True
-    consumers_generation: int = 0  # the SnapshotReads generation its next snapshots must reflect
-    tombstones: set[str] = field(default_factory=set)
-    config_dirty: bool = False
-    delete_stream: bool = False
-    shipped_through: int = 0
-    last_snapshot_s: float = 0.0
-    # The pull from the primary and the push to this follower, each on one long-lived lockstep call
-    # (opened on first use, reopened after a failure): a stream item costs the nodes and this
-    # process about a third of a unary call's CPU.
-    fetch_stream: LockstepStream[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse] | None = (
-        None
-    )
-    push_stream: LockstepStream[internal_pb2.ReplicateMessageRequest, internal_pb2.ReplicateResponse] | None = None
-
-    def close_streams(self) -> None:
-        for stream in (self.fetch_stream, self.push_stream):
-            if stream is not None:
-                stream.close()
-        self.fetch_stream = self.push_stream = None
-
-
 class PartitionShipper:
     def __init__(
         self,
@@ -160,10 +124,18 @@ class PartitionShipper:
         self.epoch = entry.leader_epoch
         self.primary = entry.primary_node_id
         self.primary_address = addresses.get(self.primary, "")
-        self.followers = [_FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
+        self.followers = [FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
         self._by_node = {follower.node_id: follower for follower in self.followers}
         self._rounds = FetchRounds(settings.fetch_coalesce_ms)
         self._snapshot_reads = SnapshotReads(self._read_snapshots)
+        self._side_changes = SideChangeShipper(
+            stream=self.stream,
+            partition=partition,
+            leader_epoch=self.epoch,
+            snapshot_reads=self._snapshot_reads,
+            snapshot_interval_ms=settings.snapshot_interval_ms,
+            read_config=self._read_config,
+        )
         self.clients = clients
         self.lease_valid = lease_valid
         self.observed_through = 0
@@ -245,7 +217,7 @@ class PartitionShipper:
         if change.partition != self.partition or change.role != types_pb2.PARTITION_ROLE_PRIMARY:
             return
         if kind == "remove":
-            removal = _Removal(change.change_seq, list(change.remove.seqs), change.remove.reason)
+            removal = Removal(change.change_seq, list(change.remove.seqs), change.remove.reason)
             for follower in self.followers:
                 follower.removals.append(removal)
         elif kind == "consumer_state":
@@ -272,7 +244,7 @@ class PartitionShipper:
 
     # -- one follower -----------------------------------------------------------------------------------
 
-    async def _follow(self, follower: _FollowerState) -> None:
+    async def _follow(self, follower: FollowerState) -> None:
         """Pull-and-push rounds for one secondary. After a failure the pause doubles (from
         retry_backoff_ms up to MAX_BACKOFF_S) so a dead node costs little; it is logged when it
         starts failing and then every LOG_EVERY failures."""
@@ -295,7 +267,7 @@ class PartitionShipper:
             failures += 1
             await asyncio.sleep(min(MAX_BACKOFF_S, base_s * 2 ** min(failures - 1, 10)))
 
-    async def _sync_position(self, follower: _FollowerState) -> bool:
+    async def _sync_position(self, follower: FollowerState) -> bool:
         """Learn where the follower's log ends, making it adopt the epoch first."""
         target = self.clients.replication(follower.address)
         try:
@@ -325,7 +297,7 @@ class PartitionShipper:
         follower.consumers_generation = self._snapshot_reads.generation
         return True
 
-    async def _step(self, follower: _FollowerState) -> bool:
+    async def _step(self, follower: FollowerState) -> bool:
         """One pull-and-push round; False when the caller should back off."""
         if follower.last_seq is None and not await self._sync_position(follower):
             return False
@@ -333,9 +305,7 @@ class PartitionShipper:
         observed = self.observed_through
         removals = list(follower.removals)  # seen before this pull: safe to ship after its push
         wait_ms = fetch_wait_ms(
-            side_changes_pending=bool(
-                removals or follower.tombstones or follower.config_dirty or follower.delete_stream
-            ),
+            side_changes_pending=follower.side_changes_pending,
             consumers_dirty=follower.consumers_dirty,
             since_snapshot_ms=(time.monotonic() - follower.last_snapshot_s) * 1000,
             snapshot_interval_ms=self.settings.snapshot_interval_ms,
@@ -372,7 +342,7 @@ class PartitionShipper:
         metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
             max(0, response.last_seq - (follower.last_seq or 0))
         )
-        await self._ship_side_changes(follower, target, removals)
+        await self._side_changes.ship(follower, target, removals)
         follower.shipped_through = max(follower.shipped_through, observed)
         return True
 
@@ -408,6 +378,11 @@ class PartitionShipper:
         metrics.FETCHED_FOR.labels(*self._labels).inc(1 + len(sharing))
         return response
 
+    async def _read_config(self) -> types_pb2.StreamConfig:
+        """The stream's config as the primary holds it (for a stream update)."""
+        info = await self.clients.node(self.primary_address).stream_info(self.stream)
+        return info.config
+
     async def _read_snapshots(self) -> internal_pb2.GetConsumerSnapshotsResponse:
         """GetConsumerSnapshots on the primary (SnapshotReads shares it between the followers)."""
         metrics.SNAPSHOT_READS.labels(*self._labels).inc()
@@ -415,7 +390,7 @@ class PartitionShipper:
             self.stream, self.partition, self.epoch
         )
 
-    def _accepted(self, follower: _FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
+    def _accepted(self, follower: FollowerState, reply: internal_pb2.ReplicateResponse) -> bool:
         if reply.result_code == ReplicationResult.OK:
             follower.last_seq = reply.last_seq
             follower.first_seq = reply.first_seq
@@ -428,67 +403,6 @@ class PartitionShipper:
         logger.warning("%s/%s -> %s: %s %s", *self._labels, follower.node_id, reply.result_code, reply.message)
         follower.last_seq = None  # re-sync (adopt the epoch, re-read the position)
         return False
-
-    async def _ship_side_changes(
-        self, follower: _FollowerState, target: ReplicationClient, removals: list[_Removal]
-    ) -> None:
-        if removals:
-            by_reason: dict[str, list[int]] = {}
-            for removal in removals:
-                by_reason.setdefault(removal.reason, []).extend(removal.seqs)
-            for reason, seqs in by_reason.items():
-                for start in range(0, len(seqs), _REMOVAL_BATCH):
-                    await target.replicate(
-                        "ReplicateWorkQueueAck",
-                        internal_pb2.ReplicateWorkQueueAckRequest(
-                            stream=self.stream,
-                            partition=self.partition,
-                            leader_epoch=self.epoch,
-                            seqs=seqs[start : start + _REMOVAL_BATCH],
-                            reason=reason,
-                        ),
-                    )
-            del follower.removals[: len(removals)]
-        if follower.config_dirty:
-            follower.config_dirty = False
-            info = await self.clients.node(self.primary_address).stream_info(self.stream)
-            await target.replicate(
-                "ReplicateStreamUpdate", internal_pb2.ReplicateStreamUpdateRequest(config=info.config)
-            )
-        if follower.tombstones:
-            for name in sorted(follower.tombstones):
-                await target.replicate(
-                    "ReplicateConsumerState",
-                    internal_pb2.ReplicateConsumerStateRequest(
-                        stream=self.stream,
-                        leader_epoch=self.epoch,
-                        snapshot=internal_pb2.ConsumerSnapshot(consumer=name, partition=self.partition, tombstone=True),
-                    ),
-                )
-            follower.tombstones.clear()
-        now_s = time.monotonic()
-        if follower.consumers_dirty and now_s - follower.last_snapshot_s >= self.settings.snapshot_interval_ms / 1000:
-            follower.consumers_dirty = False
-            follower.last_snapshot_s = now_s
-            snapshots = await self._snapshot_reads.since(follower.consumers_generation)
-            if snapshots.result_code != ReplicationResult.OK:
-                follower.consumers_dirty = True
-                return
-            for snapshot in snapshots.snapshots:
-                reply = await target.replicate(
-                    "ReplicateConsumerState",
-                    internal_pb2.ReplicateConsumerStateRequest(
-                        stream=self.stream, leader_epoch=self.epoch, snapshot=snapshot, defer_sync=True
-                    ),
-                )
-                if reply.result_code not in (ReplicationResult.OK, ResultCode.NO_SUCH_CONSUMER):
-                    follower.consumers_dirty = True
-            metrics.SNAPSHOTS_SHIPPED.labels(*self._labels).inc(len(snapshots.snapshots))
-        if follower.delete_stream:
-            follower.delete_stream = False
-            await target.replicate(
-                "ReplicateStreamDelete", internal_pb2.ReplicateStreamDeleteRequest(stream=self.stream)
-            )
 
 
 class ClientPool:
