@@ -66,7 +66,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import resource
 import shutil
@@ -99,6 +98,7 @@ from bench.node_bench import (
     run_event_loop,
     run_pool,
 )
+from bench.report import print_report
 
 WORKLOADS = ("publish_batch_100_p1", "publish_batch_100_p16", "publish_single_c1")
 # Messages per run.
@@ -581,10 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mib": results["peak_rss_mib"],
         "total_seconds": round(time.perf_counter() - started, 1),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print_report(report, args.out)
     log(f"done in {report['total_seconds']} s")
     return 0
 

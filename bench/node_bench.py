@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import os
 import platform
@@ -70,6 +69,8 @@ from google.protobuf import __version__ as protobuf_version
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.v1 import streams_pb2
 from weir_cli.launcher import NodeHandle, start_node
+
+from bench.report import print_report
 
 WORKLOADS = (
     "publish_single_c1",
@@ -723,10 +724,7 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": workloads,
         "total_seconds": round(time.perf_counter() - started, 1),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    print_report(report, args.out)
     log(f"done in {report['total_seconds']} s")
     return 0
 

@@ -1,6 +1,6 @@
-"""What the front-door benchmarks share: run the measuring coroutine in a scratch directory on
-uvloop, print its figures as JSON and, with --out, write them there too; and a meter of wall time
-and CPU per message."""
+"""What the benchmarks share: a report printed as JSON and, with --out, written there too
+(`print_report`); for the front-door ones, running the measuring coroutine in a scratch directory
+on uvloop, and a meter of wall time and CPU per message."""
 
 from __future__ import annotations
 
@@ -24,11 +24,16 @@ def run_and_report(measure: Measure, args: argparse.Namespace, prefix: str) -> i
 
     with tempfile.TemporaryDirectory(prefix=prefix) as temporary:
         results = uvloop.run(measure(args, Path(temporary)))
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    print_report(results, args.out)
     return 0
+
+
+def print_report(report: dict[str, Any], out: Path | None) -> None:
+    """`report` as indented JSON on stdout and, with `out` (a benchmark's --out), in that file too."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out:
+        out.write_text(text + "\n")
 
 
 def clients_and_messages_main(argv: list[str] | None, measure: Measure, *, prog: str, doc: str) -> int:

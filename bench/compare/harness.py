@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
 import os
 import platform
@@ -61,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare.driver import AckLevel, BenchError, Consumer, Driver, Producer, TopicSpec
+from bench.report import print_report
 
 MIB = 2**20
 RECEIVE_GRACE_S = 10.0  # past a receive's own wait, for the receives in flight when a phase ends
@@ -788,10 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "repeat": args.repeat,
         **results,
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    print_report(report, args.out)
     if args.report:
         command = "python -m bench.compare " + " ".join(argv if argv is not None else sys.argv[1:])
         args.report.write_text(markdown(report, command.strip()))

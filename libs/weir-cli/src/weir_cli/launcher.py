@@ -745,6 +745,15 @@ class LocalCluster:
         cluster.write_state()
         return cluster
 
+    def _service_env(self, prefix: str, access: Mapping[str, str], env: Mapping[str, str] | None) -> dict[str, str]:
+        """A service's shared settings: the metadata Redis URL and `access` (its password file, the
+        auth file) under the service's `prefix` (WEIR_NODE_ …), then `env` over them."""
+        return {
+            f"{prefix}REDIS_URL": self.redis.url,
+            **{f"{prefix}{name}": value for name, value in access.items()},
+            **(env or {}),
+        }
+
     def _start_nodes(
         self,
         count: int,
@@ -755,11 +764,7 @@ class LocalCluster:
     ) -> None:
         """Start `count` nodes registering with the cluster's Redis; `node_env` (kept for nodes added
         later) over the Redis URL and `access`."""
-        self.node_env = {
-            "WEIR_NODE_REDIS_URL": self.redis.url,
-            **{f"WEIR_NODE_{name}": value for name, value in access.items()},
-            **(node_env or {}),
-        }
+        self.node_env = self._service_env("WEIR_NODE_", access, node_env)
         for _ in range(count):
             node = self.add_node(die_with_parent=die_with_parent)
             say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
@@ -792,11 +797,7 @@ class LocalCluster:
         die_with_parent: bool,
         say: ProgressCallback,
     ) -> None:
-        shared = {
-            "WEIR_ROUTER_REDIS_URL": self.redis.url,
-            **{f"WEIR_ROUTER_{name}": value for name, value in access.items()},
-            **(env or {}),
-        }
+        shared = self._service_env("WEIR_ROUTER_", access, env)
         for index in range(1, count + 1):
             router = RouterHandle(
                 **_placed(self.data_dir, f"router-{index}", shared, die_with_parent, self.tls_dir),
@@ -814,15 +815,9 @@ class LocalCluster:
         die_with_parent: bool,
         say: ProgressCallback,
     ) -> None:
-        shared = {
-            "WEIR_REPLICATOR_REDIS_URL": self.redis.url,
-            **{
-                f"WEIR_REPLICATOR_{name}": value
-                for name, value in access.items()
-                if name.startswith("REDIS_")  # a replicator serves no client port: no auth file
-            },
-            **(env or {}),
-        }
+        # a replicator serves no client port: no auth file
+        redis_access = {name: value for name, value in access.items() if name.startswith("REDIS_")}
+        shared = self._service_env("WEIR_REPLICATOR_", redis_access, env)
         for index in range(1, count + 1):
             replicator = ReplicatorHandle(
                 **_placed(self.data_dir, f"replicator-{index}", shared, die_with_parent, self.tls_dir),
