@@ -39,6 +39,7 @@ from weir_cli.launcher import NodeHandle, start_node
 from weir_server.internal_clients import ChangeFeedClient
 
 from tests.conftest import http_get, needs_own_processes
+from tests.stored_records import overwrite_stored_record, stored_record, stored_rows
 
 PAYLOAD_BYTES = 1024
 PUBLISHERS = 8
@@ -249,7 +250,7 @@ def check_files(handle: NodeHandle, stream: str, partitions: int) -> int:
     rows_checked = 0
     for partition in range(partitions):
         with contextlib.closing(sqlite3.connect(log_path(handle, stream, partition))) as db:
-            rows = db.execute("SELECT seq, ts_ms, subject, size, crc, record FROM messages ORDER BY seq").fetchall()
+            rows = stored_rows(db)
         for seq, ts_ms, subject, size, crc, record in rows:
             assert zlib.crc32(record) == crc, f"partition {partition} seq {seq}: checksum mismatch"
             assert size == len(record)
@@ -391,14 +392,14 @@ async def test_corrupt_record_is_reported_never_returned(fresh_node: NodeHandle,
     assert fresh_node.stop() == 0
 
     with contextlib.closing(sqlite3.connect(log_path(fresh_node, stream_name, partition))) as db:
-        ((record, crc),) = db.execute("SELECT record, crc FROM messages WHERE seq = ?", (bad_seq,)).fetchall()
+        record, crc = stored_record(db, bad_seq)
         damaged = bytearray(record)
         middle = len(damaged) // 2
         for index in range(middle, middle + 4):
             damaged[index] ^= 0xFF
         assert zlib.crc32(bytes(damaged)) != crc
         with db:
-            db.execute("UPDATE messages SET record = ? WHERE seq = ?", (bytes(damaged), bad_seq))
+            overwrite_stored_record(db, bad_seq, bytes(damaged))
 
     client = await restart(fresh_node)
     try:

@@ -45,6 +45,7 @@ from weir_server.internal_clients import ChangeFeedClient
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, eventually, needs_own_processes
 from tests.lazyfs import LazyMount
+from tests.stored_records import flip_stored_bytes
 from tests.system_tools import needs_fuse
 from tests.test_reliability import Faults
 
@@ -269,10 +270,7 @@ def flip_a_bit(database: Path, seq: int) -> None:
     """Damage one stored record's bytes (not its checksum), as a bad disk would: through the
     mount, while the row's publishers are paused (the node's writer would wait on the file's lock)."""
     with sqlite3.connect(database, timeout=10) as db:
-        (record,) = db.execute("SELECT record FROM messages WHERE seq = ?", (seq,)).fetchone()
-        damaged = bytearray(record)
-        damaged[len(damaged) // 2] ^= 0x10
-        db.execute("UPDATE messages SET record = ? WHERE seq = ?", (bytes(damaged), seq))
+        flip_stored_bytes(db, seq, mask=0x10)
 
 
 async def flip_on(lazy: LazyCluster, name: str, load: Load) -> None:

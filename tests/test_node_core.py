@@ -35,6 +35,8 @@ from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 from weir_server.replication import InSyncTracker
 
+from tests.stored_records import flip_stored_bytes
+
 KIB = b"k" * 1024
 
 
@@ -769,7 +771,7 @@ async def test_a_secondary_with_a_damaged_last_record_keeps_replicating(node: No
     assert await partition.replicate(0, records[:2], 10) == ("ok", "")
     database = node.settings.data_dir / "streams" / "damaged-tail" / "0" / "log.sqlite"
     with sqlite3.connect(database) as db:
-        db.execute("UPDATE messages SET record = ? WHERE seq = 2", (b"\x00damaged",))
+        flip_stored_bytes(db, 2, at=0, count=4)
     crc = zlib.crc32(records[1][3])
     assert await partition.replicate(2, records[2:], 10, after_crc32=crc) == ("ok", "")
     assert await partition.replicate(1, records[1:], 10) == ("ok", "")  # a replay over the damaged seq

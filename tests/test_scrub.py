@@ -32,6 +32,7 @@ from tests.conftest import (
     http_get,
     needs_own_processes,
 )
+from tests.stored_records import flip_stored_bytes, stored_record
 
 PAYLOAD = b"p" * 1000
 
@@ -81,10 +82,7 @@ def write_log(directory: Path, count: int) -> SqlitePartitionLog:
 def flip_a_bit(database: Path, seq: int) -> None:
     """Damage one stored record's bytes (not its checksum), as a bad disk would."""
     with sqlite3.connect(database) as db:
-        (record,) = db.execute("SELECT record FROM messages WHERE seq = ?", (seq,)).fetchone()
-        damaged = bytearray(record)
-        damaged[len(damaged) // 2] ^= 0x10
-        db.execute("UPDATE messages SET record = ? WHERE seq = ?", (bytes(damaged), seq))
+        flip_stored_bytes(db, seq, mask=0x10)
 
 
 def test_a_scrub_step_finds_a_flipped_record_and_reads_refuse_it(tmp_path: Path) -> None:
@@ -188,7 +186,7 @@ async def storage_findings(address: str, stream: str) -> list[tuple[str, list[in
 
 def stored_intact(database: Path, seq: int) -> bool:
     with sqlite3.connect(database) as db:
-        crc, record = db.execute("SELECT crc, record FROM messages WHERE seq = ?", (seq,)).fetchone()
+        record, crc = stored_record(db, seq)
     return bool(checksum(record) == crc)
 
 

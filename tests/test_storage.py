@@ -22,6 +22,8 @@ from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 
+from tests.stored_records import flip_stored_bytes
+
 TAIL_CACHE_BYTES = {"sqlite": 4 * 1024 * 1024, "sqlite-tiny-tail-cache": 60, "sqlite-no-tail-cache": 0}
 
 
@@ -161,7 +163,7 @@ def test_failed_commit_stores_nothing(log: PartitionLog) -> None:
 def corrupt(log: PartitionLog, seq: int) -> None:
     if isinstance(log, SqlitePartitionLog):
         db = sqlite3.connect(log.directory / "log.sqlite")
-        db.execute("UPDATE messages SET record = ? WHERE seq = ?", (b"\x00garbage", seq))
+        flip_stored_bytes(db, seq, at=0, count=4)
         db.commit()
         db.close()
     else:

@@ -35,6 +35,16 @@ DAMAGED_RECHECK_S = 5.0  # the pass interval while a partition is damaged
 Finding = Callable[[str, int, str, list[int], str], Awaitable[None]]
 
 
+def damaged_batches_finding(base_seqs: set[int]) -> str:
+    """What the storage check says of stored batches whose CRC32C failed (their base seqs): a
+    damaged byte outside any record still served (a batch's header, its entries, or a removed
+    record's bytes). The records themselves are checked one by one, and a damaged one is reported
+    as a corrupt record."""
+    shown = sorted(base_seqs)[:10]
+    more = f" and {len(base_seqs) - len(shown)} more" if len(base_seqs) > len(shown) else ""
+    return f"stored batches failing their CRC32C (by base seq): {', '.join(map(str, shown))}{more}"
+
+
 class Pacer:
     """At most `bytes_per_second` on average (pure: the caller gives the time): `delay_s(n, now)`
     charges n bytes and says how long to wait before the next read."""
@@ -215,13 +225,9 @@ class Scrubber:
     async def _scrub(self, stream: str, index: int, partition: Partition) -> None:
         log, found = partition.log, self.findings.of(stream, index)
         integrity = await asyncio.to_thread(log.integrity, self.integrity_timeout_s)
-        if integrity not in (found.integrity, "interrupted"):
-            if integrity != "ok":
-                logger.error("scrub: %s/%d storage check failed: %s", stream, index, integrity)
-                await self._report(stream, index, "storage_check_failed", [], integrity)
-            found.integrity = integrity
         seq, count = partition.first_seq, 0
         corrupt: list[int] = []
+        damaged_batches: set[int] = set()
         while True:
             page = await asyncio.to_thread(log.scrub, seq, STEP_BYTES)
             self.findings.checked_bytes += page.checked_bytes
@@ -229,10 +235,18 @@ class Scrubber:
             metrics.SCRUB_RECORDS.inc(page.checked_records)
             count += len(page.corrupt_seqs)
             corrupt.extend(page.corrupt_seqs[: max(0, MAX_SEQS_KEPT - len(corrupt))])
+            damaged_batches.update(page.corrupt_batches)
             if page.done:
                 break
             seq = page.next_seq
             await asyncio.sleep(self.pacer.delay_s(page.checked_bytes, time.monotonic()))
+        if damaged_batches and integrity in ("ok", "interrupted"):
+            integrity = damaged_batches_finding(damaged_batches)
+        if integrity not in (found.integrity, "interrupted"):
+            if integrity != "ok":
+                logger.error("scrub: %s/%d storage check failed: %s", stream, index, integrity)
+                await self._report(stream, index, "storage_check_failed", [], integrity)
+            found.integrity = integrity
         known = set(found.corrupt_seqs)
         if fresh := [seq for seq in corrupt if seq not in known]:  # before any repair: found, then put back
             await self._report(stream, index, "corrupt_records", fresh, "")

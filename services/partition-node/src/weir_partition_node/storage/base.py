@@ -128,14 +128,16 @@ class LogState:
 @dataclass(slots=True, frozen=True)
 class ScrubPage:
     """One step of a scrub over stored records: how many records and bytes were re-read and
-    checked, the seqs whose record failed its checksum, where the next step starts, and whether the
-    log has nothing past it (or was closed)."""
+    checked, the seqs whose record failed its checksum, where the next step starts, whether the
+    log has nothing past it (or was closed), and the stored batches the step read whose own CRC32C
+    failed (by base seq; a log that stores record batches, `storage/stored_batch.py`)."""
 
     checked_records: int
     checked_bytes: int
     corrupt_seqs: tuple[int, ...]
     next_seq: int
     done: bool
+    corrupt_batches: tuple[int, ...] = ()
 
 
 def scrub_rows(rows: Iterable[tuple[int, int, bytes]], from_seq: int, max_bytes: int) -> ScrubPage:

@@ -26,16 +26,16 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from weir_partition_node.storage import layout_upgrade, sqlite_batches
 from weir_partition_node.storage.base import (
     CommitBatch,
     LogState,
     RowInfo,
     ScrubPage,
-    scrub_rows,
-    verify,
 )
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.msgids import SqliteMsgIdRows
+from weir_partition_node.storage.sqlite_batches import BATCHES_TABLE, INDEX_COLUMNS, MESSAGES_BY_SUBJECT, MESSAGES_TABLE
 from weir_partition_node.storage.sqlite_consumer_reads import SqliteConsumerReads, clamp
 from weir_partition_node.storage.tailcache import TailCache
 
@@ -58,16 +58,10 @@ _PAGES_PER_COMMIT = 2
 MAX_DEFERRED_SYNC_S = 1.0
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY,
-    ts_ms INTEGER NOT NULL,
-    subject TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    crc INTEGER NOT NULL,
-    record BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_subject ON messages (subject, seq);
+_SCHEMA = f"""
+{MESSAGES_TABLE};
+{MESSAGES_BY_SUBJECT};
+{BATCHES_TABLE};
 CREATE TABLE IF NOT EXISTS expiries (seq INTEGER PRIMARY KEY, expires_at_ms INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS expiries_by_time ON expiries (expires_at_ms, seq);
 CREATE TABLE IF NOT EXISTS changes (
@@ -118,22 +112,16 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
 def _write_messages(db: sqlite3.Connection, batch: CommitBatch) -> None:
     """The batch's message rows, in CommitBatch's order: insert, repair, index expiries, remove, cut."""
     if batch.records:
-        db.executemany(
-            "INSERT INTO messages (seq, ts_ms, subject, size, crc, record) VALUES (?, ?, ?, ?, ?, ?)", batch.records
-        )
+        sqlite_batches.write_records(db, batch.records)
     if batch.repairs:
-        db.executemany(
-            "UPDATE messages SET record = ? WHERE seq = ? AND crc = ?",
-            [(record, seq, crc) for seq, crc, record in batch.repairs],
-        )
+        sqlite_batches.repair(db, batch.repairs)
     if batch.expiries:
         db.executemany("INSERT OR REPLACE INTO expiries (seq, expires_at_ms) VALUES (?, ?)", batch.expiries)
     if batch.remove_seqs:
-        removed = [(seq,) for seq in batch.remove_seqs]
-        db.executemany("DELETE FROM messages WHERE seq = ?", removed)
-        db.executemany("DELETE FROM expiries WHERE seq = ?", removed)
+        sqlite_batches.remove(db, batch.remove_seqs)
+        db.executemany("DELETE FROM expiries WHERE seq = ?", [(seq,) for seq in batch.remove_seqs])
     if batch.truncate_before > 0:
-        db.execute("DELETE FROM messages WHERE seq < ?", (batch.truncate_before,))
+        sqlite_batches.truncate(db, batch.truncate_before)
         db.execute("DELETE FROM expiries WHERE seq < ?", (batch.truncate_before,))
 
 
@@ -188,6 +176,7 @@ class SqlitePartitionLog(SqliteConsumerReads):
         self._fsync_always = fsync == "always"
         self._synced_at = time.monotonic()  # the last commit that waited for the disk (commit thread)
         self._writer.execute("PRAGMA cache_size=-16000")
+        layout_upgrade.upgrade(self._writer, f"{stream}/{partition}")  # a log of the row-per-message layout
         self._writer.executescript(_SCHEMA)
         _add_missing_columns(self._writer)
         self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -329,26 +318,29 @@ class SqlitePartitionLog(SqliteConsumerReads):
             cached = tail.read(from_seq, max_messages, max_bytes) if tail is not None else None
         if cached is not None:
             return cached
-        rows = self._reader.execute(
-            "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
+        return self._records(
+            f"SELECT {INDEX_COLUMNS} FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
             (clamp(from_seq), max_messages),
+            max_bytes,
         )
-        return self._bounded(rows, max_bytes)
 
-    def _bounded(self, rows: sqlite3.Cursor, max_bytes: int) -> list[tuple[int, bytes]]:
-        """Verified (seq, record) of `rows` (seq, crc, record), fetched one at a time until the next
-        would pass `max_bytes` (the first always goes); the cursor is closed."""
-        result: list[tuple[int, bytes]] = []
-        total = 0
-        try:
-            for seq, crc, record in rows:
-                total += len(record)
-                if result and total > max_bytes:
-                    break
-                result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
-        finally:
-            rows.close()
-        return result
+    def _records(self, sql: str, parameters: tuple[object, ...], max_bytes: int) -> list[tuple[int, bytes]]:
+        """Verified (seq, record) of the index rows `sql` selects (INDEX_COLUMNS, in seq order), up
+        to the one that would pass `max_bytes` (the first always goes): the index and the batches
+        are read in one read transaction, and no record past the bounds is loaded."""
+        with sqlite_batches.read_transaction(self._reader):
+            chosen: list[sqlite_batches.IndexRow] = []
+            total = 0
+            rows = self._reader.execute(sql, parameters)
+            try:
+                for row in rows:
+                    total += row[4]
+                    if chosen and total > max_bytes:
+                        break
+                    chosen.append(row)
+            finally:
+                rows.close()
+            return sqlite_batches.fetch(self._reader, self.stream, self.partition, chosen)
 
     def get(self, seq: int) -> bytes | None:
         with self._tail_lock:
@@ -356,18 +348,14 @@ class SqlitePartitionLog(SqliteConsumerReads):
             answered, record = tail.get(seq) if tail is not None else (False, None)
         if answered:
             return record
-        row = self._reader.execute("SELECT crc, record FROM messages WHERE seq = ?", (clamp(seq),)).fetchone()
-        if row is None:
-            return None
-        return verify(self.stream, self.partition, seq, row[1], row[0])
+        found = self._records(f"SELECT {INDEX_COLUMNS} FROM messages WHERE seq = ?", (clamp(seq),), 0)
+        return found[0][1] if found else None
 
     def latest_at_subject(self, subject: str) -> bytes | None:
-        row = self._reader.execute(
-            "SELECT seq, crc, record FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1", (subject,)
-        ).fetchone()
-        if row is None:
-            return None
-        return verify(self.stream, self.partition, row[0], row[2], row[1])
+        found = self._records(
+            f"SELECT {INDEX_COLUMNS} FROM messages WHERE subject = ? ORDER BY seq DESC LIMIT 1", (subject,), 0
+        )
+        return found[0][1] if found else None
 
     def subject_last_seq(self, subject: str) -> int:
         row = self._reader.execute(
@@ -413,11 +401,11 @@ class SqlitePartitionLog(SqliteConsumerReads):
         return [row[0] for row in rows]
 
     def scan_subject(self, subject: str, from_seq: int, limit: int, max_bytes: int) -> list[tuple[int, bytes]]:
-        rows = self._reader.execute(
-            "SELECT seq, crc, record FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
+        return self._records(
+            f"SELECT {INDEX_COLUMNS} FROM messages WHERE subject = ? AND seq >= ? ORDER BY seq LIMIT ?",
             (subject, clamp(from_seq), limit),
+            max_bytes,
         )
-        return self._bounded(rows, max_bytes)
 
     def subject_excess(self, subject: str, keep: int) -> list[RowInfo]:
         rows = self._reader.execute(
@@ -453,13 +441,8 @@ class SqlitePartitionLog(SqliteConsumerReads):
                 return ScrubPage(0, 0, (), from_seq, done=True)
             if self._scrub_db is None:
                 self._scrub_db = self._connect_for_checks()
-            cursor = self._scrub_db.execute(
-                "SELECT seq, crc, record FROM messages WHERE seq >= ? ORDER BY seq", (clamp(from_seq),)
-            )
-            try:
-                return scrub_rows(cursor, from_seq, max_bytes)
-            finally:
-                cursor.close()
+            with sqlite_batches.read_transaction(self._scrub_db):
+                return sqlite_batches.scrub(self._scrub_db, clamp(from_seq), max_bytes)
 
     def integrity(self, timeout_s: float, *, full: bool = False) -> str:
         """See PartitionLog.integrity: SQLite's quick_check (or integrity_check), interrupted by a

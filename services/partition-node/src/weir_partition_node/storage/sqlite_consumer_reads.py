@@ -12,7 +12,8 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
-from weir_partition_node.storage.base import SQLITE_MAX_INTEGER, RowInfo, StoredConsumer, verify
+from weir_partition_node.storage.base import SQLITE_MAX_INTEGER, RowInfo, StoredConsumer
+from weir_partition_node.storage.sqlite_batches import INDEX_COLUMNS, IndexRow, fetch, read_transaction
 from weir_partition_node.storage.tailcache import TailCache
 
 
@@ -43,29 +44,36 @@ class SqliteConsumerReads:
             )
         if matched is not None:
             return matched
+        with read_transaction(self._reader):
+            chosen, last, exhausted = self._matching_rows(from_seq, max_messages, max_bytes, accepts, scan_limit)
+            return fetch(self._reader, self.stream, self.partition, chosen), last, exhausted
+
+    def _matching_rows(
+        self, from_seq: int, max_messages: int, max_bytes: int, accepts: Callable[[str], bool] | None, scan_limit: int
+    ) -> tuple[list[IndexRow], int, bool]:
+        """read_matching's index rows, from the index alone (no record is loaded to choose)."""
         # Unfiltered: exactly max_messages rows. Filtered: chunks sized to the request, so a dense
         # filter reads about what it returns and a sparse one stops after scan_limit rows.
         chunk = max_messages if accepts is None else min(scan_limit, max(2 * max_messages, 128))
-        result: list[tuple[int, bytes]] = []
+        result: list[IndexRow] = []
         total = 0
         last = from_seq - 1
         scanned = 0
         while True:
-            # Rows one at a time (a cursor, not fetchall): a chunk of large records is never all in
-            # memory at once, only what the answer keeps and the row that ends it.
             rows = self._reader.execute(
-                "SELECT seq, subject, crc, record FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
+                f"SELECT subject, {INDEX_COLUMNS} FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?",
                 (clamp(last + 1), chunk),
             )
             found = 0
             try:
-                for seq, subject, crc, record in rows:
+                for subject, *index in rows:
                     found += 1
+                    seq, size = index[0], index[4]
                     if accepts is None or accepts(subject):
-                        if len(result) >= max_messages or (result and total + len(record) > max_bytes):
+                        if len(result) >= max_messages or (result and total + size > max_bytes):
                             return result, last, False
-                        total += len(record)
-                        result.append((seq, verify(self.stream, self.partition, seq, record, crc)))
+                        total += size
+                        result.append((seq, index[1], index[2], index[3], size))
                     last = seq
             finally:
                 rows.close()
