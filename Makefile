@@ -143,7 +143,7 @@ bench-commit: setup  ## one partition log's commit latency in process: WAL check
 	$(UV) run python -m bench.commit_latency --checkpoint-bytes 0
 	$(UV) run python -m bench.commit_latency
 
-bench-storage: setup  ## a 100-record commit's cost: today's row per message vs record-batch layouts (issue 25); prints JSON
+bench-storage: setup  ## a 100-record commit's cost: row per message (before issue 25) vs record-batch layouts, as SQL prototypes; prints JSON
 	$(UV) run python -m bench.storage_layout
 
 clean:

@@ -1,5 +1,7 @@
-"""What a commit of 100 records costs in today's row-per-message layout and in two record-batch
-layouts (issue 25's "record batches as the unit of storage"), to decide whether to build one.
+"""What a commit of 100 records costs in the row-per-message layout (before issue 25) and in two
+record-batch layouts, as plain SQL prototypes: the measurement issue 25 took before it built the
+second (`batch+index`, now `SqlitePartitionLog`'s layout: storage/sqlite_batches.py). The real
+log's commit cost is `make bench-commit` (bench.commit_latency).
 
     uv run python -m bench.storage_layout                 # JSON on stdout
     uv run python -m bench.storage_layout --commits 2000 --sync off
@@ -8,8 +10,8 @@ Layouts, each in a fresh SQLite file in WAL mode, committing `--commits` transac
 of 1 KiB plus one change-feed row, a WAL checkpoint every 100 commits, this process pinned to CPU 0
 (`--sync off`: synchronous=NORMAL, as a node with WEIR_NODE_FSYNC=off):
 
-- ``rows``: today's `messages` table and its subject index, one row per message (the table, index,
-  INSERT and pragmas of `SqlitePartitionLog`; a commit's other work, msg_ids and consumer rows, is
+- ``rows``: the earlier `messages` table and its subject index, one row per message (the table,
+  index, INSERT and pragmas `SqlitePartitionLog` had; a commit's other work, msg_ids and consumer rows, is
   left out of every layout alike);
 - ``batch+index``: one row per commit holding the record batch's bytes, plus a narrow index row per
   message (seq, subject, ts_ms) with its subject index: what reads by subject, last-per-subject and

@@ -114,6 +114,56 @@ def test_a_batch_goes_with_its_last_record_and_a_truncation_takes_the_batches_be
         log.close()
 
 
+def batch_sizes(log: SqlitePartitionLog) -> dict[int, tuple[int, int, int]]:
+    """base seq -> (last seq, live bytes, data bytes) of every stored batch."""
+    with database(log) as db:
+        rows = db.execute("SELECT base_seq, last_seq, live_bytes, length(data) FROM batches")
+        return {int(base): (int(last), int(live), int(size)) for base, last, live, size in rows}
+
+
+def test_records_removed_out_of_order_free_their_batch_once_a_quarter_is_left(tmp_path: Path) -> None:
+    """A work queue acked out of order: the batch is rewritten with the records still stored once
+    they are under a quarter of its bytes, every one of them still reads as it was (and scrubs
+    clean), and the batch goes with the last of them."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    try:
+        log.commit(CommitBatch(records=[record(1)], last_seq=1))  # the head: a stuck first message
+        records = [record(seq, payload=bytes([seq]) * 2000) for seq in range(2, 102)]
+        log.commit(CommitBatch(records=records, last_seq=101))
+        full = batch_sizes(log)[2][2]
+        assert full > 100 * 2000
+        kept = [5, 50, 77, 80, 81, 99, 100, 101]
+        first_removals = [seq for seq in range(2, 102) if seq not in kept][:60]
+        log.commit(CommitBatch(remove_seqs=first_removals, last_seq=101))
+        assert batch_sizes(log)[2][2] == full  # 40 of 100 left: not yet
+        log.commit(CommitBatch(remove_seqs=[seq for seq in range(2, 102) if seq not in kept][60:], last_seq=101))
+        last_seq, live, size = batch_sizes(log)[2]
+        assert (last_seq, live) == (101, sum(records[seq - 2][3] for seq in kept))
+        assert size < live + 500  # the header and entries of 8 records
+        assert log.read(2, 100, 10**9) == [(seq, records[seq - 2][5]) for seq in kept]
+        assert log.get(77) == records[75][5]
+        page = log.scrub(1, 10**9)
+        assert (page.checked_records, page.corrupt_seqs, page.corrupt_batches) == (9, (), ())
+        log.commit(CommitBatch(remove_seqs=kept, last_seq=101))
+        assert list(batch_sizes(log)) == [1]
+    finally:
+        log.close()
+
+
+def test_the_batch_holding_the_first_record_is_not_compacted(tmp_path: Path) -> None:
+    """A queue consumed in order empties its oldest batch soon: it is left as it is."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    try:
+        log.commit(CommitBatch(records=[record(seq, payload=b"q" * 2000) for seq in range(1, 101)], last_seq=100))
+        full = batch_sizes(log)[1][2]
+        log.commit(CommitBatch(remove_seqs=list(range(1, 91)), last_seq=100))
+        assert batch_sizes(log)[1][2] == full
+        log.commit(CommitBatch(truncate_before=101, last_seq=100))
+        assert batch_sizes(log) == {}
+    finally:
+        log.close()
+
+
 def test_a_damaged_record_byte_in_a_stored_batch_is_found_and_never_served(tmp_path: Path) -> None:
     """One byte of one record flipped inside a 50-record batch: a read of it answers
     CorruptRecordError naming the seq, the records around it are still served, the scrub names

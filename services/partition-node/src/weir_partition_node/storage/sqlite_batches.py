@@ -1,13 +1,16 @@
 """The SQLite log's records as stored batches (`stored_batch.py`): the two tables, and the writes and
 reads over them that `SqlitePartitionLog` makes.
 
-- `batches`: one row a stored batch, keyed by its base seq (the rowid, so a read opens the blob
-  and takes only the bytes it needs: `Connection.blobopen`).
+- `batches`: one row a stored batch, keyed by the base seq it was written with (the rowid, so a
+  read opens the blob and takes only the bytes it needs: `Connection.blobopen`), with its last
+  seq and the bytes of its records still stored (`live_bytes`).
 - `messages`: the per-message index, one row a stored record: seq, ts_ms, subject, size, crc (the
   record's CRC-32), and its batch (`batch_seq`, the batch's base seq) and offset in it.
 
 A batch row lives while any of its records does: a removal or a prefix truncation drops the index
-rows, then every batch they touched that has no record left.
+rows, then every batch they touched that has no record left; one left with less than a quarter of
+its bytes still stored is compacted (rewritten with those records alone), so records removed out of
+order (a work queue's acks, dead letters) free their space.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ BATCHES_TABLE = """
 CREATE TABLE IF NOT EXISTS batches (
     base_seq INTEGER PRIMARY KEY,
     last_seq INTEGER NOT NULL,
+    live_bytes INTEGER NOT NULL,
     data BLOB NOT NULL
 )"""
 
@@ -42,6 +46,11 @@ CREATE TABLE IF NOT EXISTS batches (
 IndexRow = tuple[int, int, int, int, int]
 INDEX_COLUMNS = "seq, crc, batch_seq, batch_offset, size"
 _IN_CHUNK = 500  # seqs per `IN (...)` list
+# A batch whose records were removed one by one down to less than 1/COMPACT_RATIO of its bytes is
+# rewritten with the rest (when it is at least COMPACT_MIN_BYTES): a few records left pending in a
+# queue never hold more than COMPACT_RATIO times their size on disk.
+COMPACT_RATIO = 4
+COMPACT_MIN_BYTES = 64 * 1024
 
 
 @contextlib.contextmanager
@@ -60,7 +69,10 @@ def write_records(db: sqlite3.Connection, records: Sequence[Record]) -> None:
     for chunk in stored_batch.split(records):
         data, offsets = stored_batch.encode(chunk)
         base_seq = chunk[0][0]
-        db.execute("INSERT INTO batches (base_seq, last_seq, data) VALUES (?, ?, ?)", (base_seq, chunk[-1][0], data))
+        db.execute(
+            "INSERT INTO batches (base_seq, last_seq, live_bytes, data) VALUES (?, ?, ?, ?)",
+            (base_seq, chunk[-1][0], sum([record[3] for record in chunk]), data),
+        )
         db.executemany(
             "INSERT INTO messages (seq, ts_ms, subject, size, crc, batch_seq, batch_offset) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -72,33 +84,76 @@ def write_records(db: sqlite3.Connection, records: Sequence[Record]) -> None:
 
 
 def remove(db: sqlite3.Connection, seqs: Sequence[int]) -> None:
-    """Remove the index rows of `seqs`, then the batches left without a record."""
-    touched: set[int] = set()
+    """Remove the index rows of `seqs`; then each batch they were in goes when it has no record
+    left, or is compacted when what is left is small (`_compact`)."""
+    removed: dict[int, int] = {}
     for start in range(0, len(seqs), _IN_CHUNK):
         chunk = seqs[start : start + _IN_CHUNK]
         marks = ",".join("?" * len(chunk))
-        touched.update(
-            row[0] for row in db.execute(f"SELECT DISTINCT batch_seq FROM messages WHERE seq IN ({marks})", chunk)
-        )
+        for batch_seq, size in db.execute(
+            f"SELECT batch_seq, sum(size) FROM messages WHERE seq IN ({marks}) GROUP BY batch_seq", chunk
+        ):
+            removed[batch_seq] = removed.get(batch_seq, 0) + size
     db.executemany("DELETE FROM messages WHERE seq = ?", [(seq,) for seq in seqs])
-    _drop_emptied(db, touched)
+    _release(db, removed)
 
 
 def truncate(db: sqlite3.Connection, before_seq: int) -> None:
-    """Remove every index row below `before_seq`, the batches wholly below it, and the batch it cuts
-    through when that has no record left."""
-    row = db.execute("SELECT batch_seq FROM messages WHERE seq < ? ORDER BY seq DESC LIMIT 1", (before_seq,)).fetchone()
+    """Remove every index row below `before_seq`, and the batches left without a record."""
+    removed = dict(
+        db.execute("SELECT batch_seq, sum(size) FROM messages WHERE seq < ? GROUP BY batch_seq", (before_seq,))
+    )
     db.execute("DELETE FROM messages WHERE seq < ?", (before_seq,))
-    db.execute("DELETE FROM batches WHERE base_seq < ? AND last_seq < ?", (before_seq, before_seq))
-    if row is not None:
-        _drop_emptied(db, {row[0]})
+    _release(db, removed)
 
 
-def _drop_emptied(db: sqlite3.Connection, batch_seqs: Iterable[int]) -> None:
+def _release(db: sqlite3.Connection, removed: dict[int, int]) -> None:
+    """Take the removed record bytes (by batch) off each batch's live bytes; drop the batches left
+    with none, and compact the ones where less than 1/COMPACT_RATIO of the data is still live."""
     db.executemany(
-        "DELETE FROM batches WHERE base_seq = ?1 AND NOT EXISTS "
-        "(SELECT 1 FROM messages WHERE seq >= ?1 AND seq <= batches.last_seq AND batch_seq = ?1)",
-        [(batch_seq,) for batch_seq in batch_seqs],
+        "UPDATE batches SET live_bytes = live_bytes - ? WHERE base_seq = ?",
+        [(size, batch_seq) for batch_seq, size in removed.items()],
+    )
+    db.executemany("DELETE FROM batches WHERE base_seq = ? AND live_bytes <= 0", [(seq,) for seq in removed])
+    for batch_seq in removed:
+        found = db.execute("SELECT live_bytes, length(data) FROM batches WHERE base_seq = ?", (batch_seq,)).fetchone()
+        if found is not None and compaction_due(found[0], found[1]) and not _holds_first_record(db, batch_seq):
+            _compact(db, batch_seq)
+
+
+def compaction_due(live_bytes: int, data_bytes: int) -> bool:
+    """Whether a stored batch of `data_bytes` with `live_bytes` of records still stored is worth
+    rewriting with those alone: at least COMPACT_MIN_BYTES, less than 1/COMPACT_RATIO live."""
+    return data_bytes >= COMPACT_MIN_BYTES and live_bytes * COMPACT_RATIO < data_bytes
+
+
+def _holds_first_record(db: sqlite3.Connection, batch_seq: int) -> bool:
+    """Whether the batch holds the log's first stored record: a queue consumed in order empties
+    it soon, so compacting it would mostly copy records about to go."""
+    first = db.execute("SELECT batch_seq FROM messages ORDER BY seq LIMIT 1").fetchone()
+    return first is not None and first[0] == batch_seq
+
+
+def _compact(db: sqlite3.Connection, batch_seq: int) -> None:
+    """Rewrite the batch keyed `batch_seq` with its stored records alone (their bytes and CRC-32s
+    as they are: a damaged one stays detectable) and move their index rows' offsets. The row keeps
+    its key; the new header's base seq is its first stored record's."""
+    last_seq, data = db.execute("SELECT last_seq, data FROM batches WHERE base_seq = ?", (batch_seq,)).fetchone()
+    rows = db.execute(
+        "SELECT seq, ts_ms, size, crc, batch_offset FROM messages WHERE seq >= ? AND seq <= ? AND batch_seq = ? "
+        "ORDER BY seq",
+        (batch_seq, last_seq, batch_seq),
+    ).fetchall()
+    records: list[Record] = [(seq, ts_ms, "", size, crc, data[at : at + size]) for seq, ts_ms, size, crc, at in rows]
+    compacted, offsets = stored_batch.encode(records)
+    live_bytes = sum(size for _, _, size, _, _ in rows)
+    db.execute(
+        "UPDATE batches SET last_seq = ?, live_bytes = ?, data = ? WHERE base_seq = ?",
+        (records[-1][0], live_bytes, compacted, batch_seq),
+    )
+    db.executemany(
+        "UPDATE messages SET batch_offset = ? WHERE seq = ?",
+        [(offset, record[0]) for record, offset in zip(records, offsets, strict=True)],
     )
 
 
