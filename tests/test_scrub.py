@@ -19,6 +19,7 @@ from weir.client import NodeClient
 from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster
 from weir_partition_node.scrub import Pacer, PartitionFindings, ScrubFindings
+from weir_partition_node.storage import stored_batch
 from weir_partition_node.storage.base import CommitBatch, checksum, make_record
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 from weir_server.internal_clients import ChangeFeedClient
@@ -218,6 +219,46 @@ async def test_a_node_finds_a_flipped_record_reports_it_and_never_serves_it(scru
         with pytest.raises(CorruptRecordError, match="seq 23"):
             await reader.get_message("scrubbed", 0, 23)
         assert (await reader.get_message("scrubbed", 0, 22)).payload == PAYLOAD
+
+
+async def test_a_batch_damaged_outside_its_records_is_found_and_rewritten_from_them(
+    scrubbed_cluster: LocalCluster,
+) -> None:
+    """A byte of a stored batch's header flipped on the only copy: no record is damaged, so every
+    one is still served; the scrub finds the batch (its CRC32C), rewrites it from its records
+    without another copy, says so in the change feed and /metrics, and the batch is whole again."""
+    cluster = scrubbed_cluster
+    async with Client(cluster.router_addresses) as client:
+        await client.create_stream(stream_config("resealed", partitions=1, replicas=1))
+        for _ in range(30):
+            await client.publish("resealed", "s", PAYLOAD, ack_level="all")
+        primary_id = (await client.route("resealed")).partitions[0].primary.node_id
+    node = next(node for node in cluster.nodes if node.name == primary_id)
+    database = node.data_dir / "streams" / "resealed" / "0" / "log.sqlite"
+    with sqlite3.connect(database, timeout=10) as db:
+        (batch_seq,) = db.execute("SELECT batch_seq FROM messages WHERE seq = 17").fetchone()
+        with db.blobopen("batches", "data", batch_seq) as blob:
+            blob.seek(stored_batch.HEADER.size - 1)
+            byte = blob.read(1)[0]
+            blob.seek(stored_batch.HEADER.size - 1)
+            blob.write(bytes([byte ^ 0x40]))
+
+    async def rewritten() -> bool:
+        found = await storage_findings(node.internal_address, "resealed")
+        return ("resealed_batches", [batch_seq]) in found
+
+    await eventually(rewritten, 20, "the scrub rewrites the damaged batch")
+    found = await storage_findings(node.internal_address, "resealed")
+    assert found == [("corrupt_batches", [batch_seq]), ("resealed_batches", [batch_seq])], found
+    metrics = await asyncio.to_thread(http_get, f"http://127.0.0.1:{node.metrics_port}/metrics")
+    assert "weir_scrub_resealed_batches_total 1.0" in metrics
+    with sqlite3.connect(database) as db:
+        (data,) = db.execute("SELECT data FROM batches WHERE base_seq = ?", (batch_seq,)).fetchone()
+    stored_batch.check(data)
+    async with NodeClient(node.client_address) as reader:
+        assert [(await reader.get_message("resealed", 0, seq)).payload for seq in range(1, 31)] == [PAYLOAD] * 30
+    status, report = await asyncio.to_thread(run_doctor, cluster)
+    assert status == 0 and report["healthy"], report
 
 
 async def test_a_secondarys_flipped_record_is_put_back_from_its_primary(scrubbed_cluster: LocalCluster) -> None:

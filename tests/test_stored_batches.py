@@ -192,7 +192,7 @@ def test_a_damaged_record_byte_in_a_stored_batch_is_found_and_never_served(tmp_p
 
 def test_a_damaged_byte_outside_the_records_is_found_by_the_scrub(tmp_path: Path) -> None:
     """A byte of a batch's header flipped: no record is damaged, so every one is still served,
-    and the scrub reports the batch by its base seq."""
+    the scrub reports the batch by its base seq, and a reseal rewrites it whole from them."""
     log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
     try:
         log.commit(CommitBatch(records=[record(seq) for seq in range(1, 11)], last_seq=10))
@@ -206,6 +206,10 @@ def test_a_damaged_byte_outside_the_records_is_found_by_the_scrub(tmp_path: Path
         page = log.scrub(1, 10**9)
         assert (page.corrupt_seqs, page.corrupt_batches) == ((), (11,))
         assert log.scrub(12, 10).corrupt_batches == (11,)  # a step from inside the batch checks it too
+        before = log.read(1, 100, 10**9)
+        log.commit(CommitBatch(reseal_batches=[11, 999], last_seq=20))  # 999: not stored, nothing to do
+        assert log.scrub(1, 10**9).corrupt_batches == ()
+        assert log.read(1, 100, 10**9) == before
     finally:
         log.close()
 

@@ -211,7 +211,15 @@ class RepairRecords:
     repairs: list[tuple[int, int, bytes]]
 
 
-ReplicaEdit = TruncatePrefix | RemoveSeqs | TruncateTail | ReplaceConsumerState | RepairRecords
+@dataclass(slots=True, frozen=True)
+class ResealBatches:
+    """Rewrite the stored batches keyed by `base_seqs` from their stored records (see
+    CommitBatch.reseal_batches): the scrub found each failing its CRC32C while its records pass."""
+
+    base_seqs: list[int]
+
+
+ReplicaEdit = TruncatePrefix | RemoveSeqs | TruncateTail | ReplaceConsumerState | RepairRecords | ResealBatches
 
 
 @dataclass(slots=True)
@@ -256,6 +264,8 @@ class CommitContext:
     scheduled_discarded: list[int] = field(default_factory=list)
     # Records whose stored bytes the scrub found damaged, put back from another copy.
     repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
+    # Stored batches the scrub found damaged outside their records, rewritten from those records.
+    reseal_batches: list[int] = field(default_factory=list)
     # Primary: rollup publishes of this commit, subject -> the rollup's seq (earlier ones at the
     # subject are removed, reason "rollup").
     rollups: dict[str, int] = field(default_factory=dict)

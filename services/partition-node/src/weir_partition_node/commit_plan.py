@@ -45,6 +45,7 @@ class CommitPlan:
             or batch.truncate_before
             or batch.changes
             or batch.repairs
+            or batch.reseal_batches
             or batch.drop_changes_before
             or batch.consumer_deletes
             or batch.msg_ids_after is not None

@@ -47,6 +47,10 @@ PARTITIONS_REBUILT = Counter(
 SCRUB_REPAIRED = Counter(
     "weir_scrub_repaired_records_total", "Damaged stored records the scrub put back from another replica's copy"
 )
+SCRUB_RESEALED = Counter(
+    "weir_scrub_resealed_batches_total",
+    "Stored record batches the scrub rewrote from their records (damaged outside every stored record)",
+)
 SCRUB_CORRUPT = Gauge(
     "weir_scrub_corrupt_records",
     "Records whose stored bytes failed their checksum in the scrub's last pass over the partition",

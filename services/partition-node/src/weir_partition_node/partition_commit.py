@@ -219,6 +219,7 @@ class CommitLoop:
             msg_ids=context.msg_ids,
             msg_ids_after=context.msg_ids_after,
             repairs=context.repairs,
+            reseal_batches=context.reseal_batches,
             expiries=context.expiries,
             sync=not all(defers_sync(item) for item in items),
         )

@@ -23,6 +23,7 @@ from weir_partition_node.commit_items import (
     ReplaceConsumerState,
     ReplicaEditItem,
     ReplicateItem,
+    ResealBatches,
     TruncatePrefix,
     TruncateTail,
 )
@@ -94,6 +95,9 @@ class ReplicaDecisions:
         if isinstance(edit, RepairRecords):
             context.repairs.extend(edit.repairs)
             return len(edit.repairs)
+        if isinstance(edit, ResealBatches):
+            context.reseal_batches.extend(edit.base_seqs)
+            return 0
         if isinstance(edit, TruncateTail):
             return self._truncate_tail(edit.last_seq, context)
         self._replace_consumer(edit, context)

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from weir_partition_node import metrics
+from weir_partition_node.commit_items import ResealBatches
 from weir_partition_node.partition import Partition
 
 logger = logging.getLogger(__name__)
@@ -218,6 +219,30 @@ class Scrubber:
             await self._report(stream, index, "repaired_records", sorted(intact), "")
         return intact
 
+    async def _resealed(self, stream: str, index: int, partition: Partition, base_seqs: set[int]) -> set[int]:
+        """Report stored batches whose CRC32C failed while each of their records passes its own,
+        rewrite them from those records (through the commit loop), check each again; the base seqs
+        now whole."""
+        shown = sorted(base_seqs)[:MAX_SEQS_KEPT]
+        detail = damaged_batches_finding(base_seqs)
+        logger.error("scrub: %s/%d: %s", stream, index, detail)
+        await self._report(stream, index, "corrupt_batches", shown, detail)
+        try:
+            await partition.replica_edit(ResealBatches(sorted(base_seqs)))
+        except Exception as error:  # a stopped partition, a failed commit: the next pass tries again
+            logger.warning("scrub: %s/%d: rewriting %d batch(es) failed: %r", stream, index, len(base_seqs), error)
+            return set()
+        whole: set[int] = set()
+        for base_seq in sorted(base_seqs):
+            page = await asyncio.to_thread(partition.log.scrub, base_seq, 1)
+            if base_seq not in page.corrupt_batches:
+                whole.add(base_seq)
+        if whole:
+            logger.warning("scrub: %s/%d: rewrote %d stored batch(es) from their records", stream, index, len(whole))
+            metrics.SCRUB_RESEALED.inc(len(whole))
+            await self._report(stream, index, "resealed_batches", sorted(whole)[:MAX_SEQS_KEPT], "")
+        return whole
+
     async def _report(self, stream: str, index: int, finding: str, seqs: list[int], detail: str) -> None:
         if self.on_finding is not None:
             await self.on_finding(stream, index, finding, seqs, detail)
@@ -240,6 +265,8 @@ class Scrubber:
                 break
             seq = page.next_seq
             await asyncio.sleep(self.pacer.delay_s(page.checked_bytes, time.monotonic()))
+        if damaged_batches:
+            damaged_batches -= await self._resealed(stream, index, partition, damaged_batches)
         if damaged_batches and integrity in ("ok", "interrupted"):
             integrity = damaged_batches_finding(damaged_batches)
         if integrity not in (found.integrity, "interrupted"):

@@ -86,6 +86,10 @@ class CommitBatch:
     # (seq, crc, record): a stored record's bytes put back from another copy (the scrub's repair),
     # only where the stored checksum is `crc`, which the caller checked `record` against.
     repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
+    # Stored batches (by base seq) to rewrite from their stored records, as they are: a batch whose
+    # CRC32C fails while each of its records passes its own (the scrub's repair; storage that keeps
+    # record batches, `storage/stored_batch.py`; others ignore it).
+    reseal_batches: list[int] = field(default_factory=list)
     remove_seqs: list[int] = field(default_factory=list)
     truncate_before: int = 0
     changes: list[tuple[int, int, bytes]] = field(default_factory=list)  # (change_seq, ts_ms, record)

@@ -115,6 +115,8 @@ def _write_messages(db: sqlite3.Connection, batch: CommitBatch) -> None:
         sqlite_batches.write_records(db, batch.records)
     if batch.repairs:
         sqlite_batches.repair(db, batch.repairs)
+    if batch.reseal_batches:
+        sqlite_batches.reseal(db, batch.reseal_batches)
     if batch.expiries:
         db.executemany("INSERT OR REPLACE INTO expiries (seq, expires_at_ms) VALUES (?, ?)", batch.expiries)
     if batch.remove_seqs:

@@ -127,6 +127,13 @@ def compaction_due(live_bytes: int, data_bytes: int) -> bool:
     return data_bytes >= COMPACT_MIN_BYTES and live_bytes * COMPACT_RATIO < data_bytes
 
 
+def reseal(db: sqlite3.Connection, base_seqs: Iterable[int]) -> None:
+    """Rewrite the stored batches keyed by `base_seqs` (those still stored) from their records."""
+    for base_seq in base_seqs:
+        if db.execute("SELECT 1 FROM batches WHERE base_seq = ?", (base_seq,)).fetchone() is not None:
+            _compact(db, base_seq)
+
+
 def _holds_first_record(db: sqlite3.Connection, batch_seq: int) -> bool:
     """Whether the batch holds the log's first stored record: a queue consumed in order empties
     it soon, so compacting it would mostly copy records about to go."""
