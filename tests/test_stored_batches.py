@@ -94,6 +94,21 @@ def test_a_commit_is_stored_as_one_batch_and_reads_take_records_from_it(tmp_path
         log.close()
 
 
+def test_a_sparse_filtered_read_takes_its_records_from_one_batch_in_spans(tmp_path: Path) -> None:
+    """Matches far apart in one batch are read as spans of their own, and come back as stored."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    try:
+        records = [
+            record(seq, subject="hit" if seq in (1, 2, 60, 100) else "miss", payload=b"r" * 2000)
+            for seq in range(1, 101)
+        ]
+        log.commit(CommitBatch(records=records, last_seq=100))
+        rows, last, done = log.read_matching(1, 10, 10**9, lambda subject: subject == "hit", 1000)
+        assert (rows, last, done) == ([(seq, records[seq - 1][5]) for seq in (1, 2, 60, 100)], 100, True)
+    finally:
+        log.close()
+
+
 def test_a_batch_goes_with_its_last_record_and_a_truncation_takes_the_batches_below(tmp_path: Path) -> None:
     log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
     try:

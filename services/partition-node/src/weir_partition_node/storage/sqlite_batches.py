@@ -51,6 +51,9 @@ _IN_CHUNK = 500  # seqs per `IN (...)` list
 # queue never hold more than COMPACT_RATIO times their size on disk.
 COMPACT_RATIO = 4
 COMPACT_MIN_BYTES = 64 * 1024
+# A read takes the records it returns from one batch in one span, unless this many bytes of others
+# lie between two of them.
+MAX_SPAN_GAP_BYTES = 64 * 1024
 
 
 @contextlib.contextmanager
@@ -179,14 +182,19 @@ def repair(db: sqlite3.Connection, repairs: Iterable[tuple[int, int, bytes]]) ->
 
 def fetch(reader: sqlite3.Connection, stream: str, partition: int, rows: Sequence[IndexRow]) -> list[tuple[int, bytes]]:
     """The verified (seq, record) of index `rows` (in seq order), each batch's records taken in one
-    read of the span they lie in. Errors: CorruptRecordError for a record failing its CRC-32 or
+    read of the span they lie in (a new read where MAX_SPAN_GAP_BYTES of other records lie between
+    two: a filtered read loads little it does not return). Errors: CorruptRecordError for a record failing its CRC-32 or
     missing from its batch. Call within one read transaction with the select of `rows`."""
     result: list[tuple[int, bytes]] = []
     start = 0
     while start < len(rows):
         batch_seq = rows[start][2]
         end = start + 1
-        while end < len(rows) and rows[end][2] == batch_seq:
+        while (
+            end < len(rows)
+            and rows[end][2] == batch_seq
+            and rows[end][3] - (rows[end - 1][3] + rows[end - 1][4]) <= MAX_SPAN_GAP_BYTES
+        ):
             end += 1
         first_offset = rows[start][3]
         span_end = rows[end - 1][3] + rows[end - 1][4]
