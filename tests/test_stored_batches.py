@@ -165,6 +165,35 @@ def test_records_removed_out_of_order_free_their_batch_once_a_quarter_is_left(tm
         log.close()
 
 
+def test_a_seq_removed_twice_in_one_commit_counts_once(tmp_path: Path) -> None:
+    """Retention and a consumer can both name one seq in a commit: its bytes come off its batch
+    once, and the batch stays while a record of it does."""
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    try:
+        records = [record(seq) for seq in range(1, 11)]
+        log.commit(CommitBatch(records=records, last_seq=10))
+        # 3 again after 500 others (not stored): the removal reads sizes 500 seqs at a time
+        log.commit(CommitBatch(remove_seqs=[3, 4, *range(100, 600), 3], last_seq=10))
+        assert batch_sizes(log)[1][1] == sum(row[3] for row in records) - records[2][3] - records[3][3]
+        log.commit(CommitBatch(remove_seqs=[1, 2, *range(5, 11), 1], last_seq=10))
+        assert batch_sizes(log) == {}
+        assert log.state().msg_count == 0
+    finally:
+        log.close()
+
+
+def test_a_batch_left_with_no_record_is_dropped_when_resealed(tmp_path: Path) -> None:
+    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    try:
+        log.commit(CommitBatch(records=[record(seq) for seq in range(1, 4)], last_seq=3))
+        with database(log) as db:
+            db.execute("DELETE FROM messages")  # index rows gone behind the batch's back
+        log.commit(CommitBatch(reseal_batches=[1], last_seq=3))
+        assert batch_sizes(log) == {}
+    finally:
+        log.close()
+
+
 def test_the_batch_holding_the_first_record_is_not_compacted(tmp_path: Path) -> None:
     """A queue consumed in order empties its oldest batch soon: it is left as it is."""
     log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)

@@ -89,6 +89,7 @@ def write_records(db: sqlite3.Connection, records: Sequence[Record]) -> None:
 def remove(db: sqlite3.Connection, seqs: Sequence[int]) -> None:
     """Remove the index rows of `seqs`; then each batch they were in goes when it has no record
     left, or is compacted when what is left is small (`_compact`)."""
+    seqs = sorted(set(seqs))  # a seq named twice takes its bytes off its batch once
     removed: dict[int, int] = {}
     for start in range(0, len(seqs), _IN_CHUNK):
         chunk = seqs[start : start + _IN_CHUNK]
@@ -117,7 +118,11 @@ def _release(db: sqlite3.Connection, removed: dict[int, int]) -> None:
         "UPDATE batches SET live_bytes = live_bytes - ? WHERE base_seq = ?",
         [(size, batch_seq) for batch_seq, size in removed.items()],
     )
-    db.executemany("DELETE FROM batches WHERE base_seq = ? AND live_bytes <= 0", [(seq,) for seq in removed])
+    db.executemany(  # (the index is asked too: a batch with a record left never goes)
+        "DELETE FROM batches WHERE base_seq = ?1 AND live_bytes <= 0 AND NOT EXISTS "
+        "(SELECT 1 FROM messages WHERE seq >= ?1 AND seq <= batches.last_seq AND batch_seq = ?1)",
+        [(seq,) for seq in removed],
+    )
     for batch_seq in removed:
         found = db.execute("SELECT live_bytes, length(data) FROM batches WHERE base_seq = ?", (batch_seq,)).fetchone()
         if found is not None and compaction_due(found[0], found[1]) and not _holds_first_record(db, batch_seq):
@@ -154,6 +159,9 @@ def _compact(db: sqlite3.Connection, batch_seq: int) -> None:
         "ORDER BY seq",
         (batch_seq, last_seq, batch_seq),
     ).fetchall()
+    if not rows:  # no record left in it (nothing to rewrite)
+        db.execute("DELETE FROM batches WHERE base_seq = ?", (batch_seq,))
+        return
     records: list[Record] = [(seq, ts_ms, "", size, crc, data[at : at + size]) for seq, ts_ms, size, crc, at in rows]
     compacted, offsets = stored_batch.encode(records)
     live_bytes = sum(size for _, _, size, _, _ in rows)
