@@ -17,7 +17,7 @@ import pytest
 from weir import Client, CorruptRecordError, stream_config
 from weir.client import NodeClient
 from weir.v1 import types_pb2
-from weir_cli.launcher import LocalCluster
+from weir_cli.launcher import LocalCluster, NodeHandle
 from weir_partition_node.scrub import Pacer, PartitionFindings, ScrubFindings
 from weir_partition_node.storage import stored_batch
 from weir_partition_node.storage.base import CommitBatch, checksum, make_record
@@ -185,6 +185,17 @@ async def storage_findings(address: str, stream: str) -> list[tuple[str, list[in
     ]
 
 
+async def published_on_one_copy(cluster: LocalCluster, stream: str, count: int) -> NodeHandle:
+    """A 1-partition, 1-copy `stream` with `count` PAYLOAD messages published one by one; the node
+    that holds it."""
+    async with Client(cluster.router_addresses) as client:
+        await client.create_stream(stream_config(stream, partitions=1, replicas=1))
+        for _ in range(count):
+            await client.publish(stream, "s", PAYLOAD, ack_level="all")
+        primary_id = (await client.route(stream)).partitions[0].primary.node_id
+    return next(node for node in cluster.nodes if node.name == primary_id)
+
+
 def stored_intact(database: Path, seq: int) -> bool:
     with sqlite3.connect(database) as db:
         record, crc = stored_record(db, seq)
@@ -195,12 +206,8 @@ async def test_a_node_finds_a_flipped_record_reports_it_and_never_serves_it(scru
     """A record damaged on its only copy: found, reported by `weir doctor`, answered DATA_LOSS,
     never served."""
     cluster = scrubbed_cluster
-    async with Client(cluster.router_addresses) as client:
-        await client.create_stream(stream_config("scrubbed", partitions=1, replicas=1))
-        for _ in range(50):
-            await client.publish("scrubbed", "s", PAYLOAD, ack_level="all")
-        primary_id = (await client.route("scrubbed")).partitions[0].primary.node_id
-    node = next(node for node in cluster.nodes if node.name == primary_id)
+    node = await published_on_one_copy(cluster, "scrubbed", 50)
+    primary_id = node.name
     status, report = await asyncio.to_thread(run_doctor, cluster)
     assert status == 0 and report["healthy"], report
     flip_a_bit(node.data_dir / "streams" / "scrubbed" / "0" / "log.sqlite", 23)
@@ -228,12 +235,7 @@ async def test_a_batch_damaged_outside_its_records_is_found_and_rewritten_from_t
     one is still served; the scrub finds the batch (its CRC32C), rewrites it from its records
     without another copy, says so in the change feed and /metrics, and the batch is whole again."""
     cluster = scrubbed_cluster
-    async with Client(cluster.router_addresses) as client:
-        await client.create_stream(stream_config("resealed", partitions=1, replicas=1))
-        for _ in range(30):
-            await client.publish("resealed", "s", PAYLOAD, ack_level="all")
-        primary_id = (await client.route("resealed")).partitions[0].primary.node_id
-    node = next(node for node in cluster.nodes if node.name == primary_id)
+    node = await published_on_one_copy(cluster, "resealed", 30)
     database = node.data_dir / "streams" / "resealed" / "0" / "log.sqlite"
     with sqlite3.connect(database, timeout=10) as db:
         (batch_seq,) = db.execute("SELECT batch_seq FROM messages WHERE seq = 17").fetchone()

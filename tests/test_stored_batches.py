@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ from tests.stored_records import flip_stored_bytes, stored_record
 def record(seq: int, subject: str = "orders.eu", payload: bytes = b"x" * 100, ts_ms: int = 1000) -> Record:
     encoded = types_pb2.Message(seq=seq, subject=subject, ts_ms=ts_ms, payload=payload).SerializeToString()
     return make_record(seq, ts_ms, subject, encoded)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[SqlitePartitionLog]:
+    """A SQLite log without a tail cache: every read goes to the stored batches."""
+    partition_log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
+    yield partition_log
+    partition_log.close()
 
 
 def database(log: SqlitePartitionLog) -> contextlib.closing[sqlite3.Connection]:
@@ -74,59 +83,46 @@ def test_a_large_commit_is_split_into_batches_of_at_most_max_bytes() -> None:
 # -- the log ---------------------------------------------------------------------------------------
 
 
-def test_a_commit_is_stored_as_one_batch_and_reads_take_records_from_it(tmp_path: Path) -> None:
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        records = [record(seq, subject=f"orders.{seq % 3}") for seq in range(1, 101)]
-        log.commit(CommitBatch(records=records, last_seq=100))
-        log.commit(CommitBatch(records=[record(101)], last_seq=101))
-        assert batch_rows(log) == [(1, 100), (101, 101)]
-        assert log.read(1, 1000, 10**9) == [(row[0], row[5]) for row in [*records, record(101)]]
-        assert log.get(57) == records[56][5]
-        assert log.scan_subject("orders.1", 90, 10, 10**9) == [(seq, records[seq - 1][5]) for seq in (91, 94, 97, 100)]
-        assert log.latest_at_subject("orders.2") == records[97][5]
-        rows, last, done = log.read_matching(95, 3, 10**9, lambda subject: subject == "orders.0", 1000)
-        assert ([seq for seq, _ in rows], last, done) == ([96, 99], 101, True)
-        state = log.state()
-        assert (state.msg_count, state.first_seq, state.last_seq) == (101, 1, 101)
-        assert state.bytes == sum(row[3] for row in [*records, record(101)])
-    finally:
-        log.close()
+def test_a_commit_is_stored_as_one_batch_and_reads_take_records_from_it(log: SqlitePartitionLog) -> None:
+    records = [record(seq, subject=f"orders.{seq % 3}") for seq in range(1, 101)]
+    log.commit(CommitBatch(records=records, last_seq=100))
+    log.commit(CommitBatch(records=[record(101)], last_seq=101))
+    assert batch_rows(log) == [(1, 100), (101, 101)]
+    assert log.read(1, 1000, 10**9) == [(row[0], row[5]) for row in [*records, record(101)]]
+    assert log.get(57) == records[56][5]
+    assert log.scan_subject("orders.1", 90, 10, 10**9) == [(seq, records[seq - 1][5]) for seq in (91, 94, 97, 100)]
+    assert log.latest_at_subject("orders.2") == records[97][5]
+    rows, last, done = log.read_matching(95, 3, 10**9, lambda subject: subject == "orders.0", 1000)
+    assert ([seq for seq, _ in rows], last, done) == ([96, 99], 101, True)
+    state = log.state()
+    assert (state.msg_count, state.first_seq, state.last_seq) == (101, 1, 101)
+    assert state.bytes == sum(row[3] for row in [*records, record(101)])
 
 
-def test_a_sparse_filtered_read_takes_its_records_from_one_batch_in_spans(tmp_path: Path) -> None:
+def test_a_sparse_filtered_read_takes_its_records_from_one_batch_in_spans(log: SqlitePartitionLog) -> None:
     """Matches far apart in one batch are read as spans of their own, and come back as stored."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        records = [
-            record(seq, subject="hit" if seq in (1, 2, 60, 100) else "miss", payload=b"r" * 2000)
-            for seq in range(1, 101)
-        ]
-        log.commit(CommitBatch(records=records, last_seq=100))
-        rows, last, done = log.read_matching(1, 10, 10**9, lambda subject: subject == "hit", 1000)
-        assert (rows, last, done) == ([(seq, records[seq - 1][5]) for seq in (1, 2, 60, 100)], 100, True)
-    finally:
-        log.close()
+    records = [
+        record(seq, subject="hit" if seq in (1, 2, 60, 100) else "miss", payload=b"r" * 2000) for seq in range(1, 101)
+    ]
+    log.commit(CommitBatch(records=records, last_seq=100))
+    rows, last, done = log.read_matching(1, 10, 10**9, lambda subject: subject == "hit", 1000)
+    assert (rows, last, done) == ([(seq, records[seq - 1][5]) for seq in (1, 2, 60, 100)], 100, True)
 
 
-def test_a_batch_goes_with_its_last_record_and_a_truncation_takes_the_batches_below(tmp_path: Path) -> None:
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        for first in (1, 11, 21):
-            log.commit(CommitBatch(records=[record(seq) for seq in range(first, first + 10)], last_seq=first + 9))
-        log.commit(CommitBatch(remove_seqs=[12, 13, 14, 15, 16, 17, 18, 19], last_seq=30))
-        assert batch_rows(log) == [(1, 10), (11, 20), (21, 30)]
-        assert [seq for seq, _ in log.read(11, 5, 10**9)] == [11, 20, 21, 22, 23]
-        log.commit(CommitBatch(remove_seqs=[11, 20], last_seq=30))
-        assert batch_rows(log) == [(1, 10), (21, 30)]
-        log.commit(CommitBatch(truncate_before=25, last_seq=30))
-        assert batch_rows(log) == [(21, 30)]
-        assert [seq for seq, _ in log.read(1, 100, 10**9)] == [25, 26, 27, 28, 29, 30]
-        log.commit(CommitBatch(truncate_before=31, last_seq=30))
-        assert batch_rows(log) == []
-        assert log.state().last_seq == 30
-    finally:
-        log.close()
+def test_a_batch_goes_with_its_last_record_and_a_truncation_takes_the_batches_below(log: SqlitePartitionLog) -> None:
+    for first in (1, 11, 21):
+        log.commit(CommitBatch(records=[record(seq) for seq in range(first, first + 10)], last_seq=first + 9))
+    log.commit(CommitBatch(remove_seqs=[12, 13, 14, 15, 16, 17, 18, 19], last_seq=30))
+    assert batch_rows(log) == [(1, 10), (11, 20), (21, 30)]
+    assert [seq for seq, _ in log.read(11, 5, 10**9)] == [11, 20, 21, 22, 23]
+    log.commit(CommitBatch(remove_seqs=[11, 20], last_seq=30))
+    assert batch_rows(log) == [(1, 10), (21, 30)]
+    log.commit(CommitBatch(truncate_before=25, last_seq=30))
+    assert batch_rows(log) == [(21, 30)]
+    assert [seq for seq, _ in log.read(1, 100, 10**9)] == [25, 26, 27, 28, 29, 30]
+    log.commit(CommitBatch(truncate_before=31, last_seq=30))
+    assert batch_rows(log) == []
+    assert log.state().last_seq == 30
 
 
 def batch_sizes(log: SqlitePartitionLog) -> dict[int, tuple[int, int, int]]:
@@ -136,137 +132,109 @@ def batch_sizes(log: SqlitePartitionLog) -> dict[int, tuple[int, int, int]]:
         return {int(base): (int(last), int(live), int(size)) for base, last, live, size in rows}
 
 
-def test_records_removed_out_of_order_free_their_batch_once_a_quarter_is_left(tmp_path: Path) -> None:
+def test_records_removed_out_of_order_free_their_batch_once_a_quarter_is_left(log: SqlitePartitionLog) -> None:
     """A work queue acked out of order: the batch is rewritten with the records still stored once
     they are under a quarter of its bytes, every one of them still reads as it was (and scrubs
     clean), and the batch goes with the last of them."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        log.commit(CommitBatch(records=[record(1)], last_seq=1))  # the head: a stuck first message
-        records = [record(seq, payload=bytes([seq]) * 2000) for seq in range(2, 102)]
-        log.commit(CommitBatch(records=records, last_seq=101))
-        full = batch_sizes(log)[2][2]
-        assert full > 100 * 2000
-        kept = [5, 50, 77, 80, 81, 99, 100, 101]
-        first_removals = [seq for seq in range(2, 102) if seq not in kept][:60]
-        log.commit(CommitBatch(remove_seqs=first_removals, last_seq=101))
-        assert batch_sizes(log)[2][2] == full  # 40 of 100 left: not yet
-        log.commit(CommitBatch(remove_seqs=[seq for seq in range(2, 102) if seq not in kept][60:], last_seq=101))
-        last_seq, live, size = batch_sizes(log)[2]
-        assert (last_seq, live) == (101, sum(records[seq - 2][3] for seq in kept))
-        assert size < live + 500  # the header and entries of 8 records
-        assert log.read(2, 100, 10**9) == [(seq, records[seq - 2][5]) for seq in kept]
-        assert log.get(77) == records[75][5]
-        page = log.scrub(1, 10**9)
-        assert (page.checked_records, page.corrupt_seqs, page.corrupt_batches) == (9, (), ())
-        log.commit(CommitBatch(remove_seqs=kept, last_seq=101))
-        assert list(batch_sizes(log)) == [1]
-    finally:
-        log.close()
+    log.commit(CommitBatch(records=[record(1)], last_seq=1))  # the head: a stuck first message
+    records = [record(seq, payload=bytes([seq]) * 2000) for seq in range(2, 102)]
+    log.commit(CommitBatch(records=records, last_seq=101))
+    full = batch_sizes(log)[2][2]
+    assert full > 100 * 2000
+    kept = [5, 50, 77, 80, 81, 99, 100, 101]
+    first_removals = [seq for seq in range(2, 102) if seq not in kept][:60]
+    log.commit(CommitBatch(remove_seqs=first_removals, last_seq=101))
+    assert batch_sizes(log)[2][2] == full  # 40 of 100 left: not yet
+    log.commit(CommitBatch(remove_seqs=[seq for seq in range(2, 102) if seq not in kept][60:], last_seq=101))
+    last_seq, live, size = batch_sizes(log)[2]
+    assert (last_seq, live) == (101, sum(records[seq - 2][3] for seq in kept))
+    assert size < live + 500  # the header and entries of 8 records
+    assert log.read(2, 100, 10**9) == [(seq, records[seq - 2][5]) for seq in kept]
+    assert log.get(77) == records[75][5]
+    page = log.scrub(1, 10**9)
+    assert (page.checked_records, page.corrupt_seqs, page.corrupt_batches) == (9, (), ())
+    log.commit(CommitBatch(remove_seqs=kept, last_seq=101))
+    assert list(batch_sizes(log)) == [1]
 
 
-def test_a_seq_removed_twice_in_one_commit_counts_once(tmp_path: Path) -> None:
+def test_a_seq_removed_twice_in_one_commit_counts_once(log: SqlitePartitionLog) -> None:
     """Retention and a consumer can both name one seq in a commit: its bytes come off its batch
     once, and the batch stays while a record of it does."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        records = [record(seq) for seq in range(1, 11)]
-        log.commit(CommitBatch(records=records, last_seq=10))
-        # 3 again after 500 others (not stored): the removal reads sizes 500 seqs at a time
-        log.commit(CommitBatch(remove_seqs=[3, 4, *range(100, 600), 3], last_seq=10))
-        assert batch_sizes(log)[1][1] == sum(row[3] for row in records) - records[2][3] - records[3][3]
-        log.commit(CommitBatch(remove_seqs=[1, 2, *range(5, 11), 1], last_seq=10))
-        assert batch_sizes(log) == {}
-        assert log.state().msg_count == 0
-    finally:
-        log.close()
+    records = [record(seq) for seq in range(1, 11)]
+    log.commit(CommitBatch(records=records, last_seq=10))
+    # 3 again after 500 others (not stored): the removal reads sizes 500 seqs at a time
+    log.commit(CommitBatch(remove_seqs=[3, 4, *range(100, 600), 3], last_seq=10))
+    assert batch_sizes(log)[1][1] == sum(row[3] for row in records) - records[2][3] - records[3][3]
+    log.commit(CommitBatch(remove_seqs=[1, 2, *range(5, 11), 1], last_seq=10))
+    assert batch_sizes(log) == {}
+    assert log.state().msg_count == 0
 
 
-def test_a_batch_left_with_no_record_is_dropped_when_resealed(tmp_path: Path) -> None:
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        log.commit(CommitBatch(records=[record(seq) for seq in range(1, 4)], last_seq=3))
-        with database(log) as db:
-            db.execute("DELETE FROM messages")  # index rows gone behind the batch's back
-        log.commit(CommitBatch(reseal_batches=[1], last_seq=3))
-        assert batch_sizes(log) == {}
-    finally:
-        log.close()
+def test_a_batch_left_with_no_record_is_dropped_when_resealed(log: SqlitePartitionLog) -> None:
+    log.commit(CommitBatch(records=[record(seq) for seq in range(1, 4)], last_seq=3))
+    with database(log) as db:
+        db.execute("DELETE FROM messages")  # index rows gone behind the batch's back
+    log.commit(CommitBatch(reseal_batches=[1], last_seq=3))
+    assert batch_sizes(log) == {}
 
 
-def test_the_batch_holding_the_first_record_is_not_compacted(tmp_path: Path) -> None:
+def test_the_batch_holding_the_first_record_is_not_compacted(log: SqlitePartitionLog) -> None:
     """A queue consumed in order empties its oldest batch soon: it is left as it is."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        log.commit(CommitBatch(records=[record(seq, payload=b"q" * 2000) for seq in range(1, 101)], last_seq=100))
-        full = batch_sizes(log)[1][2]
-        log.commit(CommitBatch(remove_seqs=list(range(1, 91)), last_seq=100))
-        assert batch_sizes(log)[1][2] == full
-        log.commit(CommitBatch(truncate_before=101, last_seq=100))
-        assert batch_sizes(log) == {}
-    finally:
-        log.close()
+    log.commit(CommitBatch(records=[record(seq, payload=b"q" * 2000) for seq in range(1, 101)], last_seq=100))
+    full = batch_sizes(log)[1][2]
+    log.commit(CommitBatch(remove_seqs=list(range(1, 91)), last_seq=100))
+    assert batch_sizes(log)[1][2] == full
+    log.commit(CommitBatch(truncate_before=101, last_seq=100))
+    assert batch_sizes(log) == {}
 
 
-def test_a_damaged_record_byte_in_a_stored_batch_is_found_and_never_served(tmp_path: Path) -> None:
+def test_a_damaged_record_byte_in_a_stored_batch_is_found_and_never_served(log: SqlitePartitionLog) -> None:
     """One byte of one record flipped inside a 50-record batch: a read of it answers
     CorruptRecordError naming the seq, the records around it are still served, the scrub names
     it, and a repair with the intact bytes makes the batch whole again."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        records = [record(seq) for seq in range(1, 51)]
-        log.commit(CommitBatch(records=records, last_seq=50))
-        with database(log) as db:
-            flip_stored_bytes(db, 20)
-        with pytest.raises(CorruptRecordError) as raised:
-            log.get(20)
-        assert raised.value.metadata == {"stream": "orders", "partition": "0", "seq": "20"}
-        with pytest.raises(CorruptRecordError):
-            log.read(15, 10, 10**9)
-        assert [seq for seq, _ in log.read(21, 100, 10**9)] == list(range(21, 51))
-        page = log.scrub(1, 10**9)
-        assert (page.corrupt_seqs, page.corrupt_batches, page.checked_records, page.done) == ((20,), (), 50, True)
-        log.commit(CommitBatch(repairs=[(20, records[19][4], records[19][5])], last_seq=50))
-        assert log.get(20) == records[19][5]
-        page = log.scrub(1, 10**9)
-        assert (page.corrupt_seqs, page.corrupt_batches) == ((), ())
-    finally:
-        log.close()
+    records = [record(seq) for seq in range(1, 51)]
+    log.commit(CommitBatch(records=records, last_seq=50))
+    with database(log) as db:
+        flip_stored_bytes(db, 20)
+    with pytest.raises(CorruptRecordError) as raised:
+        log.get(20)
+    assert raised.value.metadata == {"stream": "orders", "partition": "0", "seq": "20"}
+    with pytest.raises(CorruptRecordError):
+        log.read(15, 10, 10**9)
+    assert [seq for seq, _ in log.read(21, 100, 10**9)] == list(range(21, 51))
+    page = log.scrub(1, 10**9)
+    assert (page.corrupt_seqs, page.corrupt_batches, page.checked_records, page.done) == ((20,), (), 50, True)
+    log.commit(CommitBatch(repairs=[(20, records[19][4], records[19][5])], last_seq=50))
+    assert log.get(20) == records[19][5]
+    page = log.scrub(1, 10**9)
+    assert (page.corrupt_seqs, page.corrupt_batches) == ((), ())
 
 
-def test_a_damaged_byte_outside_the_records_is_found_by_the_scrub(tmp_path: Path) -> None:
+def test_a_damaged_byte_outside_the_records_is_found_by_the_scrub(log: SqlitePartitionLog) -> None:
     """A byte of a batch's header flipped: no record is damaged, so every one is still served,
     the scrub reports the batch by its base seq, and a reseal rewrites it whole from them."""
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        log.commit(CommitBatch(records=[record(seq) for seq in range(1, 11)], last_seq=10))
-        log.commit(CommitBatch(records=[record(seq) for seq in range(11, 21)], last_seq=20))
-        with database(log) as db, db.blobopen("batches", "data", 11) as blob:
-            blob.seek(stored_batch.HEADER.size - 1)
-            last_header_byte = blob.read(1)
-            blob.seek(stored_batch.HEADER.size - 1)
-            blob.write(bytes([last_header_byte[0] ^ 0x40]))
-        assert len(log.read(1, 100, 10**9)) == 20
-        page = log.scrub(1, 10**9)
-        assert (page.corrupt_seqs, page.corrupt_batches) == ((), (11,))
-        assert log.scrub(12, 10).corrupt_batches == (11,)  # a step from inside the batch checks it too
-        before = log.read(1, 100, 10**9)
-        log.commit(CommitBatch(reseal_batches=[11, 999], last_seq=20))  # 999: not stored, nothing to do
-        assert log.scrub(1, 10**9).corrupt_batches == ()
-        assert log.read(1, 100, 10**9) == before
-    finally:
-        log.close()
+    log.commit(CommitBatch(records=[record(seq) for seq in range(1, 11)], last_seq=10))
+    log.commit(CommitBatch(records=[record(seq) for seq in range(11, 21)], last_seq=20))
+    with database(log) as db, db.blobopen("batches", "data", 11) as blob:
+        blob.seek(stored_batch.HEADER.size - 1)
+        last_header_byte = blob.read(1)
+        blob.seek(stored_batch.HEADER.size - 1)
+        blob.write(bytes([last_header_byte[0] ^ 0x40]))
+    assert len(log.read(1, 100, 10**9)) == 20
+    page = log.scrub(1, 10**9)
+    assert (page.corrupt_seqs, page.corrupt_batches) == ((), (11,))
+    assert log.scrub(12, 10).corrupt_batches == (11,)  # a step from inside the batch checks it too
+    before = log.read(1, 100, 10**9)
+    log.commit(CommitBatch(reseal_batches=[11, 999], last_seq=20))  # 999: not stored, nothing to do
+    assert log.scrub(1, 10**9).corrupt_batches == ()
+    assert log.read(1, 100, 10**9) == before
 
 
-def test_a_scrub_step_of_one_byte_checks_one_record(tmp_path: Path) -> None:
-    log = SqlitePartitionLog(tmp_path / "p0", "orders", 0, tail_cache_bytes=0)
-    try:
-        log.commit(CommitBatch(records=[record(seq) for seq in range(1, 11)], last_seq=10))
-        page = log.scrub(4, 1)
-        assert (page.checked_records, page.next_seq, page.done) == (1, 5, False)
-        assert log.scrub(11, 1).done
-    finally:
-        log.close()
+def test_a_scrub_step_of_one_byte_checks_one_record(log: SqlitePartitionLog) -> None:
+    log.commit(CommitBatch(records=[record(seq) for seq in range(1, 11)], last_seq=10))
+    page = log.scrub(4, 1)
+    assert (page.checked_records, page.next_seq, page.done) == (1, 5, False)
+    assert log.scrub(11, 1).done
 
 
 # -- the upgrade from one row per message --------------------------------------------------------
