@@ -10,29 +10,21 @@ import sqlite3
 StoredRow = tuple[int, int, str, int, int, bytes]
 
 
-def stored_rows(db: sqlite3.Connection) -> list[StoredRow]:
-    """Every stored record with its index row, in seq order."""
+def stored_rows(db: sqlite3.Connection, seq: int | None = None) -> list[StoredRow]:
+    """Every stored record (or the one at `seq`) with its index row, in seq order."""
     rows = db.execute(
         "SELECT m.seq, m.ts_ms, m.subject, m.size, m.crc, substr(b.data, m.batch_offset + 1, m.size) "
-        "FROM messages m JOIN batches b ON b.base_seq = m.batch_seq ORDER BY m.seq"
+        "FROM messages m JOIN batches b ON b.base_seq = m.batch_seq WHERE ?1 IS NULL OR m.seq = ?1 ORDER BY m.seq",
+        (seq,),
     ).fetchall()
     return [(seq, ts_ms, subject, size, crc, bytes(record)) for seq, ts_ms, subject, size, crc, record in rows]
 
 
 def stored_record(db: sqlite3.Connection, seq: int) -> tuple[bytes, int]:
     """(the record's stored bytes, its stored CRC-32) at `seq`; AssertionError when not stored."""
-    found = [(row[5], row[4]) for row in stored_rows_at(db, seq)]
+    found = [(row[5], row[4]) for row in stored_rows(db, seq)]
     assert found, f"seq {seq} is not stored"
     return found[0]
-
-
-def stored_rows_at(db: sqlite3.Connection, seq: int) -> list[StoredRow]:
-    rows = db.execute(
-        "SELECT m.seq, m.ts_ms, m.subject, m.size, m.crc, substr(b.data, m.batch_offset + 1, m.size) "
-        "FROM messages m JOIN batches b ON b.base_seq = m.batch_seq WHERE m.seq = ?",
-        (seq,),
-    ).fetchall()
-    return [(row[0], row[1], row[2], row[3], row[4], bytes(row[5])) for row in rows]
 
 
 def overwrite_stored_record(db: sqlite3.Connection, seq: int, data: bytes) -> None:

@@ -48,11 +48,15 @@ def batch_rows(log: SqlitePartitionLog) -> list[tuple[int, int]]:
 def test_a_stored_batch_lists_each_record_where_it_lies() -> None:
     records = [record(seq, ts_ms=seq * 10) for seq in (5, 6, 9)]
     data, offsets = stored_batch.encode(records)
-    listed = stored_batch.records(data)
-    assert [(seq, offset) for seq, offset, _, _ in listed] == list(zip([5, 6, 9], offsets, strict=True))
-    for (seq, offset, length, crc32), stored in zip(listed, records, strict=True):
-        assert data[offset : offset + length] == stored[5]
-        assert (seq, length, crc32) == (stored[0], stored[3], stored[4])
+    stored_batch.check(data)
+    base_seq, last_seq, count, first_ts_ms, max_ts_ms = stored_batch.HEADER.unpack_from(data)[2:]
+    assert (base_seq, last_seq, count, first_ts_ms, max_ts_ms) == (5, 9, 3, 50, 90)
+    entries = stored_batch.HEADER.size
+    assert offsets[0] == entries + 3 * stored_batch.ENTRY.size
+    for index, (stored, offset) in enumerate(zip(records, offsets, strict=True)):
+        assert data[offset : offset + stored[3]] == stored[5]
+        entry = stored_batch.ENTRY.unpack_from(data, entries + index * stored_batch.ENTRY.size)
+        assert entry == (stored[0] - 5, stored[3], stored[4])  # seq relative to the base, length, CRC-32
 
 
 def test_every_flipped_byte_of_a_stored_batch_is_detected() -> None:
@@ -61,7 +65,7 @@ def test_every_flipped_byte_of_a_stored_batch_is_detected() -> None:
         damaged = bytearray(data)
         damaged[index] ^= 0x01
         with pytest.raises(stored_batch.StoredBatchError):
-            stored_batch.records(bytes(damaged))
+            stored_batch.check(bytes(damaged))
 
 
 def test_a_stored_batch_refuses_what_is_not_ascending_or_empty() -> None:

@@ -17,7 +17,7 @@ and removals they cause, so a dead letter, a work-queue removal and the ack behi
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -142,23 +142,6 @@ class ScrubPage:
     next_seq: int
     done: bool
     corrupt_batches: tuple[int, ...] = ()
-
-
-def scrub_rows(rows: Iterable[tuple[int, int, bytes]], from_seq: int, max_bytes: int) -> ScrubPage:
-    """Check (seq, crc, record) rows in seq order until about `max_bytes` were read (at least one
-    row); a scrub step over any log."""
-    records = size = 0
-    corrupt: list[int] = []
-    next_seq = from_seq
-    for seq, crc, record in rows:
-        records += 1
-        size += len(record)
-        if checksum(record) != crc:
-            corrupt.append(seq)
-        next_seq = seq + 1
-        if size >= max_bytes:
-            return ScrubPage(records, size, tuple(corrupt), next_seq, done=False)
-    return ScrubPage(records, size, tuple(corrupt), next_seq, done=True)
 
 
 class PartitionLog(Protocol):

@@ -191,8 +191,9 @@ def repair(db: sqlite3.Connection, repairs: Iterable[tuple[int, int, bytes]]) ->
 def fetch(reader: sqlite3.Connection, stream: str, partition: int, rows: Sequence[IndexRow]) -> list[tuple[int, bytes]]:
     """The verified (seq, record) of index `rows` (in seq order), each batch's records taken in one
     read of the span they lie in (a new read where MAX_SPAN_GAP_BYTES of other records lie between
-    two: a filtered read loads little it does not return). Errors: CorruptRecordError for a record failing its CRC-32 or
-    missing from its batch. Call within one read transaction with the select of `rows`."""
+    two: a filtered read loads little it does not return). Call within one read transaction with
+    the select of `rows`. Errors: CorruptRecordError for a record failing its CRC-32 or missing
+    from its batch."""
     result: list[tuple[int, bytes]] = []
     start = 0
     while start < len(rows):

@@ -12,11 +12,11 @@ Layout (little-endian; `HEADER`, one `ENTRY` per record, then the records' bytes
   record's); last seq; record count; first and max timestamps (ms).
 - one entry per record: seq - base seq, record length, record CRC-32 (zlib, as the index has it).
 
-A record is an encoded weir.v1.Message with seq and ts_ms set. Records removed one by one (a
-work-queue ack, a dead letter, a per-subject limit) leave their bytes in the batch until every
-record of it is gone; then the batch row goes too. Reads take a record's bytes by its offset and
-check its own CRC-32; the scrub checks each batch's CRC32C as well (`check`), so a damaged byte
-anywhere in a batch is found, and a damaged record is never served.
+A record is an encoded weir.v1.Message with seq and ts_ms set. What happens to a batch when its
+records are removed one by one (it goes with the last, and is compacted when less than a quarter
+is left) is `sqlite_batches.py`'s. Reads take a record's bytes by its offset and check its own
+CRC-32; the scrub checks each batch's CRC32C as well (`check`), so a damaged byte anywhere in a
+batch is found, and a damaged record is never served.
 """
 
 from __future__ import annotations
@@ -88,21 +88,3 @@ def check(data: bytes) -> None:
     actual = google_crc32c.value(data[_CHECKED_FROM:])
     if actual != crc:
         raise StoredBatchError(f"CRC32C {actual:#010x} does not match the batch's {crc:#010x}: damaged")
-
-
-def records(data: bytes) -> list[tuple[int, int, int, int]]:
-    """(seq, offset, length, crc32) of every record of the stored batch `data`, checked whole first
-    (`check`, and that the entries' lengths fill the batch exactly). Errors: StoredBatchError."""
-    check(data)
-    _, _, base_seq, last_seq, count, _, _ = HEADER.unpack_from(data)
-    entries_end = HEADER.size + count * ENTRY.size
-    if count == 0 or entries_end > len(data):
-        raise StoredBatchError(f"record count {count} does not fit a batch of {len(data)} bytes")
-    found: list[tuple[int, int, int, int]] = []
-    offset = entries_end
-    for delta, length, crc32 in ENTRY.iter_unpack(memoryview(data)[HEADER.size : entries_end]):
-        found.append((base_seq + delta, offset, length, crc32))
-        offset += length
-    if offset != len(data) or found[-1][0] != last_seq:
-        raise StoredBatchError(f"the entries do not add up to the batch's {len(data)} bytes and last seq {last_seq}")
-    return found
