@@ -10,10 +10,13 @@ endpoint itself and checks that every metric name the dashboard and the rules us
 from __future__ import annotations
 
 import asyncio
+import calendar
 import json
+import logging
 import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -25,6 +28,7 @@ import pytest
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, free_port
+from weir_server.logs import formatter, utc_timestamp
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get, needs_own_processes
 from tests.system_tools import needs_java, needs_tool
@@ -241,3 +245,47 @@ async def test_exported_metric_names_follow_prometheus_conventions(observed_clus
         if ("duration" in name or "latency" in name) and not name.endswith(("_seconds", "_timestamp_seconds")):
             problems.append(f"{name}: a duration not in seconds")
     assert not problems, problems
+
+
+# -- log lines (weir_server.logs) -----------------------------------------------------------------
+
+ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+WHEN = calendar.timegm((2026, 12, 7, 4, 9, 1, 0, 0, 0)) + 0.1234  # 2026-12-07T04:09:01.123Z
+
+
+def log_record(message: str, *args: object, exc_info: logging._SysExcInfoType | None = None) -> logging.LogRecord:
+    record = logging.LogRecord("weir_router.server", logging.WARNING, __file__, 1, message, args, exc_info)
+    record.created = WHEN
+    return record
+
+
+def test_log_timestamps_are_iso_8601_utc_with_milliseconds() -> None:
+    assert utc_timestamp(WHEN) == "2026-12-07T04:09:01.123Z"
+    assert utc_timestamp(0) == "1970-01-01T00:00:00.000Z"
+    assert utc_timestamp(WHEN + 0.8765) == "2026-12-07T04:09:01.999Z"  # truncated, as LogRecord.msecs
+
+
+def test_a_text_log_line_has_a_utc_timestamp() -> None:
+    line = formatter("text").format(log_record("router %s serving", "r1"))
+    assert line == "2026-12-07T04:09:01.123Z WARNING [weir_router.server] router r1 serving"
+
+
+def test_a_json_log_line_is_one_object_on_one_line() -> None:
+    line = formatter("json").format(log_record("stream %r: %d\nmessages, café", "orders", 3))
+    assert "\n" not in line and line.isascii()
+    assert json.loads(line) == {
+        "ts": "2026-12-07T04:09:01.123Z",
+        "level": "WARNING",
+        "logger": "weir_router.server",
+        "message": "stream 'orders': 3\nmessages, café",
+    }
+    try:
+        raise ValueError("bad seq")
+    except ValueError:
+        failed = log_record("commit failed", exc_info=sys.exc_info())
+    entry = json.loads(formatter("json").format(failed))
+    assert entry["message"] == "commit failed"
+    assert entry["exc_info"].startswith("Traceback (most recent call last):")
+    assert entry["exc_info"].endswith("ValueError: bad seq")
+    with pytest.raises(ValueError, match="unknown log format 'xml'"):
+        formatter("xml")

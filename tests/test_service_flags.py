@@ -4,19 +4,24 @@ points in subprocesses."""
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from weir_cli.launcher import free_port
+from weir_cli.launcher import free_port, start_node
 from weir_router.settings import RouterSettings
 from weir_server.service_settings import load_settings
 
+from tests.conftest import needs_own_processes
 from tests.service_process import wait_until_ready
 
 SERVICES = [
@@ -57,6 +62,7 @@ def test_help_lists_the_settings_and_starts_nothing(
     assert completed.stdout.startswith(f"usage: {prog}")
     assert known_flag in completed.stdout and "(default:" in completed.stdout
     assert f"[env: {variable}]" in " ".join(completed.stdout.split())  # each flag names its variable
+    assert "--log-level" in completed.stdout and "--log-format" in completed.stdout
     assert time.monotonic() - started < 30  # it returned: nothing was started on the default ports
 
 
@@ -96,6 +102,50 @@ def test_an_unknown_log_level_is_one_line_not_a_logging_traceback() -> None:
         "expected DEBUG, INFO, WARNING, ERROR or CRITICAL (any case) (got 'loud')"
     ]
     assert load_settings(RouterSettings, "weir-router", ["--log-level", "debug"]).log_level == "DEBUG"
+
+
+def test_a_log_format_is_text_or_json_in_any_case() -> None:
+    assert load_settings(RouterSettings, "weir-router", []).log_format == "text"
+    assert load_settings(RouterSettings, "weir-router", ["--log-format", "JSON"]).log_format == "json"
+    completed = run("weir_router", env={"WEIR_ROUTER_LOG_FORMAT": "xml"})
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr, completed.stderr
+    assert completed.stderr.strip().splitlines() == [
+        "weir-router: invalid setting log_format (WEIR_ROUTER_LOG_FORMAT / --log-format): "
+        "Input should be 'text' or 'json' (got 'xml')"
+    ]
+
+
+TEXT_LINE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) \[[\w.]+\] ")
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_started_node_logs_in_its_log_format_with_utc_timestamps(tmp_path: Path, log_format: str) -> None:
+    """A real node (weir_cli.launcher) started with WEIR_NODE_LOG_FORMAT: every line of its log, from
+    its first to its "stopped", is a JSON object with a `...Z` timestamp, or a text line starting
+    with one."""
+    needs_own_processes()
+    before = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=1)
+    node = start_node(tmp_path / "data", node_id="logged", env={"WEIR_NODE_LOG_FORMAT": log_format})
+    try:  # /readyz is answered on the node's event loop: past it, its stop signal handlers are set
+        with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/readyz", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        assert node.stop() == 0, node.log_tail()
+    lines = node.log_path.read_text().splitlines()
+    assert len(lines) >= 4, lines
+    if log_format == "json":
+        entries = [json.loads(line) for line in lines]
+        assert all(set(entry) == {"ts", "level", "logger", "message"} for entry in entries), entries
+        stamps = [entry["ts"] for entry in entries]
+        assert any(entry["message"] == "node logged stopped" for entry in entries), entries
+    else:
+        assert all(TEXT_LINE.match(line) for line in lines), lines
+        stamps = [line.split(" ", 1)[0] for line in lines]
+        assert lines[-1].endswith("[weir_partition_node.server] node logged stopped"), lines
+    after = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
+    for stamp in stamps:
+        assert stamp.endswith("Z")
+        assert before <= datetime.datetime.fromisoformat(stamp) <= after, (stamp, before, after)
 
 
 def test_flags_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

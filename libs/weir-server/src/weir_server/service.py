@@ -19,10 +19,11 @@ import uvloop
 from pydantic_settings import BaseSettings
 
 from weir_server import allocator, tls
+from weir_server.logs import TEXT_FORMAT, configure_logging
 from weir_server.service_settings import EXIT_BAD_SETTINGS, load_settings
 from weir_server.shutdown import DEFAULT_STOP_DEADLINE_S, arm_stop_deadline
 
-LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
+LOG_FORMAT = TEXT_FORMAT  # the text lines' layout (their time is ISO-8601 UTC: weir_server.logs)
 logger = logging.getLogger(__name__)
 
 
@@ -33,13 +34,15 @@ def run_service(
     settings_cls: type[Settings], prog: str, serve: Callable[[Settings], Coroutine[Any, Any, None]]
 ) -> None:
     """A service's `main`: the allocator's thresholds (`prepare_process`), settings from argv and the
-    environment (bad ones exit 2 with one line), logging at the settings' `log_level`, then
-    `serve(settings)` on uvloop until it returns."""
+    environment (bad ones exit 2 with one line), logging at the settings' `log_level` in their
+    `log_format` (text or JSON lines, `weir_server.logs`), then `serve(settings)` on uvloop until it
+    returns."""
     allocator_line = prepare_process(prog)
     settings = load_settings(settings_cls, prog)
     tls.refuse_unless_startable(settings, prog)
     level: str = getattr(settings, "log_level", "INFO")
-    logging.basicConfig(level=level.upper(), format=LOG_FORMAT)
+    log_format: str = getattr(settings, "log_format", "text")
+    configure_logging(level, log_format)
     logger.info("%s: %s", prog, allocator_line)
     uvloop.run(serve(settings))
 

@@ -15,10 +15,12 @@ import sys
 from collections.abc import Sequence
 from typing import Annotated, TypeVar
 
-from pydantic import AfterValidator, ValidationError
+from pydantic import AfterValidator, BeforeValidator, ValidationError
 from pydantic_settings import BaseSettings, CliSettingsSource, SettingsError
 from weir.errors import WeirError
 from weir.router_client import router_addresses
+
+from weir_server.logs import LogFormatName
 
 Settings = TypeVar("Settings", bound=BaseSettings)
 
@@ -35,6 +37,15 @@ def _known_log_level(value: str) -> str:
 
 LogLevel = Annotated[str, AfterValidator(_known_log_level)]
 """A service's `log_level` setting: a Python logging level name, any case, stored upper-cased."""
+
+
+def _lower_case(value: object) -> object:
+    """A string stripped and lower-cased (`JSON` -> `json`); anything else as it is, for the type's check."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+LogFormat = Annotated[LogFormatName, BeforeValidator(_lower_case)]
+"""A service's `log_format` setting: `text` or `json` (any case), `weir_server.logs`."""
 
 
 def _router_list(value: str) -> str:

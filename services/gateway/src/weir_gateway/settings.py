@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
-from weir_server.service_settings import LogLevel, RouterList
+from weir_server.service_settings import LogFormat, LogLevel, RouterList
 from weir_server.tls import AccessSettings
 
 from weir_gateway.rocketmq_v1.mapping import RETRY_DELAYS_MS
@@ -157,6 +157,9 @@ class GatewaySettings(AccessSettings):
     )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     ready_file: Path | None = Field(
         None, description="When set, the gateway writes its bound ports here as JSON once it serves."
     )

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
-from weir_server.service_settings import LogLevel, RouterList
+from weir_server.service_settings import LogFormat, LogLevel, RouterList
 from weir_server.tls import AccessSettings
 
 from weir_invoker.runtime import RuntimeSettings
@@ -84,6 +84,9 @@ class InvokerSettings(AccessSettings):
     )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     ready_file: Path | None = Field(
         None, description="When set, the invoker writes its bound ports here as JSON once it serves."
     )

@@ -8,7 +8,8 @@ import sys
 
 import aiorun
 from weir_server import tls
-from weir_server.service import LOG_FORMAT, prepare_process
+from weir_server.logs import configure_logging
+from weir_server.service import prepare_process
 from weir_server.service_settings import load_settings
 
 from weir_numaflow_source.server import SourceProcess
@@ -19,8 +20,12 @@ def main() -> None:
     allocator_line = prepare_process("weir-numaflow-source")
     settings = load_settings(NumaflowSourceSettings, "weir-numaflow-source")
     tls.refuse_unless_startable(settings, "weir-numaflow-source")
-    logging.basicConfig(level=settings.log_level, format=LOG_FORMAT)
-    logging.getLogger("pynumaflow._constants").propagate = False  # it prints through a handler of its own
+    configure_logging(settings.log_level, settings.log_format)
+    # pynumaflow's logger prints through handlers of its own (local time, no zone, INFO to stdout):
+    # its records go through the service's handler instead, in the service's format
+    numaflow_logger = logging.getLogger("pynumaflow._constants")
+    for handler in list(numaflow_logger.handlers):
+        numaflow_logger.removeHandler(handler)
     logging.getLogger(__name__).info("weir-numaflow-source: %s", allocator_line)
     process = SourceProcess(settings)
     try:

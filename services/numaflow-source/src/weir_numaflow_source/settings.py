@@ -12,7 +12,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 from weir.errors import WeirError
 from weir.subjects import validate_name, validate_pattern
-from weir_server.service_settings import LogLevel, RouterList
+from weir_server.service_settings import LogFormat, LogLevel, RouterList
 from weir_server.tls import TlsSettings
 
 # Where Numaflow's data plane looks for a user-defined source (pynumaflow's defaults).
@@ -92,6 +92,9 @@ class NumaflowSourceSettings(TlsSettings):
     metrics_port: int = Field(9102, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
     host: str = Field("0.0.0.0", description="Address the metrics server binds to.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     ready_file: Path | None = Field(
         None,
         description="When set, the sidecar writes its pid, metrics port and socket path here as JSON once it serves.",

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 from weir_server.listeners import parse_listeners
 from weir_server.metadata_redis import MetadataRedisSettings
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogFormat, LogLevel
 from weir_server.tls import AccessSettings
 
 
@@ -75,6 +75,9 @@ class NodeSettings(MetadataRedisSettings, AccessSettings):
         "weir-service, their client weir-client).",
     )
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     test_clock: bool = Field(
         False,
         description="Tests only: read time from a manual clock moved by the internal TestClock service "

@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 from weir_server.metadata_redis import MetadataRedisSettings
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogFormat, LogLevel
 from weir_server.tls import TlsSettings
 
 
@@ -52,6 +52,9 @@ class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
     node_timeout_ms: int = Field(10_000, ge=100, description="Deadline of one call to a node (fetches add their wait).")
     retry_backoff_ms: int = Field(200, ge=10, description="Pause after a failed call before a follower loop retries.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     ready_file: Path | None = Field(
         None, description="When set, the replicator writes its pid and metrics port here as JSON once it runs."
     )

@@ -9,7 +9,7 @@ from pydantic_settings import SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
 from weir_server.listeners import parse_listeners
 from weir_server.metadata_redis import MetadataRedisSettings
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogFormat, LogLevel
 from weir_server.tls import AccessSettings
 
 
@@ -62,6 +62,9 @@ class RouterSettings(MetadataRedisSettings, AccessSettings):
     )
     shutdown_grace_ms: int = Field(3000, ge=0, description="Time in-flight RPCs get on SIGTERM.")
     log_level: LogLevel = Field("INFO", description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+    log_format: LogFormat = Field(
+        "text", description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info)."
+    )
     ready_file: Path | None = Field(
         None, description="When set, the router writes its bound ports here as JSON once it serves."
     )

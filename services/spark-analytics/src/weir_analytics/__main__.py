@@ -12,6 +12,7 @@ from types import FrameType
 
 from prometheus_client import REGISTRY, start_http_server
 from weir_server import tls
+from weir_server.logs import configure_logging
 from weir_server.service import prepare_process
 from weir_server.service_settings import load_settings
 
@@ -26,10 +27,7 @@ def main() -> None:
     allocator_line = prepare_process("weir-analytics")
     settings = load_settings(AnalyticsSettings, "weir-analytics")
     tls.refuse_unless_startable(settings, "weir-analytics")
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s [%(name)s] %(message)s",
-    )
+    configure_logging(settings.log_level, settings.log_format)
     logger.info("weir-analytics: %s", allocator_line)
     # The Spark workers must run a Python that has the weir source installed: this one, unless told.
     os.environ["PYSPARK_PYTHON"] = settings.python or sys.executable

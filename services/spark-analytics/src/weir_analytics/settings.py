@@ -7,7 +7,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 from weir_server.analytics import DEFAULT_STATS_STREAM
-from weir_server.service_settings import LogLevel
+from weir_server.service_settings import LogFormat, LogLevel
 from weir_server.tls import TlsSettings
 
 
@@ -73,6 +73,11 @@ class AnalyticsSettings(TlsSettings):
     log_level: LogLevel = Field(
         "INFO",
         description="Python logging level: DEBUG, INFO, WARNING, ERROR or CRITICAL (Spark's own log is set to WARN).",
+    )
+    log_format: LogFormat = Field(
+        "text",
+        description="Log lines: text, or json (one object a line: ts, level, logger, message, exc_info); "
+        "Spark's JVM keeps its own log4j format.",
     )
     ready_file: Path | None = Field(
         None, description="When set, the job writes its pid and metrics port here as JSON once its query runs."
