@@ -3,6 +3,12 @@ SHELL := /bin/bash
 UV ?= uv
 PROTO_OUT := libs/weir/src
 PROTOS := $(wildcard proto/weir/v1/*.proto)
+# The SDK's stubs come from an older generator than the servers' (grpcio-tools 1.64.3, protoc 26.1):
+# its gencode (5.26.1) loads on every protobuf runtime from 5.26.1 to 7.x, and its _pb2_grpc files
+# ask for grpcio >= 1.64.3, the SDK's declared floors (libs/weir/pyproject.toml). In an env of its own,
+# since the workspace's grpcio-tools (1.85.1) generates the gateway's and the invoker's stubs.
+SDK_GRPC_TOOLS := grpcio-tools==1.64.3
+SDK_PROTOC = $(UV) run --no-project --isolated --python 3.11 --with $(SDK_GRPC_TOOLS) python -m grpc_tools.protoc
 # Foreign protocols the gateway serves, generated into its package (import path = proto path).
 GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
@@ -20,7 +26,7 @@ setup:  ## install the workspace (all services + dev tools) from uv.lock
 	$(UV) sync --locked --all-packages
 
 proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
-	$(UV) run python -m grpc_tools.protoc -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
+	$(SDK_PROTOC) -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
 		--grpc_python_out=$(PROTO_OUT) $(PROTOS)
 	$(UV) run python -m grpc_tools.protoc -I proto/gateway -I $(GOOGLE_RPC_PROTOS) --python_out=$(GATEWAY_PROTO_OUT) \
 		--pyi_out=$(GATEWAY_PROTO_OUT) --grpc_python_out=$(GATEWAY_PROTO_OUT) $(GATEWAY_PROTOS)

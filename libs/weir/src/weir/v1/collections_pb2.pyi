@@ -1,8 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -16,7 +15,7 @@ class CreateHashStoreRequest(_message.Message):
     max_bytes: int
     ephemeral: bool
     replicas: int
-    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., ephemeral: _Optional[bool] = ..., replicas: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., ephemeral: bool = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class CreateHashStoreResponse(_message.Message):
     __slots__ = ()
@@ -82,7 +81,7 @@ class HashExistsResponse(_message.Message):
     __slots__ = ("exists",)
     EXISTS_FIELD_NUMBER: _ClassVar[int]
     exists: bool
-    def __init__(self, exists: _Optional[bool] = ...) -> None: ...
+    def __init__(self, exists: bool = ...) -> None: ...
 
 class HashDeleteRequest(_message.Message):
     __slots__ = ("bucket", "hash_key", "field")
@@ -160,7 +159,7 @@ class CreateSetStoreRequest(_message.Message):
     max_bytes: int
     ephemeral: bool
     replicas: int
-    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., ephemeral: _Optional[bool] = ..., replicas: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., ephemeral: bool = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class CreateSetStoreResponse(_message.Message):
     __slots__ = ()
@@ -218,7 +217,7 @@ class SetIsMemberResponse(_message.Message):
     __slots__ = ("is_member",)
     IS_MEMBER_FIELD_NUMBER: _ClassVar[int]
     is_member: bool
-    def __init__(self, is_member: _Optional[bool] = ...) -> None: ...
+    def __init__(self, is_member: bool = ...) -> None: ...
 
 class SetMembersRequest(_message.Message):
     __slots__ = ("bucket", "set_key")
@@ -260,7 +259,7 @@ class CreateQueueRequest(_message.Message):
     max_messages: int
     ephemeral: bool
     replicas: int
-    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., max_messages: _Optional[int] = ..., ephemeral: _Optional[bool] = ..., replicas: _Optional[int] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., max_bytes: _Optional[int] = ..., max_messages: _Optional[int] = ..., ephemeral: bool = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class CreateQueueResponse(_message.Message):
     __slots__ = ()

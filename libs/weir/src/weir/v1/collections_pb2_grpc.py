@@ -5,8 +5,10 @@ import warnings
 
 from weir.v1 import collections_pb2 as weir_dot_v1_dot_collections__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.64.3'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in weir/v1/collections_pb2_grpc.py depends on'
+        + f' but the generated code in weir/v1/collections_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class CollectionsStub:
+class CollectionsStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -146,7 +151,7 @@ class CollectionsStub:
                 _registered_method=True)
 
 
-class CollectionsServicer:
+class CollectionsServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def CreateHashStore(self, request, context):
@@ -412,7 +417,7 @@ def add_CollectionsServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class Collections:
+class Collections(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

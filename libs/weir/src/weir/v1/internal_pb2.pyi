@@ -2,8 +2,7 @@ from weir.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -41,7 +40,7 @@ class TailChangesRequest(_message.Message):
     stream: str
     partition: int
     exclude_appends: bool
-    def __init__(self, from_change_seq: _Optional[int] = ..., max_changes_per_batch: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., exclude_appends: _Optional[bool] = ...) -> None: ...
+    def __init__(self, from_change_seq: _Optional[int] = ..., max_changes_per_batch: _Optional[int] = ..., stream: _Optional[str] = ..., partition: _Optional[int] = ..., exclude_appends: bool = ...) -> None: ...
 
 class ChangeBatch(_message.Message):
     __slots__ = ("changes", "last_change_seq", "node_id", "through_change_seq")
@@ -65,7 +64,7 @@ class NodeStartScrubResponse(_message.Message):
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     passes: int
     enabled: bool
-    def __init__(self, passes: _Optional[int] = ..., enabled: _Optional[bool] = ...) -> None: ...
+    def __init__(self, passes: _Optional[int] = ..., enabled: bool = ...) -> None: ...
 
 class FetchReplicationRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch", "follower_node_id", "follower_last_seq", "max_messages", "max_bytes", "max_wait_ms", "want_record_batch", "sharing_node_ids", "wait_for_records_only")
@@ -91,7 +90,7 @@ class FetchReplicationRequest(_message.Message):
     want_record_batch: bool
     sharing_node_ids: _containers.RepeatedScalarFieldContainer[str]
     wait_for_records_only: bool
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: _Optional[bool] = ..., sharing_node_ids: _Optional[_Iterable[str]] = ..., wait_for_records_only: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., follower_node_id: _Optional[str] = ..., follower_last_seq: _Optional[int] = ..., max_messages: _Optional[int] = ..., max_bytes: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., want_record_batch: bool = ..., sharing_node_ids: _Optional[_Iterable[str]] = ..., wait_for_records_only: bool = ...) -> None: ...
 
 class FetchReplicationResponse(_message.Message):
     __slots__ = ("result_code", "message", "records", "first_seq", "last_seq", "high_watermark", "leader_epoch", "in_sync_node_ids", "follower_last_crc32", "record_crc32s", "record_batches", "record_count", "sharing_reported")
@@ -121,7 +120,7 @@ class FetchReplicationResponse(_message.Message):
     record_batches: _containers.RepeatedScalarFieldContainer[bytes]
     record_count: int
     sharing_reported: bool
-    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ..., sharing_reported: _Optional[bool] = ...) -> None: ...
+    def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ..., sharing_reported: bool = ...) -> None: ...
 
 class GetConsumerSnapshotsRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch")
@@ -171,7 +170,7 @@ class ConsumerSnapshot(_message.Message):
     termed: int
     tombstone: bool
     last_per_subject_until: int
-    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: _Optional[bool] = ..., last_per_subject_until: _Optional[int] = ...) -> None: ...
+    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: bool = ..., last_per_subject_until: _Optional[int] = ...) -> None: ...
 
 class ReplicateResponse(_message.Message):
     __slots__ = ("success", "result_code", "message", "first_seq", "last_seq", "leader_epoch", "dropped")
@@ -189,7 +188,7 @@ class ReplicateResponse(_message.Message):
     last_seq: int
     leader_epoch: int
     dropped: int
-    def __init__(self, success: _Optional[bool] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+    def __init__(self, success: bool = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
 
 class ReplicateStreamCreateRequest(_message.Message):
     __slots__ = ("record",)
@@ -263,7 +262,7 @@ class ReplicateConsumerStateRequest(_message.Message):
     leader_epoch: int
     snapshot: ConsumerSnapshot
     defer_sync: bool
-    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ..., defer_sync: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ..., defer_sync: bool = ...) -> None: ...
 
 class ReplicateStreamDeleteRequest(_message.Message):
     __slots__ = ("stream",)
@@ -323,7 +322,7 @@ class GetReplicaStateResponse(_message.Message):
     last_seq: int
     high_watermark: int
     rebuilding: bool
-    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., rebuilding: _Optional[bool] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., rebuilding: bool = ...) -> None: ...
 
 class ApplyPlacementRequest(_message.Message):
     __slots__ = ("record",)

@@ -5,8 +5,10 @@ import warnings
 
 from weir.v1 import internal_pb2 as weir_dot_v1_dot_internal__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.64.3'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in weir/v1/internal_pb2_grpc.py depends on'
+        + f' but the generated code in weir/v1/internal_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class ChangeFeedStub:
+class ChangeFeedStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -46,7 +51,7 @@ class ChangeFeedStub:
                 _registered_method=True)
 
 
-class ChangeFeedServicer:
+class ChangeFeedServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def ReadChanges(self, request, context):
@@ -93,7 +98,7 @@ def add_ChangeFeedServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class ChangeFeed:
+class ChangeFeed(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod
@@ -151,7 +156,7 @@ class ChangeFeed:
             _registered_method=True)
 
 
-class ReplicationStub:
+class ReplicationStub(object):
     """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
 
     The replicator pulls from a partition's primary with FetchReplication (which also reports the
@@ -245,7 +250,7 @@ class ReplicationStub:
                 _registered_method=True)
 
 
-class ReplicationServicer:
+class ReplicationServicer(object):
     """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
 
     The replicator pulls from a partition's primary with FetchReplication (which also reports the
@@ -473,7 +478,7 @@ def add_ReplicationServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class Replication:
+class Replication(object):
     """Replication (DESIGN §5; the Replicate* calls follow the waymaker streams seed, batched).
 
     The replicator pulls from a partition's primary with FetchReplication (which also reports the
@@ -890,7 +895,7 @@ class Replication:
             _registered_method=True)
 
 
-class TestClockStub:
+class TestClockStub(object):
     """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
     reads time from a manual clock that only this service moves, so tests through the real server
     check ack_wait, nak delays and age retention without sleeping. Never enabled in production.
@@ -909,7 +914,7 @@ class TestClockStub:
                 _registered_method=True)
 
 
-class TestClockServicer:
+class TestClockServicer(object):
     """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
     reads time from a manual clock that only this service moves, so tests through the real server
     check ack_wait, nak delays and age retention without sleeping. Never enabled in production.
@@ -938,7 +943,7 @@ def add_TestClockServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class TestClock:
+class TestClock(object):
     """Test support, registered only when the node runs with WEIR_NODE_TEST_CLOCK=true: the node then
     reads time from a manual clock that only this service moves, so tests through the real server
     check ack_wait, nak delays and age retention without sleeping. Never enabled in production.

@@ -3,8 +3,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -221,7 +220,7 @@ class Invocation(_message.Message):
     input: bytes
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
     ingest_order: int
-    def __init__(self, id: _Optional[str] = ..., service: _Optional[str] = ..., handler: _Optional[str] = ..., key: _Optional[str] = ..., status: _Optional[_Union[InvocationStatus, str]] = ..., attempts: _Optional[int] = ..., last_failure: _Optional[str] = ..., next_retry_at_ms: _Optional[int] = ..., waiting_on_entries: _Optional[_Iterable[int]] = ..., wake_up_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., modified_at_ms: _Optional[int] = ..., journal_length: _Optional[int] = ..., output: _Optional[bytes] = ..., failure: _Optional[_Union[InvocationFailure, _Mapping]] = ..., subscription_id: _Optional[str] = ..., source_stream: _Optional[str] = ..., source_partition: _Optional[int] = ..., source_seq: _Optional[int] = ..., parent_id: _Optional[str] = ..., parent_entry_index: _Optional[int] = ..., parent_awaits: _Optional[bool] = ..., deployment_id: _Optional[str] = ..., not_before_ms: _Optional[int] = ..., source_subject: _Optional[str] = ..., input: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ingest_order: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., service: _Optional[str] = ..., handler: _Optional[str] = ..., key: _Optional[str] = ..., status: _Optional[_Union[InvocationStatus, str]] = ..., attempts: _Optional[int] = ..., last_failure: _Optional[str] = ..., next_retry_at_ms: _Optional[int] = ..., waiting_on_entries: _Optional[_Iterable[int]] = ..., wake_up_at_ms: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., modified_at_ms: _Optional[int] = ..., journal_length: _Optional[int] = ..., output: _Optional[bytes] = ..., failure: _Optional[_Union[InvocationFailure, _Mapping]] = ..., subscription_id: _Optional[str] = ..., source_stream: _Optional[str] = ..., source_partition: _Optional[int] = ..., source_seq: _Optional[int] = ..., parent_id: _Optional[str] = ..., parent_entry_index: _Optional[int] = ..., parent_awaits: bool = ..., deployment_id: _Optional[str] = ..., not_before_ms: _Optional[int] = ..., source_subject: _Optional[str] = ..., input: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ingest_order: _Optional[int] = ...) -> None: ...
 
 class JournalEntry(_message.Message):
     __slots__ = ("index", "type", "type_name", "name", "completed", "summary", "message")
@@ -239,7 +238,7 @@ class JournalEntry(_message.Message):
     completed: bool
     summary: str
     message: bytes
-    def __init__(self, index: _Optional[int] = ..., type: _Optional[int] = ..., type_name: _Optional[str] = ..., name: _Optional[str] = ..., completed: _Optional[bool] = ..., summary: _Optional[str] = ..., message: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, index: _Optional[int] = ..., type: _Optional[int] = ..., type_name: _Optional[str] = ..., name: _Optional[str] = ..., completed: bool = ..., summary: _Optional[str] = ..., message: _Optional[bytes] = ...) -> None: ...
 
 class ListInvocationsRequest(_message.Message):
     __slots__ = ("status", "service", "limit")
@@ -257,7 +256,7 @@ class ListInvocationsResponse(_message.Message):
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     invocations: _containers.RepeatedCompositeFieldContainer[Invocation]
     truncated: bool
-    def __init__(self, invocations: _Optional[_Iterable[_Union[Invocation, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    def __init__(self, invocations: _Optional[_Iterable[_Union[Invocation, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
 
 class GetInvocationRequest(_message.Message):
     __slots__ = ("id",)

@@ -1,8 +1,7 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -22,7 +21,7 @@ class KvCreateBucketRequest(_message.Message):
     ephemeral: bool
     history: int
     replicas: int
-    def __init__(self, bucket: _Optional[str] = ..., max_bytes: _Optional[int] = ..., max_value_size: _Optional[int] = ..., max_age_ms: _Optional[int] = ..., ephemeral: _Optional[bool] = ..., history: _Optional[int] = ..., replicas: _Optional[int] = ...) -> None: ...
+    def __init__(self, bucket: _Optional[str] = ..., max_bytes: _Optional[int] = ..., max_value_size: _Optional[int] = ..., max_age_ms: _Optional[int] = ..., ephemeral: bool = ..., history: _Optional[int] = ..., replicas: _Optional[int] = ...) -> None: ...
 
 class KvCreateBucketResponse(_message.Message):
     __slots__ = ()
@@ -150,7 +149,7 @@ class KvKeysResponse(_message.Message):
     TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[KvKeyEntry]
     truncated: bool
-    def __init__(self, entries: _Optional[_Iterable[_Union[KvKeyEntry, _Mapping]]] = ..., truncated: _Optional[bool] = ...) -> None: ...
+    def __init__(self, entries: _Optional[_Iterable[_Union[KvKeyEntry, _Mapping]]] = ..., truncated: bool = ...) -> None: ...
 
 class KvKeyEntry(_message.Message):
     __slots__ = ("key", "revision", "deleted")
@@ -160,7 +159,7 @@ class KvKeyEntry(_message.Message):
     key: str
     revision: int
     deleted: bool
-    def __init__(self, key: _Optional[str] = ..., revision: _Optional[int] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, key: _Optional[str] = ..., revision: _Optional[int] = ..., deleted: bool = ...) -> None: ...
 
 class KvHistoryRequest(_message.Message):
     __slots__ = ("bucket", "key", "from_revision", "limit")
@@ -190,7 +189,7 @@ class KvHistoryEntry(_message.Message):
     revision: int
     ts_ms: int
     deleted: bool
-    def __init__(self, value: _Optional[bytes] = ..., revision: _Optional[int] = ..., ts_ms: _Optional[int] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, value: _Optional[bytes] = ..., revision: _Optional[int] = ..., ts_ms: _Optional[int] = ..., deleted: bool = ...) -> None: ...
 
 class KvWatchRequest(_message.Message):
     __slots__ = ("bucket", "key", "from_revision")

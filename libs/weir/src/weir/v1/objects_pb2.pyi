@@ -2,8 +2,7 @@ from weir.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -19,7 +18,7 @@ class CreateObjectBucketRequest(_message.Message):
     replicas: int
     max_bytes: int
     ephemeral: bool
-    def __init__(self, bucket: _Optional[str] = ..., history: _Optional[int] = ..., replicas: _Optional[int] = ..., max_bytes: _Optional[int] = ..., ephemeral: _Optional[bool] = ...) -> None: ...
+    def __init__(self, bucket: _Optional[str] = ..., history: _Optional[int] = ..., replicas: _Optional[int] = ..., max_bytes: _Optional[int] = ..., ephemeral: bool = ...) -> None: ...
 
 class CreateObjectBucketResponse(_message.Message):
     __slots__ = ()
@@ -55,7 +54,7 @@ class ObjectInfo(_message.Message):
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
     metadata_seq: int
     deduped: bool
-    def __init__(self, name: _Optional[str] = ..., total_bytes: _Optional[int] = ..., chunk_size: _Optional[int] = ..., chunk_count: _Optional[int] = ..., sha256: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., metadata_seq: _Optional[int] = ..., deduped: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., total_bytes: _Optional[int] = ..., chunk_size: _Optional[int] = ..., chunk_count: _Optional[int] = ..., sha256: _Optional[str] = ..., ts_ms: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., metadata_seq: _Optional[int] = ..., deduped: bool = ...) -> None: ...
 
 class PutObjectRequest(_message.Message):
     __slots__ = ("bucket", "name", "payload", "chunk_size", "headers", "sha256", "dedupe")
@@ -73,7 +72,7 @@ class PutObjectRequest(_message.Message):
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
     sha256: str
     dedupe: bool
-    def __init__(self, bucket: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., chunk_size: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., sha256: _Optional[str] = ..., dedupe: _Optional[bool] = ...) -> None: ...
+    def __init__(self, bucket: _Optional[str] = ..., name: _Optional[str] = ..., payload: _Optional[bytes] = ..., chunk_size: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., sha256: _Optional[str] = ..., dedupe: bool = ...) -> None: ...
 
 class PutObjectResponse(_message.Message):
     __slots__ = ("info",)
@@ -89,7 +88,7 @@ class PutObjectStreamFrame(_message.Message):
     start: PutObjectStart
     data: bytes
     finish: bool
-    def __init__(self, start: _Optional[_Union[PutObjectStart, _Mapping]] = ..., data: _Optional[bytes] = ..., finish: _Optional[bool] = ...) -> None: ...
+    def __init__(self, start: _Optional[_Union[PutObjectStart, _Mapping]] = ..., data: _Optional[bytes] = ..., finish: bool = ...) -> None: ...
 
 class PutObjectStart(_message.Message):
     __slots__ = ("bucket", "name", "chunk_size", "headers", "sha256", "dedupe")
@@ -105,7 +104,7 @@ class PutObjectStart(_message.Message):
     headers: _containers.RepeatedCompositeFieldContainer[_types_pb2.Header]
     sha256: str
     dedupe: bool
-    def __init__(self, bucket: _Optional[str] = ..., name: _Optional[str] = ..., chunk_size: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., sha256: _Optional[str] = ..., dedupe: _Optional[bool] = ...) -> None: ...
+    def __init__(self, bucket: _Optional[str] = ..., name: _Optional[str] = ..., chunk_size: _Optional[int] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., sha256: _Optional[str] = ..., dedupe: bool = ...) -> None: ...
 
 class GetObjectRequest(_message.Message):
     __slots__ = ("bucket", "name")
@@ -131,7 +130,7 @@ class GetObjectStreamFrame(_message.Message):
     info: ObjectInfo
     data: bytes
     done: bool
-    def __init__(self, info: _Optional[_Union[ObjectInfo, _Mapping]] = ..., data: _Optional[bytes] = ..., done: _Optional[bool] = ...) -> None: ...
+    def __init__(self, info: _Optional[_Union[ObjectInfo, _Mapping]] = ..., data: _Optional[bytes] = ..., done: bool = ...) -> None: ...
 
 class DeleteObjectRequest(_message.Message):
     __slots__ = ("bucket", "name")
@@ -161,7 +160,7 @@ class GetObjectInfoResponse(_message.Message):
     DELETED_FIELD_NUMBER: _ClassVar[int]
     info: ObjectInfo
     deleted: bool
-    def __init__(self, info: _Optional[_Union[ObjectInfo, _Mapping]] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, info: _Optional[_Union[ObjectInfo, _Mapping]] = ..., deleted: bool = ...) -> None: ...
 
 class ListObjectsRequest(_message.Message):
     __slots__ = ("bucket", "name_prefix", "include_deleted")
@@ -171,7 +170,7 @@ class ListObjectsRequest(_message.Message):
     bucket: str
     name_prefix: str
     include_deleted: bool
-    def __init__(self, bucket: _Optional[str] = ..., name_prefix: _Optional[str] = ..., include_deleted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, bucket: _Optional[str] = ..., name_prefix: _Optional[str] = ..., include_deleted: bool = ...) -> None: ...
 
 class ListObjectsResponse(_message.Message):
     __slots__ = ("entries",)
@@ -187,7 +186,7 @@ class ObjectListEntry(_message.Message):
     name: str
     total_bytes: int
     deleted: bool
-    def __init__(self, name: _Optional[str] = ..., total_bytes: _Optional[int] = ..., deleted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., total_bytes: _Optional[int] = ..., deleted: bool = ...) -> None: ...
 
 class ListObjectRevisionsRequest(_message.Message):
     __slots__ = ("bucket", "name", "from_seq", "limit")
@@ -221,7 +220,7 @@ class ObjectRevisionEntry(_message.Message):
     chunk_count: int
     sha256: str
     ts_ms: int
-    def __init__(self, metadata_seq: _Optional[int] = ..., deleted: _Optional[bool] = ..., total_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., sha256: _Optional[str] = ..., ts_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, metadata_seq: _Optional[int] = ..., deleted: bool = ..., total_bytes: _Optional[int] = ..., chunk_count: _Optional[int] = ..., sha256: _Optional[str] = ..., ts_ms: _Optional[int] = ...) -> None: ...
 
 class GetObjectRangeRequest(_message.Message):
     __slots__ = ("bucket", "name", "offset", "len")

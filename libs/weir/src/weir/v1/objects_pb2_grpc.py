@@ -5,8 +5,10 @@ import warnings
 
 from weir.v1 import objects_pb2 as weir_dot_v1_dot_objects__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.64.3'
 GRPC_VERSION = grpc.__version__
+EXPECTED_ERROR_RELEASE = '1.65.0'
+SCHEDULED_RELEASE_DATE = 'June 25, 2024'
 _version_not_supported = False
 
 try:
@@ -16,16 +18,19 @@ except ImportError:
     _version_not_supported = True
 
 if _version_not_supported:
-    raise RuntimeError(
+    warnings.warn(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in weir/v1/objects_pb2_grpc.py depends on'
+        + f' but the generated code in weir/v1/objects_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
+        + f' This warning will become an error in {EXPECTED_ERROR_RELEASE},'
+        + f' scheduled for release on {SCHEDULED_RELEASE_DATE}.',
+        RuntimeWarning
     )
 
 
-class ObjectStoreStub:
+class ObjectStoreStub(object):
     """Missing associated documentation comment in .proto file."""
 
     def __init__(self, channel):
@@ -96,7 +101,7 @@ class ObjectStoreStub:
                 _registered_method=True)
 
 
-class ObjectStoreServicer:
+class ObjectStoreServicer(object):
     """Missing associated documentation comment in .proto file."""
 
     def CreateObjectBucket(self, request, context):
@@ -260,7 +265,7 @@ def add_ObjectStoreServicer_to_server(servicer, server):
 
 
  # This class is part of an EXPERIMENTAL API.
-class ObjectStore:
+class ObjectStore(object):
     """Missing associated documentation comment in .proto file."""
 
     @staticmethod

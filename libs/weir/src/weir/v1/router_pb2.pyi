@@ -4,8 +4,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -38,7 +37,7 @@ class PlannedMove(_message.Message):
     from_node_id: str
     to_node_id: str
     leading: bool
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_node_id: _Optional[str] = ..., to_node_id: _Optional[str] = ..., leading: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_node_id: _Optional[str] = ..., to_node_id: _Optional[str] = ..., leading: bool = ...) -> None: ...
 
 class NodeShare(_message.Message):
     __slots__ = ("node_id", "copies", "leads")
@@ -100,7 +99,7 @@ class SetPartitionPinnedRequest(_message.Message):
     stream: str
     partition: int
     pinned: bool
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., pinned: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., pinned: bool = ...) -> None: ...
 
 class SetPartitionPinnedResponse(_message.Message):
     __slots__ = ("pinned_partitions",)
@@ -132,7 +131,7 @@ class Broker(_message.Message):
     node_id: str
     address: str
     alive: bool
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., alive: _Optional[bool] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., alive: bool = ...) -> None: ...
 
 class PartitionRoute(_message.Message):
     __slots__ = ("partition", "primary", "secondaries", "leader_epoch", "permission")
@@ -242,7 +241,7 @@ class GetClusterStreamStatsRequest(_message.Message):
     __slots__ = ("include_per_stream",)
     INCLUDE_PER_STREAM_FIELD_NUMBER: _ClassVar[int]
     include_per_stream: bool
-    def __init__(self, include_per_stream: _Optional[bool] = ...) -> None: ...
+    def __init__(self, include_per_stream: bool = ...) -> None: ...
 
 class PerStreamStats(_message.Message):
     __slots__ = ("name", "partitions", "msg_count", "bytes", "last_seq", "partition_stats", "primary_node_ids")
@@ -334,7 +333,7 @@ class NodeInfo(_message.Message):
     integrity: str
     rebuilding_partitions: _containers.RepeatedScalarFieldContainer[str]
     number: int
-    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: _Optional[bool] = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., scrub_passes: _Optional[int] = ..., scrub_last_pass_ms: _Optional[int] = ..., corrupt_records: _Optional[int] = ..., integrity: _Optional[str] = ..., rebuilding_partitions: _Optional[_Iterable[str]] = ..., number: _Optional[int] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: bool = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., scrub_passes: _Optional[int] = ..., scrub_last_pass_ms: _Optional[int] = ..., corrupt_records: _Optional[int] = ..., integrity: _Optional[str] = ..., rebuilding_partitions: _Optional[_Iterable[str]] = ..., number: _Optional[int] = ...) -> None: ...
 
 class GetClusterInfoRequest(_message.Message):
     __slots__ = ()
@@ -366,7 +365,7 @@ class NodeScrubStart(_message.Message):
     started: bool
     passes: int
     error: str
-    def __init__(self, node_id: _Optional[str] = ..., started: _Optional[bool] = ..., passes: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, node_id: _Optional[str] = ..., started: bool = ..., passes: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class StartScrubResponse(_message.Message):
     __slots__ = ("nodes",)

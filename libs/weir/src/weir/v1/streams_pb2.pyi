@@ -3,8 +3,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -174,7 +173,7 @@ class PublishRequest(_message.Message):
     hold: bool
     rollup: bool
     ttl_ms: int
-    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., ack_level: _Optional[_Union[AckLevel, str]] = ..., msg_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: bool = ..., rollup: bool = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class PublishResponse(_message.Message):
     __slots__ = ("partition", "seq", "duplicate", "scheduled")
@@ -186,7 +185,7 @@ class PublishResponse(_message.Message):
     seq: int
     duplicate: bool
     scheduled: bool
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., duplicate: bool = ..., scheduled: bool = ...) -> None: ...
 
 class PublishEntry(_message.Message):
     __slots__ = ("subject", "payload", "headers", "ts_ms", "expected_last_seq", "key", "partition", "msg_id", "delay_ms", "deliver_at_ms", "hold", "rollup", "ttl_ms")
@@ -216,7 +215,7 @@ class PublishEntry(_message.Message):
     hold: bool
     rollup: bool
     ttl_ms: int
-    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: _Optional[bool] = ..., rollup: _Optional[bool] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, subject: _Optional[str] = ..., payload: _Optional[bytes] = ..., headers: _Optional[_Iterable[_Union[_types_pb2.Header, _Mapping]]] = ..., ts_ms: _Optional[int] = ..., expected_last_seq: _Optional[int] = ..., key: _Optional[bytes] = ..., partition: _Optional[int] = ..., msg_id: _Optional[str] = ..., delay_ms: _Optional[int] = ..., deliver_at_ms: _Optional[int] = ..., hold: bool = ..., rollup: bool = ..., ttl_ms: _Optional[int] = ...) -> None: ...
 
 class PublishBatchRequest(_message.Message):
     __slots__ = ("stream", "entries", "ack_level", "timeout_ms")
@@ -244,7 +243,7 @@ class PublishResult(_message.Message):
     message: str
     duplicate: bool
     scheduled: bool
-    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., duplicate: _Optional[bool] = ..., scheduled: _Optional[bool] = ...) -> None: ...
+    def __init__(self, partition: _Optional[int] = ..., seq: _Optional[int] = ..., result_code: _Optional[str] = ..., message: _Optional[str] = ..., duplicate: bool = ..., scheduled: bool = ...) -> None: ...
 
 class PublishBatchResponse(_message.Message):
     __slots__ = ("results",)
@@ -328,7 +327,7 @@ class ListSubjectsByPrefixRequest(_message.Message):
     partition: int
     limit: int
     include_latest: bool
-    def __init__(self, stream: _Optional[str] = ..., prefix: _Optional[str] = ..., partition: _Optional[int] = ..., limit: _Optional[int] = ..., include_latest: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., prefix: _Optional[str] = ..., partition: _Optional[int] = ..., limit: _Optional[int] = ..., include_latest: bool = ...) -> None: ...
 
 class ListSubjectsByPrefixResponse(_message.Message):
     __slots__ = ("subjects", "truncated", "latest")
@@ -338,7 +337,7 @@ class ListSubjectsByPrefixResponse(_message.Message):
     subjects: _containers.RepeatedScalarFieldContainer[str]
     truncated: bool
     latest: _containers.RepeatedCompositeFieldContainer[_types_pb2.Message]
-    def __init__(self, subjects: _Optional[_Iterable[str]] = ..., truncated: _Optional[bool] = ..., latest: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
+    def __init__(self, subjects: _Optional[_Iterable[str]] = ..., truncated: bool = ..., latest: _Optional[_Iterable[_Union[_types_pb2.Message, _Mapping]]] = ...) -> None: ...
 
 class ScanExactAtSubjectRequest(_message.Message):
     __slots__ = ("stream", "subject", "partition", "from_seq", "limit")
@@ -546,7 +545,7 @@ class SeekConsumerRequest(_message.Message):
     seq: int
     time_ms: int
     end: bool
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., time_ms: _Optional[int] = ..., end: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., time_ms: _Optional[int] = ..., end: bool = ...) -> None: ...
 
 class SeekConsumerResponse(_message.Message):
     __slots__ = ("next_seq", "dropped_pending")
@@ -570,7 +569,7 @@ class TermRequest(_message.Message):
     seq: int
     deliver_count: int
     dead_letter: bool
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ..., dead_letter: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., deliver_count: _Optional[int] = ..., dead_letter: bool = ...) -> None: ...
 
 class TermResponse(_message.Message):
     __slots__ = ()
@@ -610,7 +609,7 @@ class SubscribeRequest(_message.Message):
     partitions: _containers.RepeatedScalarFieldContainer[int]
     deliver_group: str
     batch_events: bool
-    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., stop_when_empty: _Optional[bool] = ..., partitions: _Optional[_Iterable[int]] = ..., deliver_group: _Optional[str] = ..., batch_events: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., consumer: _Optional[str] = ..., batch_size: _Optional[int] = ..., stop_when_empty: bool = ..., partitions: _Optional[_Iterable[int]] = ..., deliver_group: _Optional[str] = ..., batch_events: bool = ...) -> None: ...
 
 class SubscribeEvent(_message.Message):
     __slots__ = ("message", "stopped", "batch")
@@ -644,7 +643,7 @@ class ReleaseScheduledRequest(_message.Message):
     partition: int
     seq: int
     discard: bool
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., discard: _Optional[bool] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., seq: _Optional[int] = ..., discard: bool = ...) -> None: ...
 
 class ReleaseScheduledResponse(_message.Message):
     __slots__ = ("delivered_seq",)
@@ -664,7 +663,7 @@ class ListScheduledRequest(_message.Message):
     held_only: bool
     from_seq: int
     max_messages: int
-    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., held_only: _Optional[bool] = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ...) -> None: ...
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., held_only: bool = ..., from_seq: _Optional[int] = ..., max_messages: _Optional[int] = ...) -> None: ...
 
 class ListScheduledResponse(_message.Message):
     __slots__ = ("messages", "next_seq")

@@ -2,8 +2,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -94,7 +93,7 @@ class StreamConfig(_message.Message):
     duplicate_window_max_msgs: int
     allow_scheduled_messages: bool
     sources: _containers.RepeatedCompositeFieldContainer[StreamSource]
-    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: _Optional[bool] = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ..., allow_scheduled_messages: _Optional[bool] = ..., sources: _Optional[_Iterable[_Union[StreamSource, _Mapping]]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., subjects: _Optional[_Iterable[str]] = ..., retention: _Optional[_Union[RetentionPolicy, str]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ..., max_msg_bytes: _Optional[int] = ..., partitions: _Optional[int] = ..., replicas: _Optional[int] = ..., storage: _Optional[_Union[StorageKind, str]] = ..., min_insync_replicas: _Optional[int] = ..., deliver_up_to_high_watermark: bool = ..., duplicate_window_ms: _Optional[int] = ..., duplicate_window_max_msgs: _Optional[int] = ..., allow_scheduled_messages: bool = ..., sources: _Optional[_Iterable[_Union[StreamSource, _Mapping]]] = ...) -> None: ...
 
 class SubjectTransform(_message.Message):
     __slots__ = ("source_pattern", "destination")
@@ -138,7 +137,7 @@ class SourceStatus(_message.Message):
     last_error_ts_ms: int
     source_partition: int
     halted: bool
-    def __init__(self, source_stream: _Optional[str] = ..., last_sourced_seq: _Optional[int] = ..., pulled_total: _Optional[int] = ..., last_error: _Optional[str] = ..., last_error_ts_ms: _Optional[int] = ..., source_partition: _Optional[int] = ..., halted: _Optional[bool] = ...) -> None: ...
+    def __init__(self, source_stream: _Optional[str] = ..., last_sourced_seq: _Optional[int] = ..., pulled_total: _Optional[int] = ..., last_error: _Optional[str] = ..., last_error_ts_ms: _Optional[int] = ..., source_partition: _Optional[int] = ..., halted: bool = ...) -> None: ...
 
 class Header(_message.Message):
     __slots__ = ("key", "value")
@@ -502,7 +501,7 @@ class StreamRecord(_message.Message):
     created_at_ms: int
     deleting: bool
     pinned_partitions: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., deleting: _Optional[bool] = ..., pinned_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, config: _Optional[_Union[StreamConfig, _Mapping]] = ..., placement: _Optional[_Union[StreamPlacement, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., deleting: bool = ..., pinned_partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ClusterAnalytics(_message.Message):
     __slots__ = ("computed_at_ms", "batch_id", "window_ms", "window_start_ms", "partitions", "consumers", "replicas", "nodes", "skew_partitions", "skew_message_count", "skew_bytes", "skew_window_published_messages", "feed_positions", "watermark_ms")
