@@ -17,7 +17,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -27,8 +29,9 @@ from typing import Any
 import pytest
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir_cli.launcher import LocalCluster, free_port
+from weir_cli.launcher import LocalCluster, free_port, start_node
 from weir_server.logs import formatter, utc_timestamp
+from weir_server.metrics_server import LOOP_ANSWER_TIMEOUT_S, readiness, start_metrics_server
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, http_get, needs_own_processes
 from tests.system_tools import needs_java, needs_tool
@@ -289,3 +292,64 @@ def test_a_json_log_line_is_one_object_on_one_line() -> None:
     assert entry["exc_info"].endswith("ValueError: bad seq")
     with pytest.raises(ValueError, match="unknown log format 'xml'"):
         formatter("xml")
+
+
+# -- the metrics port: /metrics, /healthz, /readyz, 404 (weir_server.metrics_server) ---------------
+
+
+def http_status(url: str) -> tuple[int, str]:
+    """(status, body) of a GET, an error status included."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read().decode()
+
+
+def test_a_started_node_answers_metrics_health_readiness_and_404(tmp_path: Path) -> None:
+    """A real partition node (weir_cli.launcher): its metrics port no longer answers every path."""
+    needs_own_processes()
+    node = start_node(tmp_path / "data", node_id="probed")
+    try:
+        base = f"http://127.0.0.1:{node.metrics_port}"
+        assert http_status(f"{base}/healthz") == (200, "ok\n")
+        assert http_status(f"{base}/readyz") == (200, "ready\n")
+        status, page = http_status(f"{base}/metrics")
+        assert status == 200 and "# TYPE weir_group_commit_duration_seconds histogram" in page
+        status, body = http_status(f"{base}/nope")
+        assert status == 404 and "/metrics, /healthz and /readyz" in body
+        assert http_status(f"{base}/")[0] == 404
+        assert http_status(f"{base}/metrics/x")[0] == 404
+    finally:
+        assert node.stop() == 0, node.log_tail()
+    assert "node probed stopped" in node.log_path.read_text()
+
+
+def test_readyz_is_the_services_answer_taken_on_its_event_loop() -> None:
+    """503 while the service says not ready, or while its event loop does not turn (a wedged loop
+    serves nothing, though the HTTP thread still answers /healthz); the socket closes at shutdown."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    server = start_metrics_server(0, "127.0.0.1", ready.is_set, loop=loop)
+    base = f"http://127.0.0.1:{server.server_port}"
+    turning = threading.Thread(target=loop.run_forever, daemon=True)
+    try:
+        started = time.monotonic()
+        wedged = f"not ready: the event loop did not answer within {LOOP_ANSWER_TIMEOUT_S:.1f} s\n"
+        assert http_status(f"{base}/readyz") == (503, wedged)
+        assert time.monotonic() - started >= LOOP_ANSWER_TIMEOUT_S
+        assert http_status(f"{base}/healthz") == (200, "ok\n")
+        turning.start()
+        assert http_status(f"{base}/readyz") == (503, "not ready\n")
+        ready.set()
+        assert http_status(f"{base}/readyz") == (200, "ready\n")
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        turning.join(timeout=5)
+        loop.close()
+        server.shutdown()
+    assert readiness(ready.is_set, loop) == (False, "not ready: the event loop is closed")
+    failing = "not ready: the readiness check failed: ZeroDivisionError('division by zero')"
+    assert readiness(lambda: 1 / 0 > 0) == (False, failing)
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"{base}/healthz", timeout=2)

@@ -68,9 +68,9 @@ async def bounded_step(step: str, awaitable: Awaitable[object], timeout_s: float
 
 
 async def stop_metrics_server(httpd: object | None, timeout_s: float) -> bool:
-    """The shutdown step that stops a service's /metrics HTTP server (prometheus_client's
-    `start_http_server`; its `shutdown()` blocks until the serving thread has stopped, so it runs
-    on a worker thread); True when there is none."""
+    """The shutdown step that stops a service's metrics port (`weir_server.metrics_server`; its
+    `shutdown()` blocks until the serving thread has stopped, then closes the socket, so it runs on a
+    worker thread); True when there is none."""
     if httpd is None:
         return True
     return await bounded_step("stop /metrics", asyncio.to_thread(httpd.shutdown), timeout_s)  # type: ignore[attr-defined]

@@ -12,12 +12,12 @@ import logging
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import start_http_server
 from weir import Client
 from weir_server import tls
 from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.metrics_server import MetricsServer, start_metrics_server
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_server.shutdown import bounded_step, stop_metrics_server
@@ -87,7 +87,8 @@ class GatewayProcess:
         self._waymaker_streams_server = _protocol_server(
             WAYMAKER_STREAMS_SERVICE, self._health, settings, waymaker_streams_access
         )
-        self._metrics_httpd: object | None = None
+        self._metrics_httpd: MetricsServer | None = None
+        self._serving = False  # /readyz: from the ready file until the stop begins
         self.client: Client | None = None
         self.kafka_pixy: KafkaPixyCore | None = None
         self.rocketmq: RocketMQCore | None = None
@@ -99,7 +100,9 @@ class GatewayProcess:
         tls.configure(settings, f"gateway {settings.gateway_id}")
         client, kafka_pixy, rocketmq = self._build_cores()
         self._bind_front_doors(client, kafka_pixy, rocketmq)
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        httpd = start_metrics_server(
+            settings.metrics_port, settings.host, lambda: self._serving, loop=asyncio.get_running_loop()
+        )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
         await self._kafka_pixy_server.start()
@@ -130,6 +133,7 @@ class GatewayProcess:
             "metrics_port": self.metrics_port,
         }
         write_ready_file(settings.ready_file, ready)
+        self._serving = True
 
     def _build_cores(self) -> tuple[Client, KafkaPixyCore, RocketMQCore]:
         """The SDK client and the transport-neutral core of each protocol (kafka-pixy, RocketMQ v1)."""
@@ -186,6 +190,7 @@ class GatewayProcess:
         """Drain and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the servers'
         `shutdown_grace_ms` + 2 s); a step that overruns is logged by name and skipped. Returns
         True when every step finished."""
+        self._serving = False
         for service in SERVICES:
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         grace_s = self.settings.shutdown_grace_ms / 1000

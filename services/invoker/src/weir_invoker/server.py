@@ -15,7 +15,6 @@ import threading
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import start_http_server
 from weir import Client
 from weir.errors import NoSuchBucketError, NoSuchStreamError
 from weir.kv import KeyValue
@@ -25,6 +24,7 @@ from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.metrics_server import MetricsServer, start_metrics_server
 from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_server.shutdown import bounded_step, stop_metrics_server, task_stacks
 
@@ -67,7 +67,8 @@ class InvokerProcess:
         reflection.enable_server_reflection(
             [INVOKER_SERVICE, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
         )
-        self._metrics_httpd: object | None = None
+        self._metrics_httpd: MetricsServer | None = None
+        self._serving = False  # /readyz: from the ready file until the stop begins
         self.client: Client | None = None
         self.invoker: Invoker | None = None
         self.ingress: Ingress | None = None
@@ -89,7 +90,9 @@ class InvokerProcess:
         operations = Operations(self.invoker, self.ingress, self.client, self.leadership)
         invoker_pb2_grpc.add_InvokerServicer_to_server(InvokerServicer(operations), self._server)
         self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        httpd = start_metrics_server(
+            settings.metrics_port, settings.host, lambda: self._serving, loop=asyncio.get_running_loop()
+        )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
         await self._server.start()
@@ -105,11 +108,13 @@ class InvokerProcess:
         )
         ready = {"invoker_id": settings.invoker_id, "port": self.port, "metrics_port": self.metrics_port}
         write_ready_file(settings.ready_file, ready)
+        self._serving = True
 
     async def stop(self) -> bool:
         """Step down and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the server's
         `shutdown_grace_ms` + 2 s); a step that overruns is logged by name and skipped (what the
         invoker did is in the cluster already). Returns True when every step finished."""
+        self._serving = False
         clean = True
         if self._leadership_task is not None:
             self._leadership_task.cancel()

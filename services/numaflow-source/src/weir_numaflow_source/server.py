@@ -15,10 +15,10 @@ import logging
 import stat
 from pathlib import Path
 
-from prometheus_client import start_http_server
 from pynumaflow.sourcer import SourceAsyncServer
 from weir import Client
 from weir_server import tls
+from weir_server.metrics_server import start_metrics_server
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import write_ready_file
 
@@ -43,6 +43,7 @@ class SourceProcess:
         self.source: WeirSource | None = None
         self.server: SourceAsyncServer | None = None
         self.metrics_port = 0
+        self._serving = False  # /readyz: from the ready file until the stop begins
         self._leaving: asyncio.Task[None] | None = None
         self._shutdown_phase = False
 
@@ -50,7 +51,9 @@ class SourceProcess:
         """Join the group, serve source.v1 until stopped (aiorun stops the loop when this ends)."""
         settings = self.settings
         tls.configure(settings, f"numaflow source {settings.member_id}")
-        metrics_server, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        metrics_server = start_metrics_server(
+            settings.metrics_port, settings.host, self._ready, loop=asyncio.get_running_loop()
+        )
         self.metrics_port = int(metrics_server.server_port)
         self.client = Client(settings.routers)
         self.source = WeirSource(
@@ -100,6 +103,11 @@ class SourceProcess:
             self.settings.ready_file,
             {"metrics_port": self.metrics_port, "socket_path": str(self.settings.socket_path)},
         )
+        self._serving = True
+
+    def _ready(self) -> bool:
+        """/readyz: pynumaflow serves source.v1 (its server-info file is written) and the group is not being left."""
+        return self._serving and self._leaving is None
 
     def begin_shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
         """aiorun's shutdown handler (SIGTERM, SIGINT): start leaving the group and handing back

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import REGISTRY, start_http_server
+from prometheus_client import REGISTRY
 from weir.tls import ChannelSecurity
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 from weir_server import tls
@@ -28,6 +28,7 @@ from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.identity import ServiceIdentityInterceptor
 from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.metrics_server import MetricsServer, start_metrics_server
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_server.shutdown import bounded_step, stop_metrics_server
@@ -94,7 +95,8 @@ class NodeProcess:
         self._client_server = _grpc_server(settings)
         self._internal_server = _grpc_server(settings, internal=True)
         self._health = HealthServicer()
-        self._metrics_httpd: object | None = None
+        self._metrics_httpd: MetricsServer | None = None
+        self._serving = False  # from the ready file until the stop begins (see `ready`)
         self._lag_collector: metrics.ConsumerLagCollector | None = None
         self.membership: Membership | None = None
         self.replicas: ReplicaManager | None = None
@@ -206,6 +208,13 @@ class NodeProcess:
             "metrics_port": self.metrics_port,
         }
         write_ready_file(settings.ready_file, {"node_id": settings.node_id, **ports})
+        self._serving = True
+
+    def ready(self) -> bool:
+        """/readyz: serving (the ready file written, the stop not begun) and, clustered, holding a live
+        heartbeat lease with the placement adopted: a node that lost its lease fences itself."""
+        node = self.node
+        return self._serving and node is not None and (node.lease_valid is None or node.lease_valid())
 
     def _bind_ports(self) -> None:
         """Bind the client, internal and metrics ports (0: a free one, read back here). The client
@@ -217,7 +226,7 @@ class NodeProcess:
         internal_address = f"{settings.host}:{settings.internal_port}"
         self.client_port = tls.add_port(self._client_server, client_address, settings, require_client_cert=False)
         self.internal_port = tls.add_port(self._internal_server, internal_address, settings, require_client_cert=True)
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        httpd = start_metrics_server(settings.metrics_port, settings.host, self.ready, loop=asyncio.get_running_loop())
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
 
@@ -286,6 +295,7 @@ class NodeProcess:
         `shutdown_grace_ms` + 2 s): a step that does not finish is logged by name and skipped, so a
         stuck step cannot keep the process alive (nothing acknowledged depends on it: every
         acknowledged write is already fsynced). Returns True when every step finished."""
+        self._serving = False
         grace_s = self.settings.shutdown_grace_ms / 1000
         for service in ("", "weir.v1.Streams", "weir.v1.ChangeFeed"):
             await _set_health(self._health, service, health_pb2.HealthCheckResponse.NOT_SERVING)

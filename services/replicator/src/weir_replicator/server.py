@@ -15,11 +15,11 @@ import contextlib
 import logging
 
 import redis.asyncio as redis_asyncio
-from prometheus_client import start_http_server
 from redis.exceptions import RedisError
 from weir.v1 import types_pb2
 from weir_server import tls
 from weir_server.metadata import Keys
+from weir_server.metrics_server import start_metrics_server
 from weir_server.runtime import tune_garbage_collector
 from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_server.shutdown import bounded_step, stop_metrics_server
@@ -164,7 +164,8 @@ class Replicator:
 async def serve(settings: ReplicatorSettings) -> None:
     """Run a replicator until SIGTERM or SIGINT."""
     tls.configure(settings, f"replicator {settings.replicator_id}")
-    httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+    running = asyncio.Event()  # /readyz: from the ready file until the stop signal
+    httpd = start_metrics_server(settings.metrics_port, settings.host, running.is_set, loop=asyncio.get_running_loop())
     replicator = Replicator(settings)
     task = asyncio.get_running_loop().create_task(replicator.run(), name="replicator")
     tune_garbage_collector()
@@ -177,7 +178,9 @@ async def serve(settings: ReplicatorSettings) -> None:
     )
     ready = {"replicator_id": settings.replicator_id, "metrics_port": httpd.server_port}
     write_ready_file(settings.ready_file, ready)
+    running.set()
     await wait_for_stop_signal(f"replicator {settings.replicator_id}", STOP_DEADLINE_S)
+    running.clear()
     task.cancel()
     clean = await bounded_step(
         "stop the ownership loop", asyncio.gather(task, return_exceptions=True), STOP_STEP_TIMEOUTS_S["loop"]

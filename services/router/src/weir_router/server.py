@@ -4,12 +4,12 @@ released, so another router takes over at once)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from prometheus_client import start_http_server
 from weir.cluster import Client
 from weir.collections import Collections
 from weir.kv import KeyValue
@@ -29,6 +29,7 @@ from weir_server.access import AuthInterceptor
 from weir_server.auth import Authenticator
 from weir_server.health_service import HealthServicer
 from weir_server.interceptors import UndecodableRequestInterceptor
+from weir_server.metrics_server import MetricsServer, start_metrics_server
 from weir_server.service import wait_for_stop_signal, write_ready_file
 from weir_server.shutdown import bounded_step, stop_metrics_server
 
@@ -66,7 +67,8 @@ class RouterProcess:
             interceptors=interceptors,
         )
         self._health = HealthServicer()
-        self._metrics_httpd: object | None = None
+        self._metrics_httpd: MetricsServer | None = None
+        self._serving = False  # /readyz: from the ready file until the stop begins
         self.core: RouterCore | None = None
         self._servicer: RouterServicer | None = None
         self._kv_client: Client | None = None
@@ -75,7 +77,9 @@ class RouterProcess:
         settings = self.settings
         tls.configure(settings, f"router {settings.router_id}")
         self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
-        httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+        httpd = start_metrics_server(
+            settings.metrics_port, settings.host, lambda: self._serving, loop=asyncio.get_running_loop()
+        )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
         access = settings.redis_access(settings.redis_url)
@@ -110,12 +114,14 @@ class RouterProcess:
         )
         ready = {"router_id": settings.router_id, "port": self.port, "metrics_port": self.metrics_port}
         write_ready_file(settings.ready_file, ready)
+        self._serving = True
 
     async def stop(self) -> bool:
         """Drain and close, each step within its deadline (`STOP_STEP_TIMEOUTS_S`; the server's
         `shutdown_grace_ms` + 2 s): a step that overruns is logged by name, with where it waited,
         and skipped. The controller's lease is released here, so another router takes over at once.
         Returns True when every step finished."""
+        self._serving = False
         for service in ("", *SERVICES):
             await self._health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         grace_s = self.settings.shutdown_grace_ms / 1000

@@ -10,9 +10,10 @@ import sys
 import threading
 from types import FrameType
 
-from prometheus_client import REGISTRY, start_http_server
+from prometheus_client import REGISTRY
 from weir_server import tls
 from weir_server.logs import configure_logging
+from weir_server.metrics_server import start_metrics_server
 from weir_server.service import prepare_process
 from weir_server.service_settings import load_settings
 
@@ -41,11 +42,15 @@ def main() -> None:
     publisher = StatsPublisher(settings)
     job = AnalyticsJob(settings, publisher)
     REGISTRY.register(StatsCollector(job.snapshot))
-    httpd, _ = start_http_server(settings.metrics_port, addr=settings.host)
+    running = threading.Event()  # the ready file is written
+    stopping = threading.Event()  # a stop signal arrived
+    # /readyz: the query runs (Spark takes 15-30 s to start it); /healthz answers from here on
+    httpd = start_metrics_server(
+        settings.metrics_port, settings.host, lambda: running.is_set() and not stopping.is_set()
+    )
     logger.info("metrics on %s:%d; starting Spark (%s)", settings.host, httpd.server_port, settings.spark_master)
     session = build_session(settings)
     query = start_query(session, settings, job)
-    stopping = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         logger.info("signal %d received, stopping the query", signum)
@@ -57,6 +62,7 @@ def main() -> None:
         temporary = settings.ready_file.with_suffix(".tmp")
         temporary.write_text(json.dumps({"pid": os.getpid(), "metrics_port": httpd.server_port}))
         temporary.replace(settings.ready_file)
+    running.set()
     logger.info("query %s running (checkpoint %s)", query.name, settings.data_dir.resolve() / "checkpoint")
     exit_code = 0
     try:
