@@ -373,3 +373,53 @@ def test_the_compose_redis_serves_tls_with_the_password_the_certs_service_made(t
     finally:
         process.kill()
         process.wait()
+
+
+# -- health checks ---------------------------------------------------------------------------------
+
+READYZ_PROBE = re.compile(r"http://127\.0\.0\.1:(\d+)/readyz")
+
+
+def health_probe(service: dict[str, Any]) -> list[str]:
+    """A service's `healthcheck.test` as an exec form (CMD, then the command)."""
+    test = (service.get("healthcheck") or {}).get("test")
+    assert isinstance(test, list) and test[0] == "CMD", f"healthcheck.test is not an exec form: {test!r}"
+    return [str(part) for part in test[1:]]
+
+
+def test_every_weir_service_is_probed_on_readyz_of_its_own_metrics_port() -> None:
+    """Each Weir service's health check asks /readyz on its WEIR_*_METRICS_PORT (the metrics port's
+    other paths, /metrics included, say nothing about readiness)."""
+    for name, service in weir_services().items():
+        ports = [value for key, value in environment(service).items() if key.endswith("_METRICS_PORT")]
+        assert len(ports) == 1, f"{name}: metrics ports {ports}"
+        probe = health_probe(service)
+        assert probe[:2] == ["python", "-c"], f"{name}: {probe}"
+        assert READYZ_PROBE.findall(probe[2]) == ports, f"{name} probes {probe[2]!r}, its metrics port is {ports}"
+        assert service["healthcheck"]["timeout"] == "3s"
+
+
+def test_the_compose_probe_passes_on_a_ready_node_and_fails_where_nothing_listens(tmp_path: Path) -> None:
+    """The partition nodes' probe command itself, run against a real node's metrics port (the image
+    runs it with its venv's python), exits 0; against a port with nothing behind it, not 0."""
+    import subprocess
+    import sys
+
+    from weir_cli.launcher import free_port, start_node
+
+    from tests.conftest import needs_own_processes
+
+    needs_own_processes()
+    probe = health_probe(compose_services(PROGRAMS[0])["partition-node-1"])
+
+    def run_probe(port: int) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, probe[1], READYZ_PROBE.sub(f"http://127.0.0.1:{port}/readyz", probe[2])]
+        return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+    node = start_node(tmp_path / "data", node_id="probed")
+    try:
+        ready = run_probe(node.metrics_port)
+        assert ready.returncode == 0, ready.stderr
+    finally:
+        node.stop()
+    assert run_probe(free_port()).returncode != 0
