@@ -44,8 +44,14 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ce
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
 
-compose-check:  ## validate the deployment without a Docker engine: compose file, Prometheus config and rules, dashboard JSON
-	docker-compose -f deploy/docker-compose.yml config -q
+compose-check:  ## validate the deployment without a Docker engine: compose file (docker compose v2, else docker-compose v1; says which), Prometheus config and rules, dashboard JSON
+	@if docker compose version >/dev/null 2>&1; then compose="docker compose"; note=""; \
+	elif command -v docker-compose >/dev/null 2>&1; then compose=docker-compose; \
+		note=" (v1, end of life: docker compose v2 is used where it is installed)"; \
+	else echo "compose-check: neither docker compose (v2) nor docker-compose (v1) is installed; make preflight installs one" >&2; \
+		exit 1; fi; \
+	echo "compose-check: validating deploy/docker-compose.yml with $$($$compose version | head -1)$$note"; \
+	$$compose -f deploy/docker-compose.yml config -q
 	promtool check config deploy/prometheus/prometheus.yml
 	promtool check rules deploy/prometheus/rules.yml
 	python3 -m json.tool deploy/grafana/dashboards/weir.json >/dev/null
@@ -56,7 +62,7 @@ up:  ## docker compose up: the whole stack (needs a Docker engine; Grafana on :3
 down:  ## docker compose down (volumes kept; add -v by hand to drop them)
 	docker compose -f deploy/docker-compose.yml down
 
-preflight:  ## say (and install where we can: root with apt-get) what the slow tier needs from the system: java 17+, prometheus, promtool, docker-compose
+preflight:  ## say (and install where we can: root with apt-get) what the slow tier needs from the system: java 17+, prometheus, promtool, docker compose (v2, else docker-compose v1)
 	@bash scripts/preflight.sh
 
 test: setup preflight  ## every test tier: unit, integration over real gRPC, crash tests (a test whose system tool is missing is skipped, saying how to install it)

