@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, free_port, start_node
@@ -43,15 +44,29 @@ RULES = ROOT / "deploy" / "prometheus" / "rules.yml"
 METRIC = re.compile(r"\bweir_[a-z0-9_]+\b")
 
 
-def dashboard_queries() -> list[tuple[str, str]]:
-    """(panel title, PromQL) for every target of every panel."""
+SELECTOR = re.compile(r"\b(weir_[a-z0-9_]+)(?:\{([^}]*)\})?")
+VARIABLES = ("stream", "consumer", "instance")
+
+
+def dashboard_queries(*, expanded: bool = True) -> list[tuple[str, str]]:
+    """(panel title, PromQL) for every target of every panel; `expanded`: with each template variable
+    replaced by its "All" value, as Grafana sends it by default (PromQL Prometheus can answer)."""
     dashboard = json.loads(DASHBOARD.read_text())
-    return [
-        (panel["title"], target["expr"])
+    all_values = {variable["name"]: variable["allValue"] for variable in dashboard["templating"]["list"]}
+    queries = [
+        (panel["title"], str(target["expr"]))
         for panel in dashboard["panels"]
         if panel["type"] != "row"
         for target in panel["targets"]
     ]
+    if not expanded:
+        return queries
+    return [(title, re.sub(r"\$(\w+)", lambda match: all_values[match.group(1)], expr)) for title, expr in queries]
+
+
+def selectors(expr: str) -> list[tuple[str, str]]:
+    """(metric name, its label matchers as written, "" for none) for each weir metric in `expr`."""
+    return [(match.group(1), match.group(2) or "") for match in SELECTOR.finditer(expr)]
 
 
 def test_dashboard_is_well_formed() -> None:
@@ -69,6 +84,31 @@ def test_dashboard_is_well_formed() -> None:
         for target in panel["targets"]:
             assert target["datasource"]["uid"] == uid.group(1)
             assert METRIC.search(target["expr"]), f"{panel['title']}: no weir metric in {target['expr']}"
+
+
+def test_the_dashboard_filters_by_stream_consumer_and_instance() -> None:
+    """Template variables stream, consumer and instance (Prometheus label_values queries on the
+    provisioned data source, multi-valued, "All" = .*), and every query filters by the ones whose
+    label its metric has: instance on every service metric (Prometheus adds it to each scraped
+    series), none on the analytics job's cluster-wide figures. Which metrics carry stream and
+    consumer is checked against what the services export in the slow test below."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    uid = re.search(r"uid:\s*(\S+)", DATASOURCES.read_text())
+    assert uid is not None
+    variables = {variable["name"]: variable for variable in dashboard["templating"]["list"]}
+    assert list(variables) == list(VARIABLES)
+    for name, variable in variables.items():
+        assert variable["type"] == "query" and variable["datasource"]["uid"] == uid.group(1), name
+        assert re.fullmatch(rf"label_values\((\w+|\w+\{{[^}}]*\}}), {name}\)", variable["definition"]), variable
+        assert variable["query"]["query"] == variable["definition"]
+        assert variable["multi"] and variable["includeAll"] and variable["allValue"] == ".*", name
+    for title, expr in dashboard_queries(expanded=False):
+        assert set(re.findall(r"\$(\w+)", expr)) <= set(VARIABLES), f"{title}: {expr}"
+        for metric, matchers in selectors(expr):
+            own = not metric.startswith("weir_analytics_")
+            assert ('instance=~"$instance"' in matchers) == own, f"{title}: {metric}{{{matchers}}}"
+    used = {name for _, expr in dashboard_queries(expanded=False) for name in re.findall(r"\$(\w+)", expr)}
+    assert used == set(VARIABLES)
 
 
 def metric_types(exposition: str) -> dict[str, str]:
@@ -189,6 +229,13 @@ async def run_workload(cluster: LocalCluster) -> None:
             await asyncio.sleep(0.2)
 
 
+@pytest.fixture(scope="module")
+async def worked_cluster(observed_cluster: LocalCluster) -> LocalCluster:
+    """The observed cluster after `run_workload` (once for the module's tests)."""
+    await run_workload(observed_cluster)
+    return observed_cluster
+
+
 def query(url: str, expression: str) -> list[Any]:
     encoded = urllib.parse.urlencode({"query": expression})
     answer = json.loads(http_get(f"{url}/api/v1/query?{encoded}"))
@@ -197,8 +244,7 @@ def query(url: str, expression: str) -> list[Any]:
 
 
 @pytest.mark.slow
-async def test_prometheus_answers_every_dashboard_query(observed_cluster: LocalCluster, prometheus: str) -> None:
-    await run_workload(observed_cluster)
+async def test_prometheus_answers_every_dashboard_query(worked_cluster: LocalCluster, prometheus: str) -> None:
     pending = dict.fromkeys(expr for _, expr in dashboard_queries())
     deadline = time.monotonic() + 180  # the analytics job's first batch takes ~30-60 s here
     while pending and time.monotonic() < deadline:
@@ -223,6 +269,74 @@ async def test_dashboard_and_rules_use_only_exported_metric_names(observed_clust
     used |= set(METRIC.findall(RULES.read_text()))
     assert used, "no metric names found"
     assert not used - exported, f"used but not exported by any service: {sorted(used - exported)}"
+
+
+def exported_labels(exposition: str) -> dict[str, set[str]]:
+    """Sample name -> the label names its samples carry on a /metrics page."""
+    labels: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            labels.setdefault(sample.name, set()).update(sample.labels)
+    return labels
+
+
+def declared_labels() -> dict[str, set[str]]:
+    """Sample name -> label names, from the router's, nodes' and replicator's metric objects: a
+    labelled metric with no series yet (no leader change in this run) has no samples to read them from."""
+    from prometheus_client.metrics import MetricWrapperBase
+    from weir_partition_node import metrics as node_metrics
+    from weir_replicator import metrics as replicator_metrics
+    from weir_router import metrics as router_metrics
+
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_count", "_sum"), "summary": ("_count", "_sum")}
+    labels: dict[str, set[str]] = {}
+    for module in (node_metrics, replicator_metrics, router_metrics):
+        for metric in vars(module).values():
+            if isinstance(metric, MetricWrapperBase):
+                for suffix in suffixes.get(str(metric._type), ("",)):
+                    labels[metric._name + suffix] = set(metric._labelnames)
+    return labels
+
+
+@pytest.mark.slow
+async def test_the_dashboard_filters_each_metric_by_the_stream_and_consumer_labels_it_has(
+    worked_cluster: LocalCluster,
+) -> None:
+    """After the workload every stream and consumer metric has series: a query filters by stream
+    (consumer) exactly when its metric's samples carry that label."""
+    labels = declared_labels()
+    for ports in metrics_ports(worked_cluster).values():
+        for port in ports:
+            page = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
+            for name, names in exported_labels(page).items():
+                labels.setdefault(name, set()).update(names)
+    wrong = []
+    for title, expr in dashboard_queries(expanded=False):
+        for metric, matchers in selectors(expr):
+            for label in ("stream", "consumer"):
+                if (label in labels.get(metric, set())) != (f'{label}=~"${label}"' in matchers):
+                    wrong.append(f"{title}: {metric}{{{matchers}}} (its labels: {sorted(labels.get(metric, ()))})")
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
+async def test_prometheus_answers_every_dashboard_variable(worked_cluster: LocalCluster, prometheus: str) -> None:
+    """Each variable's label_values(selector, label) as Grafana asks it (the label values API), with
+    the other variables at "All": the workload's stream and consumers, and the scraped instances."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    expected = {"stream": {"metered"}, "consumer": {"watcher", "once"}, "instance": set()}
+    for variable in dashboard["templating"]["list"]:
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", variable["definition"])
+        assert match is not None
+        selector = match.group(1).replace("$stream", ".*")
+        url = f"{prometheus}/api/v1/label/{match.group(2)}/values?" + urllib.parse.urlencode({"match[]": selector})
+        deadline = time.monotonic() + 60
+        while True:
+            values = set(json.loads(await asyncio.to_thread(http_get, url))["data"])
+            if (expected[variable["name"]] <= values and values) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(1)
+        assert values and expected[variable["name"]] <= values, (variable["name"], values)
 
 
 @pytest.mark.slow
