@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -43,6 +43,10 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ce
 	$(UV) run python scripts/check_sizes.py
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
+
+install-check:  ## every package installs on its own into a clean virtualenv (the SDK also at its lowest protobuf and grpcio), the CLI with uv tool install (scripts/check_install.sh)
+	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
+	UV=$(UV) bash scripts/check_install.sh
 
 compose-check:  ## validate the deployment without a Docker engine: compose file (docker compose v2, else docker-compose v1; says which), Prometheus config and rules, dashboard JSON
 	@if docker compose version >/dev/null 2>&1; then compose="docker compose"; note=""; \
