@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "weir.json"
 DATASOURCES = ROOT / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml"
 RULES = ROOT / "deploy" / "prometheus" / "rules.yml"
+RUNBOOKS = ROOT / "docs" / "runbooks"
 METRIC = re.compile(r"\bweir_[a-z0-9_]+\b")
 
 
@@ -109,6 +111,36 @@ def test_the_dashboard_filters_by_stream_consumer_and_instance() -> None:
             assert ('instance=~"$instance"' in matchers) == own, f"{title}: {metric}{{{matchers}}}"
     used = {name for _, expr in dashboard_queries(expanded=False) for name in re.findall(r"\$(\w+)", expr)}
     assert used == set(VARIABLES)
+
+
+def alerts() -> list[dict[str, Any]]:
+    """Every alerting rule of deploy/prometheus/rules.yml."""
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    return [rule for group in groups for rule in group["rules"] if "alert" in rule]
+
+
+RUNBOOK_METRIC = re.compile(r"`(weir_[a-z0-9_]+)(?:\{[^`]*\})?`")
+
+
+def test_every_alert_links_its_runbook_and_every_runbook_has_an_alert() -> None:
+    """runbook_url: docs/runbooks/<alert in kebab case>.md, a page of this repository that names the
+    alert and its expression and says what it means, how to confirm it and what to do."""
+    rules = alerts()
+    assert rules
+    for rule in rules:
+        kebab = re.sub(r"(?<!^)(?=[A-Z])", "-", rule["alert"]).lower()
+        assert rule["annotations"].get("runbook_url") == f"docs/runbooks/{kebab}.md", rule["alert"]
+        page = ROOT / rule["annotations"]["runbook_url"]
+        assert page.is_file(), f"{rule['alert']}: no {page.relative_to(ROOT)}"
+        text = page.read_text()
+        assert text.startswith(f"# {rule['alert']}\n"), page.name
+        for section in ("## What it means", "## How to confirm", "## What to do"):
+            assert f"\n{section}\n" in text, f"{page.name}: no '{section}'"
+        expression = " ".join(str(rule["expr"]).split())
+        assert expression in " ".join(text.split()), f"{page.name} does not quote the alert's expression"
+    pages = {path.name for path in RUNBOOKS.glob("*.md")}
+    linked = {Path(rule["annotations"]["runbook_url"]).name for rule in rules}
+    assert pages == linked, f"runbooks no alert links: {sorted(pages - linked)}"
 
 
 def metric_types(exposition: str) -> dict[str, str]:
@@ -267,6 +299,7 @@ async def test_dashboard_and_rules_use_only_exported_metric_names(observed_clust
             exported |= exported_names(await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics"))
     used = {name for _, expr in dashboard_queries() for name in METRIC.findall(expr)}
     used |= set(METRIC.findall(RULES.read_text()))
+    used |= {name for page in RUNBOOKS.glob("*.md") for name in RUNBOOK_METRIC.findall(page.read_text())}
     assert used, "no metric names found"
     assert not used - exported, f"used but not exported by any service: {sorted(used - exported)}"
 
