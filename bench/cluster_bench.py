@@ -81,6 +81,7 @@ from typing import Any
 from weir.client import ACK_LEVELS, NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import NoSuchStreamError, WeirError
+from weir.options import AckLevel
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import LocalCluster, ProcessHandle
 
@@ -124,7 +125,7 @@ class StreamSetup:
     name: str
     replicas: int
     min_insync_replicas: int
-    ack_level: str
+    ack_level: AckLevel
 
 
 CONFIGS = (
@@ -279,7 +280,7 @@ class Bench:
             raise RuntimeError(f"stream {name}: route without a primary for every partition: {route}")
         return name, primaries
 
-    async def warm_up(self, stream: str, primaries: list[str], ack_level: str) -> None:
+    async def warm_up(self, stream: str, primaries: list[str], ack_level: AckLevel) -> None:
         """One acknowledged publish per partition (retried while the cluster sets the stream up:
         a replicas=3 partition needs the replicator to start shipping it). One msg_id per partition:
         a retry after an ack-all timeout (the message stored, its replication slow on a busy machine)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from weir.client import consumer_config, stream_config
+from weir.options import Storage
 from weir.v1 import streams_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
@@ -30,7 +31,8 @@ async def core(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[
         clock=ManualClock(T0),
     )
     try:
-        await node.admin.create_stream(stream_config("s", storage=str(request.param)))
+        storage: Storage = request.param
+        await node.admin.create_stream(stream_config("s", storage=storage))
         await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=600_000))
         entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(MESSAGES)]
         await node.publisher.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)

@@ -23,8 +23,10 @@ from grpc_status import rpc_status
 from weir import (
     Client,
     InvalidArgumentError,
+    NoSuchStreamError,
     PermissionDeniedError,
     RateLimitedError,
+    TlsHandshakeError,
     UnauthenticatedError,
     consumer_config,
     stream_config,
@@ -44,8 +46,9 @@ from weir.v1 import (
     types_pb2,
 )
 from weir_cli.launcher import LaunchError, LocalCluster
+from weir_server import devcerts as weir_devcerts
 from weir_server import permissions
-from weir_server.auth import Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
+from weir_server.auth import ANY, Authenticator, AuthFileError, Principal, parse_auth_file, token_hash
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, needs_own_processes
 
@@ -144,7 +147,8 @@ def test_grants_cover_streams_by_glob_and_publishes_by_subject_pattern() -> None
     assert not producer.may("read", "orders")
     assert worker.may("consume", "orders") and not worker.may("admin", "orders")
     assert dashboard.may("read", "orders-archive") and not dashboard.may("read", "billing")
-    assert producer.may("cluster")  # listing streams and routes: any known caller
+    assert producer.may("cluster")  # listing streams: any known caller
+    assert producer.may(ANY, "orders") and not producer.may(ANY, "payments")  # a route: some grant on it
     assert Principal("weir-service", service=True).may("admin", "anything")
 
 
@@ -354,6 +358,20 @@ async def test_a_worker_consumes_but_cannot_publish_or_administer(cluster: Local
         assert [info.config.name for info in await ops.list_consumers(orders)] == ["shipping"]
 
 
+async def test_a_stream_the_caller_may_not_touch_is_refused_as_such_whether_or_not_it_exists(
+    cluster: LocalCluster, orders: str
+) -> None:
+    """A publish to a stream no grant of the user names: permission_denied, the same for a stream
+    that exists and one that does not (the answer does not tell which)."""
+    async with client(cluster, PRODUCER) as producer:
+        for stream in ("payments", "no-such-stream"):
+            with pytest.raises(PermissionDeniedError, match=f"user 'producer' may not use stream '{stream}'"):
+                await producer.publish(stream, "orders.new", b"x")
+    async with client(cluster, ADMIN) as ops:
+        with pytest.raises(NoSuchStreamError):  # a user with a grant on it learns it does not exist
+            await ops.route("no-such-stream")
+
+
 async def test_a_reader_reads_only_the_streams_its_glob_covers(cluster: LocalCluster, orders: str) -> None:
     async with client(cluster, DASHBOARD) as dashboard:
         assert (await dashboard.stream_info(orders)).config.name == orders
@@ -442,6 +460,49 @@ async def test_the_cli_sends_a_token_from_a_file(cluster: LocalCluster, orders: 
     token_file.write_text("")
     empty = await asyncio.to_thread(run_cli, [*base, "--token-file", str(token_file), "stream", "list"])
     assert empty.returncode == 2 and "is empty" in empty.stderr
+
+
+def one_error_line(completed: subprocess.CompletedProcess[str]) -> str:
+    lines = completed.stderr.strip().splitlines()
+    assert completed.returncode == 1 and len(lines) == 1 and "Traceback" not in completed.stderr, completed.stderr
+    return lines[0]
+
+
+async def test_tls_mistakes_are_one_line_that_names_tls_and_the_sdk_does_not_retry_them(
+    cluster: LocalCluster, orders: str, tmp_path: Path
+) -> None:
+    """A plaintext CLI at a TLS cluster, and a CLI or SDK trusting another CA: one line that names TLS
+    and what to pass; the SDK fails at once instead of retrying for its 30 s."""
+    router = cluster.router_addresses[0]
+    plaintext = await asyncio.to_thread(run_cli, ["--router", router, "--timeout", "5", "stream", "list"])
+    line = one_error_line(plaintext)
+    assert "TLS-only server" in line and "--tls-ca" in line, line
+    other_ca = weir_devcerts.make_dev_certificates(tmp_path / "other")
+    wrong = ["--router", router, "--timeout", "5", "--tls-ca", str(other_ca / "ca.pem"), "stream", "list"]
+    line = one_error_line(await asyncio.to_thread(run_cli, wrong))
+    assert "TLS handshake failed: the server's certificate is not signed by a CA this client trusts" in line, line
+    started = time.monotonic()
+    untrusting = Client([router], tls=ChannelSecurity(ca_file=other_ca / "ca.pem", token=ADMIN), retry_timeout_s=30)
+    async with untrusting:
+        with pytest.raises(TlsHandshakeError, match=f"no router answered at {router} .*TLS handshake failed"):
+            await untrusting.list_streams()
+    assert time.monotonic() - started < 10
+
+
+async def test_a_token_from_the_environment_keeps_the_local_clusters_ca(cluster: LocalCluster, orders: str) -> None:
+    """`$WEIR_TOKEN` with a local cluster found by its data directory: the CLI and `Client()` use the
+    cluster's recorded CA with that token (they dropped the CA once, and every command failed)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    environment |= {"WEIR_CLUSTER_DIR": str(cluster.data_dir), "WEIR_TOKEN": ADMIN}
+    listed = await asyncio.to_thread(run_cli, ["stream", "list"], environment)
+    assert listed.returncode == 0 and "orders" in listed.stdout, listed.stderr
+    script = "import asyncio, weir\nasync def main():\n    async with weir.Client() as c:\n"
+    script += "        print(c.found_from, sorted(await c.list_streams()))\nasyncio.run(main())\n"
+    ran = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", script], capture_output=True, text=True, env=environment, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith(f"the local cluster under {cluster.data_dir}") and "'orders'" in ran.stdout
 
 
 def test_weir_cluster_token_makes_a_token_and_the_hash_to_store() -> None:

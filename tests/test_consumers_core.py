@@ -23,6 +23,7 @@ from weir.errors import (
     NoSuchStreamError,
     NotPendingError,
 )
+from weir.options import Storage
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
@@ -146,7 +147,7 @@ def of_kind(all_changes: list[types_pb2.Change], kind: str) -> list[types_pb2.Ch
 # -- lifecycle ----------------------------------------------------------------------------------------------
 
 
-async def test_create_is_idempotent_info_list_delete(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_create_is_idempotent_info_list_delete(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("life", subjects=["s.>"], partitions=2, storage=storage))
     info = await node.consumers.create_consumer("life", consumer_config("b", filter_subject="s.b"))
     assert info.config == consumer_config(
@@ -212,7 +213,7 @@ async def test_fetch_argument_bounds(node: Node) -> None:
 # -- delivery policies --------------------------------------------------------------------------------------
 
 
-async def test_delivery_policies_over_partitions(node: Node, storage: str) -> None:
+async def test_delivery_policies_over_partitions(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("pol", subjects=["s.>"], partitions=3, storage=storage))
     # p0: 1 s.a, 2 s.b, 3 s.a, 4 s.b; p1: 1 s.a, 2 s.a; p2: empty
     await publish(node, "pol", *[entry(s, partition=0) for s in ("s.a", "s.b", "s.a", "s.b")])
@@ -249,7 +250,7 @@ async def test_delivery_policies_over_partitions(node: Node, storage: str) -> No
     }
 
 
-async def test_deliver_last_per_subject_then_every_later_message(node: Node, storage: str) -> None:
+async def test_deliver_last_per_subject_then_every_later_message(node: Node, storage: Storage) -> None:
     """Of what is stored at creation, the newest message of each subject (in seq order); after it,
     every message, none passed over even when a later one shares its subject (a key-value watch)."""
     await node.admin.create_stream(stream_config("kv", subjects=["k.>"], partitions=2, storage=storage))
@@ -299,7 +300,7 @@ async def test_last_per_subject_keeps_its_horizon_across_a_restart(tmp_path: Pat
         await reopened.close()
 
 
-async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("timed", partitions=3, storage=storage))
     await publish(node, "timed", entry(partition=0), entry(partition=0), entry(partition=1))
     clock.advance(1000)
@@ -321,7 +322,7 @@ async def test_deliver_by_start_time(node: Node, clock: ManualClock, storage: st
 # -- fetch -------------------------------------------------------------------------------------------------
 
 
-async def test_filter_skips_and_last_delivered_advances(node: Node, storage: str) -> None:
+async def test_filter_skips_and_last_delivered_advances(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("filt", subjects=["s.>"], storage=storage))
     await publish(node, "filt", *[entry(s) for s in ("s.b", "s.a", "s.a", "s.b", "s.a")])
     info = await node.consumers.create_consumer("filt", consumer_config("c", filter_subject="s.b"))
@@ -340,7 +341,7 @@ async def test_filter_skips_and_last_delivered_advances(node: Node, storage: str
     assert partition_states(node.consumers.consumer_info("filt", "c")) == [(0, 6, 6, 0, 1, 0)]
 
 
-async def test_fetch_batch_size_and_max_bytes(node: Node, storage: str) -> None:
+async def test_fetch_batch_size_and_max_bytes(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("sized", storage=storage))
     await publish(node, "sized", *[entry(payload=b"p" * 100) for _ in range(8)])
     size = record_size(node, "sized", 1)
@@ -374,7 +375,7 @@ async def test_fetch_record_is_the_stored_message(node: Node) -> None:
     assert delivery.record == node.reads.get_message("rec", 1, 1)
 
 
-async def test_max_ack_pending_bounds_fetch(node: Node, storage: str) -> None:
+async def test_max_ack_pending_bounds_fetch(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("bound", storage=storage))
     await publish(node, "bound", *[entry() for _ in range(5)])
     await node.consumers.create_consumer("bound", consumer_config("c", max_ack_pending=2))
@@ -399,7 +400,7 @@ async def test_due_redeliveries_are_made_at_the_max_ack_pending_bound(node: Node
 
 
 async def test_redelivery_after_ack_wait_with_rising_deliver_count(
-    node: Node, clock: ManualClock, storage: str
+    node: Node, clock: ManualClock, storage: Storage
 ) -> None:
     await node.admin.create_stream(stream_config("redo", storage=storage))
     await publish(node, "redo", entry(), entry())
@@ -440,7 +441,7 @@ async def test_due_redeliveries_left_by_max_bytes_come_next(node: Node, clock: M
     assert await fetch(node, "bytesredo") == [(3, 2)]
 
 
-async def test_nak_with_delay_and_without(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_nak_with_delay_and_without(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("nak", storage=storage))
     await publish(node, "nak", entry(), entry())
     await node.consumers.create_consumer("nak", consumer_config("c", ack_wait_ms=60_000))
@@ -459,7 +460,7 @@ async def test_nak_with_delay_and_without(node: Node, clock: ManualClock, storag
     assert node.consumers.consumer_info("nak", "c").redelivered_total == 2
 
 
-async def test_term_is_never_redelivered(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_term_is_never_redelivered(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("term", storage=storage))
     await publish(node, "term", entry(), entry())
     await node.consumers.create_consumer("term", consumer_config("c", ack_wait_ms=1000))
@@ -478,7 +479,7 @@ async def test_term_is_never_redelivered(node: Node, clock: ManualClock, storage
     assert stats(node, "term")[0] == 2  # limits: nothing removed
 
 
-async def test_in_progress_pushes_the_due_time(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_in_progress_pushes_the_due_time(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("busy", storage=storage))
     await publish(node, "busy", entry())
     await node.consumers.create_consumer("busy", consumer_config("c", ack_wait_ms=1000))
@@ -521,7 +522,7 @@ async def test_ack_errors_and_ack_batch_results(node: Node) -> None:
 # -- max_deliver and dead letters -------------------------------------------------------------------------------
 
 
-async def dead_letter_setup(node: Node, clock: ManualClock, storage: str, dead_letter_subject: str) -> None:
+async def dead_letter_setup(node: Node, clock: ManualClock, storage: Storage, dead_letter_subject: str) -> None:
     await node.admin.create_stream(stream_config("dl", subjects=["s.>", "dlq.>"], partitions=2, storage=storage))
     headers = [types_pb2.Header(key="trace", value="t-1"), types_pb2.Header(key="k", value="v")]
     await publish(node, "dl", entry("s.a", b"one", partition=0), entry("s.a", b"orig", headers=headers, partition=1))
@@ -563,7 +564,7 @@ def assert_dead_letter(node: Node, clock: ManualClock) -> None:
     assert partition_states(info)[1] == (1, 1, 1, 0, 0, 0)  # the dead letter does not match the filter
 
 
-async def test_max_deliver_dead_letters_at_fetch(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_max_deliver_dead_letters_at_fetch(node: Node, clock: ManualClock, storage: Storage) -> None:
     await dead_letter_setup(node, clock, storage, "dlq.c")
     assert await fetch(node, "dl", partition=1) == []
     assert_dead_letter(node, clock)
@@ -574,7 +575,7 @@ async def test_max_deliver_dead_letters_at_fetch(node: Node, clock: ManualClock,
     assert stats(node, "dl", 1)[0] == 2  # limits: the original stays
 
 
-async def test_sweep_dead_letters_without_a_fetch(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_sweep_dead_letters_without_a_fetch(node: Node, clock: ManualClock, storage: Storage) -> None:
     await dead_letter_setup(node, clock, storage, "dlq.c")
     assert await node.sweep_once() == 0
     assert_dead_letter(node, clock)
@@ -582,7 +583,7 @@ async def test_sweep_dead_letters_without_a_fetch(node: Node, clock: ManualClock
     assert stats(node, "dl", 1)[3] == 2  # only once
 
 
-async def test_max_deliver_without_dead_letter_subject_drops(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_max_deliver_without_dead_letter_subject_drops(node: Node, clock: ManualClock, storage: Storage) -> None:
     await dead_letter_setup(node, clock, storage, "")
     assert await fetch(node, "dl", partition=1) == []
     info = node.consumers.consumer_info("dl", "c")
@@ -593,7 +594,7 @@ async def test_max_deliver_without_dead_letter_subject_drops(node: Node, clock: 
     assert (state.dropped, state.dead_lettered, state.pending_count, state.ack_floor) == (1, 0, 0, 1)
 
 
-async def test_sweep_drops_without_dead_letter_subject(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_sweep_drops_without_dead_letter_subject(node: Node, clock: ManualClock, storage: Storage) -> None:
     await dead_letter_setup(node, clock, storage, "")
     await node.sweep_once()
     assert totals(node.consumers.consumer_info("dl", "c")) == (1, 0, 1, 0, 1, 0)
@@ -613,7 +614,7 @@ async def test_not_yet_due_exhausted_entry_waits(node: Node, clock: ManualClock)
 # -- work-queue retention -----------------------------------------------------------------------------------
 
 
-async def test_work_queue_ack_removes_the_message(node: Node, storage: str) -> None:
+async def test_work_queue_ack_removes_the_message(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("wq", retention="work_queue", storage=storage))
     await publish(node, "wq", entry(payload=b"a"), entry(payload=b"bb" * 50), entry(payload=b"ccc"))
     sizes = {seq: record_size(node, "wq", seq) for seq in (1, 2, 3)}
@@ -657,7 +658,7 @@ async def test_work_queue_ack_moves_first_seq(node: Node) -> None:
     assert stats(node, "wqfirst")[2] == 2
 
 
-async def test_work_queue_dead_letter_moves_the_original(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_work_queue_dead_letter_moves_the_original(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(
         stream_config("wqd", subjects=["s.>", "dlq.>"], retention="work_queue", storage=storage)
     )
@@ -709,7 +710,7 @@ async def test_work_queue_single_consumer_without_filter_is_exclusive(node: Node
 # -- interest retention -------------------------------------------------------------------------------------
 
 
-async def test_interest_removes_below_every_consumers_ack_floor(node: Node, storage: str) -> None:
+async def test_interest_removes_below_every_consumers_ack_floor(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("int", retention="interest", storage=storage))
     await node.consumers.create_consumer("int", consumer_config("a"))
     await node.consumers.create_consumer("int", consumer_config("b"))
@@ -737,7 +738,7 @@ async def test_interest_removes_below_every_consumers_ack_floor(node: Node, stor
     ]
 
 
-async def test_interest_without_consumers_removes_at_once(node: Node, storage: str) -> None:
+async def test_interest_without_consumers_removes_at_once(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("lonely", retention="interest", storage=storage))
     assert await publish(node, "lonely", entry(), entry()) == [1, 2]
     assert stats(node, "lonely") == (0, 0, 3, 2)
@@ -752,7 +753,7 @@ async def test_interest_without_consumers_removes_at_once(node: Node, storage: s
     assert await fetch(node, "lonely") == [(3, 1)]
 
 
-async def test_interest_deleting_the_slowest_consumer_releases(node: Node, storage: str) -> None:
+async def test_interest_deleting_the_slowest_consumer_releases(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("slow", retention="interest", storage=storage))
     await node.consumers.create_consumer("slow", consumer_config("fast"))
     await node.consumers.create_consumer("slow", consumer_config("slow"))
@@ -779,7 +780,7 @@ async def test_interest_filtered_consumer_releases_what_it_skips(node: Node) -> 
     assert stats(node, "intf")[::2] == (0, 4)
 
 
-async def test_limits_acks_remove_nothing(node: Node, storage: str) -> None:
+async def test_limits_acks_remove_nothing(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("lim", storage=storage))
     await node.consumers.create_consumer("lim", consumer_config("c"))
     await publish(node, "lim", entry(), entry(), entry())
@@ -794,7 +795,7 @@ async def test_limits_acks_remove_nothing(node: Node, storage: str) -> None:
 # -- change feed ----------------------------------------------------------------------------------------------
 
 
-async def test_change_feed_consumer_changes(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_change_feed_consumer_changes(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("cf", partitions=2, storage=storage))
     await publish(node, "cf", entry(partition=1), entry(partition=1), entry(partition=1))
     info = await node.consumers.create_consumer("cf", consumer_config("c", ack_wait_ms=1000))
@@ -1034,7 +1035,7 @@ async def collect(stream: AsyncIterator[tuple[int, Delivery] | str]) -> list[tup
     return items
 
 
-async def test_subscribe_stop_when_empty(node: Node, storage: str) -> None:
+async def test_subscribe_stop_when_empty(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("sub", partitions=3, storage=storage))
     await publish(node, "sub", entry(partition=0), entry(partition=2), entry(partition=2))
     await node.consumers.create_consumer("sub", consumer_config("c"))

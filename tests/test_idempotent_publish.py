@@ -15,6 +15,7 @@ import grpc
 import pytest
 from weir.client import NodeClient, stream_config
 from weir.errors import InvalidArgumentError, InvalidConfigError
+from weir.options import Storage
 from weir.partitioning import partition_for_key
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import NodeHandle
@@ -154,7 +155,9 @@ async def outcomes(core: Node, stream: str, *entries: streams_pb2.PublishEntry) 
     return [(outcome.partition, outcome.seq, outcome.duplicate) for outcome in answered]
 
 
-async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_nothing(core: Node, storage: str) -> None:
+async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_nothing(
+    core: Node, storage: Storage
+) -> None:
     await core.admin.create_stream(stream_config("orders", storage=storage))
     assert await outcomes(core, "orders", entry(msg_id="a"), entry(msg_id="b"), entry()) == [
         (0, 1, False),
@@ -185,7 +188,7 @@ async def test_an_id_whose_publish_failed_its_revision_check_is_not_remembered(c
     assert await outcomes(core, "orders", entry(msg_id="a", expected_last_seq=0)) == [(0, 1, True)]
 
 
-async def test_the_window_ends_after_duplicate_window_ms(core: Node, clock: ManualClock, storage: str) -> None:
+async def test_the_window_ends_after_duplicate_window_ms(core: Node, clock: ManualClock, storage: Storage) -> None:
     await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_ms=10_000))
     await outcomes(core, "orders", entry(msg_id="a"))
     clock.advance(9_999)
@@ -195,7 +198,7 @@ async def test_the_window_ends_after_duplicate_window_ms(core: Node, clock: Manu
 
 
 async def test_the_window_keeps_at_most_duplicate_window_max_msgs_ids(
-    core: Node, clock: ManualClock, storage: str
+    core: Node, clock: ManualClock, storage: Storage
 ) -> None:
     await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_max_msgs=3))
     for index in range(5):  # one commit each: the count bound forgets whole commits
@@ -208,7 +211,7 @@ async def test_the_window_keeps_at_most_duplicate_window_max_msgs_ids(
     ]
 
 
-async def test_an_id_is_remembered_after_retention_removed_its_message(core: Node, storage: str) -> None:
+async def test_an_id_is_remembered_after_retention_removed_its_message(core: Node, storage: Storage) -> None:
     await core.admin.create_stream(stream_config("orders", storage=storage, max_msgs=1))
     await outcomes(core, "orders", entry(msg_id="a"), entry(msg_id="b"))
     assert core.stream_info("orders").stats.msg_count == 1

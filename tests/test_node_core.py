@@ -25,6 +25,7 @@ from weir.errors import (
     ShuttingDownError,
     StorageFailedError,
 )
+from weir.options import Storage
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.changefeed import EVERY_CHANGE, ChangeFeedClock, ChangeFilter
 from weir_partition_node.clock import ManualClock
@@ -88,7 +89,7 @@ async def changes(node: Node, from_change_seq: int = 0) -> list[types_pb2.Change
     return [types_pb2.Change.FromString(record) for record in records]
 
 
-async def test_max_age_sweep_with_manual_clock(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_max_age_sweep_with_manual_clock(node: Node, clock: ManualClock, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("aged", max_age_ms=60_000, storage=storage))
     await publish(node, "aged", entry(), entry())
     clock.advance(30_000)
@@ -101,7 +102,7 @@ async def test_max_age_sweep_with_manual_clock(node: Node, clock: ManualClock, s
     assert [(t.first_seq, t.removed_count, t.reason) for t in truncations] == [(3, 2, "max_age")]
 
 
-async def test_max_msgs_on_publish_and_update_prunes(node: Node, storage: str) -> None:
+async def test_max_msgs_on_publish_and_update_prunes(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("bounded", max_msgs=5, storage=storage))
     assert await publish(node, "bounded", *[entry(payload=KIB) for _ in range(8)]) == list(range(1, 9))
     info = node.stream_info("bounded")
@@ -118,7 +119,7 @@ async def test_max_msgs_on_publish_and_update_prunes(node: Node, storage: str) -
     assert node.stream_info("bounded").stats.msg_count == 6
 
 
-async def test_max_bytes_counts_record_bytes(node: Node, storage: str) -> None:
+async def test_max_bytes_counts_record_bytes(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("bytes", max_bytes=5 * 1100, storage=storage))
     await publish(node, "bytes", *[entry(payload=KIB) for _ in range(10)])
     info = node.stream_info("bytes")
@@ -126,7 +127,7 @@ async def test_max_bytes_counts_record_bytes(node: Node, storage: str) -> None:
     assert info.stats.msg_count == 5
 
 
-async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: str) -> None:
+async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("kv", subjects=["kv.>"], max_msgs_per_subject=2, storage=storage))
     for value in range(5):
         await publish(node, "kv", entry("kv.a", bytes([value])), entry("kv.b", bytes([value])))
@@ -137,7 +138,9 @@ async def test_max_msgs_per_subject_keeps_history_per_key(node: Node, storage: s
     assert sum(len(r.seqs) for r in removes) == 6
 
 
-async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_commit(node: Node, storage: str) -> None:
+async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_commit(
+    node: Node, storage: Storage
+) -> None:
     await node.admin.create_stream(stream_config("roll", subjects=["kv.>"], max_msgs_per_subject=10, storage=storage))
     await publish(node, "roll", entry("kv.a", b"1"), entry("kv.b", b"1"), entry("kv.a", b"2"))  # 1, 2, 3
     feed_before = len(await changes(node))
@@ -161,7 +164,7 @@ async def test_a_rollup_replaces_every_earlier_message_of_its_subject_in_one_com
     assert node.stream_info("roll").stats.msg_count == 3  # kv.b 2, kv.a 6 and 7
 
 
-async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, storage: str) -> None:
+async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("unbounded", storage=storage))
     with pytest.raises(InvalidArgumentError, match=r"rollup needs a stream with limits\.max_msgs_per_subject"):
         await publish(node, "unbounded", entry("s.a", rollup=True))
@@ -173,7 +176,9 @@ async def test_a_rollup_needs_a_per_subject_bound_and_no_schedule(node: Node, st
     assert node.stream_info("timed").stats.msg_count == 0
 
 
-async def test_a_message_with_a_ttl_is_removed_when_it_runs_out(node: Node, clock: ManualClock, storage: str) -> None:
+async def test_a_message_with_a_ttl_is_removed_when_it_runs_out(
+    node: Node, clock: ManualClock, storage: Storage
+) -> None:
     await node.admin.create_stream(stream_config("ttl", storage=storage))
     stored_at = clock.now_ms()
     assert await publish(node, "ttl", entry(ttl_ms=1000), entry(), entry(ttl_ms=3000)) == [1, 2, 3]
@@ -232,7 +237,7 @@ async def test_bad_ttls_are_refused(node: Node) -> None:
     assert node.stream_info("bad-ttl").stats.msg_count == 0
 
 
-async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storage: str) -> None:
+async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("del", storage=storage))
     await publish(node, "del", *[entry() for _ in range(5)])
     feed_before = len(await changes(node))
@@ -247,7 +252,7 @@ async def test_deleting_messages_by_seq_removes_exactly_those(node: Node, storag
         await node.admin.purge_partition("del", 0, None, list(range(1, 10_002)))
 
 
-async def test_expected_last_seq_within_one_group_commit(node: Node, storage: str) -> None:
+async def test_expected_last_seq_within_one_group_commit(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("cas", storage=storage))
     outcomes = await node.publisher.publish(
         "cas",
@@ -284,7 +289,7 @@ async def test_round_robin_without_key(node: Node) -> None:
     assert sorted(o.partition for o in outcomes) == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
-async def test_change_feed_orders_lifecycle_and_appends(node: Node, storage: str) -> None:
+async def test_change_feed_orders_lifecycle_and_appends(node: Node, storage: Storage) -> None:
     await node.admin.create_stream(stream_config("feed", storage=storage))
     await publish(node, "feed", entry(), entry())
     await node.admin.update_stream(streams_pb2.UpdateStreamRequest(name="feed", max_msgs=1))

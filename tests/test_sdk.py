@@ -6,12 +6,15 @@ node and cluster clients return one publish result type. Real clusters over real
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import inspect
 import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import weir
@@ -38,6 +41,35 @@ def test_the_public_names_import_from_weir() -> None:
         assert getattr(weir, name) is not None, name
     assert {"Client", "Message", "PublishAck", "Subscription", "WeirError", "NoSuchStreamError"} <= set(weir.__all__)
     assert (Path(weir.__file__).parent / "py.typed").exists()
+
+
+def test_every_public_member_says_what_it_does_and_the_version_is_the_distributions() -> None:
+    undocumented = []
+    for name in weir.__all__:
+        value = getattr(weir, name)
+        if not inspect.isclass(value) or issubclass(value, WeirError):
+            continue
+        undocumented += [
+            f"{name}.{member}"
+            for member, attribute in inspect.getmembers(value)
+            if not member.startswith("_") and callable(attribute) and not inspect.getdoc(attribute)
+        ]
+    assert undocumented == []
+    assert weir.__version__ == importlib.metadata.version("weir")
+
+
+def test_a_string_option_out_of_its_values_names_the_option_and_the_values() -> None:
+    """mypy --strict refuses these (the options are Literal types); at run time each is a ValueError
+    (and an InvalidArgumentError) that names the option, the value and the allowed ones."""
+    typo: Any = "limtis"
+    for call, expected in (
+        (lambda: stream_config("s", retention=typo), "retention: 'limtis' is not one of limits, work_queue, interest"),
+        (lambda: stream_config("s", storage=typo), "storage: 'limtis' is not one of file, memory"),
+        (lambda: consumer_config("c", deliver_policy=typo), "deliver_policy: 'limtis' is not one of all, last,"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(expected)) as raised:
+            call()
+        assert isinstance(raised.value, InvalidArgumentError) and not raised.value.retryable
 
 
 def test_an_application_subclass_of_an_error_does_not_change_decoding() -> None:

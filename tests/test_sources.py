@@ -13,6 +13,7 @@ import pytest
 from weir import NodeClient, consumer_config, stream_config, stream_source
 from weir.cluster import WeirClient
 from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, NoSuchStreamError, WeirError
+from weir.options import SourceDropPolicy
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import NodeHandle, start_node
 from weir_server.sources import (
@@ -234,7 +235,9 @@ async def dead_letters(client: NodeClient, stream: str) -> list[dict[str, object
 
 
 @pytest.mark.parametrize("on_drop", ["halt", "skip"])
-async def test_messages_removed_before_they_were_read_halt_or_skip(sources_node: NodeHandle, on_drop: str) -> None:
+async def test_messages_removed_before_they_were_read_halt_or_skip(
+    sources_node: NodeHandle, on_drop: SourceDropPolicy
+) -> None:
     async with NodeClient(sources_node.client_address) as client:
         await client.create_stream(stream_config("short", max_msgs=10))
         await client.create_stream(stream_config("errors"))

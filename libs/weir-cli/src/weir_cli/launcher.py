@@ -33,6 +33,8 @@ from weir.tls import ChannelSecurity
 from weir_server import devcerts
 from weir_server.metadata_redis import RedisAccess
 
+from weir_cli.ports import Ports, plan_ports, port_is_free, read_ports, wanted_ports, write_ports
+
 READY_TIMEOUT_S = 30.0
 
 
@@ -75,6 +77,7 @@ class ProcessHandle:
     module: ClassVar[str] = ""
     env_prefix: ClassVar[str] = ""
     ready_timeout_s: ClassVar[float] = READY_TIMEOUT_S
+    port_fields: ClassVar[tuple[str, ...]] = ("metrics_port",)
 
     @property
     def pid(self) -> int:
@@ -93,6 +96,15 @@ class ProcessHandle:
 
     def start(self, *, reuse_ports: bool = False) -> Self:
         """Start the process and wait until it serves (raises LaunchError with its log if not)."""
+        self.spawn(reuse_ports=reuse_ports)
+        deadline = time.monotonic() + self.ready_timeout_s
+        while not self.poll_ready(deadline):
+            time.sleep(0.02)
+        return self
+
+    def spawn(self, *, reuse_ports: bool = False) -> None:
+        """Start the process without waiting (`poll_ready` says when it serves). `reuse_ports`: bind
+        the ports in this handle's fields (0 = any free one) instead of any free one."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.ready_file.unlink(missing_ok=True)
         env = {key: value for key, value in os.environ.items() if not key.startswith(self.env_prefix)}
@@ -117,16 +129,31 @@ class ProcessHandle:
             stderr=subprocess.STDOUT,
             start_new_session=not self.die_with_parent,
         )
-        deadline = time.monotonic() + self.ready_timeout_s
-        while time.monotonic() < deadline:
-            if self.ready_file.exists():
-                self._take_ports(json.loads(self.ready_file.read_text()))
-                return self
-            if self.process.poll() is not None:
-                raise LaunchError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
-            time.sleep(0.02)
-        self.kill()
-        raise LaunchError(f"{self.name} not ready after {self.ready_timeout_s:.0f}s:\n{self.log_tail()}")
+
+    def poll_ready(self, deadline: float) -> bool:
+        """True once the spawned process serves (its ports taken from its ready file), False while it
+        starts. Errors: LaunchError with its log when it exited, or (killed) when `deadline`
+        (time.monotonic) passed."""
+        assert self.process is not None, "spawn first"
+        if self.ready_file.exists():
+            self._take_ports(json.loads(self.ready_file.read_text()))
+            return True
+        if self.process.poll() is not None:
+            raise LaunchError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
+        if time.monotonic() >= deadline:
+            self.kill()
+            raise LaunchError(f"{self.name} not ready after {self.ready_timeout_s:.0f}s:\n{self.log_tail()}")
+        return False
+
+    def ports(self) -> dict[str, int]:
+        """This process's ports by field name (what `weir cluster up` records and binds again)."""
+        return {name: int(getattr(self, name)) for name in self.port_fields}
+
+    def want_ports(self, ports: Mapping[str, int]) -> None:
+        """Set the port fields named in `ports` (bound by `spawn(reuse_ports=True)`)."""
+        for name, port in ports.items():
+            if name in self.port_fields:
+                setattr(self, name, int(port))
 
     def _security_settings(self) -> dict[str, str]:
         prefix = self.env_prefix
@@ -201,6 +228,7 @@ class NodeHandle(ProcessHandle):
 
     module: ClassVar[str] = "weir_partition_node"
     env_prefix: ClassVar[str] = "WEIR_NODE_"
+    port_fields: ClassVar[tuple[str, ...]] = ("client_port", "internal_port", "metrics_port")
 
     @property
     def node_id(self) -> str:
@@ -238,6 +266,7 @@ class RouterHandle(ProcessHandle):
 
     module: ClassVar[str] = "weir_router"
     env_prefix: ClassVar[str] = "WEIR_ROUTER_"
+    port_fields: ClassVar[tuple[str, ...]] = ("port", "metrics_port")
 
     @property
     def router_id(self) -> str:
@@ -289,6 +318,12 @@ class GatewayHandle(ProcessHandle):
 
     module: ClassVar[str] = "weir_gateway"
     env_prefix: ClassVar[str] = "WEIR_GATEWAY_"
+    port_fields: ClassVar[tuple[str, ...]] = (
+        "kafka_pixy_port",
+        "rocketmq_port",
+        "waymaker_streams_port",
+        "metrics_port",
+    )
 
     @property
     def kafka_pixy_address(self) -> str:
@@ -364,6 +399,7 @@ class InvokerHandle(ProcessHandle):
 
     module: ClassVar[str] = "weir_invoker"
     env_prefix: ClassVar[str] = "WEIR_INVOKER_"
+    port_fields: ClassVar[tuple[str, ...]] = ("port", "metrics_port")
 
     @property
     def address(self) -> str:
@@ -640,6 +676,20 @@ def stop_all(handles: Sequence[ProcessHandle]) -> None:
         handle.stop()
 
 
+def start_together(handles: Sequence[ProcessHandle], *, reuse_ports: bool = False) -> None:
+    """Spawn every one of `handles`, then wait until all serve: processes that do not depend on one
+    another start in the time of the slowest, not of their sum. Errors: the first LaunchError (the
+    caller stops what it started)."""
+    for handle in handles:
+        handle.spawn(reuse_ports=reuse_ports)
+    started = time.monotonic()
+    waiting = list(handles)
+    while waiting:
+        waiting = [handle for handle in waiting if not handle.poll_ready(started + handle.ready_timeout_s)]
+        if waiting:
+            time.sleep(0.02)
+
+
 CLUSTER_STATE_FILE = "cluster.json"
 ProgressCallback = Callable[[str], None]
 
@@ -700,41 +750,44 @@ class LocalCluster:
         memory_limit_bytes: int | None = None,
         tls: bool = False,
         auth_file: Path | None = None,
+        stable_ports: bool = False,
     ) -> LocalCluster:
-        """Start Redis, then the routers, then the nodes (which register with Redis), then the
-        replicators, the gateways, the invokers and (with `analytics`) the spark-analytics job; returns
-        once every process serves. An invoker keeps its journals, records and state in the cluster with
-        `min(3, nodes)` replicas (1 without a replicator: nothing would copy them), unless `invoker_env`
-        sets WEIR_INVOKER_REPLICAS. On failure everything started is stopped again. `memory_limit_bytes` limits the
-        address space of each router, node and replicator. `tls`: every gRPC port with TLS and the
-        internal ports with mutual TLS, from a development CA made under `<data_dir>/tls` (kept
-        across restarts); else every process runs with its explicit plaintext setting. `auth_file`
-        (needs `tls`): the routers' and nodes' client ports serve only its users, within their grants
-        (weir_server.auth)."""
+        """Start Redis, then the routers, the nodes (which register with Redis) and the replicators
+        together, then the gateways and the invokers together, then (with `analytics`) the
+        spark-analytics job; returns once every process serves. An invoker keeps its journals, records
+        and state in the cluster with `min(3, nodes)` replicas (1 without a replicator: nothing would
+        copy them), unless `invoker_env` sets WEIR_INVOKER_REPLICAS. On failure everything started is
+        stopped again. `memory_limit_bytes` limits the address space of each router, node and
+        replicator. `tls`: every gRPC port with TLS and the internal ports with mutual TLS, from a
+        development CA made under `<data_dir>/tls` (kept across restarts); else every process runs with
+        its explicit plaintext setting. `auth_file` (needs `tls`): the routers' and nodes' client ports
+        serve only its users, within their grants (weir_server.auth). `stable_ports` (`weir cluster
+        up`): every process binds the ports recorded under `data_dir` by the last start, else the
+        well-known ones, when free (weir_cli.ports)."""
         say = progress or (lambda _message: None)
         if auth_file is not None and not tls:
             raise LaunchError("an auth file needs TLS (tls=True)")
         access = {"AUTH_FILE": str(auth_file.resolve())} if auth_file is not None else {}
-        data_dir = data_dir.resolve()
-        data_dir.mkdir(parents=True, exist_ok=True)
-        redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
-        cluster = cls(data_dir, redis, [], [])
-        cluster.auth_file = auth_file.resolve() if auth_file is not None else None
-        cluster.memory_limit_bytes = memory_limit_bytes
-        if tls:
-            cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
-            redis.tls_dir = cluster.tls_dir
-            say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
+        cluster = cls._prepared(data_dir.resolve(), die_with_parent, tls, say)
+        cluster.auth_file, cluster.memory_limit_bytes = auth_file and auth_file.resolve(), memory_limit_bytes
+        data_dir = cluster.data_dir
+        plan = _port_plan(data_dir, say) if stable_ports else {}
         try:
             cluster._start_redis(access, say)
-            cluster._start_routers(routers, access, router_env, die_with_parent, say)
-            cluster._start_nodes(nodes, access, node_env, die_with_parent, say)
-            cluster._start_replicators(replicators, access, replicator_env, die_with_parent, say)
-            cluster._start_front_doors(gateways, gateway_env, die_with_parent, say)
-            # An invoker's journals are copied like any stream's: 1 copy without a replicator.
-            replicas = min(3, nodes) if replicators and nodes else 1
-            invoker_shared = {"WEIR_INVOKER_REPLICAS": str(replicas), **(invoker_env or {})}
-            cluster._start_invokers(invokers, invoker_shared, die_with_parent, say)
+            # Routers, nodes and replicators need only Redis: they start together; then the front
+            # doors and invokers, which need the routers' addresses.
+            started = [
+                *cluster._add_routers(routers, access, router_env, die_with_parent),
+                *cluster._add_nodes(nodes, access, node_env, die_with_parent),
+                *cluster._add_replicators(replicators, access, replicator_env, die_with_parent),
+            ]
+            cluster._start_planned(started, plan, say)
+            invoker_shared = _invoker_env(nodes, replicators, invoker_env)
+            front = [
+                *cluster._add_front_doors(gateways, gateway_env, die_with_parent),
+                *cluster._add_invokers(invokers, invoker_shared, die_with_parent),
+            ]
+            cluster._start_planned(front, plan, say)
             if analytics:
                 say("starting spark-analytics (a Spark session takes 15-30 s to start)")
                 cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
@@ -743,7 +796,35 @@ class LocalCluster:
             cluster.stop()
             raise
         cluster.write_state()
+        if stable_ports:
+            write_ports(data_dir, {handle.name: handle.ports() for handle in cluster.handles()})
         return cluster
+
+    @classmethod
+    def _prepared(cls, data_dir: Path, die_with_parent: bool, tls: bool, say: ProgressCallback) -> LocalCluster:
+        """The cluster before any process starts: its data directory, its Redis handle and, with
+        `tls`, the development certificates (made once under `<data_dir>/tls`)."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
+        cluster = cls(data_dir, redis, [], [])
+        if tls:
+            redis.tls_dir = cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
+            say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
+        return cluster
+
+    def handles(self) -> list[ProcessHandle]:
+        """Every service process of the cluster (Redis aside)."""
+        analytics = [self.analytics] if self.analytics is not None else []
+        return [*self.routers, *self.nodes, *self.replicators, *self.gateways, *self.invokers, *analytics]
+
+    def _start_planned(self, handles: Sequence[ProcessHandle], plan: Ports, say: ProgressCallback) -> None:
+        """Start `handles` together on the ports `plan` gives them (any free one elsewhere), then say
+        where each serves."""
+        for handle in handles:
+            handle.want_ports(plan.get(handle.name, {}))
+        start_together(handles, reuse_ports=True)
+        for handle in handles:
+            say(serving_line(handle))
 
     def _service_env(self, prefix: str, access: Mapping[str, str], env: Mapping[str, str] | None) -> dict[str, str]:
         """A service's shared settings: the metadata Redis URL and `access` (its password file, the
@@ -754,27 +835,19 @@ class LocalCluster:
             **(env or {}),
         }
 
-    def _start_nodes(
-        self,
-        count: int,
-        access: dict[str, str],
-        node_env: Mapping[str, str] | None,
-        die_with_parent: bool,
-        say: ProgressCallback,
-    ) -> None:
-        """Start `count` nodes registering with the cluster's Redis; `node_env` (kept for nodes added
-        later) over the Redis URL and `access`."""
+    def _add_nodes(
+        self, count: int, access: dict[str, str], node_env: Mapping[str, str] | None, die_with_parent: bool
+    ) -> list[NodeHandle]:
+        """`count` node handles (not started) registering with the cluster's Redis; `node_env` (kept
+        for nodes added later) over the Redis URL and `access`."""
         self.node_env = self._service_env("WEIR_NODE_", access, node_env)
-        for _ in range(count):
-            node = self.add_node(die_with_parent=die_with_parent)
-            say(f"{node.name} serving at {node.client_address} (internal {node.internal_address})")
+        return [self._new_node(die_with_parent) for _ in range(count)]
 
-    def _start_invokers(self, count: int, env: Mapping[str, str], die_with_parent: bool, say: ProgressCallback) -> None:
-        """Start invoker-1 … invoker-`count`, each with `env`, and add them to the cluster."""
+    def _add_invokers(self, count: int, env: Mapping[str, str], die_with_parent: bool) -> list[InvokerHandle]:
+        """invoker-1 … invoker-`count` (not started), each with `env`, added to the cluster."""
         for index in range(1, count + 1):
-            invoker = self.start_invoker(f"invoker-{index}", env, die_with_parent=die_with_parent)
-            self.invokers.append(invoker)
-            say(f"invoker-{index} serving weir.v1.Invoker at {invoker.address}")
+            self.invokers.append(self._invoker_handle(f"invoker-{index}", env, die_with_parent))
+        return self.invokers[-count:] if count else []
 
     def _start_redis(self, access: dict[str, str], say: ProgressCallback) -> None:
         """Start the metadata Redis; with a password, `access` gets its file for every service."""
@@ -789,65 +862,55 @@ class LocalCluster:
                 say(f"this redis-server was built without TLS: it serves {redis.url} with a password on loopback")
         say(f"redis at {redis.url}")
 
-    def _start_routers(
-        self,
-        count: int,
-        access: Mapping[str, str],
-        env: Mapping[str, str] | None,
-        die_with_parent: bool,
-        say: ProgressCallback,
-    ) -> None:
+    def _add_routers(
+        self, count: int, access: Mapping[str, str], env: Mapping[str, str] | None, die_with_parent: bool
+    ) -> list[RouterHandle]:
         shared = self._service_env("WEIR_ROUTER_", access, env)
         for index in range(1, count + 1):
-            router = RouterHandle(
-                **_placed(self.data_dir, f"router-{index}", shared, die_with_parent, self.tls_dir),
-                memory_limit_bytes=self.memory_limit_bytes,
+            self.routers.append(
+                RouterHandle(
+                    **_placed(self.data_dir, f"router-{index}", shared, die_with_parent, self.tls_dir),
+                    memory_limit_bytes=self.memory_limit_bytes,
+                )
             )
-            self.routers.append(router)
-            router.start()
-            say(f"{router.name} serving at {router.address}")
+        return list(self.routers)
 
-    def _start_replicators(
-        self,
-        count: int,
-        access: Mapping[str, str],
-        env: Mapping[str, str] | None,
-        die_with_parent: bool,
-        say: ProgressCallback,
-    ) -> None:
+    def _add_replicators(
+        self, count: int, access: Mapping[str, str], env: Mapping[str, str] | None, die_with_parent: bool
+    ) -> list[ReplicatorHandle]:
         # a replicator serves no client port: no auth file
         redis_access = {name: value for name, value in access.items() if name.startswith("REDIS_")}
         shared = self._service_env("WEIR_REPLICATOR_", redis_access, env)
         for index in range(1, count + 1):
-            replicator = ReplicatorHandle(
-                **_placed(self.data_dir, f"replicator-{index}", shared, die_with_parent, self.tls_dir),
-                memory_limit_bytes=self.memory_limit_bytes,
+            self.replicators.append(
+                ReplicatorHandle(
+                    **_placed(self.data_dir, f"replicator-{index}", shared, die_with_parent, self.tls_dir),
+                    memory_limit_bytes=self.memory_limit_bytes,
+                )
             )
-            self.replicators.append(replicator)
-            replicator.start()
-            say(f"{replicator.name} running (metrics port {replicator.metrics_port})")
+        return list(self.replicators)
 
-    def _start_front_doors(
-        self, count: int, env: Mapping[str, str] | None, die_with_parent: bool, say: ProgressCallback
-    ) -> None:
-        """`count` protocol gateways (kafka-pixy, RocketMQ v1, each on its own port)."""
+    def _add_front_doors(self, count: int, env: Mapping[str, str] | None, die_with_parent: bool) -> list[GatewayHandle]:
+        """`count` protocol gateways (not started; kafka-pixy, RocketMQ v1, waymaker.streams, each on
+        its own port), added to the cluster."""
         for index in range(1, count + 1):
-            gateway = self.start_gateway(f"gateway-{index}", env, die_with_parent=die_with_parent)
-            self.gateways.append(gateway)
-            say(
-                f"gateway-{index} serving kafka-pixy at {gateway.kafka_pixy_address}, "
-                f"RocketMQ v1 at {gateway.rocketmq_address}"
-            )
+            self.gateways.append(self._gateway_handle(f"gateway-{index}", env, die_with_parent))
+        return list(self.gateways)
 
-    def add_node(self, *, die_with_parent: bool = True) -> NodeHandle:
-        """Start one more partition node (`node-<N+1>`, the other nodes' settings), which registers
-        with the cluster; it holds nothing until streams are created or moved onto it (`weir
-        cluster rebalance`)."""
+    def _new_node(self, die_with_parent: bool) -> NodeHandle:
+        """The next node's handle (`node-<N+1>`, the other nodes' settings), added, not started."""
         node = NodeHandle(
             **_placed(self.data_dir, f"node-{len(self.nodes) + 1}", self.node_env, die_with_parent, self.tls_dir),
             memory_limit_bytes=self.memory_limit_bytes,
         )
         self.nodes.append(node)
+        return node
+
+    def add_node(self, *, die_with_parent: bool = True) -> NodeHandle:
+        """Start one more partition node (`node-<N+1>`, the other nodes' settings), which registers
+        with the cluster; it holds nothing until streams are created or moved onto it (`weir
+        cluster rebalance`)."""
+        node = self._new_node(die_with_parent)
         node.start()
         self.write_state()
         return node
@@ -858,15 +921,16 @@ class LocalCluster:
         """Start one protocol gateway against this cluster's routers (not added to `gateways`). Every
         gateway of the cluster signs RocketMQ receipt handles with the cluster's one secret, so a handle
         settles through any of them; with the cluster's auth file its front doors serve only its users."""
+        return self._gateway_handle(name, env, die_with_parent).start()
+
+    def _gateway_handle(self, name: str, env: Mapping[str, str] | None, die_with_parent: bool) -> GatewayHandle:
         settings = {
             "WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses),
             "WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET": gateway_secret(self.data_dir),
             **({"WEIR_GATEWAY_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),
         }
-        handle = GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
-        handle.start()
-        return handle
+        return GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
 
     def start_numaflow_source(
         self, name: str, stream: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
@@ -888,14 +952,15 @@ class LocalCluster:
     ) -> InvokerHandle:
         """Start an invoker against this cluster's routers (not added to the cluster's processes); with
         the cluster's auth file its operator port serves only its users."""
+        return self._invoker_handle(name, env, die_with_parent).start()
+
+    def _invoker_handle(self, name: str, env: Mapping[str, str] | None, die_with_parent: bool) -> InvokerHandle:
         settings = {
             "WEIR_INVOKER_ROUTERS": ",".join(self.router_addresses),
             **({"WEIR_INVOKER_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),
         }
-        handle = InvokerHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
-        handle.start()
-        return handle
+        return InvokerHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
 
     def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
@@ -923,6 +988,7 @@ class LocalCluster:
                     "gateway_id": g.name,
                     "kafka_pixy_address": g.kafka_pixy_address,
                     "rocketmq_address": g.rocketmq_address,
+                    "waymaker_streams_address": g.waymaker_streams_address,
                     "metrics_port": g.metrics_port,
                     "pid": g.pid,
                 }
@@ -978,6 +1044,38 @@ class LocalCluster:
             node.stop()
         self.redis.stop()
         (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
+
+
+def _port_plan(data_dir: Path, say: ProgressCallback) -> Ports:
+    """The ports `weir cluster up` binds under `data_dir` (weir_cli.ports), saying which it wanted
+    and could not have."""
+    plan, taken = plan_ports(wanted_ports(read_ports(data_dir)), port_is_free)
+    for line in taken:
+        say(line)
+    return plan
+
+
+def _invoker_env(nodes: int, replicators: int, invoker_env: Mapping[str, str] | None) -> dict[str, str]:
+    """An invoker's settings: its journals are copied like any stream's (3 copies at most, 1 without a
+    replicator: nothing would copy them), unless `invoker_env` says otherwise."""
+    replicas = min(3, nodes) if replicators and nodes else 1
+    return {"WEIR_INVOKER_REPLICAS": str(replicas), **(invoker_env or {})}
+
+
+def serving_line(handle: ProcessHandle) -> str:
+    """One progress line saying where a started process serves."""
+    if isinstance(handle, NodeHandle):
+        return f"{handle.name} serving at {handle.client_address} (internal {handle.internal_address})"
+    if isinstance(handle, RouterHandle):
+        return f"{handle.name} serving at {handle.address}"
+    if isinstance(handle, GatewayHandle):
+        return (
+            f"{handle.name} serving kafka-pixy at {handle.kafka_pixy_address}, RocketMQ v1 at "
+            f"{handle.rocketmq_address}, waymaker.streams at {handle.waymaker_streams_address}"
+        )
+    if isinstance(handle, InvokerHandle):
+        return f"{handle.name} serving weir.v1.Invoker at {handle.address}"
+    return f"{handle.name} running (metrics port {handle.ports().get('metrics_port', 0)})"
 
 
 def _placed(

@@ -28,6 +28,7 @@ from weir.tls import ChannelSecurity
 from weir_server import auth
 from weir_server.internal_clients import ChangeFeedClient
 
+from weir_cli.cli_error import CliError
 from weir_cli.invoker_demo import invoker_round_trip
 from weir_cli.kv_demo import collections_round_trip, kv_round_trip, objects_round_trip
 from weir_cli.launcher import LaunchError, LocalCluster, add_node_to_running, pid_alive, read_cluster_state, stop_pids
@@ -36,7 +37,7 @@ from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
 from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.sources_demo import sources_round_trip
-from weir_cli.target import CliError, cluster_client, cluster_dir, find_routers, remember_cluster
+from weir_cli.target import cluster_client, cluster_dir, find_routers, remember_cluster
 from weir_cli.waymaker_demo import waymaker_round_trip
 
 _PROCESS_GROUPS = ("invokers", "gateways", "replicators", "routers", "nodes")
@@ -95,6 +96,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         auth_file=Path(args.auth_file) if args.auth_file else None,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=progress,
+        stable_ports=True,  # the ports of its last start, else the well-known ones (weir_cli.ports)
     )
     remember_cluster(data_dir)
     summary = cluster.state()
@@ -111,11 +113,20 @@ async def cluster_up(args: argparse.Namespace) -> int:
             ),
             *(f"  {invoker.name}: weir.v1.Invoker at {invoker.address}" for invoker in cluster.invokers),
             "commands find it from this directory, or anywhere as the last cluster started; elsewhere:",
-            f"  weir stream list --router {routers}",
+            f"  weir stream list --router {routers}{_elsewhere_security(summary)}",
         ]
     )
     emit(summary, args.json, human)
     return 0
+
+
+def _elsewhere_security(state: dict[str, Any]) -> str:
+    """The client flags a command run elsewhere needs for this cluster: its CA and client
+    certificate when it serves TLS ("" for plaintext)."""
+    tls = state.get("tls")
+    if not isinstance(tls, dict):
+        return ""
+    return f" --tls-ca {tls['ca_file']} --tls-cert {tls['cert_file']} --tls-key {tls['key_file']}"
 
 
 def _pids(state: dict[str, Any], groups: tuple[str, ...] = _PROCESS_GROUPS) -> list[int]:

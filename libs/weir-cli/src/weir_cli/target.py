@@ -1,9 +1,11 @@
 """Which cluster a command talks to, found from anywhere, and the client it uses.
 
-Routers, first found wins: `--router host:port[,host:port]`; `$WEIR_ROUTERS` (or `$WEIR_ROUTER`);
-the local cluster whose data directory is `--data-dir`, `$WEIR_CLUSTER_DIR` or `./weir-cluster`;
-the local cluster `weir cluster up` started last (recorded per user under `$XDG_STATE_HOME/weir`,
-default `~/.local/state/weir`). None found is a one-line error with a hint. Before the command runs,
+Routers, first found wins: `--router host:port[,host:port]`; the local cluster under `--data-dir`;
+then the SDK's search (weir.discovery, so a script and a command run from one directory reach one
+cluster): `$WEIR_ROUTERS` (or `$WEIR_ROUTER`); the local cluster under `$WEIR_CLUSTER_DIR` or
+`./weir-cluster`; the local cluster `weir cluster up` started last (recorded per user under
+`$XDG_STATE_HOME/weir`, default `~/.local/state/weir`); the default address 127.0.0.1:7501,7502. With
+-v the command says which it picked. Before the command runs,
 one connection to any of the routers (or the --server node) is made: refused everywhere fails at
 once, nothing answering fails after `--timeout`, both in one line with the hint; a connection that
 takes longer than a second says what it is waiting for (on a terminal, or with -v).
@@ -22,54 +24,42 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+from weir import discovery
 from weir import tls as weir_tls
 from weir.client import NodeClient
 from weir.cluster import Client
-from weir.errors import UnavailableError, WeirError
+from weir.discovery import read_cluster_state
+from weir.errors import TlsHandshakeError, UnavailableError, WeirError, describe_tls_failure
 from weir.tls import ChannelSecurity
 
-from weir_cli.launcher import read_cluster_state
+from weir_cli import contexts
+from weir_cli.cli_error import CliError
 
-DEFAULT_CLUSTER_DIR = "weir-cluster"
 DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_FOUND_FROM = "the default address"
 HINT = "start one with 'weir cluster up', or pass --router HOST:PORT (or set WEIR_ROUTERS)"
 T = TypeVar("T")
 
 
-class CliError(Exception):
-    """A mistake or a failure the CLI reports in one line (exit status `status`)."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def state_home() -> Path:
-    """Where the CLI keeps per-user state (the last local cluster's data directory)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "weir"
-
-
 def remember_cluster(data_dir: Path) -> None:
     """Record `data_dir` as the last local cluster started (found from any directory later)."""
-    home = state_home()
+    home = discovery.state_home()
     with contextlib.suppress(OSError):
         home.mkdir(parents=True, exist_ok=True)
-        (home / "last-cluster").write_text(str(data_dir.resolve()) + "\n")
+        (home / discovery.LAST_CLUSTER_FILE).write_text(str(data_dir.resolve()) + "\n")
 
 
 def cluster_dir(args: Any, *, running: bool = False) -> Path:
     """The local cluster's data directory: --data-dir, else $WEIR_CLUSTER_DIR, else ./weir-cluster;
     with `running` (down, status), the last cluster started when ./weir-cluster holds none."""
-    given = getattr(args, "data_dir", None) or os.environ.get("WEIR_CLUSTER_DIR")
+    given = getattr(args, "data_dir", None)
     if given:
         return Path(given).resolve()
-    local = Path(DEFAULT_CLUSTER_DIR).resolve()
+    local = discovery.local_cluster_dir()
     if running and read_cluster_state(local) is None:
-        with contextlib.suppress(OSError):
-            last = Path((state_home() / "last-cluster").read_text().strip())
-            if read_cluster_state(last) is not None:
-                return last
+        last = discovery.last_cluster_dir()
+        if last is not None and read_cluster_state(last) is not None:
+            return last
     return local
 
 
@@ -78,13 +68,7 @@ class Routers:
     addresses: list[str]
     found_from: str  # for messages: "--router", "$WEIR_ROUTERS", "the local cluster under X", ...
     data_dir: Path | None = None  # the local cluster they were found in
-
-
-def _state_routers(data_dir: Path) -> list[str]:
-    state = read_cluster_state(data_dir)
-    if not state or not state.get("routers"):
-        return []
-    return [str(router["address"]) for router in state["routers"]]
+    context: contexts.Context | None = None  # the saved context they came from (weir context)
 
 
 def find_routers(args: Any) -> Routers:
@@ -110,24 +94,29 @@ def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity 
             )
         except WeirError as error:
             raise CliError(f"--tls-cert and --tls-key: {error.message}", status=2) from None
+    elif routers is not None and routers.context is not None:
+        security = _context_security(routers.context)
     else:
-        security = ChannelSecurity.from_environment()
-        if security is None and routers is not None and routers.data_dir is not None:
-            state = read_cluster_state(routers.data_dir) or {}
-            security = _state_security(state.get("tls"))
+        security = None
+        if routers is not None and routers.data_dir is not None:  # its CA, with $WEIR_TOKEN's token
+            security = discovery.cluster_security((read_cluster_state(routers.data_dir) or {}).get("tls"))
+        if security is None:
+            security = ChannelSecurity.from_environment()
     security = _with_token(args, security)
     weir_tls.set_default(security)
     return security
 
 
-def _state_security(recorded: Any) -> ChannelSecurity | None:
-    """The client security a local cluster recorded in its cluster.json ("tls": its CA and client
-    certificate files; null = plaintext)."""
-    if not isinstance(recorded, dict):
+def _context_security(context: contexts.Context) -> ChannelSecurity | None:
+    """A saved context's TLS files and token file (None: plaintext, no token)."""
+    if not (context.tls_ca or context.tls_cert or context.token_file):
         return None
-    files = [recorded.get(name) or None for name in ("ca_file", "cert_file", "key_file")]
-    ca, cert, key = (Path(name) if name else None for name in files)
-    return ChannelSecurity(ca_file=ca, cert_file=cert, key_file=key)
+    return ChannelSecurity(
+        ca_file=Path(context.tls_ca) if context.tls_ca else None,
+        cert_file=Path(context.tls_cert) if context.tls_cert else None,
+        key_file=Path(context.tls_key) if context.tls_key else None,
+        token_file=Path(context.token_file) if context.token_file else None,
+    )
 
 
 def _with_token(args: Any, security: ChannelSecurity | None) -> ChannelSecurity | None:
@@ -152,22 +141,23 @@ def _with_token(args: Any, security: ChannelSecurity | None) -> ChannelSecurity 
 
 
 def _find_routers(args: Any) -> Routers:
+    """--router, else weir.discovery's search (the SDK's: $WEIR_ROUTERS, --data-dir or
+    $WEIR_CLUSTER_DIR or ./weir-cluster, the last cluster started, the default address)."""
     given = getattr(args, "router", None)
     if given:
         return Routers(_split(given), "--router")
-    for variable in ("WEIR_ROUTERS", "WEIR_ROUTER"):
-        if os.environ.get(variable):
-            return Routers(_split(os.environ[variable]), f"${variable}")
-    local = cluster_dir(args)
-    addresses = _state_routers(local)
-    if addresses:
-        return Routers(addresses, f"the local cluster under {local}", local)
-    with contextlib.suppress(OSError):
-        last = Path((state_home() / "last-cluster").read_text().strip())
-        addresses = _state_routers(last)
-        if addresses:
-            return Routers(addresses, f"the last local cluster started (under {last})", last)
-    raise CliError(f"no Weir cluster found (no --router, no $WEIR_ROUTERS, no running cluster under {local}): {HINT}")
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir:
+        local = Path(data_dir).resolve()
+        found = discovery.local_cluster(local, f"the local cluster under {local} (--data-dir)")
+        if found is None:
+            raise CliError(f"no cluster runs under {local} (--data-dir): {HINT}")
+    else:
+        context = contexts.active(args)
+        if context is not None:
+            return Routers(_split(context.routers), f"context {context.name}", context=context)
+        found = discovery.find_cluster()
+    return Routers(found.routers, found.found_from, found.data_dir)
 
 
 def _reason(message: str) -> str:
@@ -178,7 +168,7 @@ def _reason(message: str) -> str:
 
 
 def _split(text: str) -> list[str]:
-    return [address.strip() for address in text.split(",") if address.strip()]
+    return discovery.split_addresses(text)
 
 
 def timeout_s(args: Any) -> float:
@@ -201,6 +191,8 @@ async def reach(routers: Routers, limit: float, verbose: bool) -> None:
     """Return once one of `routers` accepts a connection. Errors (CliError, with the hint): every
     address refused it; none answered within `limit` seconds."""
     deadline = time.monotonic() + limit
+    if verbose:
+        print(f"weir: using {_where(routers)}", file=sys.stderr, flush=True)
     attempts = {asyncio.ensure_future(_settled_state(address)) for address in routers.addresses}
     said = False
     try:
@@ -215,13 +207,37 @@ async def reach(routers: Routers, limit: float, verbose: bool) -> None:
                 said = True
                 if verbose or sys.stderr.isatty():
                     print(f"weir: waiting for {_where(routers)} ...", file=sys.stderr, flush=True)
+        tls_failure = await _tls_failure(routers.addresses[0])
+        if tls_failure is not None:
+            raise CliError(f"{_where(routers)}: {tls_failure}")
         raise CliError(f"{_where(routers)} refused the connection (nothing listening there?): {_hint(routers)}")
     finally:
         for task in attempts:
             task.cancel()
 
 
+async def _tls_failure(address: str) -> str | None:
+    """Why a channel to `address` failed although something listens there, when it was TLS: one
+    sentence that names TLS and what to pass (weir.errors.describe_tls_failure); None when nothing
+    listens or it was not TLS."""
+    host, _, port = address.rpartition(":")
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 2.0)
+        writer.close()
+    except (OSError, TimeoutError, ValueError):
+        return None  # nothing listens: the connection was refused
+    secured = weir_tls.default() is not None
+    async with weir_tls.aio_channel(address) as channel:
+        try:  # any method: the handshake fails before the server looks at it
+            await channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=3.0)
+        except grpc.aio.AioRpcError as error:
+            return describe_tls_failure(error.details() or "", secured=secured)
+    return None
+
+
 def _hint(routers: Routers) -> str:
+    if routers.found_from == DEFAULT_FOUND_FROM:
+        return f"no --router, no $WEIR_ROUTERS, no cluster under ./weir-cluster, none started last: {HINT}"
     if routers.found_from == "--server":
         return "check the address and that the node is running"
     if routers.data_dir is not None:
@@ -249,6 +265,8 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
     client = Client(routers.addresses, timeout_s=limit, retry_timeout_s=limit)
     try:
         yield client
+    except TlsHandshakeError as error:
+        raise CliError(error.message) from None
     except UnavailableError as error:
         raise CliError(
             f"the cluster at {','.join(routers.addresses)} (from {routers.found_from}) did not answer within "

@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 ACTIONS = ("publish", "consume", "read", "admin")
 CLUSTER = "cluster"  # what any known identity may do: list streams, cluster figures and info
+ANY = "any"  # any action on the stream: what learning its route needs (no grant: permission denied)
 
 
 class AuthFileError(ValueError):
@@ -65,7 +66,11 @@ class Grant:
     subjects: tuple[str, ...] = ()  # publish only; () = any subject
 
     def covers(self, action: str, stream: str, subjects: Sequence[str]) -> bool:
-        if action not in self.actions or not any(fnmatch.fnmatchcase(stream, pattern) for pattern in self.streams):
+        if not any(fnmatch.fnmatchcase(stream, pattern) for pattern in self.streams):
+            return False
+        if action == ANY:
+            return bool(self.actions)
+        if action not in self.actions:
             return False
         if action != "publish" or not self.subjects:
             return True

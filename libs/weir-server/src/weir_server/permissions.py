@@ -3,7 +3,8 @@
 Pure: `requirement(method, request)` maps a gRPC method path and its decoded request to a
 `Requirement`, or None for a method no auth file user may call (the cluster's internal calls: only
 its services may). The actions are those of `weir_server.auth`: publish, consume, read, admin, and
-`cluster` (what any authenticated caller may do: list streams, routes, cluster figures).
+`cluster` (what any authenticated caller may do: list streams, cluster figures), and `any` (some
+action on the stream: a route).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from weir_server.auth import CLUSTER
+from weir_server.auth import ANY, CLUSTER
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,8 @@ class Requirement:
     def describe(self) -> str:
         if self.action == CLUSTER:
             return "call this"
+        if self.action == ANY:
+            return f"use stream {self.stream!r} (no grant names it)"
         what = f"{self.action} on stream {self.stream!r}"
         if self.subjects:
             shown = ", ".join(repr(subject) for subject in self.subjects[:3])
@@ -87,7 +90,9 @@ _STREAMS: dict[str, Callable[[Any], Requirement]] = {
     "WatchStreams": _cluster,
 }
 _ROUTER: dict[str, Callable[[Any], Requirement]] = {
-    "QueryRoute": _cluster,
+    # A route answers whether the stream exists: only to a caller with some grant on it, so a
+    # publish to a stream the caller may not touch is refused as such, not as a missing stream.
+    "QueryRoute": _on(ANY),
     "ListStreams": _cluster,
     "GetClusterStreamStats": _cluster,
     "GetClusterInfo": _cluster,

@@ -19,8 +19,9 @@ from typing import Any, Generic, Self, TypeVar
 import grpc
 
 from weir import tls as tls_module
-from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, InvalidOptionError, UnavailableError, WeirError
 from weir.message import PublishAck
+from weir.options import AckLevel, DeliverPolicy, Retention, SourceDropPolicy, Storage
 from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -40,6 +41,19 @@ CHANNEL_OPTIONS = [
 ]
 Request = TypeVar("Request")
 Response = TypeVar("Response")
+
+Choice = TypeVar("Choice")
+
+
+def option(choices: Mapping[str, Choice], field: str, value: str) -> Choice:
+    """`choices[value]`. Errors: InvalidOptionError (a ValueError and an InvalidArgumentError) naming
+    `field`, the value given and the allowed ones (`retention="limtis"`: "retention: 'limtis' is not
+    one of limits, work_queue, interest")."""
+    try:
+        return choices[value]
+    except (KeyError, TypeError):
+        raise InvalidOptionError(f"{field}: {value!r} is not one of {', '.join(choices)}") from None
+
 
 ACK_LEVELS = {
     "leader": streams_pb2.ACK_LEVEL_LEADER,
@@ -72,13 +86,13 @@ def stream_config(
     *,
     subjects: Sequence[str] = (),
     partitions: int = 1,
-    retention: str = "limits",
+    retention: Retention = "limits",
     max_age_ms: int | None = None,
     max_msgs: int | None = None,
     max_bytes: int | None = None,
     max_msgs_per_subject: int | None = None,
     max_msg_bytes: int = 0,
-    storage: str = "file",
+    storage: Storage = "file",
     replicas: int = 1,
     min_insync_replicas: int = 0,
     deliver_up_to_high_watermark: bool = False,
@@ -87,8 +101,10 @@ def stream_config(
     allow_scheduled_messages: bool = False,
     sources: Iterable[types_pb2.StreamSource] = (),
 ) -> types_pb2.StreamConfig:
-    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default);
-    `sources` from `stream_source`."""
+    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default; sizes in
+    bytes, ages in ms); `sources` from `stream_source`. Errors: InvalidOptionError (a ValueError)
+    for a `retention` or `storage` that is not one of the Literal's values; the router checks the
+    rest when the stream is created (InvalidConfigError)."""
     limits = types_pb2.Limits()
     for field, value in (
         ("max_age_ms", max_age_ms),
@@ -102,10 +118,10 @@ def stream_config(
         name=name,
         subjects=list(subjects),
         partitions=partitions,
-        retention=RETENTION_POLICIES[retention],
+        retention=option(RETENTION_POLICIES, "retention", retention),
         limits=limits,
         max_msg_bytes=max_msg_bytes,
-        storage=STORAGE_KINDS[storage],
+        storage=option(STORAGE_KINDS, "storage", storage),
         replicas=replicas,
         min_insync_replicas=min_insync_replicas,
         deliver_up_to_high_watermark=deliver_up_to_high_watermark,
@@ -129,7 +145,7 @@ def stream_source(
     start_seq: int = 0,
     transform: tuple[str, str] | None = None,
     max_initial_backfill: int = 0,
-    on_drop: str = "halt",
+    on_drop: SourceDropPolicy = "halt",
     dlq_stream: str = "",
 ) -> types_pb2.StreamSource:
     """One source of a sourcing stream (StreamConfig.sources, the streams seed's
@@ -141,7 +157,7 @@ def stream_source(
         filter_subject=filter_subject,
         start_seq=start_seq,
         max_initial_backfill=max_initial_backfill,
-        on_drop=SOURCE_DROP_POLICIES[on_drop],
+        on_drop=option(SOURCE_DROP_POLICIES, "on_drop", on_drop),
         dlq_stream=dlq_stream,
     )
     if transform is not None:
@@ -162,6 +178,7 @@ class GrpcClient:
         self.channel = tls_module.aio_channel(address, CHANNEL_OPTIONS, tls)
 
     async def close(self) -> None:
+        """Close the channel (calls in flight fail with UnavailableError)."""
         await self.channel.close()
 
     async def __aenter__(self) -> Self:
@@ -324,16 +341,20 @@ class NodeClient(GrpcClient):
         return response.config  # type: ignore[no-any-return]
 
     async def delete_stream(self, name: str) -> None:
+        """Delete a stream on this standalone node. Errors: NoSuchStreamError."""
         await self._call(self.stub.DeleteStream, streams_pb2.DeleteStreamRequest(name=name))
 
     async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        """The stream's config and per-partition stats (GetStreamInfoResponse). Errors: NoSuchStreamError."""
         return await self._call(self.stub.GetStreamInfo, streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
 
     async def list_streams(self) -> list[str]:
+        """The names of this node's streams."""
         response = await self._call(self.stub.ListStreams, streams_pb2.ListStreamsRequest())
         return list(response.names)
 
     async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        """Change a stream's limits (see Client.update_stream). Errors: NoSuchStreamError, InvalidConfigError."""
         return await self._call(self.stub.UpdateStream, request)  # type: ignore[no-any-return]
 
     async def publish(
@@ -347,7 +368,7 @@ class NodeClient(GrpcClient):
         partition: int | None = None,
         expected_last_seq: int | None = None,
         ts_ms: int = 0,
-        ack_level: str = "leader",
+        ack_level: AckLevel = "leader",
         msg_id: str = "",
         delay_ms: int = 0,
         deliver_at_ms: int = 0,
@@ -367,7 +388,7 @@ class NodeClient(GrpcClient):
             payload=payload,
             headers=headers_of(headers),
             ts_ms=ts_ms,
-            ack_level=ACK_LEVELS[ack_level],
+            ack_level=option(ACK_LEVELS, "ack_level", ack_level),
             msg_id=msg_id,
             delay_ms=delay_ms,
             deliver_at_ms=deliver_at_ms,
@@ -385,13 +406,15 @@ class NodeClient(GrpcClient):
         return PublishAck(response.partition, response.seq, response.duplicate, response.scheduled)
 
     async def publish_batch(
-        self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: str = "leader"
+        self, stream: str, entries: Sequence[streams_pb2.PublishEntry], *, ack_level: AckLevel = "leader"
     ) -> list[streams_pb2.PublishResult]:
         """Publish many messages in one exchange (PublishBatch semantics, on PublishBatchStream);
         one result per entry, in order. The node answers an ack_level "all" publish within this
         client's timeout (less a margin), so a slow replica surfaces as replication_timeout, which is
         retryable: entries with a msg_id are then stored once however often they are sent."""
-        request = streams_pb2.PublishBatchRequest(stream=stream, entries=entries, ack_level=ACK_LEVELS[ack_level])
+        request = streams_pb2.PublishBatchRequest(
+            stream=stream, entries=entries, ack_level=option(ACK_LEVELS, "ack_level", ack_level)
+        )
         return list((await self.exchange_publish_batch(request)).results)
 
     async def exchange_publish_batch(
@@ -407,6 +430,8 @@ class NodeClient(GrpcClient):
         return await self._publish_batches.exchange(request, self.timeout_s)
 
     async def get_message(self, stream: str, partition: int, seq: int) -> types_pb2.Message:
+        """The stored message at `seq` of `partition`. Errors: NoSuchMessageError (removed or never
+        stored), CorruptRecordError (its checksum failed; it is never served)."""
         request = streams_pb2.GetMessageRequest(stream=stream, partition=partition, seq=seq)
         response = await self._call(self.stub.GetMessage, request)
         return response.message  # type: ignore[no-any-return]
@@ -459,11 +484,14 @@ class NodeClient(GrpcClient):
             response = await self.read_messages(stream, partition, response.next_seq, max_messages=1000)
 
     async def latest_at_subject(self, stream: str, subject: str, partition: int = 0) -> types_pb2.Message | None:
+        """The newest message stored at exactly `subject` in `partition`, None when there is none (a KV get)."""
         request = streams_pb2.ReadLatestAtSubjectRequest(stream=stream, subject=subject, partition=partition)
         response = await self._call(self.stub.ReadLatestAtSubject, request)
         return response.latest if response.HasField("latest") else None
 
     async def list_subjects(self, stream: str, prefix: str = "", partition: int = 0, limit: int = 0) -> list[str]:
+        """The distinct subjects stored in `partition` that start with `prefix`, sorted (at most
+        `limit`; 0 = the node's bound)."""
         request = streams_pb2.ListSubjectsByPrefixRequest(
             stream=stream, prefix=prefix, partition=partition, limit=limit
         )
@@ -485,6 +513,8 @@ class NodeClient(GrpcClient):
     async def scan_subject(
         self, stream: str, subject: str, partition: int = 0, from_seq: int = 0, limit: int = 0
     ) -> list[types_pb2.Message]:
+        """The messages stored at exactly `subject` in `partition` from `from_seq` on, oldest first (at
+        most `limit`; 0 = the node's bound)."""
         request = streams_pb2.ScanExactAtSubjectRequest(
             stream=stream, subject=subject, partition=partition, from_seq=from_seq, limit=limit
         )
@@ -504,15 +534,19 @@ class NodeClient(GrpcClient):
         return response.info  # type: ignore[no-any-return]
 
     async def delete_consumer(self, stream: str, consumer: str) -> None:
+        """Delete a consumer and its state. Errors: NoSuchStreamError, NoSuchConsumerError."""
         request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
         await self._call(self.stub.DeleteConsumer, request)
 
     async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        """A consumer's config and per-partition position (ConsumerInfo). Errors: NoSuchStreamError,
+        NoSuchConsumerError."""
         request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
         response = await self._call(self.stub.GetConsumerInfo, request)
         return response.info  # type: ignore[no-any-return]
 
     async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        """Every consumer of `stream`. Errors: NoSuchStreamError."""
         response = await self._call(self.stub.ListConsumers, streams_pb2.ListConsumersRequest(stream=stream))
         return list(response.consumers)
 
@@ -688,7 +722,7 @@ def consumer_config(
     name: str,
     *,
     filter_subject: str = "",
-    deliver_policy: str = "all",
+    deliver_policy: DeliverPolicy = "all",
     start_seq: int = 0,
     start_time_ms: int = 0,
     ack_wait_ms: int = 0,
@@ -697,11 +731,13 @@ def consumer_config(
     max_ack_pending: int = 0,
     deliver_group: str = "",
 ) -> types_pb2.ConsumerConfig:
-    """A ConsumerConfig from keyword arguments; `deliver_policy` is one of DELIVER_POLICIES."""
+    """A ConsumerConfig from keyword arguments (times in ms; 0 = the server's default: ack_wait_ms
+    30 000, max_deliver 5, max_ack_pending 1 000). Errors: InvalidOptionError (a ValueError) for a
+    `deliver_policy` that is not one of DELIVER_POLICIES."""
     return types_pb2.ConsumerConfig(
         name=name,
         filter_subject=filter_subject,
-        deliver_policy=DELIVER_POLICIES[deliver_policy],
+        deliver_policy=option(DELIVER_POLICIES, "deliver_policy", deliver_policy),
         start_seq=start_seq,
         start_time_ms=start_time_ms,
         ack_wait_ms=ack_wait_ms,

@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
+from weir import discovery
 from weir import tls as tls_module
 from weir.batching import BatchLimits, PublishBatcher
 from weir.client import (
@@ -91,13 +92,17 @@ def _wait_at_least_as_asked(state: RetryCallState) -> float:
 
 class Client(RouterAdmin, PartitionAdmin):
     """A Weir cluster's client: `Client("host:port")`, `Client("a:7501,b:7501")` or
-    `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used). Use
+    `Client(["a:7501", "b:7501"])` (router addresses; the first that answers is used), or `Client()`
+    to find the cluster as the `weir` CLI does (`$WEIR_ROUTERS`, the local cluster under
+    `./weir-cluster`, the last one `weir cluster up` started, else 127.0.0.1:7501,7502; see
+    weir.discovery; `found_from` says which, and it is logged at INFO on `weir.cluster`). Use
     `async with Client(...) as client:` or `await client.close()`. See the module docstring for
-    batching, retries and idempotence."""
+    batching, retries and idempotence. Errors: InvalidArgumentError for a malformed address or
+    bound."""
 
     def __init__(
         self,
-        routers: str | Sequence[str],
+        routers: str | Sequence[str] | None = None,
         *,
         linger_ms: int = DEFAULT_LINGER_MS,
         batch_max_bytes: int = DEFAULT_BATCH_MAX_BYTES,
@@ -113,8 +118,15 @@ class Client(RouterAdmin, PartitionAdmin):
             raise InvalidArgumentError("linger_ms >= 0 and batch/pending bounds >= 1 are required")
         if max_in_flight_batches < 0:
             raise InvalidArgumentError("max_in_flight_batches >= 0 is required (0 = no bound)")
+        self.found_from = "the addresses given"
+        if routers is None:
+            found = discovery.find_cluster()
+            routers, self.found_from = found.routers, found.found_from
+            if found.security is not None and tls is tls_module.PROCESS_DEFAULT:
+                tls = found.security  # the local cluster's CA and client certificate
+            logger.info("weir: using the routers at %s (from %s)", ",".join(routers), self.found_from)
         self.tls = tls
-        self.router = RouterClient(routers, timeout_s=timeout_s, tls=tls)
+        self.router = RouterClient(routers, timeout_s=timeout_s, tls=tls, found_from=self.found_from)
         self.retry_timeout_s = retry_timeout_s
         self.timeout_s = timeout_s
         self.idempotent = idempotent
@@ -196,6 +208,7 @@ class Client(RouterAdmin, PartitionAdmin):
         return route
 
     def node(self, address: str) -> NodeClient:
+        """The client of the node at `address` ("host:port"), made once and kept until `close`."""
         client = self._nodes.get(address)
         if client is None:
             client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s, tls=self.tls)
@@ -225,6 +238,9 @@ class Client(RouterAdmin, PartitionAdmin):
         return await self._retrying(once, stream)
 
     async def partition_for(self, stream: str, key: bytes | None) -> int:
+        """The partition a message goes to: hash(key) mod partitions (kafka-pixy's hashing; an empty
+        key hashes like any other), round robin from a random start when `key` is None. Errors:
+        NoSuchStreamError."""
         route = await self.route(stream)
         partitions = len(route.partitions)
         if key is not None:

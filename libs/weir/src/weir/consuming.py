@@ -85,6 +85,8 @@ class GroupConsumer:
         return not self._stop.is_set()
 
     def start(self) -> GroupConsumer:
+        """Run the member in a task of the running loop (join the group, fetch, call the handler);
+        returns self. `stop()` ends it."""
         self._task = asyncio.get_running_loop().create_task(self.run(), name=f"group-{self.client_id}")
         return self
 
@@ -96,6 +98,9 @@ class GroupConsumer:
                 await self._task
 
     async def run(self) -> None:
+        """The member's loop, until `stop()`: heartbeat and take its assignment (QueryAssignment),
+        fetch from its partitions, call the handler, ack what it returned on and nak what it raised
+        on."""
         try:
             while not self._stop.is_set():
                 try:

@@ -168,6 +168,9 @@ class WeirError(Exception):
         # CANCELLED from the server side means it went away mid-call (shutdown); a cancel by the caller
         # surfaces as asyncio.CancelledError instead, never as an RpcError.
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            tls_failure = describe_tls_failure(details, secured=True)
+            if tls_failure is not None:
+                return TlsHandshakeError(tls_failure)
             return UnavailableError(f"{code.name}: {details}")
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             return OverloadedError(details)
@@ -401,6 +404,46 @@ class UnavailableError(WeirError):
     status_code = grpc.StatusCode.UNAVAILABLE
     retryable = True
     refresh_routing = True
+
+
+class InvalidOptionError(InvalidArgumentError, ValueError):
+    """A string option of the SDK (`retention`, `storage`, `ack_level`, `deliver_policy`, `on_drop`)
+    that is not one of its values; the message names the option, the value and the allowed ones.
+    Raised before anything is sent. Also a ValueError, as Python's own functions raise."""
+
+
+class TlsHandshakeError(UnavailableError):
+    """The TLS handshake with a server failed: its certificate is not signed by a CA this client
+    trusts, or it does not serve TLS. Not retried: the same files fail the same way. The message
+    says what happened and what to pass (the cluster's CA: `ChannelSecurity(ca_file=...)`,
+    `$WEIR_TLS_CA_FILE`, the CLI's `--tls-ca`)."""
+
+    retryable = False
+    refresh_routing = False
+
+
+TLS_CA_HINT = (
+    "pass the cluster's CA (Client(..., tls=ChannelSecurity(ca_file=...)), $WEIR_TLS_CA_FILE or the CLI's --tls-ca; "
+    "a 'weir cluster up --tls' cluster's is <data-dir>/tls/ca.pem)"
+)
+
+
+def describe_tls_failure(details: str, *, secured: bool) -> str | None:
+    """One sentence naming a TLS failure in a gRPC transport error's `details` and what to do, None
+    when it is not one (pure). `secured`: the client spoke TLS; a plaintext client's connection that
+    the server closed at once ("Socket closed") is what a TLS-only server does to it."""
+    reason = details.rsplit("OPENSSL_internal:", 1)[-1].split(": OK", 1)[0].strip() if "OPENSSL" in details else ""
+    if secured and "WRONG_VERSION_NUMBER" in details:
+        return "TLS handshake failed: the server does not serve TLS (connect without TLS, or start it with TLS)"
+    if secured and ("CERTIFICATE_VERIFY_FAILED" in details or "BAD_SIGNATURE" in details):
+        untrusted = "the server's certificate is not signed by a CA this client trusts"
+        return f"TLS handshake failed: {untrusted} ({reason}): {TLS_CA_HINT}"
+    if secured and "handshake failed" in details.lower():
+        return f"TLS handshake failed ({reason or details}): {TLS_CA_HINT}"
+    if not secured and ("Socket closed" in details or "Connection reset" in details):
+        closed = "the server closed the connection at once, as a TLS-only server does to a plaintext client"
+        return f"{closed}: {TLS_CA_HINT}"
+    return None
 
 
 class NotLeaderError(WeirError):

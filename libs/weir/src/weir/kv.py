@@ -151,6 +151,7 @@ class KeyValue:
         self._configs.pop(request.bucket, None)
 
     async def delete_bucket(self, bucket: str) -> None:
+        """Delete the bucket and every key in it. Errors: NoSuchBucketError."""
         with missing_stream_is_missing_bucket(bucket):
             await self.client.delete_stream(bucket_stream(bucket))
         self._configs.pop(bucket, None)

@@ -175,11 +175,15 @@ class ObjectStore:
     async def create_bucket(
         self, bucket: str, *, history: int = 0, replicas: int = 0, max_bytes: int = 0, ephemeral: bool = False
     ) -> None:
+        """Create the bucket's stream (idempotent for the same settings): `history` revisions kept per
+        object name, `replicas` copies, `max_bytes` bound (0 = the defaults), `ephemeral` in memory.
+        Errors: InvalidNameError, InvalidConfigError."""
         config = bucket_config(bucket, history=history, replicas=replicas, max_bytes=max_bytes, ephemeral=ephemeral)
         await self.client.create_stream(config)
         self._replicas.pop(bucket, None)
 
     async def delete_bucket(self, bucket: str) -> None:
+        """Delete the bucket and every object in it. Errors: NoSuchBucketError."""
         with missing_stream_is_missing_bucket(bucket):
             await self.client.delete_stream(bucket_stream(bucket))
         self._replicas.pop(bucket, None)
@@ -304,6 +308,7 @@ class ObjectStore:
         return None if message is None or is_delete(message) else ObjectMeta.decode(message)
 
     async def is_deleted(self, bucket: str, name: str) -> bool:
+        """Whether the object's newest metadata is a delete marker (False for a name never stored)."""
         message = await self._meta_message(bucket, name)
         return message is not None and is_delete(message)
 

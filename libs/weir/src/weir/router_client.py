@@ -12,8 +12,12 @@ import grpc
 
 from weir import tls as tls_module
 from weir.client import CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, typed_stream
-from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, TlsHandshakeError, UnavailableError, WeirError, describe_tls_failure
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
+
+NO_ROUTER_HINT = (
+    "is the cluster running? ('weir cluster up' starts one; $WEIR_ROUTERS or Client(\"host:port\") names another)"
+)
 
 
 def router_addresses(routers: str | Sequence[str]) -> list[str]:
@@ -40,8 +44,10 @@ class RouterClient:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         tls: tls_module.Security = tls_module.PROCESS_DEFAULT,
+        found_from: str = "the addresses given",
     ) -> None:
         self.addresses = router_addresses(addresses)
+        self.found_from = found_from
         self.timeout_s = timeout_s
         self.tls = tls
         self._index = 0
@@ -59,7 +65,9 @@ class RouterClient:
         return router_pb2_grpc.RouterStub(channel)
 
     async def call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
-        """One call, tried on each router in turn while they are unreachable."""
+        """One call, tried on each router in turn while they are unreachable. Errors: the call's
+        typed error; UnavailableError naming every address and where they came from when none
+        answered (TlsHandshakeError, not retried, when the TLS handshake failed)."""
         last: WeirError | None = None
         for _ in range(len(self.addresses)):
             stub = self._stub()
@@ -72,7 +80,17 @@ class RouterClient:
                 last = error
                 self._index += 1  # that router is gone or restarting: try the next
         assert last is not None
-        raise last
+        raise self._unanswered(last)
+
+    def _unanswered(self, last: WeirError) -> WeirError:
+        """`last` (the error of the last router tried) as the error of the whole set: which
+        routers, found where, and what to do."""
+        where = f"no router answered at {','.join(self.addresses)} (from {self.found_from})"
+        if isinstance(last, TlsHandshakeError):
+            return TlsHandshakeError(f"{where}: {last.message}")
+        secured = tls_module.resolve(self.tls) is not None
+        hint = describe_tls_failure(last.message, secured=secured) if not secured else None
+        return UnavailableError(f"{where}: {last.message}; {hint or NO_ROUTER_HINT}")
 
     def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
         """The items of a server-streaming call on the current router (no retry: a long call such
@@ -103,36 +121,54 @@ class RouterAdmin:
         return response.config  # type: ignore[no-any-return]
 
     async def delete_stream(self, name: str) -> None:
+        """Delete a stream, every partition's messages and its consumers. Errors: NoSuchStreamError,
+        PermissionDeniedError."""
         await self._router_call("DeleteStream", streams_pb2.DeleteStreamRequest(name=name))
         self._routes.pop(name, None)
 
     async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
+        """Change a stream's limits (UpdateStreamRequest: name and the fields to change; lowering one
+        prunes at once; `response.pruned` counts the messages removed). Errors: NoSuchStreamError,
+        InvalidConfigError."""
         return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
 
     async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
+        """The stream's effective config and stats (GetStreamInfoResponse: `config`, `stats.partitions`
+        with each partition's first/last seq, msg_count, bytes and in-sync replicas). Errors:
+        NoSuchStreamError."""
         return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
 
     async def list_streams(self) -> list[str]:
+        """The names of the cluster's streams, sorted (those the caller may read, with an auth file)."""
         response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
         return list(response.names)
 
     async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
+        """Create a durable consumer on every partition (`consumer_config(...)`; idempotent for the
+        same config); returns its ConsumerInfo. Errors: NoSuchStreamError, AlreadyExistsError
+        (another config), InvalidConfigError."""
         request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
         return (await self._router_call("CreateConsumer", request)).info  # type: ignore[no-any-return]
 
     async def delete_consumer(self, stream: str, consumer: str) -> None:
+        """Delete a consumer and its state on every partition. Errors: NoSuchStreamError, NoSuchConsumerError."""
         request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
         await self._router_call("DeleteConsumer", request)
 
     async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+        """A consumer's config and, per partition, ack floor, last delivered and pending counts
+        (ConsumerInfo). Errors: NoSuchStreamError, NoSuchConsumerError."""
         request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
         return (await self._router_call("GetConsumerInfo", request)).info  # type: ignore[no-any-return]
 
     async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
+        """Every consumer of `stream` (ConsumerInfo each). Errors: NoSuchStreamError."""
         response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
         return list(response.consumers)
 
     async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
+        """Cluster-wide figures (GetClusterStreamStatsResponse: per node, per stream with
+        `include_per_stream`, skew, and the analytics job's latest window when it runs)."""
         request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
         return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
 
@@ -143,6 +179,8 @@ class RouterAdmin:
         return await self._router_call("GetGroupInfo", request)  # type: ignore[no-any-return]
 
     async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
+        """The cluster's nodes (id, address, alive, scrub passes) and the controller router's id
+        (GetClusterInfoResponse)."""
         return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
 
     def move_partition(

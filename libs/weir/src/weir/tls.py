@@ -93,6 +93,8 @@ class ChannelSecurity:
         return grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
 
     def options(self) -> list[tuple[str, Any]]:
+        """The channel options these settings need: the name to check in the server's certificate when
+        `server_name` is set."""
         return [("grpc.ssl_target_name_override", self.server_name)] if self.server_name else []
 
     @classmethod
