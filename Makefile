@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage reliability clean up down
+.PHONY: preflight setup proto proto-check lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -112,6 +112,7 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 	$(UV) run python -m bench.analytics_bench --out bench-results/analytics.json
 	$(UV) run python -m bench.security_bench --out bench-results/security.json
 	$(UV) run python -m bench.scrub_bench --out bench-results/scrub.json
+	$(UV) run python -m bench.startup_bench --out bench-results/startup.json
 
 bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary call, same run: JSON on stdout
 	$(UV) run python -m bench.gateway_bench
@@ -139,6 +140,9 @@ bench-analytics: setup  ## the analytics job: publish -> visible in its figures 
 
 bench-security: setup  ## TLS and TLS + tokens next to plaintext on publish and consume, same run: JSON on stdout
 	$(UV) run python -m bench.security_bench
+
+bench-startup: setup  ## the CLI's CPU per command, a completion's wall time and `weir cluster up`'s wall time (issue 52's targets): JSON on stdout
+	$(UV) run python -m bench.startup_bench
 
 bench-scrub: setup  ## the background scrub's cost: batched publishes with the scrub off and on at its default rate, alternating: JSON on stdout
 	$(UV) run python -m bench.scrub_bench

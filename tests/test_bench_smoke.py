@@ -347,3 +347,14 @@ def test_weir_bench_targets_an_existing_cluster(router_addresses: list[str]) -> 
     figures = workload["systems"]["weir"]
     assert figures["publish"]["msgs_per_s"] > 0 and figures["consume"]["msgs_per_s"] > 0
     assert "an existing cluster at" in figures["variant"]
+
+
+@pytest.mark.slow
+def test_startup_bench_smoke() -> None:
+    """`python -m bench.startup_bench --smoke`: every figure is measured (the CLI's CPU per command,
+    a completion that answers, a `cluster up` that serves and is brought down again)."""
+    needs_own_processes()
+    report = run_json(["bench.startup_bench", "--smoke"], timeout_s=300)
+    assert report["completion_answer"] == ["stats", "stream"]
+    for figure in ("version_cpu_s", "help_cpu_s", "stream_list_cpu_s", "cluster_up_wall_s", "import_floor_cpu_s"):
+        assert 0 < report[figure] < 120, (figure, report[figure])

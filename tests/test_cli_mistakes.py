@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import os
 import queue
+import select
 import signal
 import socket
 import subprocess
@@ -205,7 +206,8 @@ def test_a_dead_router_answers_at_once_and_a_silent_one_within_the_timeout(tmp_p
         result = weir("read", "s", "--router", address, "--timeout", "2", "-v", cwd=tmp_path)
         elapsed = time.monotonic() - started
     assert result.returncode == 1 and elapsed < 10, (result.stderr, elapsed)
-    waiting, failed = result.stderr.splitlines()  # -v: what it waits for, then the one line
+    using, waiting, failed = result.stderr.splitlines()  # -v: which, what it waits for, then the one line
+    assert using == f"weir: using the router at {address} (from --router)"
     assert waiting == f"weir: waiting for the router at {address} (from --router) ..."
     assert failed.startswith(f"weir: the router at {address} (from --router) did not answer within 2 s")
 
@@ -378,6 +380,7 @@ def test_read_follow_prints_new_messages_of_every_partition_until_ctrl_c(
 
 
 def test_sub_prints_and_leaves_on_ctrl_c(routers: str, tmp_path: Path, stream_name: str) -> None:
+    """`sub` is ephemeral: the group consumer it created goes when it leaves; with --durable it stays."""
     weir("stream", "create", stream_name, "--partitions", "2", "--router", routers, cwd=tmp_path)
     sub = Running("sub", stream_name, "group-a", "--router", routers, cwd=tmp_path)
     try:
@@ -386,7 +389,70 @@ def test_sub_prints_and_leaves_on_ctrl_c(routers: str, tmp_path: Path, stream_na
         assert sorted(line.rsplit("  ", 1)[1] for line in sub.lines(2)) == ["hello 1", "hello 2"]
     finally:
         status, out, err = sub.interrupt()
-    assert (status, out, err) == (0, "", "")
+    assert (status, out, err) == (0, "", "deleted consumer 'group-a' (ephemeral; --durable keeps it)")
+    consumers = weir("--json", "consumer", "list", stream_name, "--router", routers, cwd=tmp_path)
+    assert consumers.returncode == 0 and "group-a" not in consumers.stdout, consumers.stdout
+    kept = weir("sub", stream_name, "group-b", "--durable", "--stop-when-empty", "--router", routers, cwd=tmp_path)
+    assert kept.returncode == 0 and "deleted consumer" not in kept.stderr, kept.stderr
+    consumers = weir("--json", "consumer", "list", stream_name, "--router", routers, cwd=tmp_path)
+    assert "group-b" in consumers.stdout, consumers.stdout
+
+
+def test_create_again_says_it_exists_and_delete_asks_on_a_terminal_unless_forced(
+    routers: str, tmp_path: Path, stream_name: str
+) -> None:
+    first = weir("stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    again = weir("stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    assert first.stdout == f"created stream {stream_name} (1 partition(s))\n"
+    assert again.stdout == f"stream {stream_name} exists with this config (1 partition(s)): nothing changed\n"
+    as_json = weir("--json", "stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    assert json.loads(as_json.stdout)["existed"] is True
+    weir("pub", stream_name, "s", "x", "--router", routers, cwd=tmp_path)
+    for refused_by in ("n\n", ""):  # "n", and a closed terminal, both do nothing
+        asked = on_a_terminal(["stream", "delete", stream_name, "--router", routers], refused_by, tmp_path)
+        assert f"delete stream {stream_name} and its 1 message(s)? [y/N]" in asked and "nothing done" in asked, asked
+    assert weir("stream", "info", stream_name, "--router", routers, cwd=tmp_path).returncode == 0
+    purged = on_a_terminal(["stream", "purge", stream_name, "--router", routers], "y\n", tmp_path)
+    assert "purged 1 message(s)" in purged, purged
+    forced = on_a_terminal(["stream", "delete", stream_name, "--force", "--router", routers], "", tmp_path)
+    assert "[y/N]" not in forced and f"deleted stream {stream_name}" in forced, forced
+    piped = weir("stream", "delete", stream_name, "--router", routers, cwd=tmp_path)  # no terminal: no question
+    assert piped.returncode == 1 and "no_such_stream" in piped.stderr
+
+
+def on_a_terminal(arguments: list[str], answer: str, cwd: Path) -> str:
+    """Run `weir ARGUMENTS` with a pseudo-terminal as its stdin, stdout and stderr, type `answer`
+    once it asks (or close the terminal when `answer` is empty); everything it printed."""
+    import pty
+
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
+    clean["XDG_STATE_HOME"] = str(cwd / ".state")
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "weir_cli.cli", *arguments], cwd=cwd, env=clean, stdin=secondary,
+        stdout=secondary, stderr=secondary, close_fds=True,
+    )  # fmt: skip
+    os.close(secondary)
+    printed, answered = b"", False
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            if select.select([primary], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(primary, 4096)
+                except OSError:  # the command exited and closed the terminal
+                    break
+                printed += chunk
+            elif process.poll() is not None:
+                break
+            if b"[y/N]" in printed and not answered:
+                os.write(primary, answer.encode() or b"\x04")  # the answer, or end of input
+                answered = True
+    finally:
+        process.kill()
+        process.wait()
+        os.close(primary)
+    return printed.decode(errors="replace")
 
 
 def test_one_standalone_node_with_server(node: NodeHandle, tmp_path: Path, stream_name: str) -> None:
@@ -479,6 +545,23 @@ def test_a_mistyped_command_or_choice_names_the_closest(tmp_path: Path) -> None:
             ("stream", "create", "s", "--retention", "wq"),
             "--retention: 'wq' is not a choice; one of limits, work_queue",
         ),
-        (("read", "s", "--folow"), "unrecognized arguments: --folow"),
+        (
+            ("read", "s", "--folow"),
+            "weir read: unknown flag '--folow'; did you mean '--follow'? (see 'weir read --help')",
+        ),
+        (("stream", "create", "s", "--partitionz=3"), "did you mean '--partitions'? (see 'weir stream create --help')"),
     ):
         one_line_error(weir(*args, cwd=tmp_path), 2, fragment)
+
+
+def test_json_errors_are_json_objects_on_stderr(tmp_path: Path) -> None:
+    usage = weir("--json", "stream", "lst", cwd=tmp_path)
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert json.loads(usage.stderr) == {
+        "error": "weir stream: unknown command 'lst'; did you mean 'list'?",
+        "status": 2,
+        "help": "weir stream --help",
+    }
+    refused = weir("stream", "list", "--router", "127.0.0.1:1", "--json", cwd=tmp_path)
+    error = json.loads(refused.stderr)
+    assert refused.returncode == 1 and error["status"] == 1 and "refused the connection" in error["error"]

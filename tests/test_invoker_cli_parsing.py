@@ -16,8 +16,8 @@ from weir.invoker import STATUS_NAMES, invocation_status, is_finished, status_na
 from weir.v1 import invoker_pb2
 from weir_cli import cli
 from weir_cli import invoker as commands
+from weir_cli.cli_error import CliError
 from weir_cli.parser import build_parser
-from weir_cli.target import CliError
 
 
 @pytest.fixture

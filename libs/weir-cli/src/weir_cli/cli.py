@@ -25,27 +25,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
+import json
 import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import argcomplete
-from argcomplete.shell_integration import shellcode
-from weir.errors import (
-    NoSuchConsumerError,
-    NoSuchDeploymentError,
-    NoSuchHandlerError,
-    NoSuchInvocationError,
-    NoSuchStreamError,
-    NoSuchSubscriptionError,
-    UnavailableError,
-    WeirError,
-)
+# gRPC's core logs a failed TLS handshake on stderr at INFO; a command says it in its one line
+# instead. Set before grpc is imported (it reads the variable once); a user's own setting wins.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
-from weir_cli.parser import GLOBAL_DEFAULTS, GLOBAL_WITH_VALUE, build_parser
-from weir_cli.target import CliError
+if TYPE_CHECKING:
+    from weir.errors import WeirError
 
 
 def version() -> str:
@@ -77,6 +69,8 @@ def _bench(argv: list[str]) -> int:
 def bench_arguments(arguments: list[str]) -> list[str] | None:
     """The harness's arguments when the verb is `bench` (after any global options: `weir --router A
     bench` passes `--router A` on), else None."""
+    from weir_cli.parser import GLOBAL_WITH_VALUE
+
     index, router = 0, None
     while index < len(arguments):
         word = arguments[index]
@@ -98,42 +92,68 @@ def bench_arguments(arguments: list[str]) -> list[str] | None:
     return rest
 
 
-# What lists the names a "no such" error is about.
-_LISTED_BY: dict[type[WeirError], str] = {
-    NoSuchStreamError: " ('weir stream list' shows the streams)",
-    NoSuchDeploymentError: " ('weir deployments ls' shows them)",
-    NoSuchHandlerError: " ('weir deployments ls' shows the services the deployments serve)",
-    NoSuchSubscriptionError: " ('weir subscriptions ls' shows them)",
-    NoSuchInvocationError: " ('weir invocations ls' shows them)",
-}
-
-
 def _describe(error: WeirError, args: argparse.Namespace) -> str:
     """One line for a server's error: its result code, its message, and a hint for a mistyped name."""
-    hint = next((hint for kind, hint in _LISTED_BY.items() if isinstance(error, kind)), "")
-    if isinstance(error, NoSuchConsumerError):
+    from weir import errors
+
+    listed_by: dict[type[WeirError], str] = {  # what lists the names a "no such" error is about
+        errors.NoSuchStreamError: " ('weir stream list' shows the streams)",
+        errors.NoSuchDeploymentError: " ('weir deployments ls' shows them)",
+        errors.NoSuchHandlerError: " ('weir deployments ls' shows the services the deployments serve)",
+        errors.NoSuchSubscriptionError: " ('weir subscriptions ls' shows them)",
+        errors.NoSuchInvocationError: " ('weir invocations ls' shows them)",
+    }
+    hint = next((hint for kind, hint in listed_by.items() if isinstance(error, kind)), "")
+    if isinstance(error, errors.NoSuchConsumerError):
         hint = f" ('weir consumer list {getattr(args, 'stream', None) or 'STREAM'}' shows its consumers)"
-    elif isinstance(error, UnavailableError) and "failed to connect" in error.message:
+    elif isinstance(error, errors.UnavailableError) and "failed to connect" in error.message:
         return f"{error.result_code}: could not connect ({error.message.rsplit(': ', 1)[-1]})"
     return f"{error.result_code}: {error.message}{hint}"
 
 
 def _run(args: argparse.Namespace) -> int:
+    from weir.errors import WeirError
+
+    from weir_cli.cli_error import CliError
+
     handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]] = args.handler
     try:
         return asyncio.run(handler(args))
     except CliError as error:
-        print(f"weir: {error}", file=sys.stderr)
+        _say_error(args, f"weir: {error}", error.status)
         return error.status
     except WeirError as error:
-        print(f"weir: {_describe(error, args)}", file=sys.stderr)
+        _say_error(args, f"weir: {_describe(error, args)}", 1, error.result_code.value, error.retryable)
         return 1
     except KeyboardInterrupt:
         return 0  # Ctrl-C ends `sub`, `read --follow`, `changes --follow`: what the user asked for
 
 
+def _say_error(
+    args: argparse.Namespace, line: str, status: int, result_code: str | None = None, retryable: bool | None = None
+) -> None:
+    """The command's one error line on stderr; with --json a JSON object ({"error", "status", and a
+    server's "result_code" and "retryable"})."""
+    if not args.json:
+        print(line, file=sys.stderr)
+        return
+    error: dict[str, object] = {"error": line.removeprefix("weir: "), "status": status}
+    if result_code is not None:
+        error |= {"result_code": result_code, "retryable": retryable}
+    print(json.dumps(error), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
+    if arguments == ["--version"] and "_ARGCOMPLETE" not in os.environ:
+        print(f"weir {version()}")  # at once: no parser, no SDK, no gRPC
+        return 0
+    import argcomplete
+    from argcomplete.shell_integration import shellcode
+
+    from weir_cli.parser import GLOBAL_DEFAULTS, Parser, build_parser
+
+    Parser.json_errors = "--json" in arguments
     parser = build_parser(version())
     # Only when the shell asks for completions (TAB): answers and exits. Flags show once '-' is typed.
     argcomplete.autocomplete(parser, always_complete_options=False)

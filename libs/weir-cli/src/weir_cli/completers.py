@@ -9,9 +9,10 @@ import argparse
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from weir_cli.streams import Target, target
+if TYPE_CHECKING:
+    from weir_cli.streams import Target
 
 COMPLETION_TIMEOUT_S = 1.5
 
@@ -23,6 +24,7 @@ def attach(action: argparse.Action, completer: Callable[..., list[str]]) -> None
 
 def _ask(parsed_args: argparse.Namespace, call: Callable[[Target], Awaitable[list[str]]]) -> list[str]:
     from weir_cli.parser import GLOBAL_DEFAULTS
+    from weir_cli.streams import target  # the SDK only once TAB asks the cluster
 
     args = argparse.Namespace(**{**GLOBAL_DEFAULTS, **vars(parsed_args)})
     args.timeout = min(args.timeout or COMPLETION_TIMEOUT_S, COMPLETION_TIMEOUT_S)

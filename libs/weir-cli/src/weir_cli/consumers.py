@@ -10,11 +10,12 @@ import sys
 import time
 
 from weir.client import consumer_config
+from weir.cluster import Client
 from weir.message import Message
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import consumer_summary, emit, emit_message, progress, table
 from weir_cli.streams import partitions_of, target
-from weir_cli.target import CliError
 
 SUB_IDLE_S = 2.0  # --stop-when-empty: stop after this long without a message
 
@@ -118,17 +119,36 @@ async def sub(args: argparse.Namespace) -> int:
         if cluster is None:
             return await _push(args, to.client)
         await cluster.stream_info(args.stream)  # a mistyped stream fails here, before joining
-        async with cluster.consume(args.stream, args.consumer) as messages:
-            progress(f"joined group {args.consumer!r} of {args.stream} (Ctrl-C leaves)")
-            while True:
-                try:
-                    message = await asyncio.wait_for(anext(messages), SUB_IDLE_S if args.stop_when_empty else None)
-                except (TimeoutError, StopAsyncIteration):
-                    return 0
-                emit_message(message, args.json)
-                if not args.no_ack:
-                    with contextlib.suppress(Exception):  # redelivered later: at least once
-                        await message.ack()
+        existed = any(info.config.name == args.consumer for info in await cluster.list_consumers(args.stream))
+        try:
+            return await _consume(cluster, args)
+        finally:
+            if not args.durable and not existed:
+                await _drop_group_consumer(cluster, args)
+
+
+async def _consume(cluster: Client, args: argparse.Namespace) -> int:
+    """Print (and ack) what group CONSUMER gets until Ctrl-C or, with --stop-when-empty, a quiet spell."""
+    async with cluster.consume(args.stream, args.consumer) as messages:
+        progress(f"joined group {args.consumer!r} of {args.stream} (Ctrl-C leaves)")
+        while True:
+            try:
+                message = await asyncio.wait_for(anext(messages), SUB_IDLE_S if args.stop_when_empty else None)
+            except (TimeoutError, StopAsyncIteration):
+                return 0
+            emit_message(message, args.json)
+            if not args.no_ack:
+                with contextlib.suppress(Exception):  # redelivered later: at least once
+                    await message.ack()
+
+
+async def _drop_group_consumer(cluster: Client, args: argparse.Namespace) -> None:
+    """An ephemeral `sub` (no --durable) deletes the group's durable consumer it created, once no
+    other member is left in the group (one that joined meanwhile keeps it: it is theirs too)."""
+    with contextlib.suppress(Exception):  # leaving is best effort: at worst the consumer stays
+        if not (await cluster.group_info(args.stream, args.consumer)).members:
+            await cluster.delete_consumer(args.stream, args.consumer)
+            progress(f"deleted consumer {args.consumer!r} (ephemeral; --durable keeps it)")
 
 
 async def _push(args: argparse.Namespace, node: object) -> int:

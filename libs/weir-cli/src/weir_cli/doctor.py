@@ -12,8 +12,9 @@ import asyncio
 import time
 from typing import Any
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, progress, table
-from weir_cli.target import CliError, cluster_client
+from weir_cli.target import cluster_client
 
 
 def _age(last_ms: int, now_ms: int) -> str:

@@ -25,14 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from weir.discovery import read_cluster_state
 from weir.errors import UnavailableError
 from weir.invoker import DEFAULT_ADDRESS, DEFAULT_FAILURE_CODE, STATUS_NAMES, InvokerClient, is_finished, status_name
 from weir.v1 import invoker_pb2
 
+from weir_cli.cli_error import CliError
 from weir_cli.completers import attach, stream_names
-from weir_cli.launcher import read_cluster_state
 from weir_cli.output import emit, proto_dict, show_payload, table, text_or_size, timestamp
-from weir_cli.target import CliError, Routers, _reason, cluster_dir, configure_tls, timeout_s, with_progress
+from weir_cli.target import Routers, _reason, cluster_dir, configure_tls, timeout_s, with_progress
 
 if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree

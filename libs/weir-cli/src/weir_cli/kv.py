@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from weir.kv import KeyValue
 from weir.v1 import kv_pb2
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, proto_dict, table, text_or_size
-from weir_cli.target import CliError, cluster_client, with_progress
+from weir_cli.target import cluster_client, with_progress
 
 if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree

@@ -11,8 +11,9 @@ from weir.cluster import Client
 from weir.errors import WeirError
 from weir.v1 import router_pb2
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, progress, proto_dict, table
-from weir_cli.target import CliError, cluster_client
+from weir_cli.target import cluster_client
 
 
 def _progress_line(item: router_pb2.MoveProgress) -> str:

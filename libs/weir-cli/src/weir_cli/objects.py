@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from tqdm import tqdm
 from weir.objects import GC_GRACE_MS, MAX_CHUNK_BYTES, ObjectMeta, ObjectStore
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, table
-from weir_cli.target import CliError, cluster_client
+from weir_cli.target import cluster_client
 
 if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree

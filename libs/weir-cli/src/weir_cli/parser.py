@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib
+import json
+import os
 import re
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, get_args
 
-from weir.client import DELIVER_POLICIES, SOURCE_DROP_POLICIES, stream_source
-from weir.v1 import types_pb2
+from weir.discovery import DEFAULT_CLUSTER_DIR
+from weir.options import DeliverPolicy, SourceDropPolicy
 
-from weir_cli import consumers, doctor, invoker, kv, local, moves, objects, scheduled, stores, streams
+from weir_cli import invoker, kv, objects, stores
 from weir_cli.completers import attach, consumer_names, stream_names
-from weir_cli.target import DEFAULT_CLUSTER_DIR, DEFAULT_TIMEOUT_S
+from weir_cli.target import DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from weir.v1 import types_pb2
+
     Commands = argparse._SubParsersAction[Any]  # a command group
 else:
     Commands = argparse._SubParsersAction
@@ -33,6 +38,7 @@ GLOBAL_DEFAULTS = {
     "tls_key": None,
     "token_file": None,
     "invoker": None,
+    "context": None,
 }
 # the global options that take a value
 GLOBAL_WITH_VALUE = {
@@ -45,6 +51,7 @@ GLOBAL_WITH_VALUE = {
     "--tls-key",
     "--token-file",
     "--invoker",
+    "--context",
 }
 
 
@@ -59,6 +66,9 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    # Set by `weir` when --json is among its arguments: mistakes are then JSON objects on stderr.
+    json_errors: ClassVar[bool] = False
+
     def error(self, message: str) -> NoReturn:
         mistyped = re.fullmatch(r"argument ([^:]+): invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if mistyped:
@@ -67,7 +77,41 @@ class Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(given, choices, n=1)
             what = f"unknown command {given!r}" if argument == "COMMAND" else f"{argument}: {given!r} is not a choice"
             message = f"{what}; " + (f"did you mean {close[0]!r}?" if close else f"one of {', '.join(choices)}")
+        if Parser.json_errors:
+            error = {"error": f"{self.prog}: {message}", "status": 2, "help": f"{self.prog} --help"}
+            self.exit(2, json.dumps(error) + "\n")
         self.exit(2, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, but a command (a parser with no subcommands) refuses a flag it does not know
+        itself, naming the closest of its own flags and its own help; argparse would leave it to the
+        top-level parser, whose error names `weir --help`."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        is_command = not any(isinstance(action, argparse._SubParsersAction) for action in self._actions)
+        unknown = [word for word in extras if word.startswith("-") and word != "-"]
+        if is_command and unknown and self.prog != "weir" and "_ARGCOMPLETE" not in os.environ:
+            flag = unknown[0].split("=", 1)[0]
+            close = difflib.get_close_matches(flag, list(self._option_string_actions), n=1)
+            self.error(f"unknown flag {flag!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        return parsed, extras
+
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def lazy(module: str, name: str) -> Handler:
+    """Command handler `name` of `weir_cli.<module>`, imported when the command runs: `weir --help`,
+    completion and every other command do not pay for its imports (the local cluster's launcher
+    brings Redis, pydantic and the services' shared code; most commands need only the SDK)."""
+
+    async def run(args: argparse.Namespace) -> int:
+        function: Handler = getattr(importlib.import_module(f"weir_cli.{module}"), name)
+        return await function(args)
+
+    run.__qualname__ = run.__name__ = f"{module}.{name}"
+    return run
 
 
 def positive_int(text: str) -> int:
@@ -107,15 +151,17 @@ def stream_source_arg(text: str) -> types_pb2.StreamSource:
         if not arrow:
             raise argparse.ArgumentTypeError("transform: give PATTERN->DESTINATION, e.g. orders.*->eu.{{wildcard(1)}}")
         transform = (pattern, destination)
-    if fields.get("on-drop", "halt") not in SOURCE_DROP_POLICIES:
+    if fields.get("on-drop", "halt") not in get_args(SourceDropPolicy):
         raise argparse.ArgumentTypeError(f"on-drop: halt or skip, got {fields['on-drop']!r}")
+    from weir.client import stream_source  # the SDK (and gRPC) only when a command has a --source
+
     return stream_source(
         name,
         filter_subject=fields.get("filter", ""),
         transform=transform,
         start_seq=non_negative_int(fields.get("start-seq", "0")),
         max_initial_backfill=non_negative_int(fields.get("backfill", "0")),
-        on_drop=fields.get("on-drop", "halt"),
+        on_drop="skip" if fields.get("on-drop") == "skip" else "halt",
         dlq_stream=fields.get("dlq", ""),
     )
 
@@ -184,6 +230,12 @@ def _global_options() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"give up on an unreachable cluster after this many seconds (default {DEFAULT_TIMEOUT_S:g})",
     )
+    group.add_argument(
+        "--context",
+        default=hide,
+        metavar="NAME",
+        help="use saved context NAME ('weir context ls'; default: $WEIR_CONTEXT, else the selected one)",
+    )
     group.add_argument("-v", "--verbose", action="store_true", default=hide, help="say what is being waited for")
     return options
 
@@ -223,6 +275,7 @@ def build_parser(version: str) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     tree = _Tree(options)
     _local_commands(tree, commands)
+    _context_commands(tree, commands)
     _stream_commands(tree, commands)
     _message_commands(tree, commands)
     _consumer_commands(tree, commands)
@@ -257,43 +310,57 @@ def _name_numbers(parser: argparse.ArgumentParser) -> None:
 
 def _local_commands(tree: _Tree, commands: Commands) -> None:
     demo = tree.command(
-        commands, "demo", "bring up a local cluster, publish and consume a demo workload, stop it", local.demo
+        commands,
+        "demo",
+        "bring up a local cluster, publish and consume a demo workload, stop it",
+        lazy("local", "demo"),
     )
     demo.add_argument("--messages", type=positive_int, default=20_000, help="messages to publish and consume")
     demo.add_argument("--payload-bytes", type=positive_int, default=1024, help="bytes per message payload")
     cluster = tree.group(commands, "cluster", "the local cluster as processes")
     _cluster_up_command(tree, cluster)
     token = tree.command(
-        cluster, "token", "make a new bearer token and the token_sha256 an auth file stores for it", local.new_token
+        cluster,
+        "token",
+        "make a new bearer token and the token_sha256 an auth file stores for it",
+        lazy("local", "new_token"),
     )
     token.add_argument("--user", default="", help="also print the auth file entry of this user name")
-    tree.command(cluster, "down", "stop every process of the local cluster (data is kept)", local.cluster_down)
     tree.command(
-        cluster, "add-node", "start one more partition node in the running local cluster", local.cluster_add_node
+        cluster, "down", "stop every process of the local cluster (data is kept)", lazy("local", "cluster_down")
     )
-    tree.command(cluster, "status", "processes, node liveness, controller, streams", local.cluster_status)
+    tree.command(
+        cluster,
+        "add-node",
+        "start one more partition node in the running local cluster",
+        lazy("local", "cluster_add_node"),
+    )
+    tree.command(cluster, "status", "processes, node liveness, controller, streams", lazy("local", "cluster_status"))
     rebalance = tree.command(
         cluster,
         "rebalance",
         "move partition copies so every node holds its share (plan, then move)",
-        moves.cluster_rebalance,
+        lazy("moves", "cluster_rebalance"),
     )
     rebalance.add_argument("--dry-run", action="store_true", help="print the plan; move nothing")
     rebalance.add_argument("--max-moves", type=positive_int, default=100, help="moves planned at most (default 100)")
     _catch_up_flag(rebalance)
     doctor_command = tree.command(
-        commands, "doctor", "each node's scrub: passes, corrupt records, storage checks (exit 1 if any)", doctor.doctor
+        commands,
+        "doctor",
+        "each node's scrub: passes, corrupt records, storage checks (exit 1 if any)",
+        lazy("doctor", "doctor"),
     )
     doctor_command.add_argument(
         "--scrub", action="store_true", help="start a scrub pass on every node now and wait until each ended"
     )
-    stats = tree.command(commands, "stats", "cluster stats: per node, per stream, skew", local.stats)
+    stats = tree.command(commands, "stats", "cluster stats: per node, per stream, skew", lazy("local", "stats"))
     stats.add_argument("--nodes-only", action="store_true", help="leave out the per-stream figures")
     stats.add_argument(
         "--analytics", action="store_true", help="only the spark-analytics figures (rates, lags, node skew)"
     )
     changes = tree.command(
-        commands, "changes", "print a node's change feed (--server = its internal port)", local.changes
+        commands, "changes", "print a node's change feed (--server = its internal port)", lazy("local", "changes")
     )
     changes.add_argument(
         "--from-change-seq", type=non_negative_int, default=0, help="first change to print (0 = oldest)"
@@ -302,12 +369,34 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     changes.add_argument("--follow", action="store_true", help="keep printing new changes until Ctrl-C")
 
 
+def _context_commands(tree: _Tree, commands: Commands) -> None:
+    """weir context save|use|ls|show|rm (weir_cli.contexts)."""
+    context = tree.group(commands, "context", "saved connection profiles: routers, TLS files, token file")
+    save = tree.command(
+        context,
+        "save",
+        "save a context from --router, --tls-ca/cert/key, --token-file",
+        lazy("contexts", "context_save"),
+    )
+    save.add_argument("name", help="its name (A-Z a-z 0-9 _ . -)")
+    save.add_argument("--description", default="", help="a line saying what it is")
+    save.add_argument("--select", action="store_true", help="also select it (as 'weir context use NAME')")
+    use = tree.command(context, "use", "select a context for the commands that follow", lazy("contexts", "context_use"))
+    use.add_argument("name", nargs="?", help="the context")
+    use.add_argument("--none", action="store_true", help="select none (back to $WEIR_ROUTERS and the local cluster)")
+    tree.command(context, "ls", "the saved contexts (* = selected)", lazy("contexts", "context_ls"))
+    show = tree.command(context, "show", "a context's settings", lazy("contexts", "context_show"))
+    show.add_argument("name", nargs="?", help="the context (default: the selected one)")
+    rm = tree.command(context, "rm", "remove a saved context", lazy("contexts", "context_rm"))
+    rm.add_argument("name", help="the context")
+
+
 def _cluster_up_command(tree: _Tree, cluster: Commands) -> None:
     up = tree.command(
         cluster,
         "up",
         "start redis-server, routers, nodes, a replicator, a gateway and an invoker; returns once serving",
-        local.cluster_up,
+        lazy("local", "cluster_up"),
     )
     up.add_argument("--nodes", type=positive_int, default=3, help="partition nodes to start")
     up.add_argument("--routers", type=positive_int, default=2, help="routers to start")
@@ -352,24 +441,25 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     stream = tree.group(commands, "stream", "stream admin")
     _stream_create_command(tree, stream)
     update = tree.command(
-        stream, "update", "change a stream's limits (lowering one prunes at once)", streams.stream_update
+        stream, "update", "change a stream's limits (lowering one prunes at once)", lazy("streams", "stream_update")
     )
     attach(update.add_argument("name", help="the stream's name"), stream_names)
     update.add_argument("--max-msg-bytes", type=non_negative_int, help="largest message")
     _limit_flags(update)
     for name, help_text, handler in (
-        ("info", "a stream's config, totals and partitions", streams.stream_info),
-        ("delete", "delete a stream and every message of it", streams.stream_delete),
+        ("info", "a stream's config, totals and partitions", lazy("streams", "stream_info")),
+        ("delete", "delete a stream and every message of it", lazy("streams", "stream_delete")),
     ):
-        attach(
-            tree.command(stream, name, help_text, handler).add_argument("name", help="the stream's name"), stream_names
-        )
-    tree.command(stream, "list", "the streams' names", streams.stream_list)
+        command = tree.command(stream, name, help_text, handler)
+        attach(command.add_argument("name", help="the stream's name"), stream_names)
+        if name == "delete":
+            _force_flag(command)
+    tree.command(stream, "list", "the streams' names", lazy("streams", "stream_list"))
     _partition_commands(tree, stream)
 
 
 def _stream_create_command(tree: _Tree, stream: Commands) -> None:
-    create = tree.command(stream, "create", "create a stream (placed by the router)", streams.stream_create)
+    create = tree.command(stream, "create", "create a stream (placed by the router)", lazy("streams", "stream_create"))
     create.add_argument("name", help="the stream's name")
     create.add_argument("--subjects", nargs="*", help="subject patterns it accepts (default: any subject)")
     create.add_argument("--partitions", type=positive_int, default=1, help="partitions (default 1)")
@@ -407,28 +497,45 @@ def _stream_create_command(tree: _Tree, stream: Commands) -> None:
 
 def _partition_commands(tree: _Tree, stream: Commands) -> None:
     """A partition's copies and contents: move, pin, unpin, purge."""
-    move = tree.command(stream, "move", "move a partition's copy to another node while it serves", moves.stream_move)
+    move = tree.command(
+        stream, "move", "move a partition's copy to another node while it serves", lazy("moves", "stream_move")
+    )
     attach(move.add_argument("name", help="the stream's name"), stream_names)
     move.add_argument("--to", dest="to_node", required=True, help="the node that gets the copy (e.g. node-4)")
     move.add_argument("--from", dest="from_node", default="", help="the node that gives it up (default: the primary)")
     move.add_argument("--partition", type=non_negative_int, default=0, help="which partition (default 0)")
     _catch_up_flag(move)
     for name, help_text, handler in (
-        ("pin", "keep a partition where it is (no move, no preferred-leader handover)", moves.stream_pin),
-        ("unpin", "let moves and the preferred-leader rebalance touch a partition again", moves.stream_unpin),
+        ("pin", "keep a partition where it is (no move, no preferred-leader handover)", lazy("moves", "stream_pin")),
+        (
+            "unpin",
+            "let moves and the preferred-leader rebalance touch a partition again",
+            lazy("moves", "stream_unpin"),
+        ),
     ):
         command = tree.command(stream, name, help_text, handler)
         attach(command.add_argument("name", help="the stream's name"), stream_names)
         command.add_argument("--partition", type=non_negative_int, default=0, help="which partition (default 0)")
-    purge = tree.command(stream, "purge", "remove a stream's messages (seqs keep counting)", streams.stream_purge)
+    purge = tree.command(
+        stream, "purge", "remove a stream's messages (seqs keep counting)", lazy("streams", "stream_purge")
+    )
     attach(purge.add_argument("name", help="the stream's name"), stream_names)
     purge.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     purge.add_argument("--keep-from-seq", type=positive_int, help="remove only the messages below this seq")
+    _force_flag(purge)
+
+
+def _force_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--force", "-f", action="store_true", help="do not ask first (it asks only when run on a terminal)"
+    )
 
 
 def _message_commands(tree: _Tree, commands: Commands) -> None:
     """pub and read."""
-    pub = tree.command(commands, "pub", "publish: DATA (--count times), or one message per line of stdin", streams.pub)
+    pub = tree.command(
+        commands, "pub", "publish: DATA (--count times), or one message per line of stdin", lazy("streams", "pub")
+    )
     attach(pub.add_argument("stream", help="the stream"), stream_names)
     pub.add_argument("subject", help="the message's subject")
     pub.add_argument("data", nargs="?", help="the payload ('{n}' becomes 1..count); omitted or '-': read stdin")
@@ -447,7 +554,7 @@ def _message_commands(tree: _Tree, commands: Commands) -> None:
         help="deliver this many milliseconds later (the stream needs --allow-scheduled-messages)",
     )
     pub.add_argument("--hold", action="store_true", help="store held until 'weir scheduled release' (a half message)")
-    read = tree.command(commands, "read", "print stored messages of every partition (or one)", streams.read)
+    read = tree.command(commands, "read", "print stored messages of every partition (or one)", lazy("streams", "read"))
     attach(read.add_argument("stream", help="the stream"), stream_names)
     read.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     read.add_argument("--from-seq", type=non_negative_int, default=0, help="first seq per partition (0 = oldest)")
@@ -472,12 +579,16 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 def _scheduled_commands(tree: _Tree, commands: Commands) -> None:
     group = tree.group(commands, "scheduled", "delayed and held messages (streams with --allow-scheduled-messages)")
-    listing = tree.command(group, "list", "the messages still to deliver, in seq order", scheduled.scheduled_list)
+    listing = tree.command(
+        group, "list", "the messages still to deliver, in seq order", lazy("scheduled", "scheduled_list")
+    )
     attach(listing.add_argument("stream", help="the stream"), stream_names)
     listing.add_argument("--partition", type=non_negative_int, help="only this partition (default: every one)")
     listing.add_argument("--held", action="store_true", help="only held messages (not delayed ones)")
     listing.add_argument("--max", type=positive_int, default=100, help="most to print (default 100)")
-    release = tree.command(group, "release", "deliver one now (or --discard it)", scheduled.scheduled_release)
+    release = tree.command(
+        group, "release", "deliver one now (or --discard it)", lazy("scheduled", "scheduled_release")
+    )
     attach(release.add_argument("stream", help="the stream"), stream_names)
     release.add_argument("partition", type=non_negative_int, help="its partition")
     release.add_argument("seq", type=positive_int, help="its seq (as 'weir pub' or 'scheduled list' showed)")
@@ -486,11 +597,12 @@ def _scheduled_commands(tree: _Tree, commands: Commands) -> None:
 
 def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     consumer = tree.group(commands, "consumer", "durable consumer admin")
-    create = tree.command(consumer, "create", "create a durable consumer", consumers.consumer_create)
+    create = tree.command(consumer, "create", "create a durable consumer", lazy("consumers", "consumer_create"))
     attach(create.add_argument("stream", help="the stream"), stream_names)
     create.add_argument("name", help="the consumer's name")
     create.add_argument("--filter-subject", default="", help="deliver only subjects matching this pattern")
-    create.add_argument("--deliver-policy", choices=sorted(DELIVER_POLICIES), default="all", help="where it starts")
+    policies = sorted(get_args(DeliverPolicy))
+    create.add_argument("--deliver-policy", choices=policies, default="all", help="where it starts")
     create.add_argument("--start-seq", type=non_negative_int, default=0, help="with --deliver-policy by_start_seq")
     create.add_argument("--start-time-ms", type=non_negative_int, default=0, help="with --deliver-policy by_start_time")
     create.add_argument("--ack-wait-ms", type=non_negative_int, default=0, help="redeliver after this (0 = 30000)")
@@ -501,16 +613,20 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     create.add_argument("--max-ack-pending", type=non_negative_int, default=0, help="per partition (0 = 1000)")
     create.add_argument("--deliver-group", default="", help="push subscribers sharing the consumer")
     for name, help_text, handler in (
-        ("info", "a consumer's position and counts per partition", consumers.consumer_info),
-        ("delete", "delete a consumer and its state", consumers.consumer_delete),
+        ("info", "a consumer's position and counts per partition", lazy("consumers", "consumer_info")),
+        ("delete", "delete a consumer and its state", lazy("consumers", "consumer_delete")),
     ):
         command = tree.command(consumer, name, help_text, handler)
         attach(command.add_argument("stream", help="the stream"), stream_names)
         attach(command.add_argument("name", help="the consumer's name"), consumer_names)
-    listing = tree.command(consumer, "list", "a stream's consumers", consumers.consumer_list)
+    listing = tree.command(consumer, "list", "a stream's consumers", lazy("consumers", "consumer_list"))
     attach(listing.add_argument("stream", help="the stream"), stream_names)
-    seek = tree.command(consumer, "seek", "move a consumer: --seq, --time-ms or --end", consumers.consumer_seek)
-    reset = tree.command(consumer, "reset", "move a consumer back to the first message", consumers.consumer_seek)
+    seek = tree.command(
+        consumer, "seek", "move a consumer: --seq, --time-ms or --end", lazy("consumers", "consumer_seek")
+    )
+    reset = tree.command(
+        consumer, "reset", "move a consumer back to the first message", lazy("consumers", "consumer_seek")
+    )
     for command in (seek, reset):
         attach(command.add_argument("stream", help="the stream"), stream_names)
         attach(command.add_argument("name", help="the consumer's name"), consumer_names)
@@ -519,10 +635,13 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     seek.add_argument("--time-ms", type=non_negative_int, help="from the first message stored at or after this time")
     seek.add_argument("--end", action="store_true", help="only messages published from now on")
     reset.set_defaults(seq=None)
-
     _scheduled_commands(tree, commands)
+    _fetch_and_sub_commands(tree, commands)
+
+
+def _fetch_and_sub_commands(tree: _Tree, commands: Commands) -> None:
     fetch = tree.command(
-        commands, "fetch", "fetch a batch for a consumer from every partition (or one)", consumers.fetch
+        commands, "fetch", "fetch a batch for a consumer from every partition (or one)", lazy("consumers", "fetch")
     )
     attach(fetch.add_argument("stream", help="the stream"), stream_names)
     attach(fetch.add_argument("consumer", help="the consumer's name"), consumer_names)
@@ -531,7 +650,10 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     fetch.add_argument("--wait-ms", type=non_negative_int, default=0, help="wait this long for the first message")
     fetch.add_argument("--ack", action="store_true", help="acknowledge what was fetched")
     sub = tree.command(
-        commands, "sub", "consume as a member of group CONSUMER; print and ack (Ctrl-C leaves)", consumers.sub
+        commands,
+        "sub",
+        "consume as a member of group CONSUMER; print and ack (Ctrl-C leaves)",
+        lazy("consumers", "sub"),
     )
     attach(sub.add_argument("stream", help="the stream (it must exist)"), stream_names)
     attach(
@@ -539,5 +661,11 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
         consumer_names,
     )
     sub.add_argument("--stop-when-empty", action="store_true", help="stop after 2 s without a message")
+    sub.add_argument(
+        "--durable",
+        action="store_true",
+        help="keep the group's consumer (and its position) after leaving; without it, a consumer this command "
+        "created is deleted when the last member leaves",
+    )
     sub.add_argument("--deliver-group", default="", help="(--server push subscriptions) the deliver group")
     sub.add_argument("--no-ack", action="store_true", help="print only; messages come back after ack_wait")

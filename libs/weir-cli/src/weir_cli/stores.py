@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from weir.collections import Collections
 from weir.v1 import collections_pb2 as pb
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, table, text_or_size
-from weir_cli.target import CliError, cluster_client
+from weir_cli.target import cluster_client
 
 if TYPE_CHECKING:
     from weir_cli.parser import Commands, _Tree

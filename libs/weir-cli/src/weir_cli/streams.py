@@ -15,12 +15,14 @@ from typing import Any
 
 from weir.client import NodeClient, stream_config
 from weir.cluster import Client
+from weir.errors import NoSuchStreamError
 from weir.message import Message, PublishAck
 from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import streams_pb2, types_pb2
 
+from weir_cli.cli_error import CliError
 from weir_cli.output import emit, emit_message, progress, proto_dict, stream_summary
-from weir_cli.target import CliError, cluster_client, node_client, with_progress
+from weir_cli.target import cluster_client, node_client, with_progress
 
 READ_PAGE = 500  # messages one ReadMessages call asks for
 
@@ -99,10 +101,37 @@ def _config_of(args: argparse.Namespace) -> Any:
 
 
 async def stream_create(args: argparse.Namespace) -> int:
+    """Create a stream; one that exists with the same config is left as it is and said so (`--json`:
+    the config with `"existed": true|false`); another config is the router's `already_exists`."""
     async with target(args) as to:
+        existed = await _exists(to, args.name)
         created = await with_progress(to.client.create_stream(_config_of(args)), "the cluster", args.verbose)
-    emit(created, args.json, f"created stream {created.name} ({created.partitions} partition(s))")
+    human = (
+        f"stream {created.name} exists with this config ({created.partitions} partition(s)): nothing changed"
+        if existed
+        else f"created stream {created.name} ({created.partitions} partition(s))"
+    )
+    emit({**proto_dict(created), "existed": existed}, args.json, human)
     return 0
+
+
+async def _exists(to: Target, name: str) -> bool:
+    try:
+        await to.client.stream_info(name)
+    except NoSuchStreamError:
+        return False
+    return True
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Ask `question` [y/N] on a terminal unless --force; anything but y/yes is a CliError (status 1)
+    and nothing is done. Not on a terminal (a script, a pipe), it does not ask."""
+    if args.force or not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise CliError("nothing done (pass --force to skip this question)")
 
 
 _UPDATABLE = (
@@ -129,6 +158,12 @@ async def stream_update(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{field} {getattr(args, field)}" for field in changed)
     emit(response, args.json, f"updated stream {args.name}: {summary}; {response.pruned} message(s) pruned")
     return 0
+
+
+async def _message_count(to: Target, name: str) -> int:
+    """The stream's stored messages (its partitions' msg_count). Errors: NoSuchStreamError."""
+    info = await to.client.stream_info(name)
+    return sum(partition.msg_count for partition in info.stats.partitions)
 
 
 async def stream_info(args: argparse.Namespace) -> int:
@@ -167,6 +202,8 @@ async def stream_list(args: argparse.Namespace) -> int:
 
 async def stream_delete(args: argparse.Namespace) -> int:
     async with target(args) as to:
+        count = await _message_count(to, args.name)
+        confirm(args, f"delete stream {args.name} and its {count} message(s)?")
         await to.client.delete_stream(args.name)
     emit({"deleted": args.name}, args.json, f"deleted stream {args.name}")
     return 0
@@ -176,6 +213,9 @@ async def stream_purge(args: argparse.Namespace) -> int:
     async with target(args) as to:
         count = await to.partitions(args.name)
         args.stream = args.name
+        which = "every partition" if args.partition is None else f"partition {args.partition}"
+        below = f" below seq {args.keep_from_seq}" if args.keep_from_seq else ""
+        confirm(args, f"remove the messages{below} of {which} of stream {args.name}?")
         purged = 0
         for partition in partitions_of(args, count):
             node = await to.node_for(args.name, partition)
