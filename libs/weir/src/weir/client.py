@@ -175,7 +175,9 @@ class GrpcClient:
         (weir.tls: a service's own settings, else the WEIR_TLS_* variables)."""
         self.address = address
         self.timeout_s = timeout_s
-        self.channel = tls_module.aio_channel(address, CHANNEL_OPTIONS, tls)
+        # Bidirectional (lockstep) calls carry the bearer token themselves (tls.aio_channel says why).
+        self.channel = tls_module.aio_channel(address, CHANNEL_OPTIONS, tls, intercept_stream_streams=False)
+        self.stream_metadata = tls_module.call_metadata(tls)
 
     async def close(self) -> None:
         """Close the channel (calls in flight fail with UnavailableError)."""
@@ -314,14 +316,15 @@ class NodeClient(GrpcClient):
         self.stub = streams_pb2_grpc.StreamsStub(self.channel)
         # The hot calls go over lockstep streams: a stream item costs both ends about a third of a
         # unary call's CPU (docs/benchmarks.md); errors and timeouts are those of the unary calls.
+        metadata = self.stream_metadata
         self._publish_batches: LockstepPool[streams_pb2.PublishBatchRequest, streams_pb2.PublishBatchResponse] = (
-            LockstepPool(self.stub.PublishBatchStream)
+            LockstepPool(lambda: self.stub.PublishBatchStream(metadata=metadata))
         )
         self._fetches: LockstepPool[streams_pb2.FetchRequest, streams_pb2.FetchResponse] = LockstepPool(
-            self.stub.FetchStream
+            lambda: self.stub.FetchStream(metadata=metadata)
         )
         self._ack_batches: LockstepPool[streams_pb2.AckBatchRequest, streams_pb2.AckBatchResponse] = LockstepPool(
-            self.stub.AckBatchStream
+            lambda: self.stub.AckBatchStream(metadata=metadata)
         )
 
     async def close(self) -> None:

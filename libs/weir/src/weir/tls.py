@@ -196,15 +196,26 @@ class _StreamStreamBearer(_BearerToken, grpc.aio.StreamStreamClientInterceptor):
         return await continuation(self.details(client_call_details), requests)
 
 
-def _bearer_interceptors(token: str) -> list[Any] | None:
+def _bearer_interceptors(token: str, streams: bool) -> list[Any] | None:
     if not token:
         return None
-    return [kind(token) for kind in (_UnaryUnaryBearer, _UnaryStreamBearer, _StreamUnaryBearer, _StreamStreamBearer)]
+    kinds = [_UnaryUnaryBearer, _UnaryStreamBearer, _StreamUnaryBearer] + ([_StreamStreamBearer] if streams else [])
+    return [kind(token) for kind in kinds]
 
 
-def aio_channel(address: str, options: Sequence[tuple[str, Any]] = (), security: Security = _UNSET) -> grpc.aio.Channel:
+def aio_channel(
+    address: str,
+    options: Sequence[tuple[str, Any]] = (),
+    security: Security = _UNSET,
+    *,
+    intercept_stream_streams: bool = True,
+) -> grpc.aio.Channel:
     """A grpc.aio channel to `address`: TLS per `security` (default: the process default), with its
-    bearer token on every call, else plaintext."""
+    bearer token on every call, else plaintext. `intercept_stream_streams=False`: bidirectional calls
+    get no token from the channel; the caller sends `call_metadata(security)` with each. grpc.aio
+    runs an intercepted bidirectional call written with `write()` through a request queue whose task
+    it never ends when the call is cancelled: the SDK's lockstep streams, cancelled when a client
+    closes, left "Task was destroyed but it is pending!" on stderr."""
     chosen = resolve(security)
     if chosen is None:
         return grpc.aio.insecure_channel(address, options=list(options))
@@ -212,8 +223,16 @@ def aio_channel(address: str, options: Sequence[tuple[str, Any]] = (), security:
         address,
         chosen.transport_credentials(),
         options=[*options, *chosen.options()],
-        interceptors=_bearer_interceptors(chosen.bearer_token()),
+        interceptors=_bearer_interceptors(chosen.bearer_token(), intercept_stream_streams),
     )
+
+
+def call_metadata(security: Security = _UNSET) -> tuple[tuple[str, str], ...]:
+    """The metadata a call sends itself on a channel made with `intercept_stream_streams=False`:
+    its bearer token over TLS, nothing otherwise."""
+    chosen = resolve(security)
+    token = chosen.bearer_token() if chosen is not None else ""
+    return (("authorization", f"Bearer {token}"),) if token else ()
 
 
 def sync_channel(address: str, options: Sequence[tuple[str, Any]] = (), security: Security = _UNSET) -> grpc.Channel:
