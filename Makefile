@@ -12,7 +12,7 @@ SDK_PROTOC = $(UV) run --no-project --isolated --python 3.11 --with $(SDK_GRPC_T
 # Foreign protocols the gateway serves, generated into its package (import path = proto path).
 GATEWAY_PROTO_OUT := services/gateway/src
 GATEWAY_PROTOS := $(wildcard proto/gateway/weir_gateway/*/pb/*.proto)
-# RocketMQ v1 imports google/rpc/*.proto: googleapis-common-protos (installed with grpcio-status) ships them.
+# RocketMQ v1 imports google/rpc/*.proto: googleapis-common-protos (an SDK dependency) ships them.
 GOOGLE_RPC_PROTOS = $(shell $(UV) run python -c "import pathlib, google.rpc.status_pb2 as m; print(pathlib.Path(m.__file__).parents[2])")
 # The Restate service protocol (the seed laid out on lines), generated into the invoker's package.
 INVOKER_PROTO_OUT := services/invoker/src

@@ -14,14 +14,25 @@ the RocketMQ seed maps them (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, .
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import grpc
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_status import rpc_status
 
 ERROR_DOMAIN = "weir"
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class _StatusFields(NamedTuple):
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: Any
+
+
+class _Status(_StatusFields, grpc.Status):  # type: ignore[misc]
+    """A grpc.Status with the google.rpc.Status in its trailing metadata, as grpcio-status's
+    `rpc_status.to_status` builds one (done here: that package ties the oldest grpcio the SDK can use
+    to the protobuf major, and this is all the SDK needed of it)."""
 
 
 class ResultCode(StrEnum):
@@ -137,7 +148,7 @@ class WeirError(Exception):
             retry = error_details_pb2.RetryInfo()
             retry.retry_delay.FromMilliseconds(round(retry_after_s * 1000))
             status.details.add().Pack(retry)
-        return rpc_status.to_status(status)
+        return _Status(self.status_code, self.message, ((_STATUS_DETAILS_KEY, status.SerializeToString()),))
 
     @property
     def retry_after_s(self) -> float | None:
