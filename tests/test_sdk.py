@@ -14,11 +14,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import weir
-from weir import Client, Message, NoSuchStreamError, NotPendingError, PublishAck, consumer_config, stream_config
+from weir import (
+    Client,
+    Message,
+    NoSuchStreamError,
+    NotPendingError,
+    PublishAck,
+    consumer_config,
+    options,
+    stream_config,
+)
 from weir.client import NodeClient
 from weir.errors import InvalidArgumentError, WeirError
 from weir.router_client import router_addresses
@@ -56,6 +65,30 @@ def test_every_public_member_says_what_it_does_and_the_version_is_the_distributi
         ]
     assert undocumented == []
     assert weir.__version__ == importlib.metadata.version("weir")
+
+
+def test_the_cli_s_light_copies_of_the_sdk_s_choices_agree_with_the_protos() -> None:
+    """weir.options holds what the CLI's parser needs without loading gRPC; each must match the
+    mapping or enum the SDK sends."""
+    from weir.client import ACK_LEVELS, DELIVER_POLICIES, RETENTION_POLICIES, SOURCE_DROP_POLICIES, STORAGE_KINDS
+    from weir.invoker import STATUS_NAMES
+
+    for literal, mapping in (
+        (options.AckLevel, ACK_LEVELS),
+        (options.Retention, RETENTION_POLICIES),
+        (options.Storage, STORAGE_KINDS),
+        (options.DeliverPolicy, DELIVER_POLICIES),
+        (options.SourceDropPolicy, SOURCE_DROP_POLICIES),
+        (options.InvocationStatusName, STATUS_NAMES),
+    ):
+        assert set(get_args(literal)) == set(mapping), literal
+    command = [
+        sys.executable,
+        "-c",
+        "import sys, weir, weir_cli.parser; print(sorted(m for m in sys.modules if m.startswith(('grpc', 'google'))))",
+    ]
+    loaded = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert loaded == "[]", loaded  # `import weir` and the CLI's parser load neither gRPC nor protobuf
 
 
 def test_a_string_option_out_of_its_values_names_the_option_and_the_values() -> None:

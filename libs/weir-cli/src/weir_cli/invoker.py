@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from weir.discovery import read_cluster_state
-from weir.errors import UnavailableError
-from weir.invoker import DEFAULT_ADDRESS, DEFAULT_FAILURE_CODE, STATUS_NAMES, InvokerClient, is_finished, status_name
-from weir.v1 import invoker_pb2
+
+if TYPE_CHECKING:
+    from weir.invoker import InvokerClient
+    from weir.v1 import invoker_pb2
 
 from weir_cli.cli_error import CliError
 from weir_cli.completers import attach, stream_names
@@ -145,6 +146,8 @@ def find_invoker(args: Any) -> InvokerTarget:
     """The invoker a command talks to: --invoker, else $WEIR_INVOKER, else the first invoker of the
     local cluster (cluster.json under --data-dir, $WEIR_CLUSTER_DIR, ./weir-cluster or the last one
     started), else 127.0.0.1:7720. Errors: CliError (status 2) for a $WEIR_INVOKER that is not HOST:PORT."""
+    from weir.options import DEFAULT_INVOKER_ADDRESS as DEFAULT_ADDRESS
+
     given = getattr(args, "invoker", None)
     if given:
         return InvokerTarget(given, "--invoker")
@@ -183,6 +186,9 @@ async def invoker_client(args: Any) -> AsyncIterator[InvokerClient]:
     """An InvokerClient on the invoker (calls bounded by --timeout), its channel secured as
     `configure_tls` says (with the local cluster's own security when it was found there); an
     unreachable invoker is a CliError that says where its address came from."""
+    from weir.errors import UnavailableError
+    from weir.invoker import InvokerClient
+
     target = find_invoker(args)
     local = None if target.data_dir is None else Routers([], target.found_from, target.data_dir)
     configure_tls(args, local)
@@ -218,6 +224,8 @@ def _bytes_fields(value: dict[str, Any], name: str, data: bytes) -> None:
 
 def invocation_dict(invocation: invoker_pb2.Invocation) -> dict[str, Any]:
     """An invocation for --json: status by name ("suspended"), input and output as text when UTF-8."""
+    from weir.invoker import status_name
+
     value = proto_dict(invocation) | {"status": status_name(invocation.status)}
     _bytes_fields(value, "input", invocation.input)
     if invocation.HasField("output"):
@@ -261,6 +269,9 @@ def _source(invocation: invoker_pb2.Invocation) -> str:
 
 def invocation_lines(invocation: invoker_pb2.Invocation) -> list[str]:
     """An invocation's record for a person, a few lines."""
+    from weir.invoker import status_name
+    from weir.v1 import invoker_pb2
+
     key = f" key {invocation.key}" if invocation.key else ""
     origin = f"from {_source(invocation)}"
     if invocation.deployment_id:
@@ -415,6 +426,8 @@ def _invoke_input(args: argparse.Namespace) -> bytes:
 
 
 async def invoke(args: argparse.Namespace) -> int:
+    from weir.invoker import status_name
+
     service, handler = args.target
     data = _invoke_input(args)
     async with invoker_client(args) as invoker:
@@ -434,6 +447,9 @@ async def invoke(args: argparse.Namespace) -> int:
 
 def _status_note(args: argparse.Namespace, first: invoker_pb2.Invocation) -> Callable[[invoker_pb2.Invocation], None]:
     """What --wait says on stderr (on a terminal, or with -v) each time the status changes before the end."""
+    from weir.invoker import is_finished, status_name
+    from weir.v1 import invoker_pb2
+
     last = [first.status]
     show = bool(args.verbose or sys.stderr.isatty())
 
@@ -454,6 +470,8 @@ def _status_note(args: argparse.Namespace, first: invoker_pb2.Invocation) -> Cal
 
 def _finished(args: argparse.Namespace, invocation: invoker_pb2.Invocation) -> int:
     """Print a finished invocation's output; a failure or a cancellation is a CliError (exit 1)."""
+    from weir.v1 import invoker_pb2
+
     if args.json:
         emit(invocation_dict(invocation), True)
     elif invocation.output:  # a handler that returns nothing has empty output
@@ -465,6 +483,8 @@ def _finished(args: argparse.Namespace, invocation: invoker_pb2.Invocation) -> i
 
 
 async def invocation_list(args: argparse.Namespace) -> int:
+    from weir.invoker import status_name
+
     invocations, truncated = await _ask(
         args, lambda invoker: invoker.list_invocations(status=args.status, service=args.service, limit=args.limit)
     )
@@ -490,6 +510,8 @@ async def invocation_list(args: argparse.Namespace) -> int:
 
 
 async def invocation_show(args: argparse.Namespace) -> int:
+    from weir.invoker import is_finished
+
     invocation, journal = await _ask(args, lambda invoker: invoker.get_invocation(args.id))
     if args.json:
         emit({"invocation": invocation_dict(invocation), "journal": [journal_dict(entry) for entry in journal]}, True)
@@ -504,6 +526,9 @@ async def invocation_show(args: argparse.Namespace) -> int:
 
 
 async def invocation_cancel(args: argparse.Namespace) -> int:
+    from weir.invoker import status_name
+    from weir.v1 import invoker_pb2
+
     invocation = await _ask(args, lambda invoker: invoker.cancel_invocation(args.id))
     human = f"cancelled {invocation.id}"
     if invocation.status != invoker_pb2.INVOCATION_STATUS_CANCELLED:  # its attempt is being stopped
@@ -587,6 +612,8 @@ def service_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> lis
 def add_invoker_option(parser: argparse.ArgumentParser) -> None:
     """--invoker, on the root parser and every invoker command (SUPPRESS: a later position does not
     reset an earlier one)."""
+    from weir.options import DEFAULT_INVOKER_ADDRESS as DEFAULT_ADDRESS
+
     parser.add_argument(
         "--invoker",
         type=address,
@@ -651,6 +678,11 @@ def _subscription_commands(tree: _Tree, commands: Commands) -> None:
 
 
 def _invocation_commands(tree: _Tree, commands: Commands) -> None:
+    from typing import get_args
+
+    from weir.options import InvocationStatusName
+
+    statuses = get_args(InvocationStatusName)
     call = _command(tree, commands, "invoke", "start an invocation; print its id and status", invoke)
     attach(call.add_argument("target", metavar=TARGET, type=service_handler, help=TARGET_HELP), handler_targets)
     call.add_argument("--key", default="", help="the virtual object's or workflow's key")
@@ -667,9 +699,9 @@ def _invocation_commands(tree: _Tree, commands: Commands) -> None:
     listing.add_argument(
         "--status",
         type=status_choice,
-        choices=list(STATUS_NAMES),
+        choices=list(statuses),
         metavar="STATUS",
-        help=f"only those in this status: {', '.join(STATUS_NAMES)}",
+        help=f"only those in this status: {', '.join(statuses)}",
     )
     attach(listing.add_argument("--service", default="", help="only this service's"), service_names)
     listing.add_argument(
@@ -688,6 +720,8 @@ def _invocation_commands(tree: _Tree, commands: Commands) -> None:
 
 
 def _awakeable_commands(tree: _Tree, commands: Commands, positive_int: Any) -> None:
+    from weir.options import DEFAULT_FAILURE_CODE
+
     group = tree.group(commands, "awakeables", "complete a handler's awakeable (ctx.awakeable())")
     resolve = _command(tree, group, "resolve", "complete an awakeable with a value", awakeable_resolve)
     resolve.add_argument("id", help=AWAKEABLE_HELP)

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from weir.kv import KeyValue
-from weir.v1 import kv_pb2
+if TYPE_CHECKING:
+    pass
 
 from weir_cli.cli_error import CliError
 from weir_cli.output import emit, proto_dict, table, text_or_size
@@ -45,6 +45,9 @@ def _value(args: argparse.Namespace) -> bytes:
 
 
 async def bucket_create(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+    from weir.v1 import kv_pb2
+
     request = kv_pb2.KvCreateBucketRequest(
         bucket=args.bucket,
         history=args.history,
@@ -61,6 +64,8 @@ async def bucket_create(args: argparse.Namespace) -> int:
 
 
 async def bucket_delete(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         await KeyValue(client).delete_bucket(args.bucket)
     emit({"bucket": args.bucket, "deleted": True}, args.json, f"deleted bucket {args.bucket}")
@@ -68,6 +73,8 @@ async def bucket_delete(args: argparse.Namespace) -> int:
 
 
 async def put(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     value = _value(args)
     async with cluster_client(args) as client:
         kv = KeyValue(client)
@@ -82,6 +89,8 @@ async def put(args: argparse.Namespace) -> int:
 
 
 async def get(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         entry = await KeyValue(client).get(args.bucket, args.key)
     if entry is None:
@@ -91,6 +100,8 @@ async def get(args: argparse.Namespace) -> int:
 
 
 async def delete(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         revision = await KeyValue(client).delete(args.bucket, args.key)
     emit(
@@ -100,6 +111,8 @@ async def delete(args: argparse.Namespace) -> int:
 
 
 async def touch(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         revision = await KeyValue(client).touch(args.bucket, args.key, args.ttl_ms)
     emit({"key": args.key, "revision": revision}, args.json, f"{args.key} = revision {revision} (ttl {args.ttl_ms} ms)")
@@ -107,6 +120,8 @@ async def touch(args: argparse.Namespace) -> int:
 
 
 async def purge(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         revision = await KeyValue(client).purge(args.bucket, args.key)
     emit({"key": args.key, "revision": revision, "purged": True}, args.json, f"purged {args.key} (revision {revision})")
@@ -114,6 +129,8 @@ async def purge(args: argparse.Namespace) -> int:
 
 
 async def keys(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         entries, truncated = await KeyValue(client).keys(args.bucket)
     shown = [entry for entry in entries if args.all or not entry.deleted]
@@ -129,6 +146,8 @@ async def keys(args: argparse.Namespace) -> int:
 
 
 async def history(args: argparse.Namespace) -> int:
+    from weir.kv import KeyValue
+
     async with cluster_client(args) as client:
         entries = await KeyValue(client).history(args.bucket, args.key, args.from_revision, args.limit)
     if args.json:
@@ -142,6 +161,8 @@ async def history(args: argparse.Namespace) -> int:
 
 async def watch(args: argparse.Namespace) -> int:
     """Each key's value, then every change, one line each, until interrupted (or --count events)."""
+    from weir.kv import KeyValue
+
     seen = 0
     async with cluster_client(args) as client:
         async for event in KeyValue(client).watch(args.bucket, args.key or "", args.from_revision):

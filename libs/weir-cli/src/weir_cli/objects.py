@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from tqdm import tqdm
-from weir.objects import GC_GRACE_MS, MAX_CHUNK_BYTES, ObjectMeta, ObjectStore
+if TYPE_CHECKING:
+    from weir.objects import ObjectMeta
 
 from weir_cli.cli_error import CliError
 from weir_cli.output import emit, table
@@ -38,6 +38,8 @@ def _meta(meta: ObjectMeta) -> dict[str, Any]:
 
 
 def _bar(total: int | None, what: str) -> Any:
+    from tqdm import tqdm
+
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=what, file=sys.stderr, disable=None)
 
 
@@ -51,6 +53,8 @@ async def _pieces(source: BinaryIO, bar: Any) -> AsyncIterator[bytes]:
 
 
 async def bucket_create(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         await ObjectStore(client).create_bucket(
             args.bucket,
@@ -64,6 +68,8 @@ async def bucket_create(args: argparse.Namespace) -> int:
 
 
 async def bucket_delete(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         await ObjectStore(client).delete_bucket(args.bucket)
     emit({"bucket": args.bucket, "deleted": True}, args.json, f"deleted object bucket {args.bucket}")
@@ -82,6 +88,8 @@ def _source(file: str) -> tuple[BinaryIO, int | None]:
 
 async def put(args: argparse.Namespace) -> int:
     """Stream a file (or standard input with `-`) into an object."""
+    from weir.objects import ObjectStore
+
     source, total = _source(args.file)
     try:
         with _bar(total, f"put {args.name}") as bar:
@@ -101,6 +109,8 @@ async def put(args: argparse.Namespace) -> int:
 async def get(args: argparse.Namespace) -> int:
     """Stream an object to a file (or standard output with `-`), checked against its sha256; a
     file is written beside its name and renamed into place once the content checked out."""
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         meta, chunks = await ObjectStore(client).get(args.bucket, args.name)
         if args.file == "-":
@@ -131,6 +141,8 @@ def _sink(path: Path) -> BinaryIO:
 
 
 async def info(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         meta = await ObjectStore(client).info(args.bucket, args.name)
     if meta is None:
@@ -140,6 +152,8 @@ async def info(args: argparse.Namespace) -> int:
 
 
 async def listing(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         entries = await ObjectStore(client).list_objects(args.bucket, args.prefix, args.all)
     if args.json:
@@ -155,6 +169,8 @@ async def listing(args: argparse.Namespace) -> int:
 
 
 async def remove(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         seq = await ObjectStore(client).delete(args.bucket, args.name)
     emit({"name": args.name, "tombstone_seq": seq}, args.json, f"deleted {args.name}")
@@ -162,6 +178,8 @@ async def remove(args: argparse.Namespace) -> int:
 
 
 async def collect(args: argparse.Namespace) -> int:
+    from weir.objects import ObjectStore
+
     async with cluster_client(args) as client:
         removed = await ObjectStore(client).collect_garbage(args.bucket, args.grace_ms)
     emit({"removed": removed}, args.json, f"removed {removed} unused chunk(s)")
@@ -169,6 +187,9 @@ async def collect(args: argparse.Namespace) -> int:
 
 
 def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
+    from weir.options import OBJECT_GC_GRACE_MS as GC_GRACE_MS
+    from weir.options import OBJECT_MAX_CHUNK_BYTES as MAX_CHUNK_BYTES
+
     group = tree.group(commands, "object", "object store buckets: put, get, ls, info, rm, gc")
     create = tree.command(group, "create", "create an object bucket (idempotent for the same settings)", bucket_create)
     create.add_argument("bucket", help="1..64 characters of A-Z a-z 0-9 - _")

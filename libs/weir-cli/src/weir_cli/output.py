@@ -9,27 +9,24 @@ import datetime
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message as ProtoMessage
-from weir.message import Message
-from weir.v1 import streams_pb2, types_pb2
+if TYPE_CHECKING:  # protobuf and the stubs load when something is printed, not when a command is parsed
+    from google.protobuf.message import Message as ProtoMessage
+    from weir.message import Message
+    from weir.v1 import streams_pb2, types_pb2
 
-_INT64_TYPES = {
-    FieldDescriptor.TYPE_INT64,
-    FieldDescriptor.TYPE_UINT64,
-    FieldDescriptor.TYPE_SINT64,
-    FieldDescriptor.TYPE_FIXED64,
-    FieldDescriptor.TYPE_SFIXED64,
-}
+# google.protobuf.descriptor.FieldDescriptor's type numbers (descriptor.proto's FieldDescriptorProto.Type)
+_INT64_TYPES = {3, 4, 6, 16, 18}  # TYPE_INT64, TYPE_UINT64, TYPE_FIXED64, TYPE_SFIXED64, TYPE_SINT64
+_TYPE_MESSAGE = 11
 MAX_TEXT_PAYLOAD_CHARS = 200  # a human line shows at most this much of a payload
 
 
 def proto_dict(message: ProtoMessage) -> dict[str, Any]:
     """A protobuf message as a dict with field names as in the .proto and 64-bit numbers as numbers
     (protobuf's JSON mapping writes them as strings)."""
+    from google.protobuf import json_format
+
     value = json_format.MessageToDict(
         message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
@@ -46,7 +43,7 @@ def _numbers(message: ProtoMessage, value: dict[str, Any]) -> None:
                 value[field.name] = [int(item) for item in value[field.name]]
             else:
                 value[field.name] = int(value[field.name])
-        elif field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type is not None:
+        elif field.type == _TYPE_MESSAGE and field.message_type is not None:
             if field.message_type.GetOptions().map_entry:
                 continue
             child = getattr(message, field.name)
@@ -118,7 +115,7 @@ def emit_message(message: Message, as_json: bool) -> None:
 
 def emit(value: Any, as_json: bool, human: str | None = None) -> None:
     """`value` as one JSON line with --json, else `human` (or the value as indented JSON)."""
-    if isinstance(value, ProtoMessage):
+    if hasattr(value, "DESCRIPTOR") and hasattr(value, "ListFields"):  # a protobuf message
         value = proto_dict(value)
     if as_json:
         print(json.dumps(value))
@@ -145,11 +142,15 @@ def size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-_RETENTION = {
-    types_pb2.RETENTION_POLICY_LIMITS: "limits",
-    types_pb2.RETENTION_POLICY_WORK_QUEUE: "work_queue",
-    types_pb2.RETENTION_POLICY_INTEREST: "interest",
-}
+def _retention_name(value: int) -> str:
+    from weir.v1 import types_pb2
+
+    names: dict[int, str] = {
+        types_pb2.RETENTION_POLICY_LIMITS: "limits",
+        types_pb2.RETENTION_POLICY_WORK_QUEUE: "work_queue",
+        types_pb2.RETENTION_POLICY_INTEREST: "interest",
+    }
+    return names.get(value, str(value))
 
 
 def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int, str] | None = None) -> str:
@@ -162,10 +163,12 @@ def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int
         for name in ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
         if limits.HasField(name)
     ]
+    from weir.v1 import types_pb2
+
     storage = "memory" if config.storage == types_pb2.STORAGE_KIND_MEMORY else "file"
     lines = [
         f"stream {config.name}: {config.partitions} partition(s), replicas {config.replicas}, "
-        f"retention {_RETENTION.get(config.retention, config.retention)}, storage {storage}",
+        f"retention {_retention_name(config.retention)}, storage {storage}",
         f"subjects: {', '.join(config.subjects) or '(any)'}; limits: {', '.join(bounds) or 'none'}; "
         f"max message {size(config.max_msg_bytes)}",
         f"messages {stats.msg_count}, {size(stats.bytes)}; created {timestamp(info.created_at_ms)}",

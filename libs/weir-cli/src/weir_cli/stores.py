@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from weir.collections import Collections
-from weir.v1 import collections_pb2 as pb
+if TYPE_CHECKING:
+    from weir.collections import Collections
+    from weir.v1 import collections_pb2 as pb
 
 from weir_cli.cli_error import CliError
 from weir_cli.output import emit, table, text_or_size
@@ -20,6 +21,8 @@ STORE_HELP = "the store's name (1..64 characters of A-Z a-z 0-9 - _)"
 
 
 async def _run(args: argparse.Namespace) -> Any:
+    from weir.collections import Collections
+
     async with cluster_client(args) as client:
         return await args.operation(Collections(client), args)
 
@@ -36,6 +39,8 @@ def _done(what: str) -> Any:
 
 
 def _create_store(args: argparse.Namespace, collections: Collections) -> Any:
+    from weir.v1 import collections_pb2 as pb
+
     fields = {"name": args.name, "max_bytes": args.max_bytes, "ephemeral": args.ephemeral, "replicas": args.replicas}
     if args.kind == "hash":
         return collections.create_hash_store(pb.CreateHashStoreRequest(**fields))

@@ -21,16 +21,15 @@ import time
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import grpc
+if TYPE_CHECKING:
+    import grpc
+    from weir.client import NodeClient
+    from weir.cluster import Client
+    from weir.tls import ChannelSecurity
 from weir import discovery
-from weir import tls as weir_tls
-from weir.client import NodeClient
-from weir.cluster import Client
 from weir.discovery import read_cluster_state
-from weir.errors import TlsHandshakeError, UnavailableError, WeirError, describe_tls_failure
-from weir.tls import ChannelSecurity
 
 from weir_cli import contexts
 from weir_cli.cli_error import CliError
@@ -83,6 +82,10 @@ def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity 
     """This process's channel security: --tls-ca/--tls-cert/--tls-key, else the WEIR_TLS_* variables,
     else the local cluster's own (a cluster started with `weir cluster up --tls`), else plaintext;
     with the bearer token of --token-file, else of $WEIR_TOKEN_FILE or $WEIR_TOKEN."""
+    import weir.tls as weir_tls
+    from weir.errors import WeirError
+    from weir.tls import ChannelSecurity
+
     ca, cert, key = (getattr(args, name, None) for name in ("tls_ca", "tls_cert", "tls_key"))
     security: ChannelSecurity | None
     if ca or cert or key:
@@ -109,6 +112,8 @@ def configure_tls(args: Any, routers: Routers | None = None) -> ChannelSecurity 
 
 def _context_security(context: contexts.Context) -> ChannelSecurity | None:
     """A saved context's TLS files and token file (None: plaintext, no token)."""
+    from weir.tls import ChannelSecurity
+
     if not (context.tls_ca or context.tls_cert or context.token_file):
         return None
     return ChannelSecurity(
@@ -121,6 +126,10 @@ def _context_security(context: contexts.Context) -> ChannelSecurity | None:
 
 def _with_token(args: Any, security: ChannelSecurity | None) -> ChannelSecurity | None:
     """`security` with the bearer token of --token-file, else of $WEIR_TOKEN_FILE or $WEIR_TOKEN."""
+    import weir.tls as weir_tls
+    from weir.errors import WeirError
+    from weir.tls import ChannelSecurity
+
     token_file = getattr(args, "token_file", None)
     token = os.environ.get(weir_tls.ENV_TOKEN, "")
     if not token_file:
@@ -179,6 +188,9 @@ async def _settled_state(address: str) -> grpc.ChannelConnectivity:
     """Connect to `address`: READY, or TRANSIENT_FAILURE (refused, no route, unknown host). gRPC's
     default options: the SDK's short reconnect backoff is also its connect timeout (100 ms), which
     would take a slow link for a refusal."""
+    import grpc
+    import weir.tls as weir_tls
+
     async with weir_tls.aio_channel(address) as channel:
         state = channel.get_state(try_to_connect=True)
         while state in (grpc.ChannelConnectivity.IDLE, grpc.ChannelConnectivity.CONNECTING):
@@ -190,6 +202,8 @@ async def _settled_state(address: str) -> grpc.ChannelConnectivity:
 async def reach(routers: Routers, limit: float, verbose: bool) -> None:
     """Return once one of `routers` accepts a connection. Errors (CliError, with the hint): every
     address refused it; none answered within `limit` seconds."""
+    import grpc
+
     deadline = time.monotonic() + limit
     if verbose:
         print(f"weir: using {_where(routers)}", file=sys.stderr, flush=True)
@@ -220,6 +234,10 @@ async def _tls_failure(address: str) -> str | None:
     """Why a channel to `address` failed although something listens there, when it was TLS: one
     sentence that names TLS and what to pass (weir.errors.describe_tls_failure); None when nothing
     listens or it was not TLS."""
+    import grpc
+    import weir.tls as weir_tls
+    from weir.errors import describe_tls_failure
+
     host, _, port = address.rpartition(":")
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 2.0)
@@ -259,6 +277,9 @@ def _where(routers: Routers) -> str:
 async def cluster_client(args: Any) -> AsyncIterator[Client]:
     """A Client on the routers, retrying for at most --timeout; an unreachable cluster is a CliError
     that says which addresses were tried and where they came from."""
+    from weir.cluster import Client
+    from weir.errors import TlsHandshakeError, UnavailableError
+
     routers = find_routers(args)
     limit = timeout_s(args)
     await reach(routers, limit, bool(getattr(args, "verbose", False)))
@@ -279,6 +300,9 @@ async def cluster_client(args: Any) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def node_client(args: Any) -> AsyncIterator[NodeClient]:
     """A NodeClient on --server (one standalone node)."""
+    from weir.client import NodeClient
+    from weir.errors import UnavailableError
+
     configure_tls(args)
     await reach(Routers([args.server], "--server"), timeout_s(args), bool(getattr(args, "verbose", False)))
     client = NodeClient(args.server, timeout_s=timeout_s(args))

@@ -30,6 +30,7 @@ from typing import cast
 from weir import tls as tls_module
 from weir.client import DEFAULT_TIMEOUT_S, GrpcClient, headers_of
 from weir.errors import InvalidArgumentError, UnavailableError
+from weir.options import DEFAULT_FAILURE_CODE, DEFAULT_INVOKER_ADDRESS, DEFAULT_INVOKER_PORT
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 
 Deployment = invoker_pb2.Deployment
@@ -38,12 +39,11 @@ Invocation = invoker_pb2.Invocation
 JournalEntry = invoker_pb2.JournalEntry
 InvocationStatus = invoker_pb2.InvocationStatus
 
-DEFAULT_PORT = 7720  # the invoker's default gRPC port (WEIR_INVOKER_PORT)
-DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_PORT = DEFAULT_INVOKER_PORT
+DEFAULT_ADDRESS = DEFAULT_INVOKER_ADDRESS
 # The invoker gives a deployment this long to answer GET /discover; a register call waits this much
 # longer than the client's timeout.
 DISCOVERY_TIMEOUT_S = 10.0
-DEFAULT_FAILURE_CODE = 500  # Restate's code of a terminal error raised without one
 _STATUS_PREFIX = "INVOCATION_STATUS_"
 # Status names as people write them ("suspended", "backing_off"), UNSPECIFIED left out.
 STATUS_NAMES: dict[str, invoker_pb2.InvocationStatus] = {

@@ -48,6 +48,7 @@ from weir.kv import (
     missing_stream_is_missing_bucket,
     validate_bucket,
 )
+from weir.options import OBJECT_GC_GRACE_MS, OBJECT_MAX_CHUNK_BYTES
 from weir.v1 import types_pb2
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ if TYPE_CHECKING:
 
 OBJECT_STREAM_PREFIX = "obj:"
 DEFAULT_CHUNK_BYTES = 256 * 1024
-MAX_CHUNK_BYTES = 960 * 1024  # below the nodes' default largest message (1 MiB) with its subject
+MAX_CHUNK_BYTES = OBJECT_MAX_CHUNK_BYTES
 MAX_NAME_BYTES = 512
 DEFAULT_HISTORY = 16
 UPLOAD_WINDOW = 4  # chunks of one upload stored concurrently (memory: this many chunks)
-GC_GRACE_MS = 3_600_000
+GC_GRACE_MS = OBJECT_GC_GRACE_MS
 MAX_DELETE_BATCH = 10_000
 DEFAULT_REVISIONS = 100
 
