@@ -22,6 +22,7 @@ import pytest
 from weir_cli.cli import bench_arguments
 from weir_cli.launcher import NodeHandle
 from weir_cli.parser import build_parser
+from weir_cli.ports import port_is_free
 
 from tests.conftest import needs_own_processes
 
@@ -191,7 +192,14 @@ def test_a_closed_pipe_ends_quietly(routers: str, tmp_path: Path, stream_name: s
 
 
 def test_no_cluster_found_says_how_to_get_one(tmp_path: Path) -> None:
-    one_line_error(weir("stream", "list", cwd=tmp_path), 1, "start one with 'weir cluster up'")
+    """Nothing to go by (no flag, variable, local or last cluster): the default address is tried;
+    with nothing there, one line with the hint. (Where a cluster on this machine holds the default
+    address, the command finds it and says so with -v.)"""
+    if port_is_free(7501) and port_is_free(7502):
+        one_line_error(weir("stream", "list", cwd=tmp_path), 1, "start one with 'weir cluster up'")
+    else:
+        found = weir("-v", "stream", "list", cwd=tmp_path)
+        assert "(from the default address)" in found.stderr, found.stderr
 
 
 def test_a_dead_router_answers_at_once_and_a_silent_one_within_the_timeout(tmp_path: Path) -> None:
