@@ -423,3 +423,29 @@ def test_the_compose_probe_passes_on_a_ready_node_and_fails_where_nothing_listen
     finally:
         node.stop()
     assert run_probe(free_port()).returncode != 0
+
+
+def test_every_image_probes_readyz_on_its_default_metrics_port() -> None:
+    """An image run outside compose checks itself the same way: its HEALTHCHECK asks /readyz on the
+    metrics port its settings default to."""
+    from weir_analytics.settings import AnalyticsSettings
+    from weir_gateway.settings import GatewaySettings
+    from weir_invoker.settings import InvokerSettings
+    from weir_partition_node.settings import NodeSettings
+    from weir_replicator.settings import ReplicatorSettings
+    from weir_router.settings import RouterSettings
+
+    defaults: dict[str, type[BaseSettings]] = {
+        "gateway": GatewaySettings,
+        "invoker": InvokerSettings,
+        "partition-node": NodeSettings,
+        "replicator": ReplicatorSettings,
+        "router": RouterSettings,
+        "spark-analytics": AnalyticsSettings,
+    }
+    services = Path(__file__).resolve().parents[1] / "services"
+    for service, settings in defaults.items():
+        text = (services / service / "Dockerfile").read_text()
+        check = text.split("HEALTHCHECK", 1)[1].split("\n", 2)[:2]
+        port = settings.model_fields["metrics_port"].default
+        assert READYZ_PROBE.findall(check[1]) == [str(port)], f"{service}: {check[1]!r}, metrics port {port}"
