@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from prometheus_client import start_http_server
@@ -120,3 +121,28 @@ async def test_the_metrics_step_stops_the_http_server_and_is_a_no_op_without_one
     assert not serving.is_alive()  # its serving thread ended, so the process can exit
     httpd.server_close()
     assert await stop_metrics_server(None, 2.0)
+
+
+def test_a_stop_that_comes_while_a_service_starts_is_kept_for_its_graceful_stop(tmp_path: Path) -> None:
+    """SIGTERM the moment a real node has written its ready file (it has not reached its wait for a
+    stop yet): the signal is caught from the start of its loop, so it drains and exits 0 instead of
+    dying of the signal (-15) mid-start."""
+    from weir_cli.launcher import NodeHandle
+
+    from tests.conftest import needs_own_processes
+
+    needs_own_processes()
+    for attempt in range(3):
+        node = NodeHandle(
+            name=f"early-{attempt}", data_dir=tmp_path / f"n{attempt}", log_path=tmp_path / f"n{attempt}.log", env={}
+        )
+        node.spawn()
+        try:
+            deadline = time.monotonic() + 30
+            while not node.ready_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert node.process is not None
+            node.process.send_signal(signal.SIGTERM)
+            assert node.process.wait(30) == 0, node.log_tail()
+        finally:
+            node.kill()

@@ -44,7 +44,23 @@ def run_service(
     log_format: str = getattr(settings, "log_format", "text")
     configure_logging(level, log_format)
     logger.info("%s: %s", prog, allocator_line)
-    uvloop.run(serve(settings))
+    uvloop.run(_catching_stop_signals(serve(settings)))
+
+
+class _StopSignal:
+    """The SIGTERM/SIGINT a service got, caught from the moment its loop runs: a stop that comes
+    while it starts (after its ready file, before it waits for one) is kept for
+    `wait_for_stop_signal` instead of ending the process mid-write."""
+
+    event: asyncio.Event | None = None
+
+
+async def _catching_stop_signals(serving: Coroutine[Any, Any, None]) -> None:
+    stop = _StopSignal.event = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await serving
 
 
 def prepare_process(prog: str) -> str:
@@ -72,10 +88,12 @@ async def wait_for_stop_signal(service: str, stop_deadline_s: float = DEFAULT_ST
     """Return once SIGTERM or SIGINT arrives. From then on the process has `stop_deadline_s`
     seconds to exit: past that a watchdog logs where `service` waited and ends it
     (`weir_server.shutdown.arm_stop_deadline`), so a stuck stop says where it was stuck."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    stop = _StopSignal.event
+    if stop is None:  # a serve() run without run_service (tests): catch them from now on
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     logger.info("%s: stop signal received, stopping (at most %.1f s)", service, stop_deadline_s)
     arm_stop_deadline(service, stop_deadline_s)
