@@ -19,11 +19,15 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup proto proto-check lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-startup reliability clean up down
+.PHONY: preflight setup install-cli proto proto-check lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
 	$(UV) sync --locked --all-packages
+
+install-cli:  ## put this checkout's `weir` on your PATH for use from any directory (uv tool install of the workspace's wheels)
+	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
+	bash scripts/install_cli.sh
 
 proto: setup  ## regenerate the Python stubs (+ .pyi) from proto/
 	$(SDK_PROTOC) -I proto --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
