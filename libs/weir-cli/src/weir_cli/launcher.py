@@ -177,7 +177,9 @@ class ProcessHandle:
 
     def stop(self, timeout_s: float = 20.0) -> int:
         """SIGTERM and wait (drain, flush, close); SIGKILL if it does not exit in time."""
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:  # never spawned (a start that failed before its turn)
+            return 0
+        if self.process.poll() is not None:
             return self._returncode()
         self.process.send_signal(signal.SIGTERM)
         try:
@@ -773,7 +775,7 @@ class LocalCluster:
         data_dir = cluster.data_dir
         plan = _port_plan(data_dir, say) if stable_ports else {}
         try:
-            cluster._start_redis(access, say)
+            cluster._start_redis(access, say, plan.get("redis", {}).get("port", 0))
             # Routers, nodes and replicators need only Redis: they start together; then the front
             # doors and invokers, which need the routers' addresses.
             started = [
@@ -797,7 +799,7 @@ class LocalCluster:
             raise
         cluster.write_state()
         if stable_ports:
-            write_ports(data_dir, {handle.name: handle.ports() for handle in cluster.handles()})
+            write_ports(data_dir, cluster.ports())
         return cluster
 
     @classmethod
@@ -811,6 +813,10 @@ class LocalCluster:
             redis.tls_dir = cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
             say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
         return cluster
+
+    def ports(self) -> Ports:
+        """Every process's ports by name, Redis's too (what `weir cluster up` records and binds again)."""
+        return {"redis": {"port": self.redis.port}, **{handle.name: handle.ports() for handle in self.handles()}}
 
     def handles(self) -> list[ProcessHandle]:
         """Every service process of the cluster (Redis aside)."""
@@ -849,9 +855,12 @@ class LocalCluster:
             self.invokers.append(self._invoker_handle(f"invoker-{index}", env, die_with_parent))
         return self.invokers[-count:] if count else []
 
-    def _start_redis(self, access: dict[str, str], say: ProgressCallback) -> None:
-        """Start the metadata Redis; with a password, `access` gets its file for every service."""
+    def _start_redis(self, access: dict[str, str], say: ProgressCallback, port: int = 0) -> None:
+        """Start the metadata Redis (on `port`, else a free one: `cluster up` keeps its port too, as a
+        random one could take a port its plan gives another process); with a password, `access` gets
+        its file for every service."""
         redis = self.redis
+        redis.port = port
         binary, origin = redis_server_binary()
         embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
         say(f"starting redis-server ({embedded}from {origin}: {binary})")
