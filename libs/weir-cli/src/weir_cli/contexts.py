@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from weir_cli.cli_error import CliError
+from weir_cli.files import write_atomically
 from weir_cli.output import emit, table
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -99,16 +100,6 @@ def active(args: Any) -> Context | None:
     return load(name) if name else None
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` (owner-only: it names a token file and keys), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as file:
-        file.write(text)
-    temporary.replace(path)
-
-
 async def context_save(args: argparse.Namespace) -> int:
     return _context_save(args)
 
@@ -130,9 +121,9 @@ def _context_save(args: argparse.Namespace) -> int:
         raise CliError("weir context save: --tls-cert and --tls-key go together", status=2)
     context = Context(name=name, routers=args.router, description=args.description, **files)
     fields = {key: value for key, value in asdict(context).items() if key != "name"}
-    _write_private(_path(name), json.dumps(fields, indent=2) + "\n")
+    write_atomically(_path(name), json.dumps(fields, indent=2) + "\n", owner_only=True)
     if args.select:
-        _write_private(config_home() / "context", name + "\n")
+        write_atomically(config_home() / "context", name + "\n", owner_only=True)
     selected = " and selected it" if args.select else f" ('weir context use {name}' selects it)"
     emit({"saved": name, "selected": bool(args.select), **fields}, args.json, f"saved context {name}{selected}")
     return 0
@@ -151,7 +142,7 @@ def _context_use(args: argparse.Namespace) -> int:
     if not args.name:
         raise CliError("weir context use: give a NAME (or --none)", status=2)
     context = load(args.name)
-    _write_private(config_home() / "context", context.name + "\n")
+    write_atomically(config_home() / "context", context.name + "\n", owner_only=True)
     emit({"selected": context.name}, args.json, f"using context {context.name} (routers {context.routers})")
     return 0
 

@@ -33,6 +33,7 @@ from weir.tls import ChannelSecurity
 from weir_server import devcerts
 from weir_server.metadata_redis import RedisAccess
 
+from weir_cli.files import write_atomically
 from weir_cli.ports import Ports, plan_ports, port_is_free, read_ports, wanted_ports, write_ports
 
 READY_TIMEOUT_S = 30.0
@@ -1032,9 +1033,7 @@ class LocalCluster:
         }
 
     def write_state(self) -> None:
-        temporary = self.data_dir / (CLUSTER_STATE_FILE + ".tmp")
-        temporary.write_text(json.dumps(self.state(), indent=2))
-        temporary.replace(self.data_dir / CLUSTER_STATE_FILE)
+        write_atomically(self.data_dir / CLUSTER_STATE_FILE, json.dumps(self.state(), indent=2))
 
     def stop(self) -> None:
         """SIGTERM every process (analytics, invokers, gateways, replicators, routers, then nodes,
@@ -1134,9 +1133,7 @@ def add_node_to_running(data_dir: Path) -> NodeHandle:
             "pid": node.pid,
         }
     )
-    temporary = data_dir / (CLUSTER_STATE_FILE + ".tmp")
-    temporary.write_text(json.dumps(state, indent=2))
-    temporary.replace(data_dir / CLUSTER_STATE_FILE)
+    write_atomically(data_dir / CLUSTER_STATE_FILE, json.dumps(state, indent=2))
     return node
 
 

@@ -15,6 +15,8 @@ import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from weir_cli.files import write_atomically
+
 PORTS_FILE = "ports.json"
 Ports = dict[str, dict[str, int]]  # process name -> {port field: port}
 
@@ -64,9 +66,7 @@ def read_ports(data_dir: Path) -> Ports:
 
 def write_ports(data_dir: Path, ports: Ports) -> None:
     """Record `ports` under `data_dir` (atomically)."""
-    temporary = data_dir / (PORTS_FILE + ".tmp")
-    temporary.write_text(json.dumps(ports, indent=2, sort_keys=True))
-    temporary.replace(data_dir / PORTS_FILE)
+    write_atomically(data_dir / PORTS_FILE, json.dumps(ports, indent=2, sort_keys=True))
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -123,11 +123,15 @@ async def _exists(to: Target, name: str) -> bool:
     return True
 
 
-def confirm(args: argparse.Namespace, question: str) -> None:
-    """Ask `question` [y/N] on a terminal unless --force; anything but y/yes is a CliError (status 1)
-    and nothing is done. Not on a terminal (a script, a pipe), it does not ask."""
-    if args.force or not (sys.stdin.isatty() and sys.stderr.isatty()):
-        return
+def asks(args: argparse.Namespace) -> bool:
+    """Whether a destructive command asks first: on a terminal, unless --force (a script or a pipe
+    is not asked)."""
+    return not args.force and sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def confirm(question: str) -> None:
+    """Ask `question` [y/N] on the terminal; anything but y/yes is a CliError (status 1), and nothing
+    is done."""
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
@@ -202,8 +206,8 @@ async def stream_list(args: argparse.Namespace) -> int:
 
 async def stream_delete(args: argparse.Namespace) -> int:
     async with target(args) as to:
-        count = await _message_count(to, args.name)
-        confirm(args, f"delete stream {args.name} and its {count} message(s)?")
+        if asks(args):  # the count only for the question: a script's delete costs one call
+            confirm(f"delete stream {args.name} and its {await _message_count(to, args.name)} message(s)?")
         await to.client.delete_stream(args.name)
     emit({"deleted": args.name}, args.json, f"deleted stream {args.name}")
     return 0
@@ -213,9 +217,10 @@ async def stream_purge(args: argparse.Namespace) -> int:
     async with target(args) as to:
         count = await to.partitions(args.name)
         args.stream = args.name
-        which = "every partition" if args.partition is None else f"partition {args.partition}"
-        below = f" below seq {args.keep_from_seq}" if args.keep_from_seq else ""
-        confirm(args, f"remove the messages{below} of {which} of stream {args.name}?")
+        if asks(args):
+            which = "every partition" if args.partition is None else f"partition {args.partition}"
+            below = f" below seq {args.keep_from_seq}" if args.keep_from_seq else ""
+            confirm(f"remove the messages{below} of {which} of stream {args.name}?")
         purged = 0
         for partition in partitions_of(args, count):
             node = await to.node_for(args.name, partition)

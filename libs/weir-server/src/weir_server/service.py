@@ -55,11 +55,18 @@ class _StopSignal:
     event: asyncio.Event | None = None
 
 
-async def _catching_stop_signals(serving: Coroutine[Any, Any, None]) -> None:
-    stop = _StopSignal.event = asyncio.Event()
+def _catch_stop_signals() -> asyncio.Event:
+    """An event the running loop sets on SIGTERM or SIGINT (the handlers replace Python's default,
+    which ends the process)."""
+    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+async def _catching_stop_signals(serving: Coroutine[Any, Any, None]) -> None:
+    _StopSignal.event = _catch_stop_signals()
     await serving
 
 
@@ -88,12 +95,7 @@ async def wait_for_stop_signal(service: str, stop_deadline_s: float = DEFAULT_ST
     """Return once SIGTERM or SIGINT arrives. From then on the process has `stop_deadline_s`
     seconds to exit: past that a watchdog logs where `service` waited and ends it
     (`weir_server.shutdown.arm_stop_deadline`), so a stuck stop says where it was stuck."""
-    stop = _StopSignal.event
-    if stop is None:  # a serve() run without run_service (tests): catch them from now on
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+    stop = _StopSignal.event or _catch_stop_signals()  # without run_service (tests): from now on
     await stop.wait()
     logger.info("%s: stop signal received, stopping (at most %.1f s)", service, stop_deadline_s)
     arm_stop_deadline(service, stop_deadline_s)

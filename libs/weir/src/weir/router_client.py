@@ -88,8 +88,8 @@ class RouterClient:
         where = f"no router answered at {','.join(self.addresses)} (from {self.found_from})"
         if isinstance(last, TlsHandshakeError):
             return TlsHandshakeError(f"{where}: {last.message}")
-        secured = tls_module.resolve(self.tls) is not None
-        hint = describe_tls_failure(last.message, secured=secured) if not secured else None
+        plaintext = tls_module.resolve(self.tls) is None
+        hint = describe_tls_failure(last.message, secured=False) if plaintext else None
         return UnavailableError(f"{where}: {last.message}; {hint or NO_ROUTER_HINT}")
 
     def stream(self, method: str, request: Any) -> AsyncIterator[Any]:
@@ -139,7 +139,8 @@ class RouterAdmin:
         return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
 
     async def list_streams(self) -> list[str]:
-        """The names of the cluster's streams, sorted (those the caller may read, with an auth file)."""
+        """The names of the cluster's streams, sorted (any known caller may list them, with an auth
+        file too)."""
         response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
         return list(response.names)
 
