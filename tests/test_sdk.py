@@ -70,7 +70,8 @@ def test_every_public_member_says_what_it_does_and_the_version_is_the_distributi
 def test_the_cli_s_light_copies_of_the_sdk_s_choices_agree_with_the_protos() -> None:
     """weir.options holds what the CLI's parser needs without loading gRPC; each must match the
     mapping or enum the SDK sends."""
-    from weir.client import ACK_LEVELS, DELIVER_POLICIES, RETENTION_POLICIES, SOURCE_DROP_POLICIES, STORAGE_KINDS
+    from weir.client import ACK_LEVELS
+    from weir.info import DELIVER_POLICIES, RETENTION_POLICIES, SOURCE_DROP_POLICIES, STORAGE_KINDS
     from weir.invoker import STATUS_NAMES
 
     for literal, mapping in (

@@ -19,7 +19,14 @@ from typing import Any, Generic, Self, TypeVar
 import grpc
 
 from weir import tls as tls_module
-from weir.errors import InvalidArgumentError, InvalidOptionError, UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.info import (
+    DELIVER_POLICIES,
+    RETENTION_POLICIES,
+    SOURCE_DROP_POLICIES,
+    STORAGE_KINDS,
+    option,
+)
 from weir.message import PublishAck
 from weir.options import AckLevel, DeliverPolicy, Retention, SourceDropPolicy, Storage
 from weir.v1 import router_pb2, streams_pb2, streams_pb2_grpc, types_pb2
@@ -42,30 +49,11 @@ CHANNEL_OPTIONS = [
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 
-Choice = TypeVar("Choice")
-
-
-def option(choices: Mapping[str, Choice], field: str, value: str) -> Choice:
-    """`choices[value]`. Errors: InvalidOptionError (a ValueError and an InvalidArgumentError) naming
-    `field`, the value given and the allowed ones (`retention="limtis"`: "retention: 'limtis' is not
-    one of limits, work_queue, interest")."""
-    try:
-        return choices[value]
-    except (KeyError, TypeError):
-        raise InvalidOptionError(f"{field}: {value!r} is not one of {', '.join(choices)}") from None
-
-
 ACK_LEVELS = {
     "leader": streams_pb2.ACK_LEVEL_LEADER,
     "none": streams_pb2.ACK_LEVEL_NONE,
     "all": streams_pb2.ACK_LEVEL_ALL,
 }
-RETENTION_POLICIES = {
-    "limits": types_pb2.RETENTION_POLICY_LIMITS,
-    "work_queue": types_pb2.RETENTION_POLICY_WORK_QUEUE,
-    "interest": types_pb2.RETENTION_POLICY_INTEREST,
-}
-STORAGE_KINDS = {"file": types_pb2.STORAGE_KIND_FILE, "memory": types_pb2.STORAGE_KIND_MEMORY}
 
 
 def endpoints_of(address: str) -> router_pb2.Endpoints:
@@ -130,12 +118,6 @@ def stream_config(
         allow_scheduled_messages=allow_scheduled_messages,
         sources=list(sources),
     )
-
-
-SOURCE_DROP_POLICIES = {
-    "halt": types_pb2.SOURCE_DROP_POLICY_HALT,
-    "skip": types_pb2.SOURCE_DROP_POLICY_SKIP_TO_FIRST_AVAILABLE,
-}
 
 
 def stream_source(
@@ -709,16 +691,6 @@ class NodeClient(GrpcClient):
             batch_events=batch_events,
         )
         return self._stream(self.stub.Subscribe, request)
-
-
-DELIVER_POLICIES = {
-    "all": types_pb2.DELIVER_POLICY_ALL,
-    "last": types_pb2.DELIVER_POLICY_LAST,
-    "by_start_seq": types_pb2.DELIVER_POLICY_BY_START_SEQ,
-    "by_start_time": types_pb2.DELIVER_POLICY_BY_START_TIME,
-    "new": types_pb2.DELIVER_POLICY_NEW,
-    "last_per_subject": types_pb2.DELIVER_POLICY_LAST_PER_SUBJECT,
-}
 
 
 def consumer_config(

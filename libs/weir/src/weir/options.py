@@ -1,6 +1,6 @@
 """The SDK's string options as `Literal` types, and the defaults and limits a command line shows, with
 no imports: the CLI builds its parser from them without loading gRPC or protobuf.
-`weir.client.option` turns an option's value into its protobuf enum and names the option and the
+`weir.info.option` turns an option's value into its protobuf enum and names the option and the
 allowed values when it is not one of them; `weir.invoker` and `weir.objects` use the constants below
 (tests/test_sdk.py checks the invocation statuses against invoker.proto)."""
 
