@@ -6,11 +6,14 @@
 #   2. each workspace member in a clean virtualenv of its own: its wheel and the wheels of its
 #      workspace dependencies, everything else resolved from the index with no overrides (the
 #      workspace's override of pynumaflow's protobuf cap does not apply: the sidecar gets protobuf 6),
-#      then every module of its package imported;
+#      then every module of its package imported; then the Numaflow sidecar as its image installs it
+#      (services/numaflow-source/install_image.sh: its own requirements.lock with hashes, protobuf 6,
+#      and the three wheels with --no-deps), after checking the lock is what its pyproject files
+#      resolve to (scripts/numaflow_lock.sh --check);
 #   3. the CLI with `uv tool install`: `weir --version`, then `weir cluster up` (the processes it
 #      starts run from the tool's environment), the README's SDK example run against it from the
-#      SDK's floor virtualenv (protobuf 5 against the servers' 7), and the Numaflow sidecar from its
-#      own virtualenv (protobuf 6) reading a stream as Numaflow would; then `weir cluster down`.
+#      SDK's floor virtualenv (protobuf 5 against the servers' 7), and the Numaflow sidecar from the
+#      image's virtualenv (protobuf 6) reading a stream as Numaflow would; then `weir cluster down`.
 # Built wheels and virtualenvs live in one temporary directory, removed at the end. Set
 # WEIR_INSTALL_CHECK_CLUSTER=0 to skip the cluster part of step 3.
 set -euo pipefail
@@ -121,17 +124,8 @@ for module in pkgutil.iter_modules(weir_server.__path__, "weir_server."):
 print(f"  every weir_server module imports (protobuf {google.protobuf.__version__}, grpcio {grpc.__version__})")
 EOF
 
-# Each member on its own: its wheel plus its workspace dependencies' wheels, the rest from the index.
-while IFS=$'\t' read -r name module own_and_deps; do
-  [[ $name == floor ]] && continue
-  read -r -a member_wheels <<<"$own_and_deps"
-  venv=$work/venv-$name
-  new_venv "$venv"
-  if ! install "$venv" "${member_wheels[@]}"; then
-    say "FAILED: $name does not install on its own (the resolver's answer is above)"
-    exit 1
-  fi
-  "$venv/bin/python" - "$name" "$module" <<'EOF'
+import_all() {  # import_all VENV NAME MODULE: import every module of MODULE (the package of NAME) in VENV
+  "$1/bin/python" - "$2" "$3" <<'EOF'
 import importlib, pkgutil, sys
 from importlib import metadata
 name, module = sys.argv[1:]
@@ -147,7 +141,29 @@ for found in pkgutil.walk_packages(package.__path__, module + "."):
 versions = ", ".join(f"{dist} {metadata.version(dist)}" for dist in ("protobuf", "grpcio"))
 print(f"  {name} OK: installs on its own and every {module} module imports ({versions})")
 EOF
+}
+
+# Each member on its own: its wheel plus its workspace dependencies' wheels, the rest from the index.
+while IFS=$'\t' read -r name module own_and_deps; do
+  [[ $name == floor ]] && continue
+  read -r -a member_wheels <<<"$own_and_deps"
+  venv=$work/venv-$name
+  new_venv "$venv"
+  if ! install "$venv" "${member_wheels[@]}"; then
+    say "FAILED: $name does not install on its own (the resolver's answer is above)"
+    exit 1
+  fi
+  import_all "$venv" "$name" "$module"
 done <"$work/members.tsv"
+
+say "the Numaflow sidecar as its image installs it: its own lock, checked first (scripts/numaflow_lock.sh --check), then install_image.sh"
+UV=$UV bash scripts/numaflow_lock.sh --check
+read -r -a sidecar_wheels <<<"$(awk -F'\t' '$1 == "weir-numaflow-source" {$1 = $2 = ""; print}' "$work/members.tsv")"
+sidecar_venv=$work/numaflow-image
+UV=$UV bash services/numaflow-source/install_image.sh "$sidecar_venv" "${sidecar_wheels[@]}"
+import_all "$sidecar_venv" weir-numaflow-source weir_numaflow_source
+"$sidecar_venv/bin/python" -c 'import sys; from importlib.metadata import version; v = version("protobuf")
+sys.exit(None if v.startswith("6.") else f"the image lock has protobuf {v}, not 6 as pynumaflow asks")'
 
 say "weir-cli with uv tool install"
 # Its workspace dependencies come from the local wheels, named in a constraints file: given by name
@@ -171,9 +187,9 @@ found = re.search(r"<!-- sdk-example -->\n```python\n(.*?)```\n<!-- /sdk-example
 Path(sys.argv[1]).write_text(found.group(1))
 EOF
   WEIR_ROUTERS=$routers "$work/sdk-floor/bin/python" "$work/example.py" | sed 's/^/  /'
-  say "the Numaflow sidecar from its own virtualenv (protobuf 6) reads that cluster as Numaflow's data plane would"
+  say "the Numaflow sidecar as its image installs it (protobuf 6) reads that cluster as Numaflow's data plane would"
   mkdir "$work/numaflow"
-  "$work/venv-weir-numaflow-source/bin/python" - "$routers" "$work/numaflow" <<'EOF'
+  "$sidecar_venv/bin/python" - "$routers" "$work/numaflow" <<'EOF'
 import asyncio, os, signal, subprocess, sys, time
 from pathlib import Path
 
