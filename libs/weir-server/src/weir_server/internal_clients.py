@@ -94,6 +94,19 @@ class ReplicationClient(GrpcClient):
         """ReplicateMessage exchanges on one long-lived call (ReplicateMessageStream)."""
         return LockstepStream(lambda: self.stub.ReplicateMessageStream(metadata=self.stream_metadata))
 
+    def fetch_session_stream(
+        self,
+    ) -> LockstepStream[internal_pb2.FetchSessionRequest, internal_pb2.FetchSessionResponse]:
+        """One replication session's fetches from this primary, on one long-lived call
+        (FetchReplicationSession: every partition of a node pair in each exchange, issue 53)."""
+        return LockstepStream(lambda: self.stub.FetchReplicationSession(metadata=self.stream_metadata))
+
+    def replicate_session_stream(
+        self,
+    ) -> LockstepStream[internal_pb2.ReplicateSessionRequest, internal_pb2.ReplicateSessionResponse]:
+        """One replication session's pushes to this follower, on one long-lived call (ReplicateSession)."""
+        return LockstepStream(lambda: self.stub.ReplicateSession(metadata=self.stream_metadata))
+
     async def replicate(self, method: str, request: Any) -> internal_pb2.ReplicateResponse:
         """One Replicate* call by name (ReplicateMessage, ReplicateTruncate, ...)."""
         return await self._call(getattr(self.stub, method), request)  # type: ignore[no-any-return]

@@ -137,6 +137,8 @@ class PartitionFiles:
         )
         self.limits = CommitLimits(settings.max_batch_messages, settings.max_batch_bytes, settings.queue_depth)
         self.findings_at_open: list[tuple[str, int, str, str]] = []
+        # Woken when any partition opened here appends or removes records (Partition.wake_waiters).
+        self.append_waiters: set[asyncio.Future[None]] = set()
 
     async def close(self) -> None:
         """Stop the storage threads and the checkpointer, off the event loop: a commit thread that
@@ -215,6 +217,7 @@ class PartitionFiles:
             limits=self.limits,
             lease_refusal=self._lease_refusal,
             rebuilding=rebuilding,
+            node_append_waiters=self.append_waiters,
         )
         if isinstance(log, SqlitePartitionLog) and rebuilding:
             logger.warning("%s/%d: rebuilding from another copy (marker in %s)", config.name, index, log.directory)

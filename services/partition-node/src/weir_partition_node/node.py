@@ -75,6 +75,8 @@ class Node:
         self._files = PartitionFiles(
             settings, feed=feed, clock=clock, lease_refusal=self._lease_refusal, new_tracker=self.new_tracker
         )
+        # Woken when any hosted partition appends or removes records (a replication session waits on it).
+        self.append_waiters = self._files.append_waiters
         self._change_floor = 0
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None

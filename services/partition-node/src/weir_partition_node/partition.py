@@ -69,7 +69,7 @@ from weir_partition_node.partition_schedule import DelayedDelivery
 from weir_partition_node.retention import LimitsBounds
 from weir_partition_node.storage import rebuild
 from weir_partition_node.storage.base import PartitionLog, checksum
-from weir_partition_node.waiters import wait_on, wake
+from weir_partition_node.waiters import PartitionWaits, wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ class Partition:
         limits: CommitLimits,
         lease_refusal: Callable[[], WeirError | None] | None = None,
         rebuilding: bool = False,
+        node_append_waiters: set[asyncio.Future[None]] | None = None,
     ) -> None:
         self.stream = stream
         self.index = index
@@ -134,8 +135,8 @@ class Partition:
         # append queued before a pause must not be stored by a primary another node may have replaced.
         self.lease_refusal = lease_refusal
         self.consumers: dict[str, ConsumerCursor] = {}
-        self._waiters: set[asyncio.Future[None]] = set()
-        self._append_waiters: set[asyncio.Future[None]] = set()  # replication fetches: records only
+        # Who waits for the next commit (waiters.py); the node's set ends a replication session's wait.
+        self.waits = PartitionWaits(node_append_waiters if node_append_waiters is not None else set())
         self._labels = (stream.name, str(index))
         # Labelled children resolved once: `labels()` costs ~20 us, too much for every commit.
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
@@ -348,7 +349,7 @@ class Partition:
             return
         advanced = self.replication.advance(self.last_seq, self.not_enough_replicas)
         if advanced and self.stream.deliver_up_to_high_watermark:
-            wake(self._waiters)  # deliveries it held back; a replication fetch gains nothing from it
+            wake(self.waits.work)  # deliveries it held back; a replication fetch gains nothing from it
 
     def not_enough_replicas(self) -> NotEnoughReplicasError:
         in_sync = self.in_sync_count()
@@ -404,23 +405,22 @@ class Partition:
     async def wait_for_work(self, timeout_s: float) -> None:
         """Return after the next commit that appended or changed consumer state, on `wake_waiters`,
         or after `timeout_s`."""
-        await wait_on(self._waiters, timeout_s)
+        await wait_on(self.waits.work, timeout_s)
 
     async def wait_for_appends(self, timeout_s: float) -> None:
         """Return after the next commit that appended or removed records, on `wake_waiters`, or
         after `timeout_s`. A parked replication fetch waits here: a consumer's deliveries and acks
         that remove nothing do not end it (it would come back empty; consumer state reaches
         followers by the change feed)."""
-        await wait_on(self._append_waiters, timeout_s)
+        await wait_on(self.waits.appends, timeout_s)
 
     def wake_waiters(self) -> None:
-        """Wake every waiter: `wait_for_work`'s and `wait_for_appends`'."""
-        wake(self._waiters)
-        wake(self._append_waiters)
+        """Wake every waiter: `wait_for_work`'s and `wait_for_appends`', and the node's."""
+        self.waits.wake_all(leading=self.leading)
 
     def wake_work_waiters(self) -> None:
         """Wake `wait_for_work`'s waiters only (consumer state changed: a replication fetch gains nothing)."""
-        wake(self._waiters)
+        wake(self.waits.work)
 
     async def wait_for_progress(self, timeout_s: float) -> None:
         """Primary: return at the next follower report or commit (the next `update_high_watermark`),

@@ -14,11 +14,12 @@ lead (`not_leader`) and, for fetches, while this node's heartbeat lease lapsed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
-from weir.errors import InvalidArgumentError
+from weir.errors import InvalidArgumentError, WeirError
 from weir.v1 import internal_pb2
-from weir_server.replication import ReplicationResult
+from weir_server.replication import InSyncTracker, ReplicationResult
 
 from weir_partition_node import metrics
 from weir_partition_node.clock import monotonic_ms
@@ -28,6 +29,7 @@ from weir_partition_node.node_reads import MAX_READ_MESSAGES, check_max_bytes
 from weir_partition_node.partition import Partition
 from weir_partition_node.replica_secondary import EpochCheck
 from weir_partition_node.replication_batches import add_records
+from weir_partition_node.waiters import wait_on_any
 
 DEFAULT_FETCH_MESSAGES = 1000
 DEFAULT_FETCH_BYTES = 4 * 1024 * 1024
@@ -35,6 +37,14 @@ MAX_FETCH_WAIT_MS = 30_000
 # Followers one FetchReplication may speak for (follower_node_id and sharing_node_ids): a partition
 # has at most 16 copies.
 MAX_FETCH_FOLLOWERS = 16
+# A FetchReplicationSession: most entries (partitions) in one request, and the default bound of the
+# record bytes of one answer (it must fit the gRPC send limit, 64 MiB, with MAX_READ_BYTES at most).
+MAX_SESSION_FETCHES = 10_000
+DEFAULT_SESSION_BYTES = 16 * 1024 * 1024
+
+# What answers an opened fetch: its partition, the followers it reports, the in-sync tracker it
+# reported to (None: the partition has no followers).
+_Opened = tuple[Partition, list[str], InSyncTracker | None]
 
 
 def fetching_followers(request: internal_pb2.FetchReplicationRequest) -> list[str]:
@@ -96,6 +106,58 @@ class PrimaryReplication:
         follower_last_seq), then return the records after it. Errors: InvalidArgumentError (a
         bound above its maximum, the follower ids), NoSuchStreamError, NoSuchPartitionError;
         refusals are result codes (module docstring)."""
+        response, opened = self._open(request)
+        if opened is None:
+            return response
+        partition, followers, _ = opened
+        if request.follower_last_seq >= partition.last_seq and request.max_wait_ms:
+            await self._wait_for_records(request, partition, followers)
+        linger_ms = self._linger_ms(request, partition, request.max_wait_ms)
+        if linger_ms:
+            metrics.REPLICATION_FETCH_LINGERS.inc()
+            await partition.wait_for_appends(linger_ms / 1000)
+        self._answer(response, request, opened, request.max_bytes or DEFAULT_FETCH_BYTES)
+        return response
+
+    async def fetch_session(self, request: internal_pb2.FetchSessionRequest) -> internal_pb2.FetchSessionResponse:
+        """Primary: FetchReplicationSession (issue 53): every entry opened as `fetch_replication`
+        opens it (progress recorded), then, when every entry is answered ok and none has records
+        to ship, one wait of up to `max_wait_ms` on all of them and on any append here; then one
+        linger for the commits in flight, and the records of each entry within the session's byte
+        bound (`max_bytes`, 0 = DEFAULT_SESSION_BYTES). An entry's error is its result_code.
+        Errors (the whole call): InvalidArgumentError for more than MAX_SESSION_FETCHES entries or
+        a bound above its maximum."""
+        if len(request.fetches) > MAX_SESSION_FETCHES:
+            raise InvalidArgumentError(f"fetches: at most {MAX_SESSION_FETCHES}, got {len(request.fetches)}")
+        if request.max_wait_ms > MAX_FETCH_WAIT_MS:
+            raise InvalidArgumentError(f"max_wait_ms: at most {MAX_FETCH_WAIT_MS}, got {request.max_wait_ms}")
+        check_max_bytes(request.max_bytes)
+        answers: list[internal_pb2.FetchReplicationResponse] = []
+        opened: list[tuple[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse, _Opened]] = []
+        for fetch in request.fetches:
+            try:
+                response, state = self._open(fetch)
+            except WeirError as error:
+                response, state = internal_pb2.FetchReplicationResponse(result_code=error.result_code.value), None
+                response.message = error.message
+            answers.append(response)
+            if state is not None:
+                opened.append((fetch, response, state))
+        idle = all(fetch.follower_last_seq >= state[0].last_seq for fetch, _, state in opened)
+        if request.max_wait_ms and opened and idle and len(opened) == len(answers):
+            await self._wait_for_any(opened, request.max_wait_ms)
+        await self._linger_all(opened, request.max_wait_ms)
+        budget = request.max_bytes or DEFAULT_SESSION_BYTES
+        for fetch, response, state in opened:
+            self._answer(response, fetch, state, min(fetch.max_bytes or DEFAULT_FETCH_BYTES, budget) if budget else 0)
+            budget = max(0, budget - sum(map(len, response.record_batches)) - sum(map(len, response.records)))
+        return internal_pb2.FetchSessionResponse(answers=answers)
+
+    def _open(
+        self, request: internal_pb2.FetchReplicationRequest
+    ) -> tuple[internal_pb2.FetchReplicationResponse, _Opened | None]:
+        """A fetch checked and its progress report applied: its response so far and what answers
+        it, or the response carrying its refusal and None. Errors: as `fetch_replication`."""
         response = internal_pb2.FetchReplicationResponse(result_code=ReplicationResult.OK)
         if request.max_messages > MAX_READ_MESSAGES:
             raise InvalidArgumentError(f"max_messages: at most {MAX_READ_MESSAGES}, got {request.max_messages}")
@@ -108,23 +170,48 @@ class PrimaryReplication:
         if refusal is not None:
             response.result_code, response.message = refusal
             response.leader_epoch = partition.leader_epoch
-            return response
+            return response, None
         tracker = partition.tracker  # the one this fetch reported to, also after a wait
         self._record_progress(request, partition, followers)
-        max_messages = request.max_messages or DEFAULT_FETCH_MESSAGES
-        if request.follower_last_seq >= partition.last_seq and request.max_wait_ms:
-            await self._wait_for_records(request, partition, followers)
-        linger_ms = fetch_linger_ms(
+        return response, (partition, followers, tracker)
+
+    def _linger_ms(self, request: internal_pb2.FetchReplicationRequest, partition: Partition, max_wait_ms: int) -> int:
+        return fetch_linger_ms(
             appends_pending=partition.appends_pending,
             records_ready=partition.last_seq - request.follower_last_seq,
-            max_messages=max_messages,
-            max_wait_ms=request.max_wait_ms,
+            max_messages=request.max_messages or DEFAULT_FETCH_MESSAGES,
+            max_wait_ms=max_wait_ms,
             replication_linger_ms=self._node.settings.replication_linger_ms,
         )
-        if linger_ms:
+
+    async def _linger_all(
+        self,
+        opened: list[tuple[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse, _Opened]],
+        max_wait_ms: int,
+    ) -> None:
+        """A session's linger: until every partition with a commit in flight made it durable, each at
+        most its `fetch_linger_ms`, all at once."""
+        waits = []
+        for fetch, _, (partition, _, _) in opened:
+            linger_ms = self._linger_ms(fetch, partition, max_wait_ms)
+            if linger_ms:
+                waits.append(partition.wait_for_appends(linger_ms / 1000))
+        if waits:
             metrics.REPLICATION_FETCH_LINGERS.inc()
-            await partition.wait_for_appends(linger_ms / 1000)
-        add_records(response, partition, request, max_messages, request.max_bytes or DEFAULT_FETCH_BYTES)
+            await asyncio.gather(*waits)
+
+    @staticmethod
+    def _answer(
+        response: internal_pb2.FetchReplicationResponse,
+        request: internal_pb2.FetchReplicationRequest,
+        opened: _Opened,
+        max_bytes: int,
+    ) -> None:
+        """Fill an opened fetch's answer: its records (none when `max_bytes` is 0: the session's
+        bound was reached) and the partition's log, watermark, epoch and in-sync set."""
+        partition, _, tracker = opened
+        if max_bytes:
+            add_records(response, partition, request, request.max_messages or DEFAULT_FETCH_MESSAGES, max_bytes)
         response.first_seq = partition.first_seq
         response.last_seq = partition.last_seq
         response.high_watermark = partition.high_watermark
@@ -132,7 +219,27 @@ class PrimaryReplication:
         if tracker is not None:
             response.in_sync_node_ids.extend(tracker.in_sync_sorted())
         response.sharing_reported = bool(request.sharing_node_ids)
-        return response
+
+    async def _wait_for_any(
+        self,
+        opened: list[tuple[internal_pb2.FetchReplicationRequest, internal_pb2.FetchReplicationResponse, _Opened]],
+        max_wait_ms: int,
+    ) -> None:
+        """A session's wait: every follower of every entry parked (caught up while it waits), one
+        waiter on each partition's wait set and on the node's appends, until the first wakes."""
+        sets: list[set[asyncio.Future[None]]] = [self._node.append_waiters]
+        parked: list[tuple[InSyncTracker, str]] = []
+        for fetch, _, (partition, followers, _) in opened:
+            sets.append(partition.waits.appends if fetch.wait_for_records_only else partition.waits.work)
+            tracker = partition.tracker
+            if tracker is not None:
+                parked += [(tracker, follower) for follower in followers if tracker.park(follower)]
+        try:
+            await wait_on_any(sets, max_wait_ms / 1000)
+        finally:
+            now_ms = monotonic_ms()
+            for tracker, follower in parked:
+                tracker.unpark(follower, now_ms)
 
     def _refusal(
         self, partition: Partition, leader_epoch: int, *, fetching: bool

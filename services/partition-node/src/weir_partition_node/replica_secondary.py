@@ -11,10 +11,17 @@ carries the replica's first and last seq and its epoch (`ReplicateResponse`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from weir.errors import InvalidArgumentError, NoSuchConsumerError, NoSuchPartitionError, NoSuchStreamError
+from weir.errors import (
+    InvalidArgumentError,
+    NoSuchConsumerError,
+    NoSuchPartitionError,
+    NoSuchStreamError,
+    WeirError,
+)
 from weir.v1 import internal_pb2
 from weir_server.replication import ReplicationResult
 
@@ -30,6 +37,9 @@ logger = logging.getLogger(__name__)
 # A refusal of a replication call at an epoch: (result code, message), None = the epoch is this
 # replica's (ReplicaManager.check_epoch).
 EpochCheck = Callable[[Partition, int], tuple[ReplicationResult, str] | None]
+
+# Most pushes (partitions) in one ReplicateSession request.
+MAX_SESSION_PUSHES = 10_000
 
 
 class SecondaryReplication:
@@ -112,6 +122,32 @@ class SecondaryReplication:
                 )
         response.result_code, response.message = code, message
         return self._fill(response, partition)
+
+    async def replicate_session(
+        self, request: internal_pb2.ReplicateSessionRequest
+    ) -> internal_pb2.ReplicateSessionResponse:
+        """ReplicateSession (issue 53): every push applied as `replicate_message` applies it, all at
+        once (each partition's commit runs on its own storage thread, so their writes and fsyncs
+        overlap), answered in order. An entry's error (a malformed batch, an unknown stream) is its
+        result_code; the others are applied. Errors (the whole call, nothing applied):
+        InvalidArgumentError for more than MAX_SESSION_PUSHES entries or two for one partition."""
+        if len(request.pushes) > MAX_SESSION_PUSHES:
+            raise InvalidArgumentError(f"pushes: at most {MAX_SESSION_PUSHES}, got {len(request.pushes)}")
+        partitions = {(push.stream, push.partition) for push in request.pushes}
+        if len(partitions) != len(request.pushes):
+            raise InvalidArgumentError("pushes: at most one per partition")
+        outcomes = await asyncio.gather(
+            *(self.replicate_message(push) for push in request.pushes), return_exceptions=True
+        )
+        response = internal_pb2.ReplicateSessionResponse()
+        for outcome in outcomes:
+            if isinstance(outcome, WeirError):
+                response.replies.add(result_code=outcome.result_code.value, message=outcome.message)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                response.replies.append(outcome)
+        return response
 
     async def replicate_truncate(
         self, request: internal_pb2.ReplicateTruncateRequest

@@ -634,6 +634,10 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     async def FetchReplicationStream(self, request: internal_pb2.FetchReplicationRequest) -> Any:
         return await self.replicas.primary.fetch_replication(request)
 
+    @lockstep
+    async def FetchReplicationSession(self, request: internal_pb2.FetchSessionRequest) -> Any:
+        return await self.replicas.primary.fetch_session(request)
+
     @unary
     async def GetConsumerSnapshots(self, request: internal_pb2.GetConsumerSnapshotsRequest, context: Any) -> Any:
         return self.replicas.primary.consumer_snapshots(request)
@@ -649,6 +653,10 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
     @lockstep
     async def ReplicateMessageStream(self, request: internal_pb2.ReplicateMessageRequest) -> Any:
         return await self.replicas.secondary.replicate_message(request)
+
+    @lockstep
+    async def ReplicateSession(self, request: internal_pb2.ReplicateSessionRequest) -> Any:
+        return await self.replicas.secondary.replicate_session(request)
 
     @unary
     async def ReplicateTruncate(self, request: internal_pb2.ReplicateTruncateRequest, context: Any) -> Any:

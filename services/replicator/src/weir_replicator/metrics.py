@@ -43,3 +43,12 @@ REPLICATION_LAG = Gauge(
 )
 ERRORS = Counter("weir_replicator_errors_total", "Failed or refused replication calls by result code", ["code"])
 REDIS_ERRORS = Counter("weir_replicator_redis_errors_total", "Failed calls from the replicator to the metadata Redis")
+SESSIONS = Gauge(
+    "weir_replicator_sessions", "Replication sessions running: one per (primary, follower) node pair with partitions"
+)
+SESSION_EXCHANGES = Counter(
+    "weir_replicator_session_exchanges_total",
+    "Replication session exchanges (fetch: FetchReplicationSession with a primary, push: ReplicateSession with a "
+    "follower), each carrying every partition of its node pair; *_failed: the exchange failed",
+    ["kind"],
+)

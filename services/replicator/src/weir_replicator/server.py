@@ -26,6 +26,7 @@ from weir_server.shutdown import bounded_step, stop_metrics_server
 
 from weir_replicator import metrics
 from weir_replicator.ownership import Ownership, owner_of
+from weir_replicator.sessions import SessionHub
 from weir_replicator.settings import ReplicatorSettings
 from weir_replicator.shipping import ClientPool, PartitionShipper
 
@@ -47,6 +48,13 @@ class Replicator:
         self.redis: redis_asyncio.Redis = access.client()
         self.ownership = Ownership(self.redis, self.keys, settings.replicator_id, settings.lease_ms)
         self.clients = ClientPool(settings.node_timeout_ms / 1000)
+        # One replication session per node pair carries every partition's rounds (sessions.py).
+        self.sessions = SessionHub(
+            self.clients,
+            max_bytes=settings.session_max_bytes,
+            timeout_s=settings.node_timeout_ms / 1000,
+            retry_backoff_s=settings.retry_backoff_ms / 1000,
+        )
         self.shippers: dict[tuple[str, int], PartitionShipper] = {}
         self._leases: dict[tuple[str, int], asyncio.Event] = {}
 
@@ -111,6 +119,7 @@ class Replicator:
                 partition=key[1],
                 addresses=addresses,
                 clients=self.clients,
+                sessions=self.sessions,
                 lease_valid=event,
             )
             shipper.start()
@@ -155,6 +164,7 @@ class Replicator:
     async def close(self) -> None:
         for key in list(self.shippers):
             await self._drop(key, release=True)
+        await self.sessions.close()
         with contextlib.suppress(RedisError, OSError):
             await self.ownership.withdraw()
         await self.clients.close()

@@ -44,6 +44,20 @@ class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
         description="How long a follower's fetch waits for the followers that got the same records last round, "
         "to fetch for them too (one FetchReplication instead of one each); 0 = every follower fetches alone.",
     )
+    replication_sessions: bool = Field(
+        False,
+        description="Run the rounds of every partition of a (primary, follower) node pair in one replication "
+        "session (one FetchReplicationSession and one ReplicateSession exchange a round, issue 53) instead of a "
+        "loop per partition and follower. Off by default: on its own it costs more CPU than the loops "
+        "(docs/benchmarks.md, 'Replication sessions').",
+    )
+    session_max_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        le=32 * 1024 * 1024,
+        description="Most record bytes one replication session's fetch brings, over all of its partitions "
+        "(one session per primary and follower node pair).",
+    )
     max_batch_messages: int = Field(1000, ge=1, le=10_000, description="Most records shipped in one call.")
     max_batch_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Most record bytes shipped in one call.")
     snapshot_interval_ms: int = Field(

@@ -39,9 +39,10 @@ from weir_server.internal_clients import ChangeFeedClient, ReplicationClient
 from weir_server.replication import ReplicationResult
 
 from weir_replicator import metrics
-from weir_replicator.fetch_rounds import FetchRounds
+from weir_replicator.follower_loops import FollowerLoops
 from weir_replicator.followers import FollowerState, Removal
 from weir_replicator.ownership import Ownership
+from weir_replicator.sessions import Member, PreparedFetch, SessionHub
 from weir_replicator.settings import ReplicatorSettings
 from weir_replicator.side_changes import SideChangeShipper
 from weir_replicator.snapshot_reads import SnapshotReads
@@ -113,6 +114,7 @@ class PartitionShipper:
         partition: int,
         addresses: dict[str, str],
         clients: ClientPool,
+        sessions: SessionHub,
         lease_valid: asyncio.Event,
     ) -> None:
         self.settings = settings
@@ -125,8 +127,6 @@ class PartitionShipper:
         self.primary = entry.primary_node_id
         self.primary_address = addresses.get(self.primary, "")
         self.followers = [FollowerState(node_id, addresses.get(node_id, "")) for node_id in entry.secondary_node_ids]
-        self._by_node = {follower.node_id: follower for follower in self.followers}
-        self._rounds = FetchRounds(settings.fetch_coalesce_ms)
         self._snapshot_reads = SnapshotReads(self._read_snapshots)
         self._side_changes = SideChangeShipper(
             stream=self.stream,
@@ -137,10 +137,13 @@ class PartitionShipper:
             read_config=self._read_config,
         )
         self.clients = clients
+        self._sessions = sessions
+        self._members: list[Member] = []
+        self._loops: FollowerLoops | None = None
         self.lease_valid = lease_valid
         self.observed_through = 0
         self._tasks: list[asyncio.Task[None]] = []
-        self._labels = (self.stream, str(partition))
+        self.labels = self._labels = (self.stream, str(partition))
 
     @property
     def key(self) -> tuple[str, int, int, str]:
@@ -151,13 +154,27 @@ class PartitionShipper:
         loop = asyncio.get_running_loop()
         name = f"{self.stream}/{self.partition}"
         self._tasks = [loop.create_task(self._tail(), name=f"tail:{name}")]
-        self._tasks += [
-            loop.create_task(self._follow(follower), name=f"follow:{name}:{follower.node_id}")
-            for follower in self.followers
-        ]
         self._tasks.append(loop.create_task(self._save_positions(), name=f"position:{name}"))
+        if self.settings.replication_sessions:  # each follower's rounds in its node pair's session
+            self._members = [self._sessions.join(self.primary_address, self, f) for f in self.followers]
+        else:  # a loop per follower (follower_loops.py)
+            self._loops = FollowerLoops(
+                self,
+                self.followers,
+                primary_address=self.primary_address,
+                clients=self.clients,
+                fetch_coalesce_ms=self.settings.fetch_coalesce_ms,
+                timeout_s=self.settings.node_timeout_ms / 1000,
+                retry_backoff_s=self.settings.retry_backoff_ms / 1000,
+            )
+            self._loops.start()
 
     async def stop(self) -> None:
+        for member in self._members:
+            self._sessions.leave(self.primary_address, member)
+        self._members = []
+        if self._loops is not None:
+            await self._loops.stop()
         for task in self._tasks:
             task.cancel()
         self._snapshot_reads.close()
@@ -165,7 +182,6 @@ class PartitionShipper:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         for follower in self.followers:
-            follower.close_streams()
             with contextlib.suppress(KeyError):
                 metrics.REPLICATION_LAG.remove(*self._labels, follower.node_id)
 
@@ -242,33 +258,11 @@ class PartitionShipper:
                 except OSError as error:
                     logger.warning("%s/%s: could not store the feed position: %s", *self._labels, error)
 
-    # -- one follower -----------------------------------------------------------------------------------
+    # -- one follower's part of its session's rounds (sessions.py) ------------------------------------
 
-    async def _follow(self, follower: FollowerState) -> None:
-        """Pull-and-push rounds for one secondary. After a failure the pause doubles (from
-        retry_backoff_ms up to MAX_BACKOFF_S) so a dead node costs little; it is logged when it
-        starts failing and then every LOG_EVERY failures."""
-        base_s = self.settings.retry_backoff_ms / 1000
-        failures = 0
-        while True:
-            await self.lease_valid.wait()
-            try:
-                if await self._step(follower):
-                    if failures >= LOG_EVERY:
-                        logger.info("%s/%s -> %s: replicating again", *self._labels, follower.node_id)
-                    failures = 0
-                    continue
-            except WeirError as error:
-                metrics.ERRORS.labels(error.result_code.value).inc()
-                if failures % LOG_EVERY == 0:
-                    logger.warning("%s/%s -> %s: %s (failure %d)", *self._labels, follower.node_id, error, failures + 1)
-                follower.last_seq = None
-            self._rounds.leave(follower.node_id)  # nobody waits for this follower's next fetch
-            failures += 1
-            await asyncio.sleep(min(MAX_BACKOFF_S, base_s * 2 ** min(failures - 1, 10)))
-
-    async def _sync_position(self, follower: FollowerState) -> bool:
-        """Learn where the follower's log ends, making it adopt the epoch first."""
+    async def sync_position(self, follower: FollowerState) -> bool:
+        """Learn where the follower's log ends, making it adopt the epoch first; False while it is
+        at another epoch (the session retries after a pause). Errors: WeirError of a call."""
         target = self.clients.replication(follower.address)
         try:
             state = await target.replica_state(self.stream, self.partition)
@@ -297,13 +291,10 @@ class PartitionShipper:
         follower.consumers_generation = self._snapshot_reads.generation
         return True
 
-    async def _step(self, follower: FollowerState) -> bool:
-        """One pull-and-push round; False when the caller should back off."""
-        if follower.last_seq is None and not await self._sync_position(follower):
-            return False
+    def prepare_fetch(self, follower: FollowerState) -> PreparedFetch:
+        """The follower's fetch entry for the next round (its progress report), how long the round
+        may wait for it, and what it must ship after the round: the removals seen before the fetch."""
         assert follower.last_seq is not None
-        observed = self.observed_through
-        removals = list(follower.removals)  # seen before this pull: safe to ship after its push
         wait_ms = fetch_wait_ms(
             side_changes_pending=follower.side_changes_pending,
             consumers_dirty=follower.consumers_dirty,
@@ -311,72 +302,68 @@ class PartitionShipper:
             snapshot_interval_ms=self.settings.snapshot_interval_ms,
             fetch_wait_ms=self.settings.fetch_wait_ms,
         )
-        # Consumer state already due at the snapshot time: deliveries and acks need not end the wait.
-        records_only = follower.consumers_dirty
-        response = await self._rounds.fetch(
-            follower.node_id, follower.last_seq, wait_ms, self._send_fetch, records_only=records_only
+        request = internal_pb2.FetchReplicationRequest(
+            stream=self.stream,
+            partition=self.partition,
+            leader_epoch=self.epoch,
+            follower_node_id=follower.node_id,
+            follower_last_seq=follower.last_seq,
+            max_messages=self.settings.max_batch_messages,
+            max_bytes=self.settings.max_batch_bytes,
+            want_record_batch=True,
+            # Consumer state already due at the snapshot time: deliveries and acks need not end the wait.
+            wait_for_records_only=follower.consumers_dirty,
         )
-        if response.result_code != ReplicationResult.OK:
-            logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, response.result_code, response.message)
-            return False
-        target = self.clients.replication(follower.address)
-        if response.first_seq > follower.first_seq and follower.first_seq <= follower.last_seq + 1:
-            reply = await target.replicate(
+        return PreparedFetch(request, wait_ms, list(follower.removals), self.observed_through)
+
+    async def push_for(
+        self, follower: FollowerState, answer: internal_pb2.FetchReplicationResponse
+    ) -> tuple[bool, internal_pb2.ReplicateMessageRequest | None]:
+        """What the round pushes to the follower for the primary's `answer`: (False, None) when the
+        primary refused or a truncation was refused (the member backs off), else (True, the push or
+        None when the answer brought no records). The primary's retention truncation is applied first.
+        Errors: WeirError of the truncation."""
+        if answer.result_code != ReplicationResult.OK:
+            logger.info("%s/%s: primary %s: %s %s", *self._labels, self.primary, answer.result_code, answer.message)
+            return False, None
+        assert follower.last_seq is not None
+        if answer.first_seq > follower.first_seq and follower.first_seq <= follower.last_seq + 1:
+            reply = await self.clients.replication(follower.address).replicate(
                 "ReplicateTruncate",
                 internal_pb2.ReplicateTruncateRequest(
-                    stream=self.stream, partition=self.partition, leader_epoch=self.epoch, first_seq=response.first_seq
+                    stream=self.stream, partition=self.partition, leader_epoch=self.epoch, first_seq=answer.first_seq
                 ),
             )
             if not self._accepted(follower, reply):
-                return False
-        push = push_request(self.stream, self.partition, self.epoch, follower.last_seq, response)
-        if push is not None:
-            if follower.push_stream is None:
-                follower.push_stream = target.replicate_message_stream()
-            reply = await follower.push_stream.exchange(push, timeout_s=self.settings.node_timeout_ms / 1000)
-            if not self._accepted(follower, reply):
-                return False
-            count = response.record_count or len(push.records)
-            metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(count)
-            metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, push.record_batches or push.records)))
-        metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
-            max(0, response.last_seq - (follower.last_seq or 0))
-        )
-        await self._side_changes.ship(follower, target, removals)
-        follower.shipped_through = max(follower.shipped_through, observed)
+                return False, None
+        return True, push_request(self.stream, self.partition, self.epoch, follower.last_seq, answer)
+
+    def accept_push(
+        self,
+        follower: FollowerState,
+        push: internal_pb2.ReplicateMessageRequest,
+        answer: internal_pb2.FetchReplicationResponse,
+        reply: internal_pb2.ReplicateResponse,
+    ) -> bool:
+        """Take the follower's reply to its push; False when it refused (the member backs off)."""
+        if not self._accepted(follower, reply):
+            return False
+        metrics.SHIPPED_MESSAGES.labels(*self._labels).inc(answer.record_count or len(push.records))
+        metrics.SHIPPED_BYTES.labels(*self._labels).inc(sum(map(len, push.record_batches or push.records)))
         return True
 
-    async def _send_fetch(
-        self, node_id: str, sharing: list[str], after_seq: int, wait_ms: int, records_only: bool
-    ) -> internal_pb2.FetchReplicationResponse:
-        """One FetchReplication on `node_id`'s stream, speaking for `sharing` too (FetchRounds)."""
-        follower = self._by_node[node_id]
-        if follower.fetch_stream is None:
-            follower.fetch_stream = self.clients.replication(self.primary_address).fetch_stream()
-        response = await follower.fetch_stream.exchange(
-            internal_pb2.FetchReplicationRequest(
-                stream=self.stream,
-                partition=self.partition,
-                leader_epoch=self.epoch,
-                follower_node_id=node_id,
-                follower_last_seq=after_seq,
-                max_messages=self.settings.max_batch_messages,
-                max_bytes=self.settings.max_batch_bytes,
-                max_wait_ms=wait_ms,
-                want_record_batch=True,
-                sharing_node_ids=sharing,
-                wait_for_records_only=records_only,
-            ),
-            timeout_s=self.settings.node_timeout_ms / 1000 + wait_ms / 1000,
+    async def finish_round(
+        self, follower: FollowerState, prepared: PreparedFetch, answer: internal_pb2.FetchReplicationResponse
+    ) -> None:
+        """After the round's push: the lag gauge, then what does not come with records (the removals
+        seen before the fetch first). Errors: WeirError of a Replicate* call."""
+        metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
+            max(0, answer.last_seq - (follower.last_seq or 0))
         )
-        if sharing and response.result_code == ReplicationResult.OK and not response.sharing_reported:
-            # A primary of an earlier version: the others' progress reaches it with their own fetches.
-            logger.info("%s/%s: primary %s does not take shared fetches", *self._labels, self.primary)
-            self._rounds.sharing = False
-        outcome = "records" if response.record_batches or response.records else "empty"
-        metrics.FETCHES.labels(*self._labels, outcome).inc()
-        metrics.FETCHED_FOR.labels(*self._labels).inc(1 + len(sharing))
-        return response
+        removals = [removal for removal in prepared.removals if isinstance(removal, Removal)]
+        if removals or follower.side_changes_pending or follower.consumers_dirty:
+            await self._side_changes.ship(follower, self.clients.replication(follower.address), removals)
+        follower.shipped_through = max(follower.shipped_through, prepared.observed_through)
 
     async def _read_config(self) -> types_pb2.StreamConfig:
         """The stream's config as the primary holds it (for a stream update)."""

@@ -122,6 +122,34 @@ class FetchReplicationResponse(_message.Message):
     sharing_reported: bool
     def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., records: _Optional[_Iterable[bytes]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., in_sync_node_ids: _Optional[_Iterable[str]] = ..., follower_last_crc32: _Optional[int] = ..., record_crc32s: _Optional[_Iterable[int]] = ..., record_batches: _Optional[_Iterable[bytes]] = ..., record_count: _Optional[int] = ..., sharing_reported: bool = ...) -> None: ...
 
+class FetchSessionRequest(_message.Message):
+    __slots__ = ("fetches", "max_wait_ms", "max_bytes")
+    FETCHES_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    fetches: _containers.RepeatedCompositeFieldContainer[FetchReplicationRequest]
+    max_wait_ms: int
+    max_bytes: int
+    def __init__(self, fetches: _Optional[_Iterable[_Union[FetchReplicationRequest, _Mapping]]] = ..., max_wait_ms: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+
+class FetchSessionResponse(_message.Message):
+    __slots__ = ("answers",)
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    answers: _containers.RepeatedCompositeFieldContainer[FetchReplicationResponse]
+    def __init__(self, answers: _Optional[_Iterable[_Union[FetchReplicationResponse, _Mapping]]] = ...) -> None: ...
+
+class ReplicateSessionRequest(_message.Message):
+    __slots__ = ("pushes",)
+    PUSHES_FIELD_NUMBER: _ClassVar[int]
+    pushes: _containers.RepeatedCompositeFieldContainer[ReplicateMessageRequest]
+    def __init__(self, pushes: _Optional[_Iterable[_Union[ReplicateMessageRequest, _Mapping]]] = ...) -> None: ...
+
+class ReplicateSessionResponse(_message.Message):
+    __slots__ = ("replies",)
+    REPLIES_FIELD_NUMBER: _ClassVar[int]
+    replies: _containers.RepeatedCompositeFieldContainer[ReplicateResponse]
+    def __init__(self, replies: _Optional[_Iterable[_Union[ReplicateResponse, _Mapping]]] = ...) -> None: ...
+
 class GetConsumerSnapshotsRequest(_message.Message):
     __slots__ = ("stream", "partition", "leader_epoch")
     STREAM_FIELD_NUMBER: _ClassVar[int]

@@ -183,6 +183,16 @@ class ReplicationStub(object):
                 request_serializer=weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.FromString,
                 _registered_method=True)
+        self.FetchReplicationSession = channel.stream_stream(
+                '/weir.v1.Replication/FetchReplicationSession',
+                request_serializer=weir_dot_v1_dot_internal__pb2.FetchSessionRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.FetchSessionResponse.FromString,
+                _registered_method=True)
+        self.ReplicateSession = channel.stream_stream(
+                '/weir.v1.Replication/ReplicateSession',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateSessionRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateSessionResponse.FromString,
+                _registered_method=True)
         self.GetConsumerSnapshots = channel.unary_unary(
                 '/weir.v1.Replication/GetConsumerSnapshots',
                 request_serializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsRequest.SerializeToString,
@@ -276,6 +286,31 @@ class ReplicationServicer(object):
         order, each as FetchReplication would answer it. The replicator's steady state uses this: a
         stream item costs the node about a third of the CPU of a unary call (docs/benchmarks.md). An
         error a unary call would return ends the stream with that status; the caller opens a new one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchReplicationSession(self, request_iterator, context):
+        """One replication session between a primary and one follower node (issue 53; Kafka's fetch
+        sessions, KIP-227), in lockstep on one long-lived call: each request carries a fetch for every
+        partition the primary leads and the follower copies, answered in one response, so a round
+        costs one exchange whatever the partition count. Each entry is answered as FetchReplication
+        would answer it at max_wait_ms 0 (its own max_wait_ms is ignored); a refusal or an error of
+        one entry (no_such_stream, a bad bound) is that entry's result_code, never the call's. When no
+        entry has records to ship, the primary waits up to the request's max_wait_ms for any of them
+        (records, or any work for an entry that does not wait for records only) and for any append to
+        a partition it leads (a partition that is not in the session yet ends the wait too).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReplicateSession(self, request_iterator, context):
+        """The pushes of one session round to one follower node, in lockstep on one long-lived call: each
+        entry is applied as ReplicateMessage applies it, all of them concurrently (their commits go
+        to disk together), and answered in order. A malformed entry (invalid_argument) or a refusal is
+        that entry's result_code; the others are applied. At most one entry per partition.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -405,6 +440,16 @@ def add_ReplicationServicer_to_server(servicer, server):
                     request_deserializer=weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.FromString,
                     response_serializer=weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.SerializeToString,
             ),
+            'FetchReplicationSession': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchReplicationSession,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.FetchSessionRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.FetchSessionResponse.SerializeToString,
+            ),
+            'ReplicateSession': grpc.stream_stream_rpc_method_handler(
+                    servicer.ReplicateSession,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateSessionRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateSessionResponse.SerializeToString,
+            ),
             'GetConsumerSnapshots': grpc.unary_unary_rpc_method_handler(
                     servicer.GetConsumerSnapshots,
                     request_deserializer=weir_dot_v1_dot_internal__pb2.GetConsumerSnapshotsRequest.FromString,
@@ -533,6 +578,60 @@ class Replication(object):
             '/weir.v1.Replication/FetchReplicationStream',
             weir_dot_v1_dot_internal__pb2.FetchReplicationRequest.SerializeToString,
             weir_dot_v1_dot_internal__pb2.FetchReplicationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchReplicationSession(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Replication/FetchReplicationSession',
+            weir_dot_v1_dot_internal__pb2.FetchSessionRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.FetchSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateSession(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/weir.v1.Replication/ReplicateSession',
+            weir_dot_v1_dot_internal__pb2.ReplicateSessionRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
