@@ -10,14 +10,7 @@ from dataclasses import dataclass, field
 
 async def wait_on(waiters: set[asyncio.Future[None]], timeout_s: float) -> None:
     """Join `waiters` until `wake` resolves them or `timeout_s` passes."""
-    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    waiters.add(waiter)
-    try:
-        await asyncio.wait_for(waiter, timeout_s)
-    except TimeoutError:
-        pass
-    finally:
-        waiters.discard(waiter)
+    await wait_on_any((waiters,), timeout_s)
 
 
 def wake(waiters: set[asyncio.Future[None]]) -> None:
