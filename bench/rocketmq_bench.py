@@ -180,7 +180,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
                 sent = await measure(pids, args.clients, args.messages, send)
                 info = await client.stream_info(TOPIC)
-                per_partition = {entry.partition: entry.msg_count for entry in info.stats.partitions}
+                per_partition = {entry.partition: entry.msg_count for entry in info.partitions}
                 await client.create_consumer(TOPIC, consumer_config("native", ack_wait_ms=60_000))
 
                 async def fetch_and_ack(partition: int, count: int) -> None:

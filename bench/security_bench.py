@@ -107,7 +107,7 @@ async def consume(client: Client, meter: Meter, messages: int) -> dict[str, Any]
     """Fetch and ack every stored message once, one task per partition."""
     await client.create_consumer(STREAM, consumer_config("bench", ack_wait_ms=60_000))
     info = await client.stream_info(STREAM)
-    counts = {partition.partition: int(partition.msg_count) for partition in info.stats.partitions}
+    counts = {partition.partition: int(partition.msg_count) for partition in info.partitions}
     if sum(counts.values()) != messages:
         raise RuntimeError(f"consume: {sum(counts.values())} messages stored, {messages} published")
     seen: set[bytes] = set()

@@ -87,7 +87,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                     checked("Publish", await stub.Publish(request, timeout=30))
 
                 published = await measure(pids, args.clients, args.messages, seed_publish)
-                total = (await client.stream_info(STREAM)).stats.msg_count
+                total = (await client.stream_info(STREAM)).msg_count
                 await client.create_consumer(STREAM, consumer_config("native", ack_wait_ms=60_000))
                 await client.create_consumer(STREAM, consumer_config("seed", ack_wait_ms=60_000))
 

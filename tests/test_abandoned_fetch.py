@@ -11,13 +11,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from weir.client import consumer_config, stream_config
 from weir.options import Storage
 from weir.v1 import streams_pb2
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.commit_items import Delivery
 from weir_partition_node.node import Node
 from weir_partition_node.settings import NodeSettings
+
+from tests.proto_configs import consumer_config, stream_config
 
 T0 = 1_700_000_000_000
 MESSAGES = 5

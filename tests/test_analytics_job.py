@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 import pytest
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
+from weir.info import ConsumerInfo
 from weir.v1 import router_pb2, types_pb2
 from weir_cli.launcher import LocalCluster
 from weir_cli.spark_standalone import SparkStandalone
@@ -210,7 +211,7 @@ async def run_workload(cluster: LocalCluster) -> dict[str, object]:
         # the replicator stops: 5 more on orders/1 reach its primary only
         async def replicated() -> bool:
             info = await client.stream_info("orders")
-            return all(stats.high_watermark == stats.last_seq for stats in info.stats.partitions)
+            return all(stats.high_watermark == stats.last_seq for stats in info.partitions)
 
         await eventually(replicated, 10.0, "orders replicated to its high watermark")
         for replicator in cluster.replicators:
@@ -237,7 +238,7 @@ class AnalyticsRun:
     scraped_before_kill: str | None
     resumed_log: str  # the log of the run with Trigger.AvailableNow
     stats: router_pb2.GetClusterStreamStatsResponse
-    infos: dict[str, types_pb2.ConsumerInfo]
+    infos: dict[str, ConsumerInfo]
     messages: dict[tuple[str, int], list[types_pb2.Message]]
 
 
@@ -303,7 +304,7 @@ StoredMessages = dict[tuple[str, int], list[types_pb2.Message]]
 
 async def cluster_view(
     cluster: LocalCluster, truth: dict[str, object]
-) -> tuple[router_pb2.GetClusterStreamStatsResponse, dict[str, types_pb2.ConsumerInfo], StoredMessages]:
+) -> tuple[router_pb2.GetClusterStreamStatsResponse, dict[str, ConsumerInfo], StoredMessages]:
     """The cluster's stream stats (with the job's ClusterAnalytics), the two consumers' infos, and
     every stored message of the workload's partitions, read from their primaries."""
     async with WeirClient(cluster.router_addresses) as client:

@@ -296,7 +296,7 @@ async def orders(cluster: LocalCluster) -> str:
 async def message_count(cluster: LocalCluster, stream: str) -> int:
     async with client(cluster, ADMIN) as ops:
         info = await ops.stream_info(stream)
-    return sum(partition.msg_count for partition in info.stats.partitions)
+    return sum(partition.msg_count for partition in info.partitions)
 
 
 async def test_unknown_callers_are_unauthenticated(cluster: LocalCluster, orders: str) -> None:
@@ -337,7 +337,7 @@ async def test_a_producer_publishes_only_its_subjects_on_its_streams(cluster: Lo
     assert await message_count(cluster, orders) == before + 2
     async with client(cluster, ADMIN) as ops:
         assert "fresh" not in await ops.list_streams()
-        assert (await ops.stream_info("payments")).stats.partitions[0].msg_count == 0
+        assert (await ops.stream_info("payments")).partitions[0].msg_count == 0
 
 
 async def test_a_worker_consumes_but_cannot_publish_or_administer(cluster: LocalCluster, orders: str) -> None:

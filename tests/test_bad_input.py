@@ -141,7 +141,7 @@ def publish_request(
 def requests_naming(name: str) -> dict[str, Message]:
     """One otherwise valid request per RPC that addresses stream `name`."""
     return {
-        "CreateStream": streams_pb2.CreateStreamRequest(config=stream_config(name)),
+        "CreateStream": streams_pb2.CreateStreamRequest(config=stream_config(name).to_proto()),
         "GetStreamInfo": streams_pb2.GetStreamInfoRequest(name=name),
         "DeleteStream": streams_pb2.DeleteStreamRequest(name=name),
         "UpdateStream": streams_pb2.UpdateStreamRequest(name=name, max_msgs=5),
@@ -217,7 +217,7 @@ async def test_longest_legal_name_works(env: Env) -> None:
 
 def _config_case(**fields: Any) -> Callable[[str], types_pb2.StreamConfig]:
     def build(name: str) -> types_pb2.StreamConfig:
-        config = stream_config(name)
+        config = stream_config(name).to_proto()
         for field, value in fields.items():
             if field == "subjects":
                 config.subjects[:] = value
@@ -313,19 +313,23 @@ async def test_create_existing_with_other_config_is_already_exists(env: Env, str
         "storage": stream_config(stream_name, subjects=["orders.>"], partitions=2, storage="memory"),
     }
     for config in others.values():
-        request = streams_pb2.CreateStreamRequest(config=config)
+        request = streams_pb2.CreateStreamRequest(config=config.to_proto())
         error = await rejected(
             env, rpc(env.stub.CreateStream, request), AlreadyExistsError, repr(stream_name), "different config"
         )
         assert error.metadata["stream"] == stream_name
     # An existing name with an invalid config: the config error wins, nothing changes.
-    bad = streams_pb2.CreateStreamRequest(config=stream_config(stream_name, subjects=["orders.>"], max_msg_bytes=10))
+    bad = streams_pb2.CreateStreamRequest(
+        config=stream_config(stream_name, subjects=["orders.>"], max_msg_bytes=10).to_proto()
+    )
     await rejected(env, rpc(env.stub.CreateStream, bad), InvalidConfigError, "max_msg_bytes")
     assert await env.client.stream_info(stream_name) == info
     # The same config again is an idempotent no-op: same effective config and created_at_ms, no change.
     before = await take_snapshot(env.client, env.feed)
     response = await env.stub.CreateStream(
-        streams_pb2.CreateStreamRequest(config=stream_config(stream_name, subjects=["orders.>"], partitions=2)),
+        streams_pb2.CreateStreamRequest(
+            config=stream_config(stream_name, subjects=["orders.>"], partitions=2).to_proto()
+        ),
         timeout=TIMEOUT_S,
     )
     assert response.config == original

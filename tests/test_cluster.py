@@ -66,10 +66,10 @@ async def test_sixteen_partitions_spread_and_publishes_land_where_query_route_sa
             leader = route.partitions[other].primary
             assert redirect.value.metadata["leader_node_id"] == leader.node_id
             assert redirect.value.metadata["leader_address"] == leader.address
-    info = await weir_client.stream_info(stream_name)
-    assert info.stats.msg_count == 800
+    totals = await weir_client.stream_info(stream_name)
+    assert totals.msg_count == 800
     counts = collections.Counter(ack.partition for ack in acks)
-    assert [stats.msg_count for stats in info.stats.partitions] == [counts[p] for p in range(16)]
+    assert [stats.msg_count for stats in totals.partitions] == [counts[p] for p in range(16)]
 
     stats = await weir_client.cluster_stats()
     mine = next(entry for entry in stats.streams if entry.name == stream_name)
@@ -216,7 +216,7 @@ async def test_followers_in_step_share_one_fetch_a_round(
     followers = replicator_fetched_for(cluster, stream_name) - followers_before
     assert fetches >= count, f"{fetches:.0f} fetches for {count} ack-all publishes"
     assert followers >= 1.5 * fetches, f"{fetches:.0f} fetches spoke for {followers:.0f} followers"
-    stats = (await weir_client.stream_info(stream_name)).stats.partitions[0]
+    stats = (await weir_client.stream_info(stream_name)).partitions[0]
     assert (stats.last_seq, stats.high_watermark, len(stats.in_sync_node_ids)) == (count + 1, count + 1, 3)
 
 
@@ -259,7 +259,7 @@ async def test_a_fetch_that_finds_a_commit_in_flight_waits_for_it_and_loses_noth
     assert node_counter(cluster, primary, "weir_replication_fetch_lingers_total") > lingers_before
 
     async def replicated() -> bool:
-        stats = (await weir_client.stream_info(stream_name)).stats.partitions[0]
+        stats = (await weir_client.stream_info(stream_name)).partitions[0]
         return (stats.last_seq, stats.high_watermark, len(stats.in_sync_node_ids)) == (total, total, 3)
 
     await eventually(replicated, 10, f"all {total} messages on the three copies")

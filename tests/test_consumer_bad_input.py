@@ -114,7 +114,7 @@ def naming(method: str) -> Iterator[None]:
 def consumer_requests(stream: str, consumer: str, partition: int = 0, seq: int = 3) -> dict[str, Message]:
     """One otherwise valid request per consumer RPC that addresses `stream` / `consumer`."""
     return {
-        "CreateConsumer": streams_pb2.CreateConsumerRequest(stream=stream, config=consumer_config(consumer)),
+        "CreateConsumer": streams_pb2.CreateConsumerRequest(stream=stream, config=consumer_config(consumer).to_proto()),
         "DeleteConsumer": streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer),
         "ListConsumers": streams_pb2.ListConsumersRequest(stream=stream),
         "GetConsumerInfo": streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer),
@@ -263,7 +263,7 @@ async def test_illegal_stream_name_is_invalid_name(env: Env, bad_name: str) -> N
 
 
 def _config(**fields: Any) -> types_pb2.ConsumerConfig:
-    config = consumer_config("new-consumer", ack_wait_ms=LONG_ACK_WAIT_MS, max_deliver=3, max_ack_pending=50)
+    config = consumer_config("new-consumer", ack_wait_ms=LONG_ACK_WAIT_MS, max_deliver=3, max_ack_pending=50).to_proto()
     for field, value in fields.items():
         setattr(config, field, value)  # raw ints also for the enum
     return config
@@ -389,7 +389,7 @@ async def test_config_boundaries_are_accepted(env: Env, fresh_orders: str) -> No
 
 def _worker(**fields: Any) -> types_pb2.ConsumerConfig:
     config = types_pb2.ConsumerConfig()
-    config.CopyFrom(WORKER)
+    config.CopyFrom(WORKER.to_proto())
     for field, value in fields.items():
         setattr(config, field, value)
     return config
@@ -440,7 +440,7 @@ OVERLAPPING_FILTERS = {
 async def test_overlapping_work_queue_consumer_is_already_exists(
     env: Env, work_queue: str, filter_subject: str
 ) -> None:
-    config = consumer_config("other", filter_subject=filter_subject)
+    config = consumer_config("other", filter_subject=filter_subject).to_proto()
     request = streams_pb2.CreateConsumerRequest(stream=work_queue, config=config)
     error = await rejected(
         env, call(env, "CreateConsumer", request), AlreadyExistsError, "work-queue", "'eu'", "overlaps"

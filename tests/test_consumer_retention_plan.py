@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from weir.client import consumer_config
 from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, WeirError
 from weir.subjects import SubjectFilter
 from weir.v1 import types_pb2
@@ -29,6 +28,8 @@ from weir_partition_node.consumers import (
 )
 from weir_partition_node.retention import LimitsBounds, NewRow, RetentionPlan, plan_retention
 from weir_partition_node.storage.base import RowInfo
+
+from tests.proto_configs import consumer_config
 
 STREAM = types_pb2.StreamConfig(name="orders", subjects=["orders.>", "dlq.>"])
 ACCEPTS = SubjectFilter(STREAM.subjects).accepts

@@ -203,7 +203,7 @@ async def test_create_info_list_delete_exact(client: NodeClient, stream: str) ->
     info = await client.create_consumer(stream, config)
     after_ms = time.time_ns() // 1_000_000
     assert info.stream == stream
-    assert info.config == config  # nothing to fill in: every field was given
+    assert info.config == config.to_proto()  # nothing to fill in: every field was given
     assert before_ms <= info.created_at_ms <= after_ms
     assert state(info) == expected(P(0, num_pending=2), P(1, num_pending=1))
     assert await client.consumer_info(stream, "eu") == info

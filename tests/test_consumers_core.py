@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from weir.client import consumer_config, stream_config
 from weir.errors import (
     AlreadyExistsError,
     ConsumerBoundError,
@@ -31,6 +30,8 @@ from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Pending,
 from weir_partition_node.node import Node
 from weir_partition_node.node_subscriptions import bind_refusal
 from weir_partition_node.settings import NodeSettings
+
+from tests.proto_configs import consumer_config, stream_config
 
 T0 = 1_700_000_000_000  # ManualClock's default start
 DEADLINE_S = 5.0

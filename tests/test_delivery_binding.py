@@ -30,8 +30,8 @@ async def core(tmp_path: Path, clock: ManualClock) -> AsyncIterator[Node]:
     node = await Node.open(
         NodeSettings(node_id="binding", data_dir=tmp_path / "data", retention_sweep_interval_ms=3_600_000), clock=clock
     )
-    await node.admin.create_stream(stream_config("s"))
-    await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=ACK_WAIT_MS))
+    await node.admin.create_stream(stream_config("s").to_proto())
+    await node.consumers.create_consumer("s", consumer_config("c", ack_wait_ms=ACK_WAIT_MS).to_proto())
     entries = [streams_pb2.PublishEntry(subject="s.x", payload=b"%d" % n) for n in range(3)]
     await node.publisher.publish("s", entries, streams_pb2.ACK_LEVEL_LEADER, batch=True)
     yield node

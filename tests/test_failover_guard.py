@@ -37,7 +37,7 @@ async def store(tmp_path: Path) -> AsyncIterator[MetadataStore]:
 
 
 def record_led_by(primary: str, epoch: int) -> types_pb2.StreamRecord:
-    record = types_pb2.StreamRecord(config=stream_config("orders", replicas=3))
+    record = types_pb2.StreamRecord(config=stream_config("orders", replicas=3).to_proto())
     record.placement.partitions.add(
         partition=0,
         primary_node_id=primary,

@@ -158,7 +158,7 @@ async def outcomes(core: Node, stream: str, *entries: streams_pb2.PublishEntry) 
 async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_nothing(
     core: Node, storage: Storage
 ) -> None:
-    await core.admin.create_stream(stream_config("orders", storage=storage))
+    await core.admin.create_stream(stream_config("orders", storage=storage).to_proto())
     assert await outcomes(core, "orders", entry(msg_id="a"), entry(msg_id="b"), entry()) == [
         (0, 1, False),
         (0, 2, False),
@@ -180,7 +180,7 @@ async def test_a_repeated_msg_id_is_answered_with_the_original_seq_and_stores_no
 
 
 async def test_an_id_whose_publish_failed_its_revision_check_is_not_remembered(core: Node) -> None:
-    await core.admin.create_stream(stream_config("orders"))
+    await core.admin.create_stream(stream_config("orders").to_proto())
     failed = await core.publisher.publish("orders", [entry(msg_id="a", expected_last_seq=5)], LEADER, batch=True)
     assert (failed[0].result_code, failed[0].duplicate) == ("wrong_revision", False)
     assert await outcomes(core, "orders", entry(msg_id="a", expected_last_seq=0)) == [(0, 1, False)]
@@ -189,7 +189,7 @@ async def test_an_id_whose_publish_failed_its_revision_check_is_not_remembered(c
 
 
 async def test_the_window_ends_after_duplicate_window_ms(core: Node, clock: ManualClock, storage: Storage) -> None:
-    await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_ms=10_000))
+    await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_ms=10_000).to_proto())
     await outcomes(core, "orders", entry(msg_id="a"))
     clock.advance(9_999)
     assert await outcomes(core, "orders", entry(msg_id="a")) == [(0, 1, True)]
@@ -200,7 +200,7 @@ async def test_the_window_ends_after_duplicate_window_ms(core: Node, clock: Manu
 async def test_the_window_keeps_at_most_duplicate_window_max_msgs_ids(
     core: Node, clock: ManualClock, storage: Storage
 ) -> None:
-    await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_max_msgs=3))
+    await core.admin.create_stream(stream_config("orders", storage=storage, duplicate_window_max_msgs=3).to_proto())
     for index in range(5):  # one commit each: the count bound forgets whole commits
         await outcomes(core, "orders", entry(msg_id=f"m{index}"))
         clock.advance(1)
@@ -212,7 +212,7 @@ async def test_the_window_keeps_at_most_duplicate_window_max_msgs_ids(
 
 
 async def test_an_id_is_remembered_after_retention_removed_its_message(core: Node, storage: Storage) -> None:
-    await core.admin.create_stream(stream_config("orders", storage=storage, max_msgs=1))
+    await core.admin.create_stream(stream_config("orders", storage=storage, max_msgs=1).to_proto())
     await outcomes(core, "orders", entry(msg_id="a"), entry(msg_id="b"))
     assert core.stream_info("orders").stats.msg_count == 1
     assert await outcomes(core, "orders", entry(msg_id="a")) == [(0, 1, True)]
@@ -220,7 +220,7 @@ async def test_an_id_is_remembered_after_retention_removed_its_message(core: Nod
 
 async def test_the_window_survives_a_reopen_of_a_file_stream(tmp_path: Path, clock: ManualClock) -> None:
     node = await Node.open(settings(tmp_path), clock=clock)
-    await node.admin.create_stream(stream_config("orders", partitions=3))
+    await node.admin.create_stream(stream_config("orders", partitions=3).to_proto())
     first = await outcomes(node, "orders", *(entry(msg_id=f"id{index}") for index in range(30)))
     await node.close()
     clock.advance(60_000)
@@ -235,7 +235,7 @@ async def test_the_window_survives_a_reopen_of_a_file_stream(tmp_path: Path, clo
 
 
 async def test_without_key_or_partition_the_msg_id_picks_the_partition(core: Node) -> None:
-    await core.admin.create_stream(stream_config("orders", partitions=8))
+    await core.admin.create_stream(stream_config("orders", partitions=8).to_proto())
     answered = await outcomes(core, "orders", *(entry(msg_id=f"order-{index}") for index in range(20)))
     assert [partition for partition, _, _ in answered] == [
         partition_for_key(f"order-{index}".encode(), 8) for index in range(20)
@@ -247,7 +247,7 @@ async def test_without_key_or_partition_the_msg_id_picks_the_partition(core: Nod
 
 
 async def test_update_stream_changes_the_window(core: Node, clock: ManualClock) -> None:
-    await core.admin.create_stream(stream_config("orders"))
+    await core.admin.create_stream(stream_config("orders").to_proto())
     await outcomes(core, "orders", entry(msg_id="a"))
     clock.advance(5_000)
     config, _ = await core.admin.update_stream(
@@ -262,7 +262,7 @@ async def test_update_stream_changes_the_window(core: Node, clock: ManualClock) 
 
 
 async def test_duplicate_window_bounds_are_validated(core: Node) -> None:
-    config = (await core.admin.create_stream(stream_config("aged", max_age_ms=30_000)))[0]
+    config = (await core.admin.create_stream(stream_config("aged", max_age_ms=30_000).to_proto()))[0]
     assert (config.duplicate_window_ms, config.duplicate_window_max_msgs) == (30_000, 100_000)
     for bad, field in (
         (stream_config("w1", duplicate_window_ms=86_400_001), "duplicate_window_ms"),
@@ -270,14 +270,14 @@ async def test_duplicate_window_bounds_are_validated(core: Node) -> None:
         (stream_config("w3", duplicate_window_max_msgs=1_000_001), "duplicate_window_max_msgs"),
     ):
         with pytest.raises(InvalidConfigError, match=field):
-            await core.admin.create_stream(bad)
+            await core.admin.create_stream(bad.to_proto())
     with pytest.raises(InvalidConfigError, match="max_age_ms"):
         await core.admin.update_stream(streams_pb2.UpdateStreamRequest(name="aged", duplicate_window_ms=60_000))
     assert core.list_streams() == ["aged"]
 
 
 async def test_an_oversized_msg_id_rejects_the_request_and_stores_nothing(core: Node) -> None:
-    await core.admin.create_stream(stream_config("orders"))
+    await core.admin.create_stream(stream_config("orders").to_proto())
     with pytest.raises(InvalidArgumentError, match=r"entries\[1\]: msg_id: at most 256 bytes"):
         await outcomes(core, "orders", entry(msg_id="ok"), entry(msg_id="é" * 129))
     assert core.stream_info("orders").stats.msg_count == 0

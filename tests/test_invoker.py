@@ -231,7 +231,7 @@ async def test_a_terminal_failure_is_dead_lettered(stub: invoker_pb2_grpc.Invoke
 
     async def dead_lettered() -> bool:
         info = await sdk.stream_info("refusals-dead")
-        return info.stats.msg_count >= 1
+        return info.msg_count >= 1
 
     await eventually(dead_lettered, 30, "the dead letter")
     async with sdk.consume("refusals-dead", "check") as messages:

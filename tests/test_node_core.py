@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from weir.client import consumer_config, stream_config
 from weir.errors import (
     CatchingUpError,
     ChangeFeedTruncatedError,
@@ -36,6 +35,7 @@ from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
 from weir_server.replication import InSyncTracker
 
+from tests.proto_configs import consumer_config, stream_config
 from tests.stored_records import flip_stored_bytes
 
 KIB = b"k" * 1024

@@ -247,7 +247,7 @@ async def test_every_message_is_read_once_with_its_key_headers_and_time_and_acks
     assert (info.num_ack_pending, info.num_pending, info.acked_total) == (0, 0, 300)
     last_seqs = {entry.partition: entry.ack_floor for entry in info.partitions}
     stream = await sdk.stream_info(stream_name)
-    assert last_seqs == {entry.partition: entry.last_seq for entry in stream.stats.partitions}
+    assert last_seqs == {entry.partition: entry.last_seq for entry in stream.partitions}
 
 
 async def test_batched_acks_and_nacks_of_the_later_protocol(

@@ -647,7 +647,7 @@ async def test_fetch_replication_progress_reports_raise_the_high_watermark(
     await eventually(all_in_sync, TIMEOUT_S, f"in-sync set {expected}")
     state = await state_of(placed.primary, stream_name)
     assert (state.role, state.last_seq, state.high_watermark) == (PRIMARY, 4, 4)
-    routed = (await manual_client.stream_info(stream_name)).stats.partitions[0]
+    routed = (await manual_client.stream_info(stream_name)).partitions[0]
     assert (routed.high_watermark, routed.last_seq) == (4, 4)
     assert list(routed.in_sync_node_ids) == expected
     # The secondaries learned the watermark from the ReplicateMessage that carried it, not beyond their log.
@@ -1412,7 +1412,9 @@ async def test_apply_placement_adopts_the_current_record_and_ignores_an_older_on
         ignored_forged = await client.apply_placement(forged)
         malformed = types_pb2.StreamRecord(config=record_now.config)  # no placement at all
         ignored_malformed = await client.apply_placement(malformed)
-        unknown = await client.apply_placement(types_pb2.StreamRecord(config=stream_config(f"{stream_name}-nope")))
+        unknown = await client.apply_placement(
+            types_pb2.StreamRecord(config=stream_config(f"{stream_name}-nope").to_proto())
+        )
     assert list(adopted.partitions) == [second_before]
     assert list(ignored.partitions) == [second_before]
     assert list(ignored_forged.partitions) == [second_before]
@@ -1579,7 +1581,7 @@ async def test_min_insync_replicas_above_replicas_is_invalid_config(
     assert "min_insync_replicas" in raised.value.message
 
     request = streams_pb2.CreateStreamRequest(
-        config=stream_config(stream_name, partitions=1, replicas=3, min_insync_replicas=4)
+        config=stream_config(stream_name, partitions=1, replicas=3, min_insync_replicas=4).to_proto()
     )
     for address in cluster.router_addresses:
         failure = await raw_failure(address, "CreateStream", request, router_pb2_grpc.RouterStub)

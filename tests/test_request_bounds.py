@@ -102,7 +102,7 @@ async def populated(bounded: Bounded) -> AsyncIterator[Bounded]:
 
 
 def _config(**fields: Any) -> types_pb2.StreamConfig:
-    config = stream_config("extreme", partitions=1)
+    config = stream_config("extreme", partitions=1).to_proto()
     for name, value in fields.items():
         if name == "subjects":
             config.subjects[:] = value
@@ -176,9 +176,17 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     ],
     "Streams/WatchStreams": [(streams_pb2.WatchStreamsRequest(from_change_seq=U64), {OUT_OF_RANGE})],
     "Streams/CreateConsumer": [
-        (streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config("x", max_ack_pending=U32)), {INVALID}),
-        (streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config("x", ack_wait_ms=U64)), {INVALID}),
-        (streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config(LONG)), {INVALID}),
+        (
+            streams_pb2.CreateConsumerRequest(
+                stream=STREAM, config=consumer_config("x", max_ack_pending=U32).to_proto()
+            ),
+            {INVALID},
+        ),
+        (
+            streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config("x", ack_wait_ms=U64).to_proto()),
+            {INVALID},
+        ),
+        (streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config(LONG).to_proto()), {INVALID}),
     ],
     "Streams/DeleteConsumer": [(streams_pb2.DeleteConsumerRequest(stream=STREAM, consumer=LONG), {INVALID})],
     "Streams/ListConsumers": [(streams_pb2.ListConsumersRequest(stream=LONG), {INVALID})],
@@ -332,7 +340,12 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     "Router/ListStreams": [(streams_pb2.ListStreamsRequest(), {OK})],
     "Router/UpdateStream": [(streams_pb2.UpdateStreamRequest(name=STREAM, max_msgs=U64), {INVALID})],
     "Router/CreateConsumer": [
-        (streams_pb2.CreateConsumerRequest(stream=STREAM, config=consumer_config("x", max_ack_pending=U32)), {INVALID}),
+        (
+            streams_pb2.CreateConsumerRequest(
+                stream=STREAM, config=consumer_config("x", max_ack_pending=U32).to_proto()
+            ),
+            {INVALID},
+        ),
     ],
     "Router/DeleteConsumer": [(streams_pb2.DeleteConsumerRequest(stream=STREAM, consumer=LONG), {INVALID})],
     "Router/ListConsumers": [(streams_pb2.ListConsumersRequest(stream=LONG), {INVALID})],

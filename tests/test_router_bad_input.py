@@ -40,6 +40,7 @@ from weir.errors import (
     NotLeaderError,
     WeirError,
 )
+from weir.info import StreamConfig
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, streams_pb2_grpc, types_pb2
 
 from tests.conftest import ClusterAddresses
@@ -548,7 +549,7 @@ async def test_leave_group_rejects_bad_input(case: str, ctx: Ctx, stream_name: s
 
 
 def _config(name: str, **changes: Any) -> types_pb2.StreamConfig:
-    config = stream_config(name, partitions=2)
+    config = stream_config(name, partitions=2).to_proto()
     for field, value in changes.items():
         if field == "subjects":
             config.subjects[:] = value
@@ -622,7 +623,7 @@ async def test_create_stream_with_an_invalid_name_is_rejected(
     stub = ctx.router(role)
     bad = BAD_NAMES[label]
 
-    request = streams_pb2.CreateStreamRequest(config=stream_config(bad, partitions=2))
+    request = streams_pb2.CreateStreamRequest(config=stream_config(bad, partitions=2).to_proto())
     await expect_error(stub.CreateStream(request, timeout=TIMEOUT_S), INVALID, InvalidNameError, NAME_FRAGMENT)
 
     await ctx.assert_nowhere(bad)
@@ -640,7 +641,9 @@ async def test_create_stream_with_a_placement_is_rejected(role: str, ctx: Ctx, s
     placement.partitions.add(
         partition=0, primary_node_id=node_id, leader_epoch=1, in_sync_node_ids=[node_id], secondary_node_ids=[]
     )
-    request = streams_pb2.CreateStreamRequest(config=stream_config(stream_name, partitions=1), placement=placement)
+    request = streams_pb2.CreateStreamRequest(
+        config=stream_config(stream_name, partitions=1).to_proto(), placement=placement
+    )
 
     await expect_error(stub.CreateStream(request, timeout=TIMEOUT_S), INVALID, InvalidArgumentError, "placement")
     # An empty placement message is still "set" (has presence) and equally refused.
@@ -652,7 +655,7 @@ async def test_create_stream_with_a_placement_is_rejected(role: str, ctx: Ctx, s
     assert await ctx.snapshot(reference) == before
 
 
-def existing_config(name: str) -> types_pb2.StreamConfig:
+def existing_config(name: str) -> StreamConfig:
     return stream_config(name, subjects=["orders.>"], partitions=3, max_msgs=1000)
 
 
@@ -690,7 +693,7 @@ async def test_create_stream_with_another_config_already_exists(case: str, ctx: 
     await ctx.client.create_stream(config)
     before = await ctx.snapshot(stream_name)
     changed = types_pb2.StreamConfig()
-    changed.CopyFrom(config)
+    changed.CopyFrom(config.to_proto())
     ALREADY_CASES[case](changed)
 
     for role, stub, _ in ctx.routers.ordered():
@@ -709,12 +712,14 @@ async def test_create_stream_again_with_the_same_config_is_idempotent(ctx: Ctx, 
     config = existing_config(stream_name)
     created = await ctx.client.create_stream(config)
     before = await ctx.snapshot(stream_name)
-    assert before.info.config == created
+    assert StreamConfig.from_proto(before.info.config) == created
 
     for role, stub, _ in ctx.routers.ordered():  # the follower forwards to the controller
         for _ in range(2):
-            again = await stub.CreateStream(streams_pb2.CreateStreamRequest(config=config), timeout=TIMEOUT_S)
-            assert again.config == created, role
+            again = await stub.CreateStream(
+                streams_pb2.CreateStreamRequest(config=config.to_proto()), timeout=TIMEOUT_S
+            )
+            assert StreamConfig.from_proto(again.config) == created, role
             assert again.created_at_ms == before.info.created_at_ms, role
 
     assert await ctx.snapshot(stream_name) == before
@@ -834,7 +839,7 @@ UNKNOWN_CASES: dict[str, tuple[str, Callable[[str], Any], type[WeirError]]] = {
     ),
     "create_consumer_unknown_stream": (
         "CreateConsumer",
-        lambda s: streams_pb2.CreateConsumerRequest(stream=f"{s}-nope", config=consumer_config("c9")),
+        lambda s: streams_pb2.CreateConsumerRequest(stream=f"{s}-nope", config=consumer_config("c9").to_proto()),
         NoSuchStreamError,
     ),
     "consumer_info_unknown_stream": (
@@ -882,17 +887,19 @@ async def test_unknown_stream_or_consumer_is_not_found(case: str, ctx: Ctx, stre
 ADMIN_CASES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "create_stream": (
         "CreateStream",
-        lambda existing, new: streams_pb2.CreateStreamRequest(config=stream_config(new, partitions=1)),
+        lambda existing, new: streams_pb2.CreateStreamRequest(config=stream_config(new, partitions=1).to_proto()),
     ),
     "create_existing_stream": (
         "CreateStream",
-        lambda existing, new: streams_pb2.CreateStreamRequest(config=stream_config(existing, partitions=3)),
+        lambda existing, new: streams_pb2.CreateStreamRequest(config=stream_config(existing, partitions=3).to_proto()),
     ),
     "delete_stream": ("DeleteStream", lambda existing, new: streams_pb2.DeleteStreamRequest(name=existing)),
     "update_stream": ("UpdateStream", lambda existing, new: streams_pb2.UpdateStreamRequest(name=existing, max_msgs=1)),
     "create_consumer": (
         "CreateConsumer",
-        lambda existing, new: streams_pb2.CreateConsumerRequest(stream=existing, config=consumer_config("c2")),
+        lambda existing, new: streams_pb2.CreateConsumerRequest(
+            stream=existing, config=consumer_config("c2").to_proto()
+        ),
     ),
     "delete_consumer": (
         "DeleteConsumer",

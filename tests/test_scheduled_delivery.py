@@ -103,8 +103,8 @@ async def publish_one(node: Node, stream: str, published: streams_pb2.PublishEnt
 
 
 async def create(node: Node, stream: str, **config: object) -> None:
-    await node.admin.create_stream(stream_config(stream, allow_scheduled_messages=True, **config))  # type: ignore[arg-type]
-    await node.consumers.create_consumer(stream, consumer_config("c", ack_wait_ms=60_000))
+    await node.admin.create_stream(stream_config(stream, allow_scheduled_messages=True, **config).to_proto())  # type: ignore[arg-type]
+    await node.consumers.create_consumer(stream, consumer_config("c", ack_wait_ms=60_000).to_proto())
 
 
 async def fetch_messages(node: Node, stream: str, max_wait_ms: int = 0) -> list[types_pb2.Message]:
@@ -227,7 +227,7 @@ async def test_a_retried_scheduled_publish_is_stored_once(core: Node, clock: Man
 
 
 async def test_bad_scheduled_publishes_are_refused_and_store_nothing(core: Node) -> None:
-    await core.admin.create_stream(stream_config("plain"))
+    await core.admin.create_stream(stream_config("plain").to_proto())
     await create(core, "aged", max_age_ms=60_000)
     cases: list[tuple[str, streams_pb2.PublishEntry, type[Exception], str]] = [
         ("plain", entry(delay_ms=1_000), SchedulingDisabledError, "allow_scheduled_messages"),
@@ -242,7 +242,7 @@ async def test_bad_scheduled_publishes_are_refused_and_store_nothing(core: Node)
         with pytest.raises(error, match=words):
             await core.publisher.publish(stream, [entry(), bad], streams_pb2.ACK_LEVEL_LEADER, batch=True)
     assert stored(core, "plain") == [] and stored(core, "aged") == []
-    await core.admin.create_stream(stream_config("forever", allow_scheduled_messages=True))
+    await core.admin.create_stream(stream_config("forever", allow_scheduled_messages=True).to_proto())
     with pytest.raises(InvalidArgumentError, match="366 days"):
         await core.publisher.publish(
             "forever", [entry(delay_ms=367 * 86_400_000)], streams_pb2.ACK_LEVEL_LEADER, batch=False
@@ -343,8 +343,8 @@ async def test_a_secondary_removes_the_schedule_record_with_the_delivered_messag
     """What makes delivery once-only across a failover: on a secondary the delivered message and the
     removal of its schedule record land in one commit (no window where a new primary holds both), and
     a promoted secondary delivers exactly the schedule records its log still holds."""
-    await core.admin.create_stream(stream_config("copy", allow_scheduled_messages=True))
-    await core.consumers.create_consumer("copy", consumer_config("c", ack_wait_ms=60_000))
+    await core.admin.create_stream(stream_config("copy", allow_scheduled_messages=True).to_proto())
+    await core.consumers.create_consumer("copy", consumer_config("c", ack_wait_ms=60_000).to_proto())
     partition = core.hosted_partition("copy", 0)
     partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
     assert partition.scheduled_count == 0  # a secondary keeps no index
@@ -423,7 +423,7 @@ async def test_held_messages_survive_a_restart_and_bad_holds_are_refused(tmp_pat
         seq, _ = await publish_one(core, "tx", entry(payload=b"half", hold=True))
         with pytest.raises(InvalidArgumentError, match="at most one"):
             await publish_one(core, "tx", entry(hold=True, delay_ms=5))
-        await core.admin.create_stream(stream_config("plain"))
+        await core.admin.create_stream(stream_config("plain").to_proto())
         with pytest.raises(SchedulingDisabledError):
             await publish_one(core, "plain", entry(hold=True))
         with pytest.raises(SchedulingDisabledError):

@@ -187,7 +187,7 @@ async def test_seek_and_purge_reach_the_new_primary_after_a_failover(tmp_path: P
 
             await eventually(failed_over, 30, "a new primary for partition 0")
             info = await client.stream_info(stream)
-            assert info.stats.partitions[0].first_seq == 4
+            assert info.partitions[0].first_seq == 4
             messages = await client.fetch(stream, "c", 0, batch_size=100)
             assert [(m.seq, m.deliver_count) for m in messages] == [(7, 1), (8, 1), (9, 1), (10, 1), (11, 1)]
     finally:

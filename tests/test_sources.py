@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from weir import NodeClient, consumer_config, stream_config, stream_source
+from weir import NodeClient, StreamSource, consumer_config, stream_config, stream_source
 from weir.cluster import WeirClient
 from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, NoSuchStreamError, WeirError
 from weir.options import SourceDropPolicy
@@ -59,8 +59,12 @@ def test_a_bad_transform_is_refused(pattern: str, destination: str, error: type[
         SubjectRewrite.of(transform(pattern, destination))
 
 
-def sourcing(*sources: types_pb2.StreamSource, partitions: int = 1, name: str = "mirror") -> types_pb2.StreamConfig:
-    return stream_config(name, partitions=partitions, sources=sources)
+def sourcing(
+    *sources: StreamSource | types_pb2.StreamSource, partitions: int = 1, name: str = "mirror"
+) -> types_pb2.StreamConfig:
+    config = stream_config(name, partitions=partitions).to_proto()
+    config.sources.extend(source.to_proto() if isinstance(source, StreamSource) else source for source in sources)
+    return config
 
 
 @pytest.mark.parametrize(
@@ -91,10 +95,10 @@ def test_good_sources_pass_and_positions_round_trip() -> None:
 
 
 def test_the_initial_position_follows_start_seq_then_backfill_then_the_first_message() -> None:
-    assert initial_position(stream_source("a", start_seq=10), 1, 100) == 9
-    assert initial_position(stream_source("a", max_initial_backfill=30), 1, 100) == 70
-    assert initial_position(stream_source("a", max_initial_backfill=300), 1, 100) == 0
-    assert initial_position(stream_source("a"), 5, 100) == 4
+    assert initial_position(stream_source("a", start_seq=10).to_proto(), 1, 100) == 9
+    assert initial_position(stream_source("a", max_initial_backfill=30).to_proto(), 1, 100) == 70
+    assert initial_position(stream_source("a", max_initial_backfill=300).to_proto(), 1, 100) == 0
+    assert initial_position(stream_source("a").to_proto(), 5, 100) == 4
 
 
 # -- the real node over gRPC ---------------------------------------------------------------------------

@@ -120,7 +120,9 @@ async def test_the_internal_port_serves_only_the_cluster_services(cluster: Local
         with pytest.raises(PermissionDeniedError):
             await replication.replicate("ReplicateMessage", forged)
         with pytest.raises(PermissionDeniedError):
-            await replication.apply_placement(types_pb2.StreamRecord(config=stream_config("guarded", replicas=3)))
+            await replication.apply_placement(
+                types_pb2.StreamRecord(config=stream_config("guarded", replicas=3).to_proto())
+            )
         with pytest.raises(PermissionDeniedError):
             await replication.replicate(
                 "ReplicateStreamDelete", internal_pb2.ReplicateStreamDeleteRequest(stream="guarded")
@@ -129,7 +131,7 @@ async def test_the_internal_port_serves_only_the_cluster_services(cluster: Local
         assert (await service.read_changes(0, 1)).last_change_seq == before  # nothing happened
     async with Client(cluster.router_addresses, tls=client_tls) as client:
         info = await client.stream_info("guarded")
-        assert [stats.msg_count for stats in info.stats.partitions] == [1]
+        assert [stats.msg_count for stats in info.partitions] == [1]
 
 
 async def test_forged_replication_from_a_service_identity_is_fenced_or_refused(cluster: LocalCluster) -> None:

@@ -54,6 +54,6 @@ def consumer_names(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> li
         return []
 
     async def names(to: Target) -> list[str]:
-        return [info.config.name for info in await to.client.list_consumers(stream)]
+        return [info.config.name for info in await to.list_consumers(stream)]
 
     return [name for name in _ask(parsed_args, names) if name.startswith(prefix)]

@@ -34,21 +34,21 @@ async def consumer_create(args: argparse.Namespace) -> int:
         deliver_group=args.deliver_group,
     )
     async with target(args) as to:
-        info = await to.client.create_consumer(args.stream, config)
+        info = await to.create_consumer(args.stream, config)
     emit(info, args.json, f"created consumer {args.name} of {args.stream}; {info.num_pending} message(s) to deliver")
     return 0
 
 
 async def consumer_info(args: argparse.Namespace) -> int:
     async with target(args) as to:
-        info = await to.client.consumer_info(args.stream, args.name)
+        info = await to.consumer_info(args.stream, args.name)
     emit(info, args.json, consumer_summary(info))
     return 0
 
 
 async def consumer_list(args: argparse.Namespace) -> int:
     async with target(args) as to:
-        infos = await to.client.list_consumers(args.stream)
+        infos = await to.list_consumers(args.stream)
     names = [info.config.name for info in infos]
     rows = [(info.config.name, info.num_pending, info.num_ack_pending, info.acked_total) for info in infos]
     emit(names, args.json, table(["consumer", "pending", "ack pending", "acked"], rows) if rows else "(no consumers)")

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # protobuf and the stubs load when something is printed, not when a command is parsed
     from google.protobuf.message import Message as ProtoMessage
+    from weir.info import ConsumerInfo, StreamInfo
     from weir.message import Message
-    from weir.v1 import streams_pb2, types_pb2
 
 # google.protobuf.descriptor.FieldDescriptor's type numbers (descriptor.proto's FieldDescriptorProto.Type)
 _INT64_TYPES = {3, 4, 6, 16, 18}  # TYPE_INT64, TYPE_UINT64, TYPE_FIXED64, TYPE_SFIXED64, TYPE_SINT64
@@ -114,7 +114,10 @@ def emit_message(message: Message, as_json: bool) -> None:
 
 
 def emit(value: Any, as_json: bool, human: str | None = None) -> None:
-    """`value` as one JSON line with --json, else `human` (or the value as indented JSON)."""
+    """`value` as one JSON line with --json, else `human` (or the value as indented JSON). A
+    protobuf message, or an SDK type with `to_proto` (weir.info), is written as the proto's JSON."""
+    if hasattr(value, "to_proto"):  # weir.info's types: the JSON of the proto they follow
+        value = value.to_proto()
     if hasattr(value, "DESCRIPTOR") and hasattr(value, "ListFields"):  # a protobuf message
         value = proto_dict(value)
     if as_json:
@@ -142,36 +145,21 @@ def size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _retention_name(value: int) -> str:
-    from weir.v1 import types_pb2
-
-    names: dict[int, str] = {
-        types_pb2.RETENTION_POLICY_LIMITS: "limits",
-        types_pb2.RETENTION_POLICY_WORK_QUEUE: "work_queue",
-        types_pb2.RETENTION_POLICY_INTEREST: "interest",
-    }
-    return names.get(value, str(value))
-
-
-def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int, str] | None = None) -> str:
+def stream_summary(info: StreamInfo, leaders: Mapping[int, str] | None = None) -> str:
     """A stream's info in a dozen lines: config essentials, totals, one row per partition (its
     leader, seq range, messages, bytes, in-sync replicas)."""
-    config, stats = info.config, info.stats
-    limits = config.limits
+    config = info.config
     bounds = [
-        f"{name} {getattr(limits, name)}"
+        f"{name} {getattr(config, name)}"
         for name in ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
-        if limits.HasField(name)
+        if getattr(config, name) is not None
     ]
-    from weir.v1 import types_pb2
-
-    storage = "memory" if config.storage == types_pb2.STORAGE_KIND_MEMORY else "file"
     lines = [
         f"stream {config.name}: {config.partitions} partition(s), replicas {config.replicas}, "
-        f"retention {_retention_name(config.retention)}, storage {storage}",
+        f"retention {config.retention}, storage {config.storage}",
         f"subjects: {', '.join(config.subjects) or '(any)'}; limits: {', '.join(bounds) or 'none'}; "
         f"max message {size(config.max_msg_bytes)}",
-        f"messages {stats.msg_count}, {size(stats.bytes)}; created {timestamp(info.created_at_ms)}",
+        f"messages {info.msg_count}, {size(info.bytes)}; created {timestamp(info.created_at_ms)}",
         "",
     ]
     rows = [
@@ -183,7 +171,7 @@ def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int
             size(entry.bytes),
             ",".join(entry.in_sync_node_ids) or "-",
         )
-        for entry in sorted(stats.partitions, key=lambda entry: entry.partition)
+        for entry in sorted(info.partitions, key=lambda entry: entry.partition)
     ]
     lines.append(table(["partition", "leader", "seqs", "messages", "bytes", "in-sync replicas"], rows))
     if info.sources_status:
@@ -200,7 +188,7 @@ def stream_summary(info: streams_pb2.GetStreamInfoResponse, leaders: Mapping[int
     return "\n".join(lines)
 
 
-def consumer_summary(info: types_pb2.ConsumerInfo) -> str:
+def consumer_summary(info: ConsumerInfo) -> str:
     """A consumer's state: its config essentials and one row per partition."""
     config = info.config
     lines = [

@@ -21,7 +21,7 @@ from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from weir.v1 import types_pb2
+    from weir.info import StreamSource
 
     Commands = argparse._SubParsersAction[Any]  # a command group
 else:
@@ -133,7 +133,7 @@ def non_negative_int(text: str) -> int:
 SOURCE_KEYS = ("filter", "transform", "start-seq", "backfill", "on-drop", "dlq")
 
 
-def stream_source_arg(text: str) -> types_pb2.StreamSource:
+def stream_source_arg(text: str) -> StreamSource:
     """`--source NAME[,filter=PATTERN][,transform=PATTERN->DESTINATION][,start-seq=N][,backfill=N]
     [,on-drop=halt|skip][,dlq=STREAM]` (argparse type): one of a stream's sources."""
     name, *options = text.split(",")

@@ -16,6 +16,7 @@ from typing import Any
 from weir.client import NodeClient, stream_config
 from weir.cluster import Client
 from weir.errors import NoSuchStreamError
+from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo
 from weir.message import Message, PublishAck
 from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import streams_pb2, types_pb2
@@ -28,7 +29,8 @@ READ_PAGE = 500  # messages one ReadMessages call asks for
 
 
 class Target:
-    """A cluster (Client) or one standalone node (NodeClient), behind the calls the commands need."""
+    """A cluster (Client) or one standalone node (NodeClient), behind the calls the commands need
+    (a node's protobuf answers as the SDK's types, as the cluster client gives them)."""
 
     def __init__(self, client: Client | NodeClient) -> None:
         self.client = client
@@ -41,6 +43,31 @@ class Target:
         if isinstance(self.client, Client):
             return len((await self.client.route(stream)).partitions)
         return (await self.client.stream_info(stream)).config.partitions
+
+    async def stream_info(self, stream: str) -> StreamInfo:
+        if isinstance(self.client, Client):
+            return await self.client.stream_info(stream)
+        return StreamInfo.from_proto(await self.client.stream_info(stream))
+
+    async def create_stream(self, config: StreamConfig) -> StreamConfig:
+        if isinstance(self.client, Client):
+            return await self.client.create_stream(config)
+        return StreamConfig.from_proto(await self.client.create_stream(config))
+
+    async def create_consumer(self, stream: str, config: ConsumerConfig) -> ConsumerInfo:
+        if isinstance(self.client, Client):
+            return await self.client.create_consumer(stream, config)
+        return ConsumerInfo.from_proto(await self.client.create_consumer(stream, config))
+
+    async def consumer_info(self, stream: str, consumer: str) -> ConsumerInfo:
+        if isinstance(self.client, Client):
+            return await self.client.consumer_info(stream, consumer)
+        return ConsumerInfo.from_proto(await self.client.consumer_info(stream, consumer))
+
+    async def list_consumers(self, stream: str) -> list[ConsumerInfo]:
+        if isinstance(self.client, Client):
+            return await self.client.list_consumers(stream)
+        return [ConsumerInfo.from_proto(info) for info in await self.client.list_consumers(stream)]
 
     async def node_for(self, stream: str, partition: int) -> NodeClient:
         if isinstance(self.client, Client):
@@ -78,7 +105,7 @@ def partitions_of(args: argparse.Namespace, count: int) -> list[int]:
 # -- stream admin -------------------------------------------------------------------------------------
 
 
-def _config_of(args: argparse.Namespace) -> Any:
+def _config_of(args: argparse.Namespace) -> StreamConfig:
     return stream_config(
         args.name,
         subjects=args.subjects or (),
@@ -105,19 +132,19 @@ async def stream_create(args: argparse.Namespace) -> int:
     the config with `"existed": true|false`); another config is the router's `already_exists`."""
     async with target(args) as to:
         existed = await _exists(to, args.name)
-        created = await with_progress(to.client.create_stream(_config_of(args)), "the cluster", args.verbose)
+        created = await with_progress(to.create_stream(_config_of(args)), "the cluster", args.verbose)
     human = (
         f"stream {created.name} exists with this config ({created.partitions} partition(s)): nothing changed"
         if existed
         else f"created stream {created.name} ({created.partitions} partition(s))"
     )
-    emit({**proto_dict(created), "existed": existed}, args.json, human)
+    emit({**proto_dict(created.to_proto()), "existed": existed}, args.json, human)
     return 0
 
 
 async def _exists(to: Target, name: str) -> bool:
     try:
-        await to.client.stream_info(name)
+        await to.stream_info(name)
     except NoSuchStreamError:
         return False
     return True
@@ -166,17 +193,17 @@ async def stream_update(args: argparse.Namespace) -> int:
 
 async def _message_count(to: Target, name: str) -> int:
     """The stream's stored messages (its partitions' msg_count). Errors: NoSuchStreamError."""
-    info = await to.client.stream_info(name)
-    return sum(partition.msg_count for partition in info.stats.partitions)
+    info = await to.stream_info(name)
+    return sum(partition.msg_count for partition in info.partitions)
 
 
 async def stream_info(args: argparse.Namespace) -> int:
     """The stream's config essentials, totals and one row per partition with its leader (--json:
     GetStreamInfoResponse, each stats.partitions entry with its `leader` added)."""
     async with target(args) as to:
-        info = await with_progress(to.client.stream_info(args.name), "the cluster", args.verbose)
+        info = await with_progress(to.stream_info(args.name), "the cluster", args.verbose)
         leaders = await _leaders(to, args.name)
-    value = proto_dict(info)
+    value = proto_dict(info.to_proto())
     for entry in value.get("stats", {}).get("partitions", []):
         entry["leader"] = leaders.get(int(entry.get("partition", 0)), "")
     emit(value, args.json, stream_summary(info, leaders))

@@ -13,9 +13,13 @@
                     break
 
 `Client` talks to a cluster through its routers (routing, batching, retries, idempotent
-publishes, consumer groups); `NodeClient` to one partition node. Every failure raises a
+publishes, consumer groups) and takes and returns the SDK's own types: `StreamConfig` and
+`ConsumerConfig` (built with `stream_config(...)` and `consumer_config(...)`), `StreamInfo`,
+`ConsumerInfo` (weir.info), `Message` and `PublishAck` (weir.message). `NodeClient` is the low-level
+client of one partition node that Weir's own services use: it answers in the generated protobuf
+messages of weir.v1. Every failure raises a
 `WeirError` subclass carrying the gRPC status, the server's `result_code` and `retryable`.
-Module by module: weir.cluster, weir.client, weir.consuming, weir.message, weir.errors,
+Module by module: weir.cluster, weir.client, weir.info, weir.consuming, weir.message, weir.errors,
 weir.kv (key-value buckets), weir.invoker (the invoker's operator API: `InvokerClient`),
 weir.discovery (which cluster `Client()` finds), weir.subjects (subject and name rules),
 weir.partitioning (key -> partition), weir.v1 (stubs).
@@ -80,6 +84,17 @@ if TYPE_CHECKING:  # the names as type checkers see them; at run time each loads
         UnimplementedError,
         WeirError,
         WrongRevisionError,
+    )
+    from weir.info import (
+        ConsumerConfig,
+        ConsumerInfo,
+        ConsumerPartitionState,
+        PartitionInfo,
+        PartitionPlacement,
+        SourceStatus,
+        StreamConfig,
+        StreamInfo,
+        StreamSource,
     )
     from weir.invoker import InvokerClient
     from weir.kv import KeyValue
@@ -155,6 +170,15 @@ _FROM = {
     "UnimplementedError": "weir.errors",
     "WeirError": "weir.errors",
     "WrongRevisionError": "weir.errors",
+    "ConsumerConfig": "weir.info",
+    "ConsumerInfo": "weir.info",
+    "ConsumerPartitionState": "weir.info",
+    "PartitionInfo": "weir.info",
+    "PartitionPlacement": "weir.info",
+    "SourceStatus": "weir.info",
+    "StreamConfig": "weir.info",
+    "StreamInfo": "weir.info",
+    "StreamSource": "weir.info",
     "InvokerClient": "weir.invoker",
     "KeyValue": "weir.kv",
     "Message": "weir.message",
@@ -187,6 +211,9 @@ __all__ = [
     "ChannelSecurity",
     "Client",
     "ConsumerBoundError",
+    "ConsumerConfig",
+    "ConsumerInfo",
+    "ConsumerPartitionState",
     "CorruptRecordError",
     "DeliverPolicy",
     "DiscoveryFailedError",
@@ -224,6 +251,8 @@ __all__ = [
     "ObjectStore",
     "OverloadedError",
     "OversizeError",
+    "PartitionInfo",
+    "PartitionPlacement",
     "PermissionDeniedError",
     "PositionOutOfRangeError",
     "PublishAck",
@@ -235,9 +264,13 @@ __all__ = [
     "ShaMismatchError",
     "ShuttingDownError",
     "SourceDropPolicy",
+    "SourceStatus",
     "StillPlacedError",
     "Storage",
     "StorageFailedError",
+    "StreamConfig",
+    "StreamInfo",
+    "StreamSource",
     "SubjectRejectedError",
     "Subscription",
     "TlsHandshakeError",

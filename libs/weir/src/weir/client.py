@@ -1,6 +1,12 @@
-"""Asyncio client of a Weir partition node (grpc.aio, protoc-generated messages).
+"""Asyncio client of a Weir partition node (grpc.aio, protoc-generated messages), and the SDK's
+config builders (`stream_config`, `stream_source`, `consumer_config`, which return weir.info's
+dataclasses).
 
-`NodeClient` speaks weir.v1.Streams on a node's client port (the internal port's clients are in
+`NodeClient` is the low-level, one-node wire client that services, gateways and the router use: it
+speaks weir.v1.Streams on a node's client port and answers in the generated protobuf messages of
+weir.v1 (streams.proto, types.proto give the shapes); `create_stream` and `create_consumer` also take
+the SDK's `StreamConfig` / `ConsumerConfig`. An application uses `weir.Client`, which takes and
+returns only the SDK's own types (weir.info, weir.message). `NodeClient` (the internal port's clients are in
 `weir_server.internal_clients`, outside the SDK). Every failed call raises a typed `WeirError` (see
 weir.errors) with the server's result code; transport failures raise `UnavailableError`
 (retryable). Routing over a cluster (QueryRoute, retries with route refresh, consumer groups) builds
@@ -25,7 +31,12 @@ from weir.info import (
     RETENTION_POLICIES,
     SOURCE_DROP_POLICIES,
     STORAGE_KINDS,
+    ConsumerConfig,
+    StreamConfig,
+    StreamSource,
+    consumer_config_of,
     option,
+    stream_config_of,
 )
 from weir.message import PublishAck
 from weir.options import AckLevel, DeliverPolicy, Retention, SourceDropPolicy, Storage
@@ -87,36 +98,32 @@ def stream_config(
     duplicate_window_ms: int = 0,
     duplicate_window_max_msgs: int = 0,
     allow_scheduled_messages: bool = False,
-    sources: Iterable[types_pb2.StreamSource] = (),
-) -> types_pb2.StreamConfig:
-    """A StreamConfig from keyword arguments (None = no bound; 0 = the server's default; sizes in
-    bytes, ages in ms); `sources` from `stream_source`. Errors: InvalidOptionError (a ValueError)
-    for a `retention` or `storage` that is not one of the Literal's values; the router checks the
-    rest when the stream is created (InvalidConfigError)."""
-    limits = types_pb2.Limits()
-    for field, value in (
-        ("max_age_ms", max_age_ms),
-        ("max_msgs", max_msgs),
-        ("max_bytes", max_bytes),
-        ("max_msgs_per_subject", max_msgs_per_subject),
-    ):
-        if value is not None:
-            setattr(limits, field, value)
-    return types_pb2.StreamConfig(
+    sources: Iterable[StreamSource] = (),
+) -> StreamConfig:
+    """A `weir.StreamConfig` (weir.info) from keyword arguments (None = no bound; 0 = the server's
+    default; sizes in bytes, ages in ms); `sources` from `stream_source`. Errors: InvalidOptionError
+    (a ValueError) for a `retention` or `storage` that is not one of the Literal's values; the
+    router checks the rest when the stream is created (InvalidConfigError)."""
+    option(RETENTION_POLICIES, "retention", retention)
+    option(STORAGE_KINDS, "storage", storage)
+    return StreamConfig(
         name=name,
-        subjects=list(subjects),
-        partitions=partitions,
-        retention=option(RETENTION_POLICIES, "retention", retention),
-        limits=limits,
+        subjects=tuple(subjects),
+        retention=retention,
+        max_age_ms=max_age_ms,
+        max_msgs=max_msgs,
+        max_bytes=max_bytes,
+        max_msgs_per_subject=max_msgs_per_subject,
         max_msg_bytes=max_msg_bytes,
-        storage=option(STORAGE_KINDS, "storage", storage),
+        partitions=partitions,
         replicas=replicas,
+        storage=storage,
         min_insync_replicas=min_insync_replicas,
         deliver_up_to_high_watermark=deliver_up_to_high_watermark,
         duplicate_window_ms=duplicate_window_ms,
         duplicate_window_max_msgs=duplicate_window_max_msgs,
         allow_scheduled_messages=allow_scheduled_messages,
-        sources=list(sources),
+        sources=tuple(sources),
     )
 
 
@@ -129,22 +136,21 @@ def stream_source(
     max_initial_backfill: int = 0,
     on_drop: SourceDropPolicy = "halt",
     dlq_stream: str = "",
-) -> types_pb2.StreamSource:
-    """One source of a sourcing stream (StreamConfig.sources, the streams seed's
-    StreamSourceConfigPb): `transform` is (source_pattern, destination), e.g. ("events.>",
+) -> StreamSource:
+    """One source of a sourcing stream (`weir.StreamSource`, StreamConfig.sources, the streams
+    seed's StreamSourceConfigPb): `transform` is (source_pattern, destination), e.g. ("events.>",
     "audit.{{wildcard(1)}}"); `on_drop` "halt" or "skip" (to the first available message).
-    Errors: KeyError for an unknown on_drop; the server checks the rest (InvalidConfigError)."""
-    source = types_pb2.StreamSource(
+    Errors: InvalidOptionError for an unknown on_drop; the server checks the rest (InvalidConfigError)."""
+    option(SOURCE_DROP_POLICIES, "on_drop", on_drop)
+    return StreamSource(
         source_stream=source_stream,
         filter_subject=filter_subject,
         start_seq=start_seq,
+        subject_transform=transform,
         max_initial_backfill=max_initial_backfill,
-        on_drop=option(SOURCE_DROP_POLICIES, "on_drop", on_drop),
+        on_drop=on_drop,
         dlq_stream=dlq_stream,
     )
-    if transform is not None:
-        source.subject_transform.source_pattern, source.subject_transform.destination = transform
-    return source
 
 
 class GrpcClient:
@@ -285,7 +291,7 @@ class LockstepPool(Generic[Request, Response]):
 
 
 class NodeClient(GrpcClient):
-    """weir.v1.Streams on one node. `address` is ``host:port`` of the node's client port."""
+    """weir.v1.Streams (protobuf in and out: see the module docstring) on the node at `address`."""
 
     def __init__(
         self,
@@ -315,11 +321,11 @@ class NodeClient(GrpcClient):
         await super().close()
 
     async def create_stream(
-        self, config: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
+        self, config: StreamConfig | types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None = None
     ) -> types_pb2.StreamConfig:
-        """Create (or idempotently re-create) a stream; returns the effective config. `placement`
-        is the router's (sent to a clustered node's internal port); None for a standalone node."""
-        request = streams_pb2.CreateStreamRequest(config=config)
+        """Create (or idempotently re-create) a stream (`stream_config(...)` or the proto); returns the
+        effective config. `placement`: the router's (a clustered node's internal port), else None."""
+        request = streams_pb2.CreateStreamRequest(config=stream_config_of(config))
         if placement is not None:
             request.placement.CopyFrom(placement)
         response = await self._call(self.stub.CreateStream, request)
@@ -512,9 +518,12 @@ class NodeClient(GrpcClient):
 
     # -- consumers -------------------------------------------------------------------------------
 
-    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
-        """Create a durable consumer (idempotent for the same config); returns its info."""
-        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
+    async def create_consumer(
+        self, stream: str, config: ConsumerConfig | types_pb2.ConsumerConfig
+    ) -> types_pb2.ConsumerInfo:
+        """Create a durable consumer (`consumer_config(...)` or the proto; idempotent for the same
+        config); returns its info."""
+        request = streams_pb2.CreateConsumerRequest(stream=stream, config=consumer_config_of(config))
         response = await self._call(self.stub.CreateConsumer, request)
         return response.info  # type: ignore[no-any-return]
 
@@ -705,14 +714,15 @@ def consumer_config(
     dead_letter_subject: str = "",
     max_ack_pending: int = 0,
     deliver_group: str = "",
-) -> types_pb2.ConsumerConfig:
-    """A ConsumerConfig from keyword arguments (times in ms; 0 = the server's default: ack_wait_ms
-    30 000, max_deliver 5, max_ack_pending 1 000). Errors: InvalidOptionError (a ValueError) for a
-    `deliver_policy` that is not one of DELIVER_POLICIES."""
-    return types_pb2.ConsumerConfig(
+) -> ConsumerConfig:
+    """A `weir.ConsumerConfig` (weir.info) from keyword arguments (times in ms; 0 = the server's
+    default: ack_wait_ms 30 000, max_deliver 5, max_ack_pending 1 000). Errors: InvalidOptionError
+    (a ValueError) for a `deliver_policy` that is not one of DELIVER_POLICIES."""
+    option(DELIVER_POLICIES, "deliver_policy", deliver_policy)
+    return ConsumerConfig(
         name=name,
         filter_subject=filter_subject,
-        deliver_policy=option(DELIVER_POLICIES, "deliver_policy", deliver_policy),
+        deliver_policy=deliver_policy,
         start_seq=start_seq,
         start_time_ms=start_time_ms,
         ack_wait_ms=ack_wait_ms,

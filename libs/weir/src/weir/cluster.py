@@ -55,6 +55,7 @@ from weir.client import (
 )
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.info import ConsumerConfig
 from weir.message import Message, PublishAck
 from weir.partition_admin import PartitionAdmin
 from weir.partitioning import partition_for_key
@@ -442,7 +443,7 @@ class Client(RouterAdmin, PartitionAdmin):
         stream: str,
         group: str,
         *,
-        consumer_config: types_pb2.ConsumerConfig | None = None,
+        consumer_config: ConsumerConfig | None = None,
         batch_size: int = 100,
         max_wait_ms: int = 500,
         max_buffered: int = 0,

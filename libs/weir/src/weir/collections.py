@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from weir.client import consumer_config
 from weir.errors import InvalidArgumentError, NotPendingError
+from weir.info import StreamConfig
 from weir.kv import DELETE_OPERATION, OPERATION_HEADER, is_delete, missing_stream_is_missing_bucket, validate_bucket
 from weir.v1 import collections_pb2, types_pb2
 
@@ -71,39 +72,34 @@ def part_of(subject: str) -> str:
     return _text(subject.rsplit(".", 1)[1])
 
 
-def store_config(prefix: str, name: str, max_bytes: int, ephemeral: bool, replicas: int) -> types_pb2.StreamConfig:
+def store_config(prefix: str, name: str, max_bytes: int, ephemeral: bool, replicas: int) -> StreamConfig:
     """The stream a hash or set store is (pure). Errors: InvalidConfigError."""
     validate_bucket(name)
-    config = types_pb2.StreamConfig(
+    return StreamConfig(
         name=prefix + name,
-        subjects=[">"],
+        subjects=(">",),
         partitions=1,
         replicas=replicas or 1,
-        storage=types_pb2.STORAGE_KIND_MEMORY if ephemeral else types_pb2.STORAGE_KIND_FILE,
+        storage="memory" if ephemeral else "file",
         deliver_up_to_high_watermark=True,
+        max_msgs_per_subject=1,
+        max_bytes=max_bytes or None,
     )
-    config.limits.max_msgs_per_subject = 1
-    if max_bytes:
-        config.limits.max_bytes = max_bytes
-    return config
 
 
-def queue_config(request: collections_pb2.CreateQueueRequest) -> types_pb2.StreamConfig:
+def queue_config(request: collections_pb2.CreateQueueRequest) -> StreamConfig:
     validate_bucket(request.name)
-    config = types_pb2.StreamConfig(
+    return StreamConfig(
         name=QUEUE_PREFIX + request.name,
-        subjects=[">"],
+        subjects=(">",),
         partitions=1,
         replicas=request.replicas or 1,
-        storage=types_pb2.STORAGE_KIND_MEMORY if request.ephemeral else types_pb2.STORAGE_KIND_FILE,
-        retention=types_pb2.RETENTION_POLICY_WORK_QUEUE,
+        storage="memory" if request.ephemeral else "file",
+        retention="work_queue",
         deliver_up_to_high_watermark=True,
+        max_bytes=request.max_bytes or None,
+        max_msgs=request.max_messages or None,
     )
-    if request.max_bytes:
-        config.limits.max_bytes = request.max_bytes
-    if request.max_messages:
-        config.limits.max_msgs = request.max_messages
-    return config
 
 
 def _store_errors(name: str) -> contextlib.AbstractContextManager[None]:
@@ -146,7 +142,7 @@ class Collections:
             )
         return [message for message in latest if not is_delete(message)]
 
-    async def _create(self, config: types_pb2.StreamConfig) -> None:
+    async def _create(self, config: StreamConfig) -> None:
         await self.client.create_stream(config)
         self._replicas.pop(config.name, None)
 
@@ -267,4 +263,4 @@ class Collections:
         stream = self._queue(name)
         with _store_errors(name):
             info = await self.client.stream_info(stream)
-        return int(info.stats.msg_count)
+        return info.msg_count

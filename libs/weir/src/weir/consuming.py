@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from weir.client import endpoints_of
 from weir.errors import InvalidArgumentError, WeirError
+from weir.info import ConsumerConfig
 from weir.message import Message
 from weir.v1 import router_pb2, types_pb2
 
@@ -53,7 +54,7 @@ class GroupConsumer:
         *,
         batch_handler: Callable[[list[Message]], Awaitable[None]] | None = None,
         client_id: str | None = None,
-        consumer_config: types_pb2.ConsumerConfig | None = None,
+        consumer_config: ConsumerConfig | None = None,
         batch_size: int = 100,
         max_wait_ms: int = 500,
         heartbeat_interval_ms: int = 1000,
@@ -67,7 +68,7 @@ class GroupConsumer:
         self.handler = handler
         self.batch_handler = batch_handler
         self.client_id = client_id or f"{group}-{uuid.uuid4().hex[:12]}"
-        self.consumer_config = consumer_config or types_pb2.ConsumerConfig()
+        self.consumer_config = consumer_config
         self.batch_size = batch_size
         self.max_wait_ms = max_wait_ms
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
@@ -129,7 +130,7 @@ class GroupConsumer:
             client_id=self.client_id,
             endpoints=endpoints_of(self.client.router.address),
             owned_partitions=sorted(self._workers),
-            consumer=self.consumer_config,
+            consumer=self.consumer_config.to_proto() if self.consumer_config else types_pb2.ConsumerConfig(),
         )
         response = await self.client._router_call("QueryAssignment", request)
         self.generation = response.generation

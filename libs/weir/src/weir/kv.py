@@ -36,6 +36,7 @@ from weir.errors import (
     OversizeError,
     WrongRevisionError,
 )
+from weir.info import StreamConfig
 from weir.v1 import kv_pb2, types_pb2
 
 if TYPE_CHECKING:
@@ -83,27 +84,24 @@ def bucket_stream(bucket: str) -> str:
     return BUCKET_STREAM_PREFIX + bucket
 
 
-def bucket_config(request: kv_pb2.KvCreateBucketRequest) -> types_pb2.StreamConfig:
+def bucket_config(request: kv_pb2.KvCreateBucketRequest) -> StreamConfig:
     """The stream a bucket is (pure). Errors: InvalidConfigError."""
     name = bucket_stream(request.bucket)
     history = request.history or 1
     if history > MAX_HISTORY:
         raise InvalidConfigError(f"history: at most {MAX_HISTORY}, got {history}", bucket=request.bucket)
-    config = types_pb2.StreamConfig(
+    return StreamConfig(
         name=name,
-        subjects=[">"],
+        subjects=(">",),
         partitions=1,
         replicas=request.replicas or 1,
-        storage=types_pb2.STORAGE_KIND_MEMORY if request.ephemeral else types_pb2.STORAGE_KIND_FILE,
+        storage="memory" if request.ephemeral else "file",
         deliver_up_to_high_watermark=True,
         max_msg_bytes=request.max_value_size + ENVELOPE_BYTES if request.max_value_size else 0,
+        max_msgs_per_subject=history,
+        max_bytes=request.max_bytes or None,
+        max_age_ms=request.max_age_ms or None,
     )
-    config.limits.max_msgs_per_subject = history
-    if request.max_bytes:
-        config.limits.max_bytes = request.max_bytes
-    if request.max_age_ms:
-        config.limits.max_age_ms = request.max_age_ms
-    return config
 
 
 def is_delete(message: types_pb2.Message) -> bool:
@@ -140,7 +138,7 @@ class KeyValue:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._configs: dict[str, tuple[types_pb2.StreamConfig, float]] = {}  # bucket -> (config, when asked)
+        self._configs: dict[str, tuple[StreamConfig, float]] = {}  # bucket -> (config, when asked)
 
     # -- buckets -------------------------------------------------------------------------------------
 
@@ -156,7 +154,7 @@ class KeyValue:
             await self.client.delete_stream(bucket_stream(bucket))
         self._configs.pop(bucket, None)
 
-    async def _config(self, bucket: str) -> types_pb2.StreamConfig:
+    async def _config(self, bucket: str) -> StreamConfig:
         cached = self._configs.get(bucket)
         if cached is not None and time.monotonic() - cached[1] < CONFIG_TTL_S:
             return cached[0]

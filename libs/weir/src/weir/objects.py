@@ -39,6 +39,7 @@ from weir.errors import (
     ShaMismatchError,
     WrongRevisionError,
 )
+from weir.info import StreamConfig
 from weir.kv import (
     CONFIG_TTL_S,
     DELETE_OPERATION,
@@ -125,25 +126,21 @@ def chunk_range(offset: int, length: int, chunk_size: int, total_bytes: int) -> 
     return range(offset // chunk_size, (end - 1) // chunk_size + 1)
 
 
-def bucket_config(
-    bucket: str, *, history: int, replicas: int, max_bytes: int, ephemeral: bool
-) -> types_pb2.StreamConfig:
+def bucket_config(bucket: str, *, history: int, replicas: int, max_bytes: int, ephemeral: bool) -> StreamConfig:
     """The stream an object bucket is (pure). Errors: InvalidConfigError."""
     history = history or DEFAULT_HISTORY
     if history > MAX_HISTORY:
         raise InvalidConfigError(f"history: at most {MAX_HISTORY}, got {history}", bucket=bucket)
-    config = types_pb2.StreamConfig(
+    return StreamConfig(
         name=bucket_stream(bucket),
-        subjects=[">"],
+        subjects=(">",),
         partitions=1,
         replicas=replicas or 1,
-        storage=types_pb2.STORAGE_KIND_MEMORY if ephemeral else types_pb2.STORAGE_KIND_FILE,
+        storage="memory" if ephemeral else "file",
         deliver_up_to_high_watermark=True,
+        max_msgs_per_subject=history,
+        max_bytes=max_bytes or None,
     )
-    config.limits.max_msgs_per_subject = history
-    if max_bytes:
-        config.limits.max_bytes = max_bytes
-    return config
 
 
 async def rechunk(data: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:

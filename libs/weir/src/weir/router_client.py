@@ -13,7 +13,8 @@ import grpc
 from weir import tls as tls_module
 from weir.client import CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, typed_stream
 from weir.errors import InvalidArgumentError, TlsHandshakeError, UnavailableError, WeirError, describe_tls_failure
-from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2, types_pb2
+from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo
+from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2
 
 NO_ROUTER_HINT = (
     "is the cluster running? ('weir cluster up' starts one; $WEIR_ROUTERS or Client(\"host:port\") names another)"
@@ -114,11 +115,13 @@ class RouterAdmin:
     async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         raise NotImplementedError
 
-    async def create_stream(self, config: types_pb2.StreamConfig) -> types_pb2.StreamConfig:
-        """Place and create a stream (idempotent for the same config); returns the effective config."""
-        response = await self._router_call("CreateStream", streams_pb2.CreateStreamRequest(config=config))
+    async def create_stream(self, config: StreamConfig) -> StreamConfig:
+        """Place and create a stream (`weir.stream_config(...)`; idempotent for the same config);
+        returns the effective config (defaults filled in). Errors: AlreadyExistsError (another
+        config), InvalidConfigError, NotEnoughNodesError, PermissionDeniedError."""
+        response = await self._router_call("CreateStream", streams_pb2.CreateStreamRequest(config=config.to_proto()))
         self._routes.pop(config.name, None)
-        return response.config  # type: ignore[no-any-return]
+        return StreamConfig.from_proto(response.config)
 
     async def delete_stream(self, name: str) -> None:
         """Delete a stream, every partition's messages and its consumers. Errors: NoSuchStreamError,
@@ -132,11 +135,12 @@ class RouterAdmin:
         InvalidConfigError."""
         return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
 
-    async def stream_info(self, name: str) -> streams_pb2.GetStreamInfoResponse:
-        """The stream's effective config and stats (GetStreamInfoResponse: `config`, `stats.partitions`
-        with each partition's first/last seq, msg_count, bytes and in-sync replicas). Errors:
-        NoSuchStreamError."""
-        return await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))  # type: ignore[no-any-return]
+    async def stream_info(self, name: str) -> StreamInfo:
+        """The stream's effective config, totals, each partition's stats (first/last seq,
+        msg_count, bytes, in-sync replicas), its sources' status, placement and pinned partitions
+        (weir.StreamInfo). Errors: NoSuchStreamError."""
+        response = await self._router_call("GetStreamInfo", streams_pb2.GetStreamInfoRequest(name=name))
+        return StreamInfo.from_proto(response)
 
     async def list_streams(self) -> list[str]:
         """The names of the cluster's streams, sorted (any known caller may list them, with an auth
@@ -144,28 +148,28 @@ class RouterAdmin:
         response = await self._router_call("ListStreams", streams_pb2.ListStreamsRequest())
         return list(response.names)
 
-    async def create_consumer(self, stream: str, config: types_pb2.ConsumerConfig) -> types_pb2.ConsumerInfo:
-        """Create a durable consumer on every partition (`consumer_config(...)`; idempotent for the
-        same config); returns its ConsumerInfo. Errors: NoSuchStreamError, AlreadyExistsError
-        (another config), InvalidConfigError."""
-        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config)
-        return (await self._router_call("CreateConsumer", request)).info  # type: ignore[no-any-return]
+    async def create_consumer(self, stream: str, config: ConsumerConfig) -> ConsumerInfo:
+        """Create a durable consumer on every partition (`weir.consumer_config(...)`; idempotent for
+        the same config); returns its weir.ConsumerInfo. Errors: NoSuchStreamError,
+        AlreadyExistsError (another config), InvalidConfigError."""
+        request = streams_pb2.CreateConsumerRequest(stream=stream, config=config.to_proto())
+        return ConsumerInfo.from_proto((await self._router_call("CreateConsumer", request)).info)
 
     async def delete_consumer(self, stream: str, consumer: str) -> None:
         """Delete a consumer and its state on every partition. Errors: NoSuchStreamError, NoSuchConsumerError."""
         request = streams_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
         await self._router_call("DeleteConsumer", request)
 
-    async def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
-        """A consumer's config and, per partition, ack floor, last delivered and pending counts
-        (ConsumerInfo). Errors: NoSuchStreamError, NoSuchConsumerError."""
+    async def consumer_info(self, stream: str, consumer: str) -> ConsumerInfo:
+        """A consumer's config, totals and, per partition, ack floor, last delivered and pending
+        counts (weir.ConsumerInfo). Errors: NoSuchStreamError, NoSuchConsumerError."""
         request = streams_pb2.GetConsumerInfoRequest(stream=stream, consumer=consumer)
-        return (await self._router_call("GetConsumerInfo", request)).info  # type: ignore[no-any-return]
+        return ConsumerInfo.from_proto((await self._router_call("GetConsumerInfo", request)).info)
 
-    async def list_consumers(self, stream: str) -> list[types_pb2.ConsumerInfo]:
-        """Every consumer of `stream` (ConsumerInfo each). Errors: NoSuchStreamError."""
+    async def list_consumers(self, stream: str) -> list[ConsumerInfo]:
+        """Every consumer of `stream`, sorted by name (weir.ConsumerInfo each). Errors: NoSuchStreamError."""
         response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
-        return list(response.consumers)
+        return [ConsumerInfo.from_proto(info) for info in response.consumers]
 
     async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
         """Cluster-wide figures (GetClusterStreamStatsResponse: per node, per stream with

@@ -25,6 +25,7 @@ from weir.client import NodeClient
 from weir.cluster import Client
 from weir.collections import Collections
 from weir.errors import AlreadyExistsError, NoSuchBucketError, UnavailableError, WrongRevisionError
+from weir.info import StreamConfig
 from weir.kv import KeyValue, bucket_stream, is_delete
 from weir.v1 import collections_pb2, invoker_pb2, kv_pb2, streams_pb2, types_pb2
 
@@ -112,9 +113,9 @@ class JournalStore:
         self.partitions = partitions
 
     async def ensure(self) -> None:
-        config = types_pb2.StreamConfig(
+        config = StreamConfig(
             name=JOURNAL_STREAM,
-            subjects=[">"],
+            subjects=(">",),
             partitions=self.partitions,
             replicas=self.replicas,
             deliver_up_to_high_watermark=True,
@@ -357,7 +358,7 @@ class StateStore:
             await self.clear(service, key, state_key)
 
 
-async def _create_stream(client: Client, config: types_pb2.StreamConfig) -> None:
+async def _create_stream(client: Client, config: StreamConfig) -> None:
     with contextlib.suppress(AlreadyExistsError):  # created earlier (by this invoker before a restart)
         await client.create_stream(config)
 

@@ -33,6 +33,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from weir.client import stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
+from weir.info import ConsumerInfo
 from weir.v1 import types_pb2
 from weir_server.analytics import STATS_SUBJECT
 
@@ -90,7 +91,7 @@ class StatsPublisher:
                 raise
             logger.info("stats stream %s exists with another config; publishing to it", self.settings.stats_stream)
 
-    def consumer_info(self, stream: str, consumer: str) -> types_pb2.ConsumerInfo:
+    def consumer_info(self, stream: str, consumer: str) -> ConsumerInfo:
         """The consumer as the routers report it (totals over the partitions' primaries), within
         LAG_QUERY_TIMEOUT_S (a batch never waits long for a figure). Errors: WeirError, TimeoutError."""
         return self._run(asyncio.wait_for(self._client.consumer_info(stream, consumer), LAG_QUERY_TIMEOUT_S))

@@ -20,10 +20,10 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from weir import Client, Message
+from weir import Client, Message, StreamConfig, StreamInfo
 from weir.errors import InvalidArgumentError, WeirError
 from weir.subjects import validate_name
-from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir.v1 import router_pb2
 
 from weir_gateway.kafka_pixy.feeds import FeedSettings, GroupFeeds
 
@@ -192,7 +192,7 @@ class KafkaPixyCore:
         consumer = await self.client.consumer_info(topic, group)
         floors = {state.partition: state.ack_floor for state in consumer.partitions}
         answer = []
-        for stats in sorted(info.stats.partitions, key=lambda entry: entry.partition):
+        for stats in sorted(info.partitions, key=lambda entry: entry.partition):
             committed = max(floors.get(stats.partition, 0), stats.first_seq - 1)
             answer.append(
                 PartitionOffsets(
@@ -268,7 +268,7 @@ class KafkaPixyCore:
         return topics
 
 
-def _config_strings(config: types_pb2.StreamConfig) -> dict[str, str]:
+def _config_strings(config: StreamConfig) -> dict[str, str]:
     """The stream's config in Kafka's terms where one exists, else Weir's names."""
     values = {
         "partitions": str(config.partitions),
@@ -277,15 +277,15 @@ def _config_strings(config: types_pb2.StreamConfig) -> dict[str, str]:
         "max.message.bytes": str(config.max_msg_bytes),
         "weir.subjects": ",".join(config.subjects),
     }
-    if config.limits.HasField("max_age_ms"):
-        values["retention.ms"] = str(config.limits.max_age_ms)
-    if config.limits.HasField("max_bytes"):
-        values["retention.bytes"] = str(config.limits.max_bytes)
+    if config.max_age_ms is not None:
+        values["retention.ms"] = str(config.max_age_ms)
+    if config.max_bytes is not None:
+        values["retention.bytes"] = str(config.max_bytes)
     return values
 
 
-def _partition_metadata(entry: router_pb2.PartitionRoute, info: streams_pb2.GetStreamInfoResponse) -> PartitionMetadata:
-    stats = next((p for p in info.stats.partitions if p.partition == entry.partition), None)
+def _partition_metadata(entry: router_pb2.PartitionRoute, info: StreamInfo) -> PartitionMetadata:
+    stats = next((p for p in info.partitions if p.partition == entry.partition), None)
     leader = broker_id(entry.primary.node_id) if entry.primary.alive else -1
     replicas = [broker_id(entry.primary.node_id)] + [broker_id(s.node_id) for s in entry.secondaries]
     in_sync = [broker_id(node) for node in stats.in_sync_node_ids] if stats is not None else []

@@ -164,7 +164,7 @@ class RocketMQCore:
             client_id=member,
             endpoints=router_pb2.Endpoints(scheme="ipv4"),
             owned_partitions=self._assigned.get(key, []),
-            consumer=self.receiver.groups.assignment_config(stream, weir_group),
+            consumer=self.receiver.groups.assignment_config(stream, weir_group).to_proto(),
         )
         host, _, port = self.client.router.address.rpartition(":")
         request.endpoints.addresses.add(host=host, port=int(port or 0))

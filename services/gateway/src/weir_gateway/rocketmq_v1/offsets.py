@@ -68,9 +68,9 @@ class Offsets:
         """(first_seq, last_seq) of a partition now (first = last + 1 when it is empty). Errors:
         NoSuchStreamError, InvalidArgumentError (no such partition)."""
         info = await self.client.stream_info(stream)
-        for entry in info.stats.partitions:
+        for entry in info.partitions:
             if entry.partition == partition:
-                return int(entry.first_seq), int(entry.last_seq)
+                return entry.first_seq, entry.last_seq
         raise InvalidArgumentError(f"topic stream {stream!r} has no partition {partition}")
 
     async def query_offset(self, namespace: str, topic: str, partition: int, policy: str, time_ms: int | None) -> int:

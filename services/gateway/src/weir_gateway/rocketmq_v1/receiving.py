@@ -36,7 +36,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
-from weir import Client, consumer_config
+from weir import Client, ConsumerConfig, consumer_config
 from weir.errors import AlreadyExistsError, InvalidArgumentError, NoSuchConsumerError, NotPendingError
 from weir.v1 import types_pb2
 
@@ -133,7 +133,7 @@ class GroupConsumers:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._configs: BoundedMap[tuple[str, str], types_pb2.ConsumerConfig] = BoundedMap(MAX_GROUPS)
+        self._configs: BoundedMap[tuple[str, str], ConsumerConfig] = BoundedMap(MAX_GROUPS)
         self._traits: BoundedMap[str, GroupTraits] = BoundedMap(MAX_GROUPS)
 
     def remember(self, weir_group: str, traits: GroupTraits) -> None:
@@ -141,16 +141,16 @@ class GroupConsumers:
         max_attempts = traits.max_attempts or mapping.DEFAULT_MAX_DELIVERY_ATTEMPTS
         self._traits.set(weir_group, GroupTraits(traits.fifo, max_attempts, traits.consume_policy))
 
-    def assignment_config(self, stream: str, weir_group: str) -> types_pb2.ConsumerConfig:
+    def assignment_config(self, stream: str, weir_group: str) -> ConsumerConfig:
         """The config QueryAssignment creates the group's consumer with when it is the group's first
         call (the router creates it): the group's Heartbeat traits, else the defaults."""
         traits = self._traits.get(weir_group) or GroupTraits()
         return self.new_config(stream, weir_group, traits.fifo, traits.consume_policy, None)
 
-    def known(self, stream: str, weir_group: str) -> types_pb2.ConsumerConfig | None:
+    def known(self, stream: str, weir_group: str) -> ConsumerConfig | None:
         return self._configs.get((stream, weir_group))
 
-    async def ensure(self, stream: str, weir_group: str, request: ReceiveRequest) -> types_pb2.ConsumerConfig:
+    async def ensure(self, stream: str, weir_group: str, request: ReceiveRequest) -> ConsumerConfig:
         """The group's consumer config, creating the consumer as the module docstring says when it
         does not exist. Errors: NoSuchStreamError (NOT_FOUND), InvalidArgumentError
         (TARGET_TIMESTAMP without initialization_timestamp), GroupMismatchError (a FIFO receive on
@@ -183,7 +183,7 @@ class GroupConsumers:
 
     def new_config(
         self, stream: str, weir_group: str, fifo: bool, policy: str, initialization_ms: int | None
-    ) -> types_pb2.ConsumerConfig:
+    ) -> ConsumerConfig:
         """A new group consumer's config (see the module docstring). Errors: InvalidArgumentError
         (unknown policy, TARGET_TIMESTAMP without an initialization time)."""
         if policy not in CONSUME_POLICIES:

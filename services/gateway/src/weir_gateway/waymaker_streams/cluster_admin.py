@@ -68,7 +68,7 @@ class ClusterAdmin:
         async def info(name: str) -> streams_pb2.GetStreamInfoResponse | None:
             async with limit:
                 try:
-                    return await self.client.stream_info(name)
+                    return (await self.client.stream_info(name)).to_proto()
                 except NoSuchStreamError:
                     return None
 
@@ -131,7 +131,7 @@ class ClusterAdmin:
     async def MigrateStream(self, request: seed.MigrateStreamRequest, context: Any) -> Any:
         numbers = await self.numbers()
         source = numbers.node_id.get(request.source_node_id)
-        info = await self.client.stream_info(request.name)
+        info = (await self.client.stream_info(request.name)).to_proto()
         copies = mapping.copies_of(info)
         if source is None or source not in copies:
             return seed.MigrateStreamResponse(
@@ -157,8 +157,8 @@ class ClusterAdmin:
         return seed.MigrateStreamResponse(
             **OK,
             message=f"moved from node {request.source_node_id} to node {numbers.number[candidates[0][1]]}",
-            total_bytes=after.stats.bytes,
-            stream_last_seq=mapping.stream_stats_to_seed(after.stats).last_seq,
+            total_bytes=after.bytes,
+            stream_last_seq=max((partition.last_seq for partition in after.partitions), default=0),
         )
 
     @seed_rpc(seed.RebalanceStreamsResponse)
@@ -182,7 +182,7 @@ class ClusterAdmin:
         try:
             target = numbers.of_number(entry.target_node_id, "target_node_id")
             info = await self.client.stream_info(entry.name)
-            primary = info.placement.partitions[0].primary_node_id if info.placement.partitions else ""
+            primary = info.placement[0].primary_node_id if info.placement else ""
             if not primary:
                 outcome.result_code, outcome.message = "no_source", f"{entry.name!r} has no primary now"
                 return outcome

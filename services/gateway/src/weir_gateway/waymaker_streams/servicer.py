@@ -18,6 +18,7 @@ import grpc
 from weir import Client
 from weir.client import NodeClient
 from weir.errors import NotPendingError, WeirError
+from weir.info import ConsumerConfig, StreamConfig
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
@@ -80,7 +81,7 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
 
     @seed_rpc(seed.CreateStreamResponse)
     async def CreateStream(self, request: seed.CreateStreamRequest, context: Any) -> seed.CreateStreamResponse:
-        await self.client.create_stream(mapping.stream_config_from_seed(request.config))
+        await self.client.create_stream(StreamConfig.from_proto(mapping.stream_config_from_seed(request.config)))
         return seed.CreateStreamResponse(**OK)
 
     @seed_rpc(seed.DeleteStreamResponse)
@@ -90,7 +91,7 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
 
     @seed_rpc(seed.GetStreamInfoResponse)
     async def GetStreamInfo(self, request: seed.GetStreamInfoRequest, context: Any) -> seed.GetStreamInfoResponse:
-        info = await self.client.stream_info(request.name)
+        info = (await self.client.stream_info(request.name)).to_proto()
         authority = mapping.authority_of(info, (await self.numbers()).number)
         answer = seed.GetStreamInfoResponse(
             **OK,
@@ -241,7 +242,7 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
     async def CreateConsumer(self, request: seed.CreateConsumerRequest, context: Any) -> seed.CreateConsumerResponse:
         config = mapping.consumer_config_from_seed(request.config)
         await self._single_partition(request.stream)
-        await self.client.create_consumer(request.stream, config)
+        await self.client.create_consumer(request.stream, ConsumerConfig.from_proto(config))
         return seed.CreateConsumerResponse(**OK)
 
     @seed_rpc(seed.DeleteConsumerResponse)
@@ -253,13 +254,15 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
     async def ListConsumers(self, request: seed.ListConsumersRequest, context: Any) -> seed.ListConsumersResponse:
         await self._single_partition(request.stream)
         infos = await self.client.list_consumers(request.stream)
-        return seed.ListConsumersResponse(**OK, consumers=[mapping.consumer_state_to_seed(info) for info in infos])
+        return seed.ListConsumersResponse(
+            **OK, consumers=[mapping.consumer_state_to_seed(info.to_proto()) for info in infos]
+        )
 
     @seed_rpc(seed.GetConsumerInfoResponse)
     async def GetConsumerInfo(self, request: seed.GetConsumerInfoRequest, context: Any) -> seed.GetConsumerInfoResponse:
         await self._single_partition(request.stream)
         info = await self.client.consumer_info(request.stream, request.consumer)
-        return seed.GetConsumerInfoResponse(**OK, consumer=mapping.consumer_state_to_seed(info))
+        return seed.GetConsumerInfoResponse(**OK, consumer=mapping.consumer_state_to_seed(info.to_proto()))
 
     # -- subject lookups -------------------------------------------------------------------------------
 
