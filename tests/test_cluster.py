@@ -93,7 +93,7 @@ async def test_consumer_group_owns_each_partition_once_and_loses_nothing_across_
 
         return handle
 
-    config = types_pb2.ConsumerConfig(ack_wait_ms=5000)
+    config = consumer_config("workers", ack_wait_ms=5000)  # the router names it after the group
     members: list[GroupConsumer] = [
         weir_client.group_consumer(
             stream_name, "workers", handler_for(f"m{i}"), client_id=f"m{i}", consumer_config=config,

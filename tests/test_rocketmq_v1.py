@@ -454,7 +454,7 @@ async def test_a_delay_message_is_not_consumable_before_its_time(rocketmq: Rocke
     )
     assert status_of(await rocketmq.send(message))[0] == CODE_OK
     assert await sdk.fetch(topic, "early", 0, batch_size=10, max_wait_ms=500) == []
-    arrived: list[Any] = []
+    arrived: list[Message] = []
 
     async def delivered() -> bool:
         arrived.extend(await sdk.fetch(topic, "early", 0, batch_size=10, max_wait_ms=200))
@@ -463,7 +463,7 @@ async def test_a_delay_message_is_not_consumable_before_its_time(rocketmq: Rocke
     await eventually(delivered, 15, "the delayed message is delivered")
     assert time.time() * 1000 >= deliver_at_ms - 50  # the node's and this clock may differ by a little
     (delivered_message,) = arrived
-    headers = {header.key: header.value for header in delivered_message.headers}
+    headers = delivered_message.headers
     assert delivered_message.payload == b"later"
     assert headers[mapping.HEADER_MESSAGE_TYPE] == "DELAY"
     assert int(headers[mapping.HEADER_DELIVERY_TIMESTAMP_MS]) == deliver_at_ms
@@ -479,14 +479,14 @@ async def test_a_delay_level_waits_its_level(rocketmq: RocketMQClient, sdk: Clie
     )
     assert status_of(await rocketmq.send(message))[0] == CODE_OK
     assert await sdk.fetch(topic, "c", 0, batch_size=10, max_wait_ms=300) == []
-    arrived: list[Any] = []
+    arrived: list[Message] = []
 
     async def delivered() -> bool:
         arrived.extend(await sdk.fetch(topic, "c", 0, batch_size=10, max_wait_ms=200))
         return bool(arrived)
 
     await eventually(delivered, 15, "the level-1 message is delivered")
-    headers = {header.key: header.value for header in arrived[0].headers}
+    headers = arrived[0].headers
     due_ms = int(headers[mapping.HEADER_DELIVERY_TIMESTAMP_MS])
     assert sent_ms + 1_000 <= due_ms <= int(time.time() * 1000)
 

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from weir import Client
+from weir import Client, Message
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import (
     InvalidArgumentError,
@@ -281,7 +281,7 @@ async def test_a_scheduled_message_is_delivered_once_by_the_new_primary_after_a_
             later = await client.publish(stream, "orders.due", b"later", ack_level="all", delay_ms=8_000)
             assert soon.scheduled and later.scheduled
             victim_id = (await client.route(stream)).partitions[0].primary.node_id
-            received: list[types_pb2.Message] = []
+            received: list[Message] = []
 
             async def got(count: int) -> bool:
                 received.extend(await client.fetch(stream, "c", 0, batch_size=10, max_wait_ms=200))

@@ -64,7 +64,7 @@ from weir.router_client import (
     RouterClient,
     router_addresses,  # noqa: F401  (weir.cluster.router_addresses is public)
 )
-from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir.v1 import router_pb2, streams_pb2
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -376,16 +376,21 @@ class Client(RouterAdmin, PartitionAdmin):
         batch_size: int = 0,
         max_wait_ms: int = 0,
         ack_wait_ms: int = 0,
-    ) -> list[types_pb2.Message]:
-        """Fetch from one partition's primary (with retries and route refreshes); the messages stay
-        invisible for `ack_wait_ms` (0 = the consumer's ack_wait_ms)."""
-        return await self.on_leader(
+    ) -> list[Message]:
+        """Up to `batch_size` (0 = 100) messages of one partition for durable consumer `consumer`,
+        from the partition's primary (with retries and route refreshes), waiting up to
+        `max_wait_ms` when none is ready. Each is a `weir.Message` settled through this client
+        (`await message.ack()`, `nak`, `term`, `in_progress`); unsettled, it is delivered again
+        after `ack_wait_ms` (0 = the consumer's ack_wait_ms). Errors: NoSuchStreamError,
+        NoSuchConsumerError, InvalidArgumentError (no such partition)."""
+        fetched = await self.on_leader(
             stream,
             partition,
             lambda client: client.fetch(
                 stream, consumer, partition, batch_size=batch_size, max_wait_ms=max_wait_ms, ack_wait_ms=ack_wait_ms
             ),
         )
+        return [Message.from_proto(stream, proto, consumer=consumer, settler=self) for proto in fetched]
 
     async def ack_batch(
         self, stream: str, consumer: str, partition: int, seqs: Sequence[int], deliver_counts: Sequence[int] = ()

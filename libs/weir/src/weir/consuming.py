@@ -170,9 +170,8 @@ class GroupConsumer:
             if messages:
                 await self._handle(partition, messages)
 
-    async def _handle_batch(self, partition: int, messages: list[types_pb2.Message]) -> None:
+    async def _handle_batch(self, partition: int, batch: list[Message]) -> None:
         assert self.batch_handler is not None
-        batch = [Message.from_proto(self.stream, proto, consumer=self.group, settler=self.client) for proto in messages]
         try:
             await self.batch_handler(batch)
         except Exception as error:  # the handler refused the batch: redeliver what it did not settle
@@ -191,7 +190,7 @@ class GroupConsumer:
             except WeirError as error:  # redelivered after ack_wait: at least once
                 logger.warning("member %s partition %d: ack failed: %s", self.client_id, partition, error)
 
-    async def _handle(self, partition: int, messages: list[types_pb2.Message]) -> None:
+    async def _handle(self, partition: int, messages: list[Message]) -> None:
         """Hand a fetched batch to the handler; settle what it left unsettled (with auto_settle)."""
         client = self.client
         if self.batch_handler is not None:
@@ -199,8 +198,7 @@ class GroupConsumer:
             return
         assert self.handler is not None
         done: list[int] = []
-        for proto in messages:
-            message = Message.from_proto(self.stream, proto, consumer=self.group, settler=client)
+        for message in messages:
             try:
                 await self.handler(message)
                 if self.auto_settle and not message.settled:

@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from weir import Client, ConsumerConfig, consumer_config
+from weir.client import NodeClient
 from weir.errors import AlreadyExistsError, InvalidArgumentError, NoSuchConsumerError, NotPendingError
 from weir.v1 import types_pb2
 
@@ -298,9 +299,14 @@ class Receiver:
         deadline = time.monotonic() + await_ms / 1000
         for _ in range(MAX_FILTER_ROUNDS):
             wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            fetched = await self.client.fetch(
-                stream, weir_group, partition, batch_size=batch_size, max_wait_ms=wait_ms, ack_wait_ms=invisible_ms
-            )
+
+            async def fetch(node: NodeClient, wait_ms: int = wait_ms) -> list[types_pb2.Message]:
+                """The stored messages as they are (what RocketMQ's encoding reads), on the primary."""
+                return await node.fetch(
+                    stream, weir_group, partition, batch_size=batch_size, max_wait_ms=wait_ms, ack_wait_ms=invisible_ms
+                )
+
+            fetched = await self.client.on_leader(stream, partition, fetch)
             matching = [message for message in fetched if mapping.tag_matches(accepted, tag_of(message))]
             skipped = [message for message in fetched if not mapping.tag_matches(accepted, tag_of(message))]
             if skipped:

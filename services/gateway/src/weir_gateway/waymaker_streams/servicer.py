@@ -178,7 +178,9 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
     @seed_rpc(seed.FetchResponse)
     async def Fetch(self, request: seed.FetchRequest, context: Any) -> seed.FetchResponse:
         await self._single_partition(request.stream)
-        messages = await self.client.fetch(request.stream, request.consumer, 0, batch_size=request.batch_size)
+        messages = await self._on_primary(
+            request.stream, lambda node: node.fetch(request.stream, request.consumer, 0, batch_size=request.batch_size)
+        )
         return seed.FetchResponse(**OK, messages=[mapping.message_to_seed(message) for message in messages])
 
     @seed_rpc(seed.AckResponse)
