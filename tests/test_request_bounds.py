@@ -249,6 +249,35 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
     "Replication/FetchReplicationStream": [
         (internal_pb2.FetchReplicationRequest(stream=STREAM, follower_node_id="f", max_bytes=U64), {INVALID}),
     ],
+    "Replication/FetchReplicationSession": [
+        (internal_pb2.FetchSessionRequest(max_wait_ms=U32), {INVALID}),
+        (internal_pb2.FetchSessionRequest(max_bytes=U64), {INVALID}),
+        (
+            internal_pb2.FetchSessionRequest(
+                fetches=[internal_pb2.FetchReplicationRequest(stream=STREAM, follower_node_id="f")] * 10_001
+            ),
+            {INVALID},
+        ),
+        # Every entry reads the 100 MB stream; the session's byte bound (16 MiB) holds the answer.
+        (
+            internal_pb2.FetchSessionRequest(
+                fetches=[
+                    internal_pb2.FetchReplicationRequest(
+                        stream=BIG, follower_node_id="f", max_bytes=32 << 20, want_record_batch=True
+                    )
+                ]
+                * 10_000
+            ),
+            {OK},
+        ),
+        # An entry's bad bound is that entry's answer.
+        (
+            internal_pb2.FetchSessionRequest(
+                fetches=[internal_pb2.FetchReplicationRequest(stream=STREAM, follower_node_id="f", max_messages=U32)]
+            ),
+            {OK},
+        ),
+    ],
     "Replication/GetConsumerSnapshots": [
         (internal_pb2.GetConsumerSnapshotsRequest(stream=STREAM, partition=U32), {INVALID, NOT_FOUND}),
     ],
@@ -270,6 +299,27 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
         (
             internal_pb2.ReplicateMessageRequest(stream=STREAM, after_seq=U64, records=[b"\x0a\x64abc"]),
             {INVALID, REFUSED},
+        ),
+    ],
+    "Replication/ReplicateSession": [
+        (
+            internal_pb2.ReplicateSessionRequest(
+                pushes=[internal_pb2.ReplicateMessageRequest(stream=STREAM, partition=index) for index in range(10_001)]
+            ),
+            {INVALID},
+        ),
+        (
+            internal_pb2.ReplicateSessionRequest(
+                pushes=[internal_pb2.ReplicateMessageRequest(stream=STREAM, after_seq=U64, records=[b"\x0a\x64abc"])]
+                * 2
+            ),
+            {INVALID},
+        ),
+        (
+            internal_pb2.ReplicateSessionRequest(
+                pushes=[internal_pb2.ReplicateMessageRequest(stream=STREAM, after_seq=U64, records=[b"\x0a\x64abc"])]
+            ),
+            {OK},
         ),
     ],
     "Replication/ReplicateTruncate": [
