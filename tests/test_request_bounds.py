@@ -343,6 +343,15 @@ EXTREMES: dict[str, list[tuple[Message, Expected]]] = {
         ),
     ],
     "Replication/ReplicateStreamDelete": [(internal_pb2.ReplicateStreamDeleteRequest(stream=LONG), {INVALID})],
+    "Replication/ReplicateTruncateTail": [
+        (internal_pb2.ReplicateTruncateTailRequest(stream=STREAM, partition=U32, last_seq=U64), {REFUSED}),
+        (internal_pb2.ReplicateTruncateTailRequest(stream=LONG, leader_epoch=U64), {INVALID, REFUSED}),
+    ],
+    "Replication/GetRecordChecksums": [
+        (internal_pb2.GetRecordChecksumsRequest(stream=STREAM, max_count=U32), {INVALID}),
+        (internal_pb2.GetRecordChecksumsRequest(stream=BIG, from_seq=U64, max_count=1000), {OK}),
+        (internal_pb2.GetRecordChecksumsRequest(stream=STREAM, partition=U32), {INVALID, NOT_FOUND}),
+    ],
     "Replication/GetReplicaState": [
         (internal_pb2.GetReplicaStateRequest(stream=STREAM, partition=U32), {INVALID, NOT_FOUND}),
     ],

@@ -134,6 +134,17 @@ def test_truncate_and_remove(log: PartitionLog) -> None:
     assert [row.seq for row in log.oldest(0, 2)] == [4, 5]
 
 
+def test_checksums_come_from_the_index_in_seq_order(log: PartitionLog) -> None:
+    """What the replicator compares to find where a diverged copy last matched its primary."""
+    records = [record(seq, f"s.{seq % 2}") for seq in range(1, 11)]
+    append(log, records)
+    log.commit(CommitBatch(truncate_before=3, remove_seqs=[6], last_seq=10))
+    expected = [(r[0], r[4]) for r in records if r[0] >= 3 and r[0] != 6]
+    assert log.checksums(0, 100) == expected
+    assert log.checksums(5, 3) == expected[2:5]
+    assert log.checksums(11, 10) == []
+
+
 def test_last_seq_survives_removing_everything(log: PartitionLog) -> None:
     append(log, [record(1), record(2)])
     log.commit(CommitBatch(truncate_before=3, last_seq=2))

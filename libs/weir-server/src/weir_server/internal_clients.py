@@ -119,6 +119,15 @@ class ReplicationClient(GrpcClient):
         )
         return await self._call(self.stub.GetConsumerSnapshots, request)  # type: ignore[no-any-return]
 
+    async def record_checksums(
+        self, stream: str, partition: int, from_seq: int, max_count: int = 0
+    ) -> internal_pb2.GetRecordChecksumsResponse:
+        """GetRecordChecksums: the replica's stored CRC-32s from `from_seq` (at most 1,000)."""
+        request = internal_pb2.GetRecordChecksumsRequest(
+            stream=stream, partition=partition, from_seq=from_seq, max_count=max_count
+        )
+        return await self._call(self.stub.GetRecordChecksums, request)  # type: ignore[no-any-return]
+
     async def replica_state(self, stream: str, partition: int) -> internal_pb2.GetReplicaStateResponse:
         request = internal_pb2.GetReplicaStateRequest(stream=stream, partition=partition)
         return await self._call(self.stub.GetReplicaState, request)  # type: ignore[no-any-return]

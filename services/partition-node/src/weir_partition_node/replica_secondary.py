@@ -26,7 +26,7 @@ from weir.v1 import internal_pb2
 from weir_server.replication import ReplicationResult
 
 from weir_partition_node import metrics
-from weir_partition_node.commit_items import RemoveSeqs, ReplaceConsumerState, TruncatePrefix
+from weir_partition_node.commit_items import RemoveSeqs, ReplaceConsumerState, TruncatePrefix, TruncateTail
 from weir_partition_node.consumers import pending_problem
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Partition
@@ -40,6 +40,8 @@ EpochCheck = Callable[[Partition, int], tuple[ReplicationResult, str] | None]
 
 # Most pushes (partitions) in one ReplicateSession request.
 MAX_SESSION_PUSHES = 10_000
+# Most checksums one GetRecordChecksums answers.
+MAX_CHECKSUMS = 1000
 
 
 class SecondaryReplication:
@@ -155,6 +157,51 @@ class SecondaryReplication:
         """ReplicateTruncate: drop every message below `first_seq` (the primary's retention)."""
         edit = TruncatePrefix(request.first_seq)
         return await self._remove(request.stream, request.partition, request.leader_epoch, edit)
+
+    async def replicate_truncate_tail(
+        self, request: internal_pb2.ReplicateTruncateTailRequest
+    ) -> internal_pb2.ReplicateResponse:
+        """ReplicateTruncateTail (issue 54): keep seqs <= `last_seq`, drop the diverged tail above it
+        (counted in weir_partition_divergent_truncated_total); the answer counts what it dropped."""
+        partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
+        if partition is None:
+            return response
+        dropped = 0
+        if request.last_seq < partition.last_seq:
+            dropped = await partition.replica_edit(TruncateTail(request.last_seq))
+            partition.replication.clamp(partition.last_seq)
+            metrics.DIVERGENT_TRUNCATED.labels(request.stream, str(request.partition)).inc(dropped)
+            logger.warning(
+                "%s/%d: cut a diverged tail of %d message(s) after seq %d, to be copied again from the primary",
+                request.stream,
+                request.partition,
+                dropped,
+                request.last_seq,
+            )
+            await self._node.record_storage_finding(
+                request.stream, request.partition, "diverged_tail_cut", detail=f"{dropped} after seq {request.last_seq}"
+            )
+        response.result_code = ReplicationResult.OK
+        response.dropped = dropped
+        return self._fill(response, partition)
+
+    def record_checksums(
+        self, request: internal_pb2.GetRecordChecksumsRequest
+    ) -> internal_pb2.GetRecordChecksumsResponse:
+        """GetRecordChecksums, on any replica: the stored CRC-32s from `from_seq`, at most
+        MAX_CHECKSUMS. Errors: InvalidArgumentError (max_count), NoSuchStreamError,
+        NoSuchPartitionError."""
+        if request.max_count > MAX_CHECKSUMS:
+            raise InvalidArgumentError(f"max_count: at most {MAX_CHECKSUMS}, got {request.max_count}")
+        partition = self._node.hosted_partition(request.stream, request.partition)
+        limit = min(request.max_count or MAX_CHECKSUMS, MAX_CHECKSUMS)
+        rows = [row for row in partition.log.checksums(request.from_seq, limit) if row[0] < request.from_seq + limit]
+        return internal_pb2.GetRecordChecksumsResponse(
+            seqs=[seq for seq, _ in rows],
+            crc32s=[crc for _, crc in rows],
+            first_seq=partition.first_seq,
+            last_seq=partition.last_seq,
+        )
 
     async def replicate_removals(
         self, request: internal_pb2.ReplicateWorkQueueAckRequest

@@ -679,6 +679,14 @@ class ReplicationServicer(internal_pb2_grpc.ReplicationServicer):
         return await self.replicas.replicate_stream_delete(request)
 
     @unary
+    async def ReplicateTruncateTail(self, request: internal_pb2.ReplicateTruncateTailRequest, context: Any) -> Any:
+        return await self.replicas.secondary.replicate_truncate_tail(request)
+
+    @unary
+    async def GetRecordChecksums(self, request: internal_pb2.GetRecordChecksumsRequest, context: Any) -> Any:
+        return self.replicas.secondary.record_checksums(request)
+
+    @unary
     async def GetReplicaState(self, request: internal_pb2.GetReplicaStateRequest, context: Any) -> Any:
         return self.replicas.replica_state(request)
 

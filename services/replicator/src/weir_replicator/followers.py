@@ -32,6 +32,9 @@ class FollowerState:
     config_dirty: bool = False
     delete_stream: bool = False
     shipped_through: int = 0
+    # It refused a push as `divergence`: its next sync cuts its log back to where it last matched the
+    # primary's (heal.py) before anything is pushed again.
+    diverged: bool = False
     last_snapshot_s: float = 0.0
     # The pull from the primary and the push to this follower, each on one long-lived lockstep call
     # (opened on first use, reopened after a failure): a stream item costs the nodes and this

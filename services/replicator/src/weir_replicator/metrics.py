@@ -52,3 +52,8 @@ SESSION_EXCHANGES = Counter(
     "follower), each carrying every partition of its node pair; *_failed: the exchange failed",
     ["kind"],
 )
+DIVERGENCES_HEALED = Counter(
+    "weir_replicator_divergences_healed_total",
+    "Followers whose diverged tail was cut back to where they last matched the primary, to be copied again",
+    ["stream", "partition"],
+)

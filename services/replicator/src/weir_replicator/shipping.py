@@ -41,6 +41,7 @@ from weir_server.replication import ReplicationResult
 from weir_replicator import metrics
 from weir_replicator.follower_loops import FollowerLoops
 from weir_replicator.followers import FollowerState, Removal
+from weir_replicator.heal import heal
 from weir_replicator.ownership import Ownership
 from weir_replicator.sessions import Member, PreparedFetch, SessionHub
 from weir_replicator.settings import ReplicatorSettings
@@ -285,6 +286,20 @@ class PartitionShipper:
                 self.epoch,
             )
             return False
+        if follower.diverged:  # cut back to where it matches the primary before anything is pushed
+            reply = await heal(
+                stream=self.stream,
+                partition=self.partition,
+                leader_epoch=self.epoch,
+                follower_node_id=follower.node_id,
+                follower_log=(state.first_seq, state.last_seq),
+                primary=self.clients.replication(self.primary_address),
+                follower=target,
+            )
+            if reply.result_code != ReplicationResult.OK:
+                return False
+            follower.diverged = False
+            state.first_seq, state.last_seq = reply.first_seq, reply.last_seq
         follower.last_seq = state.last_seq
         follower.first_seq = state.first_seq
         follower.consumers_dirty = True  # whatever it holds: the state as last read will do
@@ -389,6 +404,7 @@ class PartitionShipper:
         metrics.ERRORS.labels(reply.result_code).inc()
         logger.warning("%s/%s -> %s: %s %s", *self._labels, follower.node_id, reply.result_code, reply.message)
         follower.last_seq = None  # re-sync (adopt the epoch, re-read the position)
+        follower.diverged = reply.result_code == ReplicationResult.DIVERGENCE  # and heal it first (heal.py)
         return False
 
 

@@ -260,6 +260,42 @@ class ReplicateTruncateRequest(_message.Message):
     first_seq: int
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ...) -> None: ...
 
+class ReplicateTruncateTailRequest(_message.Message):
+    __slots__ = ("stream", "partition", "leader_epoch", "last_seq")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    leader_epoch: int
+    last_seq: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., last_seq: _Optional[int] = ...) -> None: ...
+
+class GetRecordChecksumsRequest(_message.Message):
+    __slots__ = ("stream", "partition", "from_seq", "max_count")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    FROM_SEQ_FIELD_NUMBER: _ClassVar[int]
+    MAX_COUNT_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    partition: int
+    from_seq: int
+    max_count: int
+    def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., from_seq: _Optional[int] = ..., max_count: _Optional[int] = ...) -> None: ...
+
+class GetRecordChecksumsResponse(_message.Message):
+    __slots__ = ("seqs", "crc32s", "first_seq", "last_seq")
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    CRC32S_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    crc32s: _containers.RepeatedScalarFieldContainer[int]
+    first_seq: int
+    last_seq: int
+    def __init__(self, seqs: _Optional[_Iterable[int]] = ..., crc32s: _Optional[_Iterable[int]] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ...) -> None: ...
+
 class ReplicateStreamUpdateRequest(_message.Message):
     __slots__ = ("config",)
     CONFIG_FIELD_NUMBER: _ClassVar[int]

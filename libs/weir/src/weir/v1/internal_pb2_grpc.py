@@ -238,6 +238,16 @@ class ReplicationStub(object):
                 request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.SerializeToString,
                 response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
                 _registered_method=True)
+        self.ReplicateTruncateTail = channel.unary_unary(
+                '/weir.v1.Replication/ReplicateTruncateTail',
+                request_serializer=weir_dot_v1_dot_internal__pb2.ReplicateTruncateTailRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+                _registered_method=True)
+        self.GetRecordChecksums = channel.unary_unary(
+                '/weir.v1.Replication/GetRecordChecksums',
+                request_serializer=weir_dot_v1_dot_internal__pb2.GetRecordChecksumsRequest.SerializeToString,
+                response_deserializer=weir_dot_v1_dot_internal__pb2.GetRecordChecksumsResponse.FromString,
+                _registered_method=True)
         self.GetReplicaState = channel.unary_unary(
                 '/weir.v1.Replication/GetReplicaState',
                 request_serializer=weir_dot_v1_dot_internal__pb2.GetReplicaStateRequest.SerializeToString,
@@ -388,6 +398,24 @@ class ReplicationServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReplicateTruncateTail(self, request, context):
+        """Secondary: keep seqs <= last_seq and drop the tail above it: a copy that diverged from its
+        primary (forged, a bug), cut back to where it last matched before it is copied again (issue 54).
+        result_code ok | fenced | stale_epoch | not_follower | no_such_stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetRecordChecksums(self, request, context):
+        """Any replica: the CRC-32 (zlib) of each record it holds with a seq in [from_seq, from_seq +
+        max_count), in seq order (at most 1,000; a record whose bytes fail their check is left out), so
+        that the replicator can find the last seq where a diverged follower matches its primary.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetReplicaState(self, request, context):
         """Any replica (router controller, replicator): what this node holds of a partition.
         """
@@ -494,6 +522,16 @@ def add_ReplicationServicer_to_server(servicer, server):
                     servicer.ReplicateStreamDelete,
                     request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.FromString,
                     response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'ReplicateTruncateTail': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReplicateTruncateTail,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.ReplicateTruncateTailRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.ReplicateResponse.SerializeToString,
+            ),
+            'GetRecordChecksums': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRecordChecksums,
+                    request_deserializer=weir_dot_v1_dot_internal__pb2.GetRecordChecksumsRequest.FromString,
+                    response_serializer=weir_dot_v1_dot_internal__pb2.GetRecordChecksumsResponse.SerializeToString,
             ),
             'GetReplicaState': grpc.unary_unary_rpc_method_handler(
                     servicer.GetReplicaState,
@@ -875,6 +913,60 @@ class Replication(object):
             '/weir.v1.Replication/ReplicateStreamDelete',
             weir_dot_v1_dot_internal__pb2.ReplicateStreamDeleteRequest.SerializeToString,
             weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReplicateTruncateTail(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/ReplicateTruncateTail',
+            weir_dot_v1_dot_internal__pb2.ReplicateTruncateTailRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.ReplicateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetRecordChecksums(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weir.v1.Replication/GetRecordChecksums',
+            weir_dot_v1_dot_internal__pb2.GetRecordChecksumsRequest.SerializeToString,
+            weir_dot_v1_dot_internal__pb2.GetRecordChecksumsResponse.FromString,
             options,
             channel_credentials,
             insecure,

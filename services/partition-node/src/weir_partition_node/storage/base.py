@@ -219,6 +219,11 @@ class PartitionLog(Protocol):
         """Stored messages with seq >= from_seq, oldest first, at most `limit`."""
         ...
 
+    def checksums(self, from_seq: int, limit: int) -> list[tuple[int, int]]:
+        """(seq, stored CRC-32) of the stored messages with seq >= from_seq, in order, at most
+        `limit`: the checksums the index holds, no record read (log matching against a primary)."""
+        ...
+
     def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         """(change_seq, encoded Change) with from <= change_seq <= to, ordered, at most `limit`."""
         ...

@@ -225,6 +225,10 @@ class MemoryPartitionLog:
         start = bisect.bisect_left(self._seqs, from_seq)
         return [self._row(seq) for seq in self._seqs[start : start + limit]]
 
+    def checksums(self, from_seq: int, limit: int) -> list[tuple[int, int]]:
+        start = bisect.bisect_left(self._seqs, from_seq)
+        return [(seq, self._messages[seq].crc) for seq in self._seqs[start : start + limit]]
+
     def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         start = bisect.bisect_left(self._change_seqs, from_change_seq)
         result: list[tuple[int, bytes]] = []

@@ -422,6 +422,12 @@ class SqlitePartitionLog(SqliteConsumerReads):
         ).fetchall()
         return [RowInfo(seq, size, ts) for seq, size, ts in rows]
 
+    def checksums(self, from_seq: int, limit: int) -> list[tuple[int, int]]:
+        rows = self._reader.execute(
+            "SELECT seq, crc FROM messages WHERE seq >= ? ORDER BY seq LIMIT ?", (clamp(from_seq), limit)
+        ).fetchall()
+        return [(seq, crc) for seq, crc in rows]
+
     def read_changes(self, from_change_seq: int, to_change_seq: int, limit: int) -> list[tuple[int, bytes]]:
         rows = self._reader.execute(
             "SELECT change_seq, record FROM changes WHERE change_seq >= ? AND change_seq <= ? "
