@@ -311,9 +311,17 @@ def test_read_says_when_max_left_messages_out(routers: str, tmp_path: Path, stre
     assert (len(every.stdout.splitlines()), every.stderr) == (5, "")
 
 
+def _default_sigint() -> None:
+    """In the child before it runs: Ctrl-C as a terminal delivers it, whatever the suite's own
+    disposition (a suite started in the background with nohup ignores SIGINT, and a child inherits
+    that: it would never see the test's Ctrl-C)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Running:
     """A `weir` command left running (read --follow, sub), its output read line by line as it comes
-    (a thread per pipe)."""
+    (a thread per pipe). Killed when the test is done with it (`interrupt`, or leaving `with`), so a
+    failing test leaves no process behind."""
 
     def __init__(self, *args: str, cwd: Path) -> None:
         env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
@@ -325,6 +333,7 @@ class Running:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_default_sigint,  # noqa: PLW1509 (no thread of this process runs between fork and exec)
         )
         self.output: dict[str, queue.Queue[str | None]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
         for name, pipe in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
@@ -348,15 +357,50 @@ class Running:
             got.append(line)
         return got
 
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
     def interrupt(self) -> tuple[int, str, str]:
-        """Ctrl-C: the exit status and what was left on stdout and stderr."""
-        self.process.send_signal(signal.SIGINT)
-        status = self.process.wait(timeout=TIMEOUT_S)
+        """Ctrl-C: the exit status and what was left on stdout and stderr (killed if Ctrl-C did not
+        end it in TIMEOUT_S)."""
+        try:
+            self.process.send_signal(signal.SIGINT)
+            status = self.process.wait(timeout=TIMEOUT_S)
+        finally:
+            self.kill()
         left: dict[str, list[str]] = {name: [] for name in self.output}
         for name, lines in self.output.items():
             while (line := lines.get(timeout=TIMEOUT_S)) is not None:
                 left[name].append(line)
         return status, "\n".join(left["stdout"]), "\n".join(left["stderr"])
+
+
+def test_ctrl_c_ends_a_command_also_when_the_suite_ignores_sigint(
+    routers: str, tmp_path: Path, stream_name: str
+) -> None:
+    """A suite started in the background (nohup) ignores SIGINT, and its children would inherit
+    that: the command under test must still get Ctrl-C, and never outlive the test (issue 54)."""
+    weir("stream", "create", stream_name, "--router", routers, cwd=tmp_path)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        follow = Running("read", stream_name, "--follow", "--router", routers, cwd=tmp_path)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    weir("pub", stream_name, "x", "hello", "--router", routers, cwd=tmp_path)
+    try:
+        assert follow.lines(1)[0].endswith("  hello")
+    finally:
+        status, _, err = follow.interrupt()
+    assert (status, err) == (0, "")
+    assert follow.process.poll() is not None
 
 
 def test_read_follow_prints_new_messages_of_every_partition_until_ctrl_c(
@@ -524,19 +568,19 @@ def test_pub_from_stdin_sends_each_line_as_it_comes_and_keeps_their_order(
     routers: str, tmp_path: Path, stream_name: str
 ) -> None:
     weir("stream", "create", stream_name, "--partitions", "3", "--router", routers, cwd=tmp_path)
-    pub = Running("pub", stream_name, "x", "--json", "--router", routers, cwd=tmp_path)
-    stdin = pub.process.stdin
-    assert stdin is not None
-    stdin.write("line 0\n")
-    stdin.flush()
-    (first,) = pub.lines(1)  # acknowledged while the writer is still writing
-    assert json.loads(first)["seq"] == 1
-    started = time.monotonic()
-    stdin.write("".join(f"line {number}\n" for number in range(1, 3000)))
-    stdin.close()
-    assert len(pub.lines(2999)) == 2999
-    assert pub.process.wait(timeout=TIMEOUT_S) == 0
-    assert time.monotonic() - started < 30  # in flight together, not one round trip each
+    with Running("pub", stream_name, "x", "--json", "--router", routers, cwd=tmp_path) as pub:
+        stdin = pub.process.stdin
+        assert stdin is not None
+        stdin.write("line 0\n")
+        stdin.flush()
+        (first,) = pub.lines(1)  # acknowledged while the writer is still writing
+        assert json.loads(first)["seq"] == 1
+        started = time.monotonic()
+        stdin.write("".join(f"line {number}\n" for number in range(1, 3000)))
+        stdin.close()
+        assert len(pub.lines(2999)) == 2999
+        assert pub.process.wait(timeout=TIMEOUT_S) == 0
+        assert time.monotonic() - started < 30  # in flight together, not one round trip each
     read = weir("read", stream_name, "--max", "5000", "--json", "--router", routers, cwd=tmp_path)
     stored = [json.loads(line) for line in read.stdout.splitlines()]
     assert len(stored) == 3000
