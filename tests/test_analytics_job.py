@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 import pytest
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
+from weir.cluster_info import ClusterStats
 from weir.info import ConsumerInfo
-from weir.v1 import router_pb2, types_pb2
+from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster
 from weir_cli.spark_standalone import SparkStandalone
 from weir_server.analytics import DEFAULT_STATS_STREAM
@@ -237,7 +238,7 @@ class AnalyticsRun:
     state_before_kill: dict[str, Any] | None  # None: the job ran once (the standalone master)
     scraped_before_kill: str | None
     resumed_log: str  # the log of the run with Trigger.AvailableNow
-    stats: router_pb2.GetClusterStreamStatsResponse
+    stats: ClusterStats
     infos: dict[str, ConsumerInfo]
     messages: dict[tuple[str, int], list[types_pb2.Message]]
 
@@ -304,7 +305,7 @@ StoredMessages = dict[tuple[str, int], list[types_pb2.Message]]
 
 async def cluster_view(
     cluster: LocalCluster, truth: dict[str, object]
-) -> tuple[router_pb2.GetClusterStreamStatsResponse, dict[str, ConsumerInfo], StoredMessages]:
+) -> tuple[ClusterStats, dict[str, ConsumerInfo], StoredMessages]:
     """The cluster's stream stats (with the job's ClusterAnalytics), the two consumers' infos, and
     every stored message of the workload's partitions, read from their primaries."""
     async with WeirClient(cluster.router_addresses) as client:
@@ -331,7 +332,7 @@ def published_of(run: AnalyticsRun) -> dict[tuple[str, int], int]:
 
 def analytics_of(run: AnalyticsRun) -> tuple[Any, dict[str, Any]]:
     """The ClusterAnalytics the job published, and the cluster's stream stats by name."""
-    assert run.stats.HasField("analytics"), "the job published no ClusterAnalytics to the stats stream"
+    assert run.stats.analytics is not None, "the job published no ClusterAnalytics to the stats stream"
     return run.stats.analytics, {entry.name: entry for entry in run.stats.streams}
 
 
@@ -461,6 +462,7 @@ async def test_job_counts_every_change_once_and_the_cli_prints_the_same(analytic
 @pytest.mark.parametrize("spark_master", ["local"], indirect=True)  # where the job was killed and restarted
 async def test_restart_from_checkpoint_repeats_and_skips_nothing(analytics_run: AnalyticsRun) -> None:
     cluster, data_dir, stats = analytics_run.cluster, analytics_run.data_dir, analytics_run.stats
+    assert stats.analytics is not None
     before = analytics_run.state_before_kill
     assert before is not None and analytics_run.scraped_before_kill is not None
     changes_before = sum(feed["changes"] for feed in before["feeds"].values())

@@ -258,6 +258,15 @@ def test_stream_publish_read_consume_and_stats(cli_cluster: CliCluster) -> None:
     listing = weir("--json", "stream", "list", "--router", routers, cwd=elsewhere)
     assert json.loads(ok(listing)) == ["orders"]
 
+    # stream update: --json is UpdateStreamResponse's JSON (the effective config, pruned); then
+    # --max-msgs 0 clears the bound again.
+    bounded = json.loads(ok(cli_cluster.run("--json", "stream", "update", "orders", "--max-msgs", "1", *flag)))
+    assert (bounded["config"]["limits"]["max_msgs"], bounded["pruned"]) == (1, 1)  # the keyed partition held 2
+    human = ok(cli_cluster.run("stream", "update", "orders", "--max-msgs", "0", *flag))
+    assert human.strip() == "updated stream orders: max_msgs 0; 0 message(s) pruned"
+    cleared = json.loads(ok(cli_cluster.run("--json", "stream", "info", "orders", *flag)))
+    assert "max_msgs" not in cleared["config"]["limits"]
+
 
 def test_delayed_and_held_messages_from_the_command_line(cli_cluster: CliCluster) -> None:
     flag = cli_cluster.dir_flag

@@ -21,7 +21,7 @@ from weir.cluster import WeirClient
 from weir.consuming import GroupConsumer
 from weir.errors import NotLeaderError
 from weir.message import Message
-from weir.v1 import router_pb2, types_pb2
+from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster
 
 from tests.conftest import ClusterAddresses, eventually, http_get
@@ -36,7 +36,7 @@ async def test_sixteen_partitions_spread_and_publishes_land_where_query_route_sa
     primaries = collections.Counter(entry.primary.node_id for entry in route.partitions)
     assert sorted(primaries.values()) == [5, 5, 6]  # spread evenly over the three nodes
     assert set(primaries) == {node.node_id for node in cluster.nodes}
-    assert all(entry.permission == router_pb2.PERMISSION_READ_WRITE for entry in route.partitions)
+    assert all(entry.permission == "read_write" for entry in route.partitions)
     assert [entry.leader_epoch for entry in route.partitions] == [1] * 16
 
     futures = [
@@ -393,9 +393,7 @@ async def test_a_restarted_node_keeps_its_partitions_and_re_registers(fresh_clus
 
         await eventually(marked_dead, 10, f"{victim.name} marked dead after missing heartbeats")
         dead_route = await client.route("orders", refresh=True)
-        assert [entry.permission for entry in dead_route.partitions if entry.partition in led] == [
-            router_pb2.PERMISSION_NONE
-        ] * len(led)
+        assert [entry.permission for entry in dead_route.partitions if entry.partition in led] == ["none"] * len(led)
 
         victim.start(reuse_ports=True)
 
@@ -408,7 +406,7 @@ async def test_a_restarted_node_keeps_its_partitions_and_re_registers(fresh_clus
         assert [entry.primary.node_id for entry in route_after.partitions] == [
             entry.primary.node_id for entry in route.partitions
         ]
-        assert all(entry.permission == router_pb2.PERMISSION_READ_WRITE for entry in route_after.partitions)
+        assert all(entry.permission == "read_write" for entry in route_after.partitions)
         for partition in led:  # its partitions and their messages are still there, and writable
 
             async def read_back(node: NodeClient, p: int = partition) -> types_pb2.Message:

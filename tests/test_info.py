@@ -1,4 +1,4 @@
-"""weir.info: the SDK's stream and consumer dataclasses against the protos they follow. Each
+"""weir.info and weir.cluster_info: the SDK's dataclasses against the protos they follow. Each
 round-trips a message with every field set (so a field added to the proto and not mapped fails
 here), and each dataclass has exactly the proto's fields, under the same names (pure; no servers)."""
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
-from weir import info
+from weir import cluster_info, info
 from weir.errors import InvalidOptionError
-from weir.v1 import streams_pb2, types_pb2
+from weir.v1 import router_pb2, streams_pb2, types_pb2
 
 # dataclass, the proto it follows, and the proto fields it flattens: field -> the fields it becomes
 FOLLOWS: list[tuple[type[Any], type[ProtoMessage], dict[str, tuple[str, ...]]]] = [
@@ -27,6 +27,13 @@ FOLLOWS: list[tuple[type[Any], type[ProtoMessage], dict[str, tuple[str, ...]]]] 
     (info.ConsumerConfig, types_pb2.ConsumerConfig, {}),
     (info.ConsumerPartitionState, types_pb2.ConsumerPartitionState, {}),
     (info.ConsumerInfo, types_pb2.ConsumerInfo, {}),
+    (info.StreamUpdate, streams_pb2.UpdateStreamResponse, {}),
+]
+# weir.cluster_info's: each follows its proto field for field, under the same names (ProtoMirror)
+FOLLOWS += [
+    (mirror, mirror._proto, {})
+    for mirror in (getattr(cluster_info, name) for name in cluster_info.__all__)
+    if isinstance(mirror, type) and issubclass(mirror, cluster_info.ProtoMirror)
 ]
 
 
@@ -123,3 +130,42 @@ def test_the_dataclasses_are_frozen_values() -> None:
         config.ack_wait_ms = 2  # type: ignore[misc]
     assert dataclasses.replace(config, ack_wait_ms=2) == info.ConsumerConfig("c", ack_wait_ms=2)
     assert hash(config) == hash(info.ConsumerConfig("c", ack_wait_ms=1_000))
+
+
+def test_every_cluster_info_answer_is_checked_here() -> None:
+    """Each of weir.cluster_info's dataclasses is in FOLLOWS (and so round-trips every field)."""
+    mirrors = {cls for cls, _, _ in FOLLOWS if issubclass(cls, cluster_info.ProtoMirror)}
+    assert len(mirrors) == 24
+    assert {router_pb2.QueryRouteResponse, router_pb2.GetClusterStreamStatsResponse, types_pb2.ClusterAnalytics} <= {
+        cls._proto for cls in mirrors
+    }
+
+
+def test_unset_messages_and_optional_fields_are_none_and_stay_unset() -> None:
+    stats = cluster_info.ClusterStats.from_proto(router_pb2.GetClusterStreamStatsResponse(total_bytes=5))
+    assert stats.analytics is None and not stats.to_proto().HasField("analytics")
+    record = cluster_info.ScheduledMessage.from_proto(types_pb2.Message(seq=3, key=b""))
+    assert record.key == b"" and record.to_proto().HasField("key")  # an empty key is a key
+    assert cluster_info.ScheduledMessage.from_proto(types_pb2.Message(seq=3)).key is None
+
+
+def test_a_route_reads_as_the_proto_does() -> None:
+    proto = router_pb2.QueryRouteResponse(config=types_pb2.StreamConfig(name="orders", partitions=1))
+    proto.partitions.add(
+        partition=0,
+        primary=router_pb2.Broker(node_id="node-1", address="127.0.0.1:7601", alive=True),
+        secondaries=[router_pb2.Broker(node_id="node-2")],
+        leader_epoch=4,
+        permission=router_pb2.PERMISSION_READ_WRITE,
+    )
+    route = cluster_info.Route.from_proto(proto)
+    (entry,) = route.partitions
+    assert (route.config.name, entry.primary.address, entry.leader_epoch, entry.permission) == (
+        "orders",
+        "127.0.0.1:7601",
+        4,
+        "read_write",
+    )
+    assert entry.secondaries == (cluster_info.Broker("node-2"),)
+    with pytest.raises(InvalidOptionError, match="permission: enum value 99 is unknown"):
+        cluster_info.PartitionRoute.from_proto(router_pb2.PartitionRoute(permission=99))  # type: ignore[arg-type]

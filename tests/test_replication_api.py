@@ -1378,7 +1378,7 @@ async def test_replicate_stream_update_applies_only_the_routers_current_config(
 
     # An UpdateStream through the router changes every copy and the record; replaying the config
     # from before it is then stale and changes nothing.
-    await manual_client.update_stream(streams_pb2.UpdateStreamRequest(name=stream_name, max_msgs=10))
+    await manual_client.update_stream(stream_name, max_msgs=10)
     current = (await stream_record(manual, stream_name)).config
     assert current.limits.max_msgs == 10
     for node in manual.nodes:

@@ -901,7 +901,7 @@ async def test_transactional_commit_and_rollback(rocketmq: RocketMQClient, sdk: 
     assert (delivered.body, delivered.system_attribute.message_id) == (b"commit me", "TX-C")
     assert delivered.system_attribute.message_type == transaction
     assert list((await rocketmq.receive(topic, "tx-readers", 0, await_ms=500)).messages) == []
-    assert (await sdk.list_scheduled(topic, 0, held_only=True)).messages == []
+    assert (await sdk.list_scheduled(topic, 0, held_only=True)).messages == ()
 
 
 async def test_an_orphaned_transaction_is_resolved_through_multiplexing_call(

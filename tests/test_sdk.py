@@ -6,6 +6,7 @@ node and cluster clients return one publish result type. Real clusters over real
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.metadata
 import inspect
 import os
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Any, get_args
 
@@ -65,6 +67,46 @@ def test_every_public_member_says_what_it_does_and_the_version_is_the_distributi
         ]
     assert undocumented == []
     assert weir.__version__ == importlib.metadata.version("weir")
+
+
+WIRE_LEVEL_ESCAPE_HATCHES = {"node", "leader", "on_leader"}  # documented: they hand out a NodeClient
+
+
+def _wire_types_in(hint: Any, seen: set[Any]) -> list[str]:
+    """The generated protobuf types (a `*_pb2` module's, or google.protobuf's) and NodeClient that
+    `hint` mentions: in its arguments (`list[X]`, `X | None`, `Callable[[X], Y]`) and, for a
+    dataclass of the SDK, in its fields' types, at any depth."""
+    if isinstance(hint, list):  # a Callable's parameters
+        return [found for item in hint for found in _wire_types_in(item, seen)]
+    if hint in seen:
+        return []
+    seen.add(hint)
+    module = getattr(hint, "__module__", "") or ""
+    found = [f"{module}.{getattr(hint, '__qualname__', hint)}"] if module.endswith("_pb2") else []
+    if module.startswith("google.protobuf") or hint is NodeClient:
+        found.append(f"{module}.{getattr(hint, '__qualname__', hint)}")
+    for argument in get_args(hint):
+        found += _wire_types_in(argument, seen)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type) and module.startswith("weir."):
+        hints = typing.get_type_hints(hint)  # its fields' (not its ClassVars', such as the proto it follows)
+        for field in dataclasses.fields(hint):
+            found += _wire_types_in(hints[field.name], seen)
+    return found
+
+
+def test_client_takes_and_returns_no_generated_protobuf_type() -> None:
+    """Issue 52: every public method of weir.Client takes and returns the SDK's own types, down to
+    the fields of the dataclasses it returns; only the documented wire-level escape hatches (`node`,
+    `leader`, `on_leader`) hand out a NodeClient, which answers in weir.v1's messages."""
+    leaks = []
+    for name, method in inspect.getmembers(Client, callable):
+        if name.startswith("_") or name in WIRE_LEVEL_ESCAPE_HATCHES:
+            continue
+        for parameter, hint in typing.get_type_hints(method).items():
+            leaks += [f"Client.{name} {parameter}: {found}" for found in _wire_types_in(hint, set())]
+    assert leaks == []
+    for name in WIRE_LEVEL_ESCAPE_HATCHES:
+        assert "wire-level escape hatch" in " ".join((inspect.getdoc(getattr(Client, name)) or "").split()), name
 
 
 def test_the_cli_s_light_copies_of_the_sdk_s_choices_agree_with_the_protos() -> None:

@@ -223,7 +223,7 @@ async def stats(args: argparse.Namespace) -> int:
     async with cluster_client(args) as client:
         figures = await client.cluster_stats(include_per_stream=not args.nodes_only)
     if args.analytics:
-        if not figures.HasField("analytics"):
+        if figures.analytics is None:
             raise CliError(
                 "no analytics figures yet: start the job (weir cluster up --analytics, or the spark-analytics "
                 "service) and let it finish a micro-batch"

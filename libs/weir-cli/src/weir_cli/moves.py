@@ -5,32 +5,29 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from weir.cluster import Client
+from weir.cluster_info import MoveProgress, PlannedMove, RebalancePlan
 from weir.errors import WeirError
-from weir.v1 import router_pb2
 
 from weir_cli.cli_error import CliError
 from weir_cli.output import emit, progress, proto_dict, table
 from weir_cli.target import cluster_client
 
 
-def _progress_line(item: router_pb2.MoveProgress) -> str:
+def _progress_line(item: MoveProgress) -> str:
     return f"[{item.elapsed_ms / 1000:6.1f}s] {item.step}: {item.message} (epoch {item.leader_epoch})"
 
 
-async def _run_move(
-    client: Client, move: router_pb2.PlannedMove | Any, args: argparse.Namespace
-) -> router_pb2.MoveProgress:
+async def _run_move(client: Client, move: PlannedMove, args: argparse.Namespace) -> MoveProgress:
     """One move, its progress on stderr (or as JSON lines on stdout with --json); the last item."""
-    last = router_pb2.MoveProgress()
+    last = MoveProgress()
     async for item in client.move_partition(
         move.stream, move.partition, move.from_node_id, move.to_node_id, catch_up_timeout_ms=args.catch_up_timeout_ms
     ):
         last = item
         if args.json:
-            print(json.dumps(proto_dict(item)), flush=True)
+            print(json.dumps(proto_dict(item.to_proto())), flush=True)
         else:
             progress(_progress_line(item))
     return last
@@ -45,9 +42,7 @@ async def stream_move(args: argparse.Namespace) -> int:
             if args.partition >= len(route.partitions):
                 raise CliError(f"stream {args.name!r} has {len(route.partitions)} partition(s)")
             from_node = route.partitions[args.partition].primary.node_id
-        move = router_pb2.PlannedMove(
-            stream=args.name, partition=args.partition, from_node_id=from_node, to_node_id=args.to_node
-        )
+        move = PlannedMove(stream=args.name, partition=args.partition, from_node_id=from_node, to_node_id=args.to_node)
         last = await _run_move(client, move, args)
     if not args.json:
         print(
@@ -76,7 +71,7 @@ async def _pin(args: argparse.Namespace, pinned: bool) -> int:
     return 0
 
 
-def _shares(plan: router_pb2.PlanRebalanceResponse) -> str:
+def _shares(plan: RebalancePlan) -> str:
     after = {share.node_id: share for share in plan.after}
     rows = [
         (share.node_id, share.copies, after[share.node_id].copies, share.leads, after[share.node_id].leads)
@@ -91,7 +86,7 @@ async def cluster_rebalance(args: argparse.Namespace) -> int:
     async with cluster_client(args) as client:
         plan = await client.plan_rebalance(args.max_moves)
         if args.json:
-            print(json.dumps(proto_dict(plan)), flush=True)
+            print(json.dumps(proto_dict(plan.to_proto())), flush=True)
         else:
             print(_shares(plan))
             print(f"{len(plan.moves)} move(s) planned" + (" (dry run: nothing moved)" if args.dry_run else ""))

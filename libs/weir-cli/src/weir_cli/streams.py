@@ -16,7 +16,7 @@ from typing import Any
 from weir.client import NodeClient, stream_config
 from weir.cluster import Client
 from weir.errors import NoSuchStreamError
-from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo
+from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo, StreamUpdate
 from weir.message import Message, PublishAck
 from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import streams_pb2, types_pb2
@@ -53,6 +53,12 @@ class Target:
         if isinstance(self.client, Client):
             return await self.client.create_stream(config)
         return StreamConfig.from_proto(await self.client.create_stream(config))
+
+    async def update_stream(self, name: str, changes: dict[str, int]) -> StreamUpdate:
+        if isinstance(self.client, Client):
+            return await self.client.update_stream(name, **changes)
+        request = streams_pb2.UpdateStreamRequest(name=name, **changes)
+        return StreamUpdate.from_proto(await self.client.update_stream(request))
 
     async def create_consumer(self, stream: str, config: ConsumerConfig) -> ConsumerInfo:
         if isinstance(self.client, Client):
@@ -177,17 +183,14 @@ _UPDATABLE = (
 
 
 async def stream_update(args: argparse.Namespace) -> int:
-    request = streams_pb2.UpdateStreamRequest(name=args.name)
-    changed = [field for field in _UPDATABLE if getattr(args, field) is not None]
-    if not changed:
+    changes = {field: getattr(args, field) for field in _UPDATABLE if getattr(args, field) is not None}
+    if not changes:
         flags = ", ".join("--" + field.replace("_", "-") for field in _UPDATABLE)
         raise CliError(f"weir stream update: nothing to change; give one of {flags}", status=2)
-    for field in changed:
-        setattr(request, field, getattr(args, field))
     async with target(args) as to:
-        response = await to.client.update_stream(request)
-    summary = ", ".join(f"{field} {getattr(args, field)}" for field in changed)
-    emit(response, args.json, f"updated stream {args.name}: {summary}; {response.pruned} message(s) pruned")
+        update = await to.update_stream(args.name, changes)
+    summary = ", ".join(f"{field} {value}" for field, value in changes.items())
+    emit(update, args.json, f"updated stream {args.name}: {summary}; {update.pruned} message(s) pruned")
     return 0
 
 

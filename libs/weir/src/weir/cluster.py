@@ -27,8 +27,11 @@ was lost is delivered again.
 Shutdown: `await client.close()` flushes queued publishes and closes every channel;
 `await member.stop()` finishes in-flight batches and leaves the group.
 
-Layout: the batcher is `weir.batching.PublishBatcher`; the router's admin calls (streams,
-consumers, moves, scrub) are `weir.router_client.RouterAdmin`, which `Client` inherits.
+Layout: the batcher is `weir.batching.PublishBatcher`; routes and the router's admin calls (streams,
+consumers, moves, scrub) are `weir.router_client.RouterAdmin`, the per-partition ones
+`weir.partition_admin.PartitionAdmin`, which `Client` inherits. Every public method takes and
+returns the SDK's own types (weir.info, weir.cluster_info, weir.message) but `node`, `leader` and
+`on_leader`, the wire-level escape hatch to a NodeClient (tests/test_sdk.py checks it).
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ from weir.client import (
     ACK_LEVELS,
     DEFAULT_TIMEOUT_S,
     NodeClient,
-    endpoints_of,
     headers_of,
 )
+from weir.cluster_info import Route
 from weir.consuming import GroupConsumer, Subscription
 from weir.errors import InvalidArgumentError, UnavailableError, WeirError
 from weir.info import ConsumerConfig
@@ -135,6 +138,7 @@ class Client(RouterAdmin, PartitionAdmin):
         self._msg_id_prefix = secrets.token_urlsafe(12)
         self._msg_counter = itertools.count(1)
         self._routes: dict[str, router_pb2.QueryRouteResponse] = {}
+        self._route_views: dict[str, tuple[router_pb2.QueryRouteResponse, Route]] = {}
         self._round_robin: dict[str, itertools.cycle[int]] = {}
         self._nodes: dict[str, NodeClient] = {}
         limits = BatchLimits(
@@ -197,28 +201,19 @@ class Client(RouterAdmin, PartitionAdmin):
     async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         return await self._retrying(lambda: self.router.call(method, request, timeout_s))
 
-    async def route(self, stream: str, *, refresh: bool = False) -> router_pb2.QueryRouteResponse:
-        """The stream's route (cached; `refresh` asks the router again). Errors: NoSuchStreamError."""
-        if not refresh:
-            cached = self._routes.get(stream)
-            if cached is not None:
-                return cached
-        request = router_pb2.QueryRouteRequest(stream=stream, endpoints=endpoints_of(self.router.address))
-        route: router_pb2.QueryRouteResponse = await self._router_call("QueryRoute", request)
-        self._routes[stream] = route
-        return route
-
     def node(self, address: str) -> NodeClient:
-        """The client of the node at `address` ("host:port"), made once and kept until `close`."""
+        """The client of the node at `address` ("host:port"), made once and kept until `close`: the
+        wire-level escape hatch (NodeClient answers in weir.v1's protobuf messages, by design)."""
         client = self._nodes.get(address)
         if client is None:
             client = self._nodes[address] = NodeClient(address, timeout_s=self.timeout_s, tls=self.tls)
         return client
 
     async def leader(self, stream: str, partition: int) -> NodeClient:
-        """The client of the partition's primary, from the cached route. Errors:
+        """The client of the partition's primary, from the cached route (a NodeClient: the
+        wire-level escape hatch, answering in weir.v1's protobuf messages). Errors:
         NoSuchPartitionError-like InvalidArgumentError, UnavailableError (primary dead)."""
-        route = await self.route(stream)
+        route = await self._route(stream)
         if partition >= len(route.partitions):
             raise InvalidArgumentError(
                 f"stream {stream!r} has {len(route.partitions)} partition(s); partition {partition} does not exist"
@@ -231,7 +226,8 @@ class Client(RouterAdmin, PartitionAdmin):
         return self.node(entry.primary.address)
 
     async def on_leader(self, stream: str, partition: int, call: Callable[[NodeClient], Awaitable[T]]) -> T:
-        """Run `call` against the partition's primary, with retries and route refreshes."""
+        """Run `call` against the partition's primary (a NodeClient: the wire-level escape hatch,
+        for what the SDK's own calls do not give), with retries and route refreshes."""
 
         async def once() -> T:
             return await call(await self.leader(stream, partition))
@@ -242,7 +238,7 @@ class Client(RouterAdmin, PartitionAdmin):
         """The partition a message goes to: hash(key) mod partitions (kafka-pixy's hashing; an empty
         key hashes like any other), round robin from a random start when `key` is None. Errors:
         NoSuchStreamError."""
-        route = await self.route(stream)
+        route = await self._route(stream)
         partitions = len(route.partitions)
         if key is not None:
             return partition_for_key(key, partitions)

@@ -3,6 +3,7 @@ generated protobuf messages, so a program that uses the SDK never imports weir.v
 
 - `StreamConfig` (and its `StreamSource`s): a stream as it is asked for (`weir.stream_config(...)`)
   and as it is (`StreamInfo.config`, what `Client.create_stream` returns).
+- `StreamUpdate`: what `Client.update_stream` did (the effective config and the messages pruned).
 - `StreamInfo`: a stream's config, totals, per-partition stats (`PartitionInfo`), sources' status
   (`SourceStatus`) and, through a router, its placement (`PartitionPlacement`) and pinned partitions.
 - `ConsumerConfig` (`weir.consumer_config(...)`) and `ConsumerInfo`, with each partition's
@@ -412,6 +413,25 @@ class StreamInfo:
         return proto
 
 
+@dataclass(frozen=True, slots=True)
+class StreamUpdate:
+    """What `Client.update_stream` did (streams.proto UpdateStreamResponse): the stream's effective
+    `config` after the change (defaults filled in) and `pruned`, the messages removed to bring every
+    partition under the new bounds (0 when no bound was lowered)."""
+
+    config: StreamConfig
+    pruned: int = 0
+
+    @classmethod
+    def from_proto(cls, proto: streams_pb2.UpdateStreamResponse) -> StreamUpdate:
+        """The outcome an UpdateStreamResponse holds."""
+        return cls(config=StreamConfig.from_proto(proto.config), pruned=proto.pruned)
+
+    def to_proto(self) -> streams_pb2.UpdateStreamResponse:
+        """This outcome as an UpdateStreamResponse."""
+        return streams_pb2.UpdateStreamResponse(config=self.config.to_proto(), pruned=self.pruned)
+
+
 # -- consumers ----------------------------------------------------------------------------------------
 
 
@@ -603,4 +623,5 @@ __all__ = [
     "StreamConfig",
     "StreamInfo",
     "StreamSource",
+    "StreamUpdate",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from weir.client import NodeClient
+from weir.cluster_info import ScheduledPage
 from weir.errors import InvalidArgumentError
 from weir.v1 import router_pb2, streams_pb2
 
@@ -20,12 +21,12 @@ T = TypeVar("T")
 
 
 class PartitionAdmin:
-    """The per-partition admin calls of `Client`, over its `on_leader` and `route`."""
+    """The per-partition admin calls of `Client`, over its `on_leader` and `_route`."""
 
     async def on_leader(self, stream: str, partition: int, call: Callable[[NodeClient], Awaitable[T]]) -> T:
         raise NotImplementedError
 
-    async def route(self, stream: str, *, refresh: bool = False) -> router_pb2.QueryRouteResponse:
+    async def _route(self, stream: str, *, refresh: bool = False) -> router_pb2.QueryRouteResponse:
         raise NotImplementedError
 
     async def seq_at_time(self, stream: str, partition: int, time_ms: int) -> int:
@@ -42,15 +43,19 @@ class PartitionAdmin:
 
     async def list_scheduled(
         self, stream: str, partition: int, *, held_only: bool = False, from_seq: int = 0, max_messages: int = 0
-    ) -> streams_pb2.ListScheduledResponse:
-        """The scheduled (or only held) messages a partition's primary still holds, in seq order."""
-        return await self.on_leader(
+    ) -> ScheduledPage:
+        """One page of the scheduled (or, with `held_only`, only held) messages a partition's
+        primary still holds, in seq order from `from_seq` (0 = the oldest), at most `max_messages`
+        (0 = 100; at most 10,000): weir.ScheduledPage, whose `next_seq` starts the next page (0
+        after the last). Errors: NoSuchStreamError, InvalidArgumentError (no such partition)."""
+        page = await self.on_leader(
             stream,
             partition,
             lambda client: client.list_scheduled(
                 stream, partition, held_only=held_only, from_seq=from_seq, max_messages=max_messages
             ),
         )
+        return ScheduledPage.from_proto(page)
 
     async def seek_consumer(
         self,
@@ -71,7 +76,7 @@ class PartitionAdmin:
         InvalidArgumentError."""
         if sum((seq is not None, time_ms is not None, end)) != 1:
             raise InvalidArgumentError("give exactly one of seq, time_ms or end")
-        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
+        partitions = [partition] if partition is not None else range(len((await self._route(stream)).partitions))
         moved: dict[int, int] = {}
         for index in partitions:
 
@@ -85,7 +90,7 @@ class PartitionAdmin:
         """Remove the messages of `partition` (every partition when None) below `keep_from_seq`
         (None: all of them); seqs keep counting. Returns how many were removed. Errors:
         NoSuchStreamError, InvalidArgumentError (no such partition)."""
-        partitions = [partition] if partition is not None else range(len((await self.route(stream)).partitions))
+        partitions = [partition] if partition is not None else range(len((await self._route(stream)).partitions))
         purged = 0
         for index in partitions:
 

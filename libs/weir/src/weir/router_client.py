@@ -1,6 +1,8 @@
 """weir.v1.Router from the SDK: `RouterClient` (a set of routers, moving on to the next while one is
-unreachable) and `RouterAdmin`, the stream, consumer and cluster admin calls of `weir.cluster.Client`
-(each one Router call, with the client's retries; streams.proto and router.proto give the shapes).
+unreachable) and `RouterAdmin`, the routes and the stream, consumer and cluster admin calls of
+`weir.cluster.Client` (each one Router call, with the client's retries; streams.proto and router.proto
+give the shapes). They answer in the SDK's dataclasses (weir.info, weir.cluster_info); only the
+client's own routing reads the protobuf route (`_route`).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from typing import Any
 import grpc
 
 from weir import tls as tls_module
-from weir.client import CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, typed_stream
+from weir.client import CHANNEL_OPTIONS, DEFAULT_TIMEOUT_S, endpoints_of, typed_stream
+from weir.cluster_info import ClusterInfo, ClusterStats, GroupInfo, MoveProgress, RebalancePlan, Route, ScrubStart
 from weir.errors import InvalidArgumentError, TlsHandshakeError, UnavailableError, WeirError, describe_tls_failure
-from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo
+from weir.info import ConsumerConfig, ConsumerInfo, StreamConfig, StreamInfo, StreamUpdate
 from weir.v1 import router_pb2, router_pb2_grpc, streams_pb2
 
 NO_ROUTER_HINT = (
@@ -105,15 +108,38 @@ class RouterClient:
 
 
 class RouterAdmin:
-    """The admin calls `Client` makes through the router. A client gives `router`, its route cache
-    `_routes` (a create or delete forgets the stream's route) and `_router_call` (one call with
-    its retries)."""
+    """The admin calls `Client` makes through the router, and its routes. A client gives `router`,
+    its route cache `_routes` (a create or delete forgets the stream's route), `_route_views` (each
+    cached route as a weir.Route, made once) and `_router_call` (one call with its retries)."""
 
     router: RouterClient
     _routes: dict[str, router_pb2.QueryRouteResponse]
+    _route_views: dict[str, tuple[router_pb2.QueryRouteResponse, Route]]
 
     async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any:
         raise NotImplementedError
+
+    async def _route(self, stream: str, *, refresh: bool = False) -> router_pb2.QueryRouteResponse:
+        """The stream's route as the router sent it (cached; `refresh` asks the router again): the
+        client's own routing reads it. Errors: NoSuchStreamError."""
+        if not refresh:
+            cached = self._routes.get(stream)
+            if cached is not None:
+                return cached
+        request = router_pb2.QueryRouteRequest(stream=stream, endpoints=endpoints_of(self.router.address))
+        route: router_pb2.QueryRouteResponse = await self._router_call("QueryRoute", request)
+        self._routes[stream] = route
+        return route
+
+    async def route(self, stream: str, *, refresh: bool = False) -> Route:
+        """The stream's route (weir.Route: its config and each partition's primary, secondaries,
+        leader epoch and permission; cached, `refresh` asks the router again). Errors:
+        NoSuchStreamError."""
+        proto = await self._route(stream, refresh=refresh)
+        view = self._route_views.get(stream)
+        if view is None or view[0] is not proto:
+            view = self._route_views[stream] = (proto, Route.from_proto(proto))
+        return view[1]
 
     async def create_stream(self, config: StreamConfig) -> StreamConfig:
         """Place and create a stream (`weir.stream_config(...)`; idempotent for the same config);
@@ -129,11 +155,38 @@ class RouterAdmin:
         await self._router_call("DeleteStream", streams_pb2.DeleteStreamRequest(name=name))
         self._routes.pop(name, None)
 
-    async def update_stream(self, request: streams_pb2.UpdateStreamRequest) -> streams_pb2.UpdateStreamResponse:
-        """Change a stream's limits (UpdateStreamRequest: name and the fields to change; lowering one
-        prunes at once; `response.pruned` counts the messages removed). Errors: NoSuchStreamError,
-        InvalidConfigError."""
-        return await self._router_call("UpdateStream", request)  # type: ignore[no-any-return]
+    async def update_stream(
+        self,
+        name: str,
+        *,
+        max_age_ms: int | None = None,
+        max_msgs: int | None = None,
+        max_bytes: int | None = None,
+        max_msgs_per_subject: int | None = None,
+        max_msg_bytes: int | None = None,
+        duplicate_window_ms: int | None = None,
+        duplicate_window_max_msgs: int | None = None,
+    ) -> StreamUpdate:
+        """Change a stream's mutable settings (streams.proto UpdateStreamRequest); None leaves one
+        as it is. The bounds `max_age_ms` (ms), `max_msgs`, `max_bytes` and `max_msgs_per_subject`
+        (per partition): 0 clears the bound (no bound); lowering one prunes at once.
+        `max_msg_bytes` (bytes; 0 = the node's maximum), `duplicate_window_ms` (ms) and
+        `duplicate_window_max_msgs`: 0 = back to the default. Returns the effective config and how
+        many messages were pruned (weir.StreamUpdate). Errors: NoSuchStreamError,
+        InvalidConfigError, PermissionDeniedError."""
+        changes = {
+            "max_age_ms": max_age_ms,
+            "max_msgs": max_msgs,
+            "max_bytes": max_bytes,
+            "max_msgs_per_subject": max_msgs_per_subject,
+            "max_msg_bytes": max_msg_bytes,
+            "duplicate_window_ms": duplicate_window_ms,
+            "duplicate_window_max_msgs": duplicate_window_max_msgs,
+        }
+        request = streams_pb2.UpdateStreamRequest(
+            name=name, **{field: value for field, value in changes.items() if value is not None}
+        )
+        return StreamUpdate.from_proto(await self._router_call("UpdateStream", request))
 
     async def stream_info(self, name: str) -> StreamInfo:
         """The stream's effective config, totals, each partition's stats (first/last seq,
@@ -171,29 +224,30 @@ class RouterAdmin:
         response = await self._router_call("ListConsumers", streams_pb2.ListConsumersRequest(stream=stream))
         return [ConsumerInfo.from_proto(info) for info in response.consumers]
 
-    async def cluster_stats(self, include_per_stream: bool = True) -> router_pb2.GetClusterStreamStatsResponse:
-        """Cluster-wide figures (GetClusterStreamStatsResponse: per node, per stream with
-        `include_per_stream`, skew, and the analytics job's latest window when it runs)."""
+    async def cluster_stats(self, include_per_stream: bool = True) -> ClusterStats:
+        """Cluster-wide figures (weir.ClusterStats: per node, per stream with `include_per_stream`,
+        totals, skew, and the analytics job's latest figures when it runs)."""
         request = router_pb2.GetClusterStreamStatsRequest(include_per_stream=include_per_stream)
-        return await self._router_call("GetClusterStreamStats", request)  # type: ignore[no-any-return]
+        return ClusterStats.from_proto(await self._router_call("GetClusterStreamStats", request))
 
-    async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
-        """A consumer group's live members and the partitions each holds. Errors:
-        NoSuchStreamError, InvalidNameError."""
+    async def group_info(self, stream: str, group: str) -> GroupInfo:
+        """A consumer group's generation, live members and the partitions each holds (weir.GroupInfo).
+        Errors: NoSuchStreamError, InvalidNameError."""
         request = router_pb2.GetGroupInfoRequest(stream=stream, group=group)
-        return await self._router_call("GetGroupInfo", request)  # type: ignore[no-any-return]
+        return GroupInfo.from_proto(await self._router_call("GetGroupInfo", request))
 
-    async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
-        """The cluster's nodes (id, address, alive, scrub passes) and the controller router's id
-        (GetClusterInfoResponse)."""
-        return await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest())  # type: ignore[no-any-return]
+    async def cluster_info(self) -> ClusterInfo:
+        """The cluster's nodes (id, addresses, alive, scrub passes, ...) and the controller router's
+        id (weir.ClusterInfo)."""
+        return ClusterInfo.from_proto(await self._router_call("GetClusterInfo", router_pb2.GetClusterInfoRequest()))
 
-    def move_partition(
+    async def move_partition(
         self, stream: str, partition: int, from_node_id: str, to_node_id: str, *, catch_up_timeout_ms: int = 0
-    ) -> AsyncIterator[router_pb2.MoveProgress]:
+    ) -> AsyncIterator[MoveProgress]:
         """Move a partition's copy from one node to another while it serves (Router.MovePartition):
-        yields each step's progress (add_copy, catch_up every second, hand_over, remove_copy, done).
-        Errors (raised as it iterates): InvalidArgumentError, NoSuchStreamError,
+        yields each step's weir.MoveProgress (add_copy, catch_up every second, hand_over,
+        remove_copy, done). `catch_up_timeout_ms`: how long the new copy may take to catch up (ms;
+        0 = 600 000). Errors (raised as it iterates): InvalidArgumentError, NoSuchStreamError,
         FailedPreconditionError (pinned, no copy there, target down or already holding one, the
         placement changed meanwhile: run it again), UnavailableError, PermissionDeniedError."""
         request = router_pb2.MovePartitionRequest(
@@ -203,13 +257,15 @@ class RouterAdmin:
             to_node_id=to_node_id,
             catch_up_timeout_ms=catch_up_timeout_ms,
         )
-        return self.router.stream("MovePartition", request)
+        async for item in self.router.stream("MovePartition", request):
+            yield MoveProgress.from_proto(item)
 
-    async def plan_rebalance(self, max_moves: int = 0) -> router_pb2.PlanRebalanceResponse:
-        """Router.PlanRebalance: the moves that even out copies and primaries over the alive nodes
-        (nothing is moved; run each with `move_partition`), and each node's share before and after."""
+    async def plan_rebalance(self, max_moves: int = 0) -> RebalancePlan:
+        """Router.PlanRebalance: the moves (at most `max_moves`; 0 = 100) that even out copies and
+        primaries over the alive nodes (nothing is moved; run each with `move_partition`), and each
+        node's share before and after (weir.RebalancePlan)."""
         request = router_pb2.PlanRebalanceRequest(max_moves=max_moves)
-        return await self._router_call("PlanRebalance", request)  # type: ignore[no-any-return]
+        return RebalancePlan.from_proto(await self._router_call("PlanRebalance", request))
 
     async def set_partition_pinned(self, stream: str, partition: int, pinned: bool) -> list[int]:
         """Pin (or unpin) a partition: no move and no preferred-leader rebalance touches a pinned
@@ -218,8 +274,9 @@ class RouterAdmin:
         response = await self._router_call("SetPartitionPinned", request)
         return list(response.pinned_partitions)
 
-    async def start_scrub(self) -> router_pb2.StartScrubResponse:
-        """Start a scrub pass on every alive node now (Router.StartScrub); `cluster_info()` shows
-        each node's scrub_passes grow by one when its pass ends. Errors: PermissionDeniedError
-        without admin on every stream (with an auth file)."""
-        return await self._router_call("StartScrub", router_pb2.StartScrubRequest())  # type: ignore[no-any-return]
+    async def start_scrub(self) -> ScrubStart:
+        """Start a scrub pass on every alive node now (Router.StartScrub); returns whether each node
+        started one and its passes so far (weir.ScrubStart). `cluster_info()` shows each node's
+        scrub_passes grow by one when its pass ends. Errors: PermissionDeniedError without admin on
+        every stream (with an auth file)."""
+        return ScrubStart.from_proto(await self._router_call("StartScrub", router_pb2.StartScrubRequest()))

@@ -20,10 +20,9 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from weir import Client, Message, StreamConfig, StreamInfo
+from weir import Client, Message, PartitionRoute, StreamConfig, StreamInfo
 from weir.errors import InvalidArgumentError, WeirError
 from weir.subjects import validate_name
-from weir.v1 import router_pb2
 
 from weir_gateway.kafka_pixy.feeds import FeedSettings, GroupFeeds
 
@@ -284,7 +283,7 @@ def _config_strings(config: StreamConfig) -> dict[str, str]:
     return values
 
 
-def _partition_metadata(entry: router_pb2.PartitionRoute, info: StreamInfo) -> PartitionMetadata:
+def _partition_metadata(entry: PartitionRoute, info: StreamInfo) -> PartitionMetadata:
     stats = next((p for p in info.partitions if p.partition == entry.partition), None)
     leader = broker_id(entry.primary.node_id) if entry.primary.alive else -1
     replicas = [broker_id(entry.primary.node_id)] + [broker_id(s.node_id) for s in entry.secondaries]

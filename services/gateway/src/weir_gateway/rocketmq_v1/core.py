@@ -133,7 +133,7 @@ class RocketMQCore:
         stream = mapping.weir_name_of(namespace, topic)
         route = await self.client.route(stream, refresh=True)
         partitions = [
-            RoutePartition(entry.partition, entry.permission == router_pb2.PERMISSION_READ_WRITE)
+            RoutePartition(entry.partition, entry.permission == "read_write")
             for entry in sorted(route.partitions, key=lambda entry: entry.partition)
         ]
         return stream, partitions

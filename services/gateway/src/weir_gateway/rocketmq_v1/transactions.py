@@ -33,8 +33,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from weir import Client
+from weir.client import NodeClient
 from weir.errors import InvalidArgumentError, NoSuchMessageError, WeirError
-from weir.v1 import types_pb2
+from weir.v1 import streams_pb2, types_pb2
 
 from weir_gateway import metrics
 from weir_gateway.rocketmq_v1 import mapping
@@ -196,9 +197,13 @@ class Transactions:
         """Hand the due held records of one partition to waiting polls (bounded, see the module)."""
         from_seq, scanned, handed = 0, 0, 0
         while scanned < MAX_SCANNED_PER_PARTITION:
-            page = await self.client.list_scheduled(
-                stream, partition, held_only=True, from_seq=from_seq, max_messages=PAGE_MESSAGES
-            )
+
+            async def read(node: NodeClient, start: int = from_seq) -> streams_pb2.ListScheduledResponse:
+                return await node.list_scheduled(  # the records as stored: an Orphan carries one on
+                    stream, partition, held_only=True, from_seq=start, max_messages=PAGE_MESSAGES
+                )
+
+            page = await self.client.on_leader(stream, partition, read)
             for record in page.messages:
                 scanned += 1
                 if self._due(stream, partition, record) and self._offer(stream, partition, record):

@@ -22,6 +22,7 @@ import asyncio
 from typing import Any
 
 from weir import Client
+from weir.cluster_info import ClusterInfo, MoveProgress
 from weir.errors import (
     FailedPreconditionError,
     InvalidArgumentError,
@@ -29,7 +30,7 @@ from weir.errors import (
     UnavailableError,
     WeirError,
 )
-from weir.v1 import router_pb2, streams_pb2
+from weir.v1 import streams_pb2
 
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
@@ -41,7 +42,7 @@ INFO_CONCURRENCY = 16  # stream infos asked at once by the listing calls
 class NodeNumbers:
     """Node ids <-> the seed's numbers, from one GetClusterInfo."""
 
-    def __init__(self, info: router_pb2.GetClusterInfoResponse) -> None:
+    def __init__(self, info: ClusterInfo) -> None:
         self.number = {node.node_id: node.number for node in info.nodes}
         self.node_id = {node.number: node.node_id for node in info.nodes if node.number}
         self.alive = {node.node_id for node in info.nodes if node.alive}
@@ -119,8 +120,8 @@ class ClusterAdmin:
                 )
         return seed.ListStreamAuthorityOverridesResponse(**OK, entries=entries)
 
-    async def _move(self, stream: str, from_node_id: str, to_node_id: str, timeout_ms: int) -> router_pb2.MoveProgress:
-        last = router_pb2.MoveProgress()
+    async def _move(self, stream: str, from_node_id: str, to_node_id: str, timeout_ms: int) -> MoveProgress:
+        last = MoveProgress()
         async for item in self.client.move_partition(
             stream, 0, from_node_id, to_node_id, catch_up_timeout_ms=timeout_ms
         ):

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from weir.cluster_info import ClusterStats
 from weir.errors import (
     InvalidArgumentError,
     InvalidConfigError,
@@ -25,7 +26,7 @@ from weir.errors import (
     InvalidSubjectError,
     WeirError,
 )
-from weir.v1 import router_pb2, streams_pb2, types_pb2
+from weir.v1 import streams_pb2, types_pb2
 
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 
@@ -148,14 +149,15 @@ def stream_stats_to_seed(stats: types_pb2.StreamStats) -> seed.StreamStatsPb:
     return seed.StreamStatsPb(last_seq=last_seq, msg_count=stats.msg_count, bytes=stats.bytes)
 
 
-def update_from_seed(request: seed.UpdateStreamRequest) -> streams_pb2.UpdateStreamRequest:
-    """The seed's partial update as Weir's (the same optional fields). `strict_limits` changes
-    nothing: Weir always prunes per message, which meets the approximate mode's bounds too."""
-    update = streams_pb2.UpdateStreamRequest(name=request.name)
-    for field in ("max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes"):
-        if request.HasField(field):
-            setattr(update, field, getattr(request, field))
-    return update
+def update_from_seed(request: seed.UpdateStreamRequest) -> dict[str, int]:
+    """The seed's partial update as `Client.update_stream`'s keyword arguments (the same optional
+    fields, those set). `strict_limits` changes nothing: Weir always prunes per message, which
+    meets the approximate mode's bounds too."""
+    return {
+        field: getattr(request, field)
+        for field in ("max_age_ms", "max_msgs", "max_bytes", "max_msg_bytes")
+        if request.HasField(field)
+    }
 
 
 def consumer_config_from_seed(config: seed.ConsumerConfigPb) -> types_pb2.ConsumerConfig:
@@ -260,9 +262,7 @@ def _spread(values: list[int]) -> int:
     return max(values) - min(values) if values else 0
 
 
-def cluster_stats_to_seed(
-    figures: router_pb2.GetClusterStreamStatsResponse, numbers: Mapping[str, int]
-) -> seed.GetClusterStreamStatsResponse:
+def cluster_stats_to_seed(figures: ClusterStats, numbers: Mapping[str, int]) -> seed.GetClusterStreamStatsResponse:
     """Weir's cluster stats as the seed's: nodes by number (a node that did not answer is
     "unreachable"), each stream owned by its partition 0's primary, stream-count skew over the
     nodes that answered."""

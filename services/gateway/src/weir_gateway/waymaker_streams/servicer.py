@@ -139,9 +139,9 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
 
     @seed_rpc(seed.UpdateStreamResponse)
     async def UpdateStream(self, request: seed.UpdateStreamRequest, context: Any) -> seed.UpdateStreamResponse:
-        updated = await self.client.update_stream(mapping.update_from_seed(request))
+        updated = await self.client.update_stream(request.name, **mapping.update_from_seed(request))
         return seed.UpdateStreamResponse(
-            **OK, config=mapping.stream_config_to_seed(updated.config), pruned=updated.pruned
+            **OK, config=mapping.stream_config_to_seed(updated.config.to_proto()), pruned=updated.pruned
         )
 
     async def WatchStreams(
