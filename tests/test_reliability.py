@@ -403,8 +403,8 @@ REPORT_READING = """## Reading the stalls
   bound can be this short without idle followers leaving the set.
 - **A primary dies** (SIGKILL): publishes to its partitions are retried by the SDK until the
   controller promotes an in-sync replica, once the node's heartbeat expired
-  (`WEIR_NODE_HEARTBEAT_TTL_MS`: 1.5 s here, 5 s by default, so expect about 5-6 s with the
-  defaults) and a controller tick passed.
+  (`WEIR_NODE_HEARTBEAT_TTL_MS`: 1.5 s here, 2 s by default, so expect about 2-3 s with the
+  defaults: `tests/test_default_failover.py`) and a controller tick passed.
 - **A primary pauses** (SIGSTOP): requests it already holds wait until it resumes (it then refuses
   them, its lease having lapsed, and the SDK retries on the new primary) or until the client's
   per-attempt `timeout_s`; the pause lasted 4 s here.

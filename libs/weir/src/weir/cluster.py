@@ -83,7 +83,9 @@ def _is_retryable(error: BaseException) -> bool:
     return isinstance(error, WeirError) and error.retryable
 
 
-_BACKOFF = wait_exponential_jitter(multiplier=0.05, max=1.0, jitter=0.05)
+# 50 ms doubling to 0.5 s: a failover (about 2.25 s with the default heartbeat TTL) is noticed within
+# half a second of its end, so a primary's SIGKILL stalls acks under 3 s (tests/test_default_failover.py).
+_BACKOFF = wait_exponential_jitter(multiplier=0.05, max=0.5, jitter=0.05)
 
 
 def _wait_at_least_as_asked(state: RetryCallState) -> float:

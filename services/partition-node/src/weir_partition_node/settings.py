@@ -102,9 +102,12 @@ class NodeSettings(MetadataRedisSettings, AccessSettings):
     )
     zone: str = Field("", description="Failure zone, registered for placement and operators.")
     capacity: int = Field(1, ge=1, le=1000, description="Relative placement weight.")
-    heartbeat_interval_ms: int = Field(1000, ge=50, description="How often the node refreshes its registration.")
+    heartbeat_interval_ms: int = Field(250, ge=50, description="How often the node refreshes its registration.")
     heartbeat_ttl_ms: int = Field(
-        5000, ge=200, description="A node whose heartbeat is older than this is marked dead by the controller."
+        2000,
+        ge=200,
+        description="A node whose heartbeat is older than this is marked dead by the controller (failover in about "
+        "this plus WEIR_ROUTER_CONTROLLER_TICK_MS); a pause shorter than this less one interval fails nothing over.",
     )
     replica_lag_max_ms: int = Field(
         1000,

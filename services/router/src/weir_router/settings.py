@@ -36,7 +36,7 @@ class RouterSettings(MetadataRedisSettings, AccessSettings):
         3000, ge=300, description="Controller lease length; a dead controller is replaced within about this long."
     )
     controller_tick_ms: int = Field(
-        500, ge=50, description="How often the lease is renewed (or sought) and node liveness checked."
+        250, ge=50, description="How often the lease is renewed (or sought) and node liveness checked."
     )
     group_session_timeout_ms: int = Field(
         6000, ge=100, description="A consumer-group member that does not call QueryAssignment this long leaves."
