@@ -25,15 +25,10 @@ field of every message and fails when a proto field has no dataclass field).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Self
+from typing import Literal
 
-from google.protobuf.message import Message as ProtoMessage
-
-from weir.info import PARTITION_ROLES, PartitionInfo, PartitionRole, StreamConfig, option
-from weir.info import _name as enum_name
+from weir.info import PARTITION_ROLES, PartitionInfo, PartitionRole, ProtoMirror, StreamConfig
 from weir.v1 import router_pb2, streams_pb2, types_pb2
 
 Permission = Literal["none", "read", "write", "read_write"]
@@ -46,57 +41,6 @@ PERMISSIONS: dict[Permission, router_pb2.Permission] = {
     "write": router_pb2.PERMISSION_WRITE,
     "read_write": router_pb2.PERMISSION_READ_WRITE,
 }
-
-
-class ProtoMirror:
-    """A frozen dataclass that follows one protobuf message (`_proto`) field for field, under the
-    same names. A field defaulting to () is a repeated one (a tuple); one defaulting to None is None
-    while the message's field is unset; `_nested` names the class (anything with `from_proto` and
-    `to_proto`) of a message field's values, `_enums` the {name: number} map of an enum field."""
-
-    __slots__ = ()
-    _proto: ClassVar[type[ProtoMessage]]
-    _nested: ClassVar[Mapping[str, Any]] = {}
-    _enums: ClassVar[Mapping[str, Mapping[Any, int]]] = {}
-
-    @classmethod
-    def from_proto(cls, proto: Any) -> Self:
-        """The value a `_proto` message holds. Errors: InvalidOptionError for an enum number this
-        SDK does not know (a newer server's)."""
-        values: dict[str, Any] = {}
-        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
-            name, raw = field.name, getattr(proto, field.name)
-            nested = cls._nested.get(name)
-            if field.default == ():
-                values[name] = tuple(nested.from_proto(item) for item in raw) if nested else tuple(raw)
-            elif field.default is None and not proto.HasField(name):
-                values[name] = None
-            elif nested is not None:
-                values[name] = nested.from_proto(raw)
-            elif name in cls._enums:
-                values[name] = enum_name(cls._enums[name], name, raw)
-            else:
-                values[name] = raw
-        return cls(**values)
-
-    def to_proto(self) -> Any:
-        """This value as its `_proto` message (a None field left unset). Errors: InvalidOptionError
-        for a Literal field holding another value."""
-        values: dict[str, Any] = {}
-        for field in dataclasses.fields(self):  # type: ignore[arg-type]
-            name, value = field.name, getattr(self, field.name)
-            nested = self._nested.get(name)
-            if value is None:
-                continue
-            if field.default == ():
-                values[name] = [nested.to_proto(item) for item in value] if nested else list(value)
-            elif nested is not None:
-                values[name] = nested.to_proto(value)
-            elif name in self._enums:
-                values[name] = option(self._enums[name], name, value)
-            else:
-                values[name] = value
-        return self._proto(**values)
 
 
 # -- routes -------------------------------------------------------------------------------------------

@@ -22,9 +22,12 @@ value; `from_proto` raises it for an enum number this SDK does not know (a newer
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
+
+from google.protobuf.message import Message as ProtoMessage
 
 from weir.errors import InvalidOptionError
 from weir.options import DeliverPolicy, Retention, SourceDropPolicy, Storage
@@ -82,6 +85,57 @@ PARTITION_ROLES: dict[PartitionRole, types_pb2.PartitionRole] = {
     "secondary": types_pb2.PARTITION_ROLE_SECONDARY,
 }
 LIMITS = ("max_age_ms", "max_msgs", "max_bytes", "max_msgs_per_subject")
+
+
+class ProtoMirror:
+    """A frozen dataclass that follows one protobuf message (`_proto`) field for field, under the
+    same names. A field defaulting to () is a repeated one (a tuple); one defaulting to None is None
+    while the message's field is unset; `_nested` names the class (anything with `from_proto` and
+    `to_proto`) of a message field's values, `_enums` the {name: number} map of an enum field."""
+
+    __slots__ = ()
+    _proto: ClassVar[type[ProtoMessage]]
+    _nested: ClassVar[Mapping[str, Any]] = {}
+    _enums: ClassVar[Mapping[str, Mapping[Any, int]]] = {}
+
+    @classmethod
+    def from_proto(cls, proto: Any) -> Self:
+        """The value a `_proto` message holds. Errors: InvalidOptionError for an enum number this
+        SDK does not know (a newer server's)."""
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+            name, raw = field.name, getattr(proto, field.name)
+            nested = cls._nested.get(name)
+            if field.default == ():
+                values[name] = tuple(nested.from_proto(item) for item in raw) if nested else tuple(raw)
+            elif field.default is None and not proto.HasField(name):
+                values[name] = None
+            elif nested is not None:
+                values[name] = nested.from_proto(raw)
+            elif name in cls._enums:
+                values[name] = _name(cls._enums[name], name, raw)
+            else:
+                values[name] = raw
+        return cls(**values)
+
+    def to_proto(self) -> Any:
+        """This value as its `_proto` message (a None field left unset). Errors: InvalidOptionError
+        for a Literal field holding another value."""
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            name, value = field.name, getattr(self, field.name)
+            nested = self._nested.get(name)
+            if value is None:
+                continue
+            if field.default == ():
+                values[name] = [nested.to_proto(item) for item in value] if nested else list(value)
+            elif nested is not None:
+                values[name] = nested.to_proto(value)
+            elif name in self._enums:
+                values[name] = option(self._enums[name], name, value)
+            else:
+                values[name] = value
+        return self._proto(**values)
 
 
 # -- streams ------------------------------------------------------------------------------------------
@@ -220,11 +274,14 @@ class StreamConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionInfo:
+class PartitionInfo(ProtoMirror):
     """One partition's stats on the node that answered (types.proto PartitionStats): its seqs
     `first_seq`..`last_seq` (first_seq = last_seq + 1 when empty), `msg_count`, `bytes` (stored
     record bytes); in a cluster that node's `role`, the `leader_epoch` it knows and, on the
     primary, the `high_watermark` (highest seq every in-sync replica holds) and `in_sync_node_ids`."""
+
+    _proto = types_pb2.PartitionStats
+    _enums: ClassVar[Mapping[str, Mapping[Any, int]]] = {"role": PARTITION_ROLES}
 
     partition: int
     first_seq: int = 0
@@ -236,42 +293,15 @@ class PartitionInfo:
     high_watermark: int = 0
     in_sync_node_ids: tuple[str, ...] = ()
 
-    @classmethod
-    def from_proto(cls, proto: types_pb2.PartitionStats) -> PartitionInfo:
-        """The stats a types_pb2.PartitionStats holds."""
-        return cls(
-            partition=proto.partition,
-            first_seq=proto.first_seq,
-            last_seq=proto.last_seq,
-            msg_count=proto.msg_count,
-            bytes=proto.bytes,
-            role=_name(PARTITION_ROLES, "role", proto.role),
-            leader_epoch=proto.leader_epoch,
-            high_watermark=proto.high_watermark,
-            in_sync_node_ids=tuple(proto.in_sync_node_ids),
-        )
-
-    def to_proto(self) -> types_pb2.PartitionStats:
-        """These stats as a types_pb2.PartitionStats."""
-        return types_pb2.PartitionStats(
-            partition=self.partition,
-            first_seq=self.first_seq,
-            last_seq=self.last_seq,
-            msg_count=self.msg_count,
-            bytes=self.bytes,
-            role=option(PARTITION_ROLES, "role", self.role),
-            leader_epoch=self.leader_epoch,
-            high_watermark=self.high_watermark,
-            in_sync_node_ids=self.in_sync_node_ids,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class SourceStatus:
+class SourceStatus(ProtoMirror):
     """How a sourcing stream's tail of one source partition is doing, from the sourcing stream's
     primary (types.proto SourceStatus): the `last_sourced_seq` read and settled, messages appended
     since the tail started (`pulled_total`), the latest error ("" when healthy) and when
     (`last_error_ts_ms`, ms since the Unix epoch), and whether on_drop "halt" stopped it."""
+
+    _proto = types_pb2.SourceStatus
 
     source_stream: str
     source_partition: int = 0
@@ -281,55 +311,26 @@ class SourceStatus:
     last_error_ts_ms: int = 0
     halted: bool = False
 
-    @classmethod
-    def from_proto(cls, proto: types_pb2.SourceStatus) -> SourceStatus:
-        """The status a types_pb2.SourceStatus holds."""
-        return cls(
-            source_stream=proto.source_stream,
-            source_partition=proto.source_partition,
-            last_sourced_seq=proto.last_sourced_seq,
-            pulled_total=proto.pulled_total,
-            last_error=proto.last_error,
-            last_error_ts_ms=proto.last_error_ts_ms,
-            halted=proto.halted,
-        )
-
-    def to_proto(self) -> types_pb2.SourceStatus:
-        """This status as a types_pb2.SourceStatus."""
-        return types_pb2.SourceStatus(
-            source_stream=self.source_stream,
-            source_partition=self.source_partition,
-            last_sourced_seq=self.last_sourced_seq,
-            pulled_total=self.pulled_total,
-            last_error=self.last_error,
-            last_error_ts_ms=self.last_error_ts_ms,
-            halted=self.halted,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class EpochStart:
+class EpochStart(ProtoMirror):
     """The first seq (`start_seq`) a leader epoch's primary appended (types.proto EpochStart)."""
+
+    _proto = types_pb2.EpochStart
 
     leader_epoch: int
     start_seq: int
 
-    @classmethod
-    def from_proto(cls, proto: types_pb2.EpochStart) -> EpochStart:
-        """The pair a types_pb2.EpochStart holds."""
-        return cls(leader_epoch=proto.leader_epoch, start_seq=proto.start_seq)
-
-    def to_proto(self) -> types_pb2.EpochStart:
-        """This pair as a types_pb2.EpochStart."""
-        return types_pb2.EpochStart(leader_epoch=self.leader_epoch, start_seq=self.start_seq)
-
 
 @dataclass(frozen=True, slots=True)
-class PartitionPlacement:
+class PartitionPlacement(ProtoMirror):
     """Where one partition lives (types.proto PartitionPlacement; node ids, not addresses): its
     primary, secondaries, `leader_epoch` (bumped on every change of primary), the in-sync set when
     the placement was written, each epoch's first seq, and `replica_node_ids`, the copies in
     preference order (the first is its preferred leader; empty on records older than it)."""
+
+    _proto = types_pb2.PartitionPlacement
+    _nested: ClassVar[Mapping[str, Any]] = {"epoch_starts": EpochStart}
 
     partition: int
     primary_node_id: str = ""
@@ -338,31 +339,6 @@ class PartitionPlacement:
     in_sync_node_ids: tuple[str, ...] = ()
     epoch_starts: tuple[EpochStart, ...] = ()
     replica_node_ids: tuple[str, ...] = ()
-
-    @classmethod
-    def from_proto(cls, proto: types_pb2.PartitionPlacement) -> PartitionPlacement:
-        """The placement a types_pb2.PartitionPlacement holds."""
-        return cls(
-            partition=proto.partition,
-            primary_node_id=proto.primary_node_id,
-            secondary_node_ids=tuple(proto.secondary_node_ids),
-            leader_epoch=proto.leader_epoch,
-            in_sync_node_ids=tuple(proto.in_sync_node_ids),
-            epoch_starts=tuple(EpochStart.from_proto(start) for start in proto.epoch_starts),
-            replica_node_ids=tuple(proto.replica_node_ids),
-        )
-
-    def to_proto(self) -> types_pb2.PartitionPlacement:
-        """This placement as a types_pb2.PartitionPlacement."""
-        return types_pb2.PartitionPlacement(
-            partition=self.partition,
-            primary_node_id=self.primary_node_id,
-            secondary_node_ids=self.secondary_node_ids,
-            leader_epoch=self.leader_epoch,
-            in_sync_node_ids=self.in_sync_node_ids,
-            epoch_starts=[start.to_proto() for start in self.epoch_starts],
-            replica_node_ids=self.replica_node_ids,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,25 +390,16 @@ class StreamInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamUpdate:
+class StreamUpdate(ProtoMirror):
     """What `Client.update_stream` did (streams.proto UpdateStreamResponse): the stream's effective
     `config` after the change (defaults filled in) and `pruned`, the messages removed to bring every
     partition under the new bounds (0 when no bound was lowered)."""
 
+    _proto = streams_pb2.UpdateStreamResponse
+    _nested: ClassVar[Mapping[str, Any]] = {"config": StreamConfig}
+
     config: StreamConfig
     pruned: int = 0
-
-    @classmethod
-    def from_proto(cls, proto: streams_pb2.UpdateStreamResponse) -> StreamUpdate:
-        """The outcome an UpdateStreamResponse holds."""
-        return cls(config=StreamConfig.from_proto(proto.config), pruned=proto.pruned)
-
-    def to_proto(self) -> streams_pb2.UpdateStreamResponse:
-        """This outcome as an UpdateStreamResponse."""
-        return streams_pb2.UpdateStreamResponse(config=self.config.to_proto(), pruned=self.pruned)
-
-
-# -- consumers ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,13 +471,15 @@ _TOTALS = (
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerPartitionState:
+class ConsumerPartitionState(ProtoMirror):
     """A consumer's state in one partition (types.proto ConsumerPartitionState): every seq <=
     `ack_floor` is settled; `last_delivered`: the highest seq delivered or skipped;
     `num_ack_pending`: delivered, not acknowledged; `num_pending`: stored, matching, not yet
     delivered; `num_redelivered`: pending ones delivered more than once; this partition's counts
     since creation (`*_total`); `last_per_subject_until`: with deliver_policy "last_per_subject",
     the partition's last seq when the consumer was created (0 otherwise)."""
+
+    _proto = types_pb2.ConsumerPartitionState
 
     partition: int
     ack_floor: int = 0
@@ -525,33 +494,6 @@ class ConsumerPartitionState:
     dropped_total: int = 0
     termed_total: int = 0
     last_per_subject_until: int = 0
-
-    @classmethod
-    def from_proto(cls, proto: types_pb2.ConsumerPartitionState) -> ConsumerPartitionState:
-        """The state a types_pb2.ConsumerPartitionState holds."""
-        return cls(
-            partition=proto.partition,
-            ack_floor=proto.ack_floor,
-            last_delivered=proto.last_delivered,
-            num_ack_pending=proto.num_ack_pending,
-            num_pending=proto.num_pending,
-            num_redelivered=proto.num_redelivered,
-            last_per_subject_until=proto.last_per_subject_until,
-            **{total: getattr(proto, total) for total in _TOTALS},
-        )
-
-    def to_proto(self) -> types_pb2.ConsumerPartitionState:
-        """This state as a types_pb2.ConsumerPartitionState."""
-        return types_pb2.ConsumerPartitionState(
-            partition=self.partition,
-            ack_floor=self.ack_floor,
-            last_delivered=self.last_delivered,
-            num_ack_pending=self.num_ack_pending,
-            num_pending=self.num_pending,
-            num_redelivered=self.num_redelivered,
-            last_per_subject_until=self.last_per_subject_until,
-            **{total: getattr(self, total) for total in _TOTALS},
-        )
 
 
 @dataclass(frozen=True, slots=True)
