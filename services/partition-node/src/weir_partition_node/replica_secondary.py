@@ -162,13 +162,15 @@ class SecondaryReplication:
         self, request: internal_pb2.ReplicateTruncateTailRequest
     ) -> internal_pb2.ReplicateResponse:
         """ReplicateTruncateTail (issue 54): keep seqs <= `last_seq`, drop the diverged tail above it
-        (counted in weir_partition_divergent_truncated_total); the answer counts what it dropped."""
+        (counted in weir_partition_divergent_truncated_total); the answer counts what it dropped. A
+        `last_seq` below the log's start empties the log there (its end stays first_seq - 1)."""
         partition, response = await self._follower(request.stream, request.partition, request.leader_epoch)
         if partition is None:
             return response
         dropped = 0
-        if request.last_seq < partition.last_seq:
-            dropped = await partition.replica_edit(TruncateTail(request.last_seq))
+        keep = max(request.last_seq, partition.first_seq - 1)
+        if keep < partition.last_seq:
+            dropped = await partition.replica_edit(TruncateTail(keep))
             partition.replication.clamp(partition.last_seq)
             metrics.DIVERGENT_TRUNCATED.labels(request.stream, str(request.partition)).inc(dropped)
             logger.warning(
@@ -176,10 +178,10 @@ class SecondaryReplication:
                 request.stream,
                 request.partition,
                 dropped,
-                request.last_seq,
+                keep,
             )
             await self._node.record_storage_finding(
-                request.stream, request.partition, "diverged_tail_cut", detail=f"{dropped} after seq {request.last_seq}"
+                request.stream, request.partition, "diverged_tail_cut", detail=f"{dropped} after seq {keep}"
             )
         response.result_code = ReplicationResult.OK
         response.dropped = dropped
