@@ -448,3 +448,30 @@ async def test_an_idle_tail_keeps_its_position_record_ahead_of_max_msgs(sources_
         await wait_settled(client, "busy", {"quiet": 2}, timeout_s=15)
         # Seq 1 was pushed out by the direct publishes, and is not sourced again.
         assert source_seqs(await sourced(client, "busy"), "quiet") == [2]
+
+
+async def test_last_error_is_cleared_once_the_tail_appends_again(sources_node: NodeHandle) -> None:
+    """issue 55: a source that failed and recovered shows no error (the seed: empty when healthy)."""
+    async with NodeClient(sources_node.client_address) as client:
+        await client.create_stream(stream_config("comes-back"))
+        await client.create_stream(stream_config("follows-it", sources=[stream_source("comes-back")]))
+        await client.publish("comes-back", "x", b"1")
+        await wait_for_count(client, "follows-it", 1)
+        await client.delete_stream("comes-back")
+
+        async def failing() -> bool:
+            statuses = (await client.stream_info("follows-it")).sources_status
+            return bool(statuses) and bool(statuses[0].last_error)
+
+        await eventually(failing, 15, "the vanished source reported")
+        await client.create_stream(stream_config("comes-back"))
+        for index in range(3):  # seqs 1..3: the tail, at position 1, appends 2 and 3
+            await client.publish("comes-back", "x", b"again %d" % index)
+        await wait_for_count(client, "follows-it", 3)
+
+        async def healthy() -> bool:
+            return not (await client.stream_info("follows-it")).sources_status[0].last_error
+
+        await eventually(healthy, 10, "the error cleared once the tail appended again")
+        status = (await client.stream_info("follows-it")).sources_status[0]
+        assert (status.last_error_ts_ms, status.last_sourced_seq) == (0, 3)

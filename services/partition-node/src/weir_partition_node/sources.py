@@ -140,6 +140,8 @@ class PartitionTail:
         self.accepts = SubjectFilter([source.filter_subject]).accepts if source.filter_subject else None
         self.marker = position_subject(source.source_stream, self.source_partition)
         self.position: int | None = None  # the last settled source seq, once resumed
+        # A failure or a lasting condition was reported and no step has appended since (run).
+        self.unhealthy = False
         self.marker_seq = 0  # where the position record is stored, and when (0: none yet)
         self.marker_ts_ms = 0
 
@@ -160,7 +162,9 @@ class PartitionTail:
 
     async def run(self) -> None:
         """Step until this node stops leading, the stream goes, or on_drop HALT fires; failures are
-        reported and retried after a growing wait (at most 5 s)."""
+        reported and retried after a growing wait (at most 5 s). Once a step appends again after a
+        failure or a wait it reported, the status's last error is cleared: it is empty when the
+        tail is healthy, as the streams seed's SourceStatus says."""
         failures = 0
         while True:
             try:
@@ -169,13 +173,17 @@ class PartitionTail:
                     raise NoSuchStreamError(
                         f"source {self.source.source_stream}/{self.source_partition}: no node leads it now"
                     )
-                await self.step(self.connect(address))
+                if await self.step(self.connect(address)) and self.unhealthy:
+                    logger.info("stream %s: source %s is healthy again", self.sourcing, self.source.source_stream)
+                    self.unhealthy = False
+                    self.status.last_error, self.status.last_error_ts_ms = "", 0
                 failures = 0
             except (SourceHalted, NotLeading):
                 return
             except (WeirError, OSError) as error:
                 message = error.message if isinstance(error, WeirError) else f"{type(error).__name__}: {error}"
                 self.report(message)
+                self.unhealthy = True
                 await asyncio.sleep(BACKOFF_S[min(failures, len(BACKOFF_S) - 1)])
                 failures += 1
 
@@ -199,8 +207,9 @@ class PartitionTail:
             await asyncio.sleep(0)  # a long scan does not hold the event loop
         return found
 
-    async def step(self, client: NodeClient) -> None:
-        """Resume if needed, read one batch, append it with the new position in one commit."""
+    async def step(self, client: NodeClient) -> bool:
+        """Resume if needed, read one batch, append it with the new position in one commit; whether
+        it appended (False: the long poll ran out with nothing new)."""
         if self.position is None:
             stored = self.stored_position()
             if stored is None:
@@ -227,9 +236,11 @@ class PartitionTail:
                     f"source {self.source.source_stream}/{self.source_partition}: its last seq {read.last_seq} is "
                     f"below the position {position} (was it deleted and created again?); waiting for seq {position + 1}"
                 )
+                self.unhealthy = True
             await self._keep_position(position)
-            return
+            return False
         await self._append(self.plan(records, position))
+        return True
 
     async def _keep_position(self, position: int) -> None:
         """Store the position record again when retention could soon remove it (position_at_risk)."""
