@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import grpc
 from weir import Client
 from weir.client import NodeClient
-from weir.errors import NotPendingError, WeirError
+from weir.errors import WeirError
 from weir.info import ConsumerConfig, StreamConfig
 
 from weir_gateway import metrics
@@ -186,9 +186,10 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
     @seed_rpc(seed.AckResponse)
     async def Ack(self, request: seed.AckRequest, context: Any) -> seed.AckResponse:
         await self._single_partition(request.stream)
-        code = await self.acks.ack(request.stream, request.consumer, 0, request.seq, 0)
-        if code != "ok":
-            raise NotPendingError(f"seq {request.seq} is not pending for consumer {request.consumer!r}")
+        # The seed's AckResponse codes are ok | no_such_stream | no_such_consumer | internal: an ack
+        # of a seq that is not pending (acknowledged already, terminated) is "ok", as JetStream
+        # treats a second ack (issue 55). Nothing changes for it.
+        await self.acks.ack(request.stream, request.consumer, 0, request.seq, 0)
         return seed.AckResponse(**OK)
 
     @seed_rpc(seed.NakResponse)
