@@ -1169,3 +1169,34 @@ async def test_a_receipt_handle_settles_through_another_gateway_of_the_cluster(
             await client.channel.close()
         first.stop()
         second.stop()
+
+
+async def test_a_gateway_that_does_not_create_groups_answers_not_found_until_the_group_exists(
+    cluster: LocalCluster, reference_pool: Any, sdk: Client
+) -> None:
+    """issue 55: with WEIR_GATEWAY_ROCKETMQ_AUTO_CREATE_GROUPS=false an unknown consumer group is
+    NOT_FOUND (the v1 seed), on QueryAssignment and ReceiveMessage, and creates nothing; once the
+    group's consumer exists it is served. The default creates it, as RocketMQ 5's brokers do."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    strict = cluster.start_gateway(
+        "rocketmq-strict", {**GATEWAY_ENV, "WEIR_GATEWAY_ROCKETMQ_AUTO_CREATE_GROUPS": "false"}
+    )
+    client = RocketMQClient(reference_pool, strict.rocketmq_address, "10.0.0.9@strict#1")
+    try:
+        assignment = client.new(
+            "QueryAssignmentRequest",
+            topic=client.resource(topic),
+            group=client.resource("unknown-group"),
+            endpoints=client.endpoints(),
+        )
+        code, message = status_of(await client.call("QueryAssignment", assignment))
+        assert code == CODE_NOT_FOUND and "weir consumer create" in message, message
+        assert status_of(await client.receive(topic, "unknown-group", 0))[0] == CODE_NOT_FOUND
+        assert await sdk.list_consumers(topic) == []  # nothing was created
+        await sdk.create_consumer(topic, consumer_config(mapping.weir_name_of("", "unknown-group", "group")))
+        assert status_of(await client.call("QueryAssignment", assignment))[0] == CODE_OK
+        assert status_of(await client.receive(topic, "unknown-group", 0))[0] == CODE_OK
+    finally:
+        await client.channel.close()
+        strict.stop()

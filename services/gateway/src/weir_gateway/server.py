@@ -155,6 +155,7 @@ class GatewayProcess:
             signer=self.signer,
             retry_delays_ms=retry_delays_of(settings.rocketmq_retry_delays_ms),
             max_waiting_receives=settings.rocketmq_max_waiting_receives,
+            auto_create_groups=settings.rocketmq_auto_create_groups,
             transaction_settings=TransactionSettings(
                 recovery_period_ms=settings.rocketmq_orphaned_transaction_recovery_period_ms,
                 scan_interval_ms=settings.rocketmq_orphan_scan_interval_ms,

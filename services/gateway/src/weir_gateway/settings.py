@@ -113,6 +113,12 @@ class GatewaySettings(AccessSettings):
         "nacked after its n-th delivery stays invisible (the last value for later attempts). Default: "
         "RocketMQ's retry levels 10s 30s 1m 2m .. 2h.",
     )
+    rocketmq_auto_create_groups: bool = Field(
+        True,
+        description="Create a RocketMQ consumer group's durable consumer on its first QueryAssignment or "
+        "ReceiveMessage, as RocketMQ 5's brokers do (autoCreateSubscriptionGroup). False: an unknown group is "
+        "NOT_FOUND, as the v1 seed says; create it first (weir consumer create STREAM GROUP).",
+    )
     rocketmq_max_waiting_receives: int = Field(
         256,
         ge=1,

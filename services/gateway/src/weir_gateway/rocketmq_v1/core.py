@@ -105,6 +105,7 @@ class RocketMQCore:
         *,
         retry_delays_ms: Sequence[int] = mapping.RETRY_DELAYS_MS,
         max_waiting_receives: int = 256,
+        auto_create_groups: bool = True,
         transaction_settings: TransactionSettings | None = None,
     ) -> None:
         self.client = client
@@ -115,6 +116,7 @@ class RocketMQCore:
             self.signer,
             retry_delays_ms=retry_delays_ms,
             max_waiting_receives=max_waiting_receives,
+            auto_create_groups=auto_create_groups,
             now_ms=self.now_ms,
         )
         self.transactions = Transactions(client, self.signer, transaction_settings, self.now_ms)
@@ -153,9 +155,11 @@ class RocketMQCore:
         moves a partition only after its holder released it: a RocketMQ client cannot say what it
         still works on, so the gateway reports what the router assigned at the client's previous
         call (a revoked partition is released one call later). Errors: InvalidArgumentError,
-        NoSuchStreamError (NOT_FOUND, as service.proto says for QueryAssignment)."""
+        NoSuchStreamError (NOT_FOUND, as service.proto says for QueryAssignment), NoSuchConsumerError
+        (NOT_FOUND) for a group that does not exist when groups are not created on first use."""
         stream = mapping.weir_name_of(namespace, topic)
         weir_group = mapping.weir_name_of(namespace, group, "group")
+        await self.receiver.groups.require(stream, weir_group)
         member = self.member_id(client_id)
         key = (stream, weir_group, member)
         request = router_pb2.QueryAssignmentRequest(

@@ -132,8 +132,9 @@ class GroupConsumers:
     QueryAssignment or ReceiveMessage, whichever comes first) with the traits its consumers announced
     in Heartbeat; their configs and those traits remembered (at most MAX_GROUPS of each)."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, *, auto_create: bool = True) -> None:
         self.client = client
+        self.auto_create = auto_create  # False: an unknown group is NOT_FOUND (the v1 seed), not created
         self._configs: BoundedMap[tuple[str, str], ConsumerConfig] = BoundedMap(MAX_GROUPS)
         self._traits: BoundedMap[str, GroupTraits] = BoundedMap(MAX_GROUPS)
 
@@ -151,11 +152,30 @@ class GroupConsumers:
     def known(self, stream: str, weir_group: str) -> ConsumerConfig | None:
         return self._configs.get((stream, weir_group))
 
+    async def require(self, stream: str, weir_group: str) -> None:
+        """Nothing when groups are created on first use or the group's consumer exists. Errors:
+        NoSuchConsumerError (NOT_FOUND) naming how to create it, NoSuchStreamError."""
+        if self.auto_create or self._configs.get((stream, weir_group)) is not None:
+            return
+        try:
+            config = (await self.client.consumer_info(stream, weir_group)).config
+        except NoSuchConsumerError:
+            raise NoSuchConsumerError(
+                f"consumer group {weir_group!r} does not exist on {stream!r}, and this gateway does not create "
+                f"groups on first use (WEIR_GATEWAY_ROCKETMQ_AUTO_CREATE_GROUPS=false): weir consumer create "
+                f"{stream} {weir_group}",
+                stream=stream,
+                consumer=weir_group,
+            ) from None
+        self._configs.set((stream, weir_group), config)
+
     async def ensure(self, stream: str, weir_group: str, request: ReceiveRequest) -> ConsumerConfig:
         """The group's consumer config, creating the consumer as the module docstring says when it
-        does not exist. Errors: NoSuchStreamError (NOT_FOUND), InvalidArgumentError
+        does not exist (NoSuchConsumerError, NOT_FOUND, when groups are not created on first use).
+        Errors: NoSuchStreamError (NOT_FOUND), InvalidArgumentError
         (TARGET_TIMESTAMP without initialization_timestamp), GroupMismatchError (a FIFO receive on
         a group created without FIFO), InvalidConfigError (the stream refuses the dead letter subject)."""
+        await self.require(stream, weir_group)
         config = self._configs.get((stream, weir_group))
         if config is None:
             try:
@@ -220,11 +240,12 @@ class Receiver:
         *,
         retry_delays_ms: Sequence[int] = mapping.RETRY_DELAYS_MS,
         max_waiting_receives: int = 256,
+        auto_create_groups: bool = True,
         now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.client = client
         self.signer = signer
-        self.groups = GroupConsumers(client)
+        self.groups = GroupConsumers(client, auto_create=auto_create_groups)
         self.acks = AckCoalescer(client)
         self.retry_delays_ms = tuple(retry_delays_ms)
         self.max_waiting_receives = max_waiting_receives
