@@ -311,11 +311,14 @@ def test_read_says_when_max_left_messages_out(routers: str, tmp_path: Path, stre
     assert (len(every.stdout.splitlines()), every.stderr) == (5, "")
 
 
-def _default_sigint() -> None:
-    """In the child before it runs: Ctrl-C as a terminal delivers it, whatever the suite's own
-    disposition (a suite started in the background with nohup ignores SIGINT, and a child inherits
-    that: it would never see the test's Ctrl-C)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# `weir` with Ctrl-C as a terminal delivers it, whatever the suite's own SIGINT disposition: a suite
+# started in the background (nohup) ignores SIGINT and its children inherit that, so they would never
+# see the test's Ctrl-C. The child resets it itself before the CLI runs (a preexec_fn would run Python
+# between fork and exec in this multi-threaded process, which can crash the child).
+_WEIR_WITH_CTRL_C = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('weir_cli.cli', run_name='__main__', alter_sys=True)"
+)
 
 
 class Running:
@@ -326,14 +329,13 @@ class Running:
     def __init__(self, *args: str, cwd: Path) -> None:
         env = {key: value for key, value in os.environ.items() if not key.startswith("WEIR_")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "weir_cli.cli", *args],
+            [sys.executable, "-c", _WEIR_WITH_CTRL_C, *args],
             cwd=cwd,
             env={**env, "XDG_STATE_HOME": str(cwd / ".state")},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=_default_sigint,  # noqa: PLW1509 (no thread of this process runs between fork and exec)
         )
         self.output: dict[str, queue.Queue[str | None]] = {"stdout": queue.Queue(), "stderr": queue.Queue()}
         for name, pipe in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
