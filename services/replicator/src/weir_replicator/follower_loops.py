@@ -101,13 +101,12 @@ class FollowerLoops:
         async def send(
             node_id: str, sharing: list[str], after_seq: int, wait_ms: int, records_only: bool
         ) -> internal_pb2.FetchReplicationResponse:
-            request = internal_pb2.FetchReplicationRequest()
-            request.CopyFrom(entry)
-            request.follower_last_seq = after_seq
-            request.max_wait_ms = wait_ms
-            request.wait_for_records_only = records_only
-            request.sharing_node_ids.extend(sharing)
-            return await self._send_fetch(follower, request)
+            # The entry is this round's own: it becomes the fetch the round sends (no copy).
+            entry.follower_last_seq = after_seq
+            entry.max_wait_ms = wait_ms
+            entry.wait_for_records_only = records_only
+            entry.sharing_node_ids.extend(sharing)
+            return await self._send_fetch(follower, entry)
 
         response = await self._rounds.fetch(
             follower.node_id, entry.follower_last_seq, prepared.wait_ms, send, records_only=entry.wait_for_records_only

@@ -37,7 +37,7 @@ from weir.v1 import internal_pb2
 from weir_server.internal_clients import ReplicationClient
 
 from weir_replicator import metrics
-from weir_replicator.followers import FollowerState
+from weir_replicator.followers import FollowerState, Removal
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class PreparedFetch:
 
     request: internal_pb2.FetchReplicationRequest
     wait_ms: int
-    removals: list[object] = field(default_factory=list)
+    removals: list[Removal] = field(default_factory=list)
     observed_through: int = 0
 
 

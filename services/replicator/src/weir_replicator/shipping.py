@@ -375,7 +375,7 @@ class PartitionShipper:
         metrics.REPLICATION_LAG.labels(*self._labels, follower.node_id).set(
             max(0, answer.last_seq - (follower.last_seq or 0))
         )
-        removals = [removal for removal in prepared.removals if isinstance(removal, Removal)]
+        removals = prepared.removals
         if removals or follower.side_changes_pending or follower.consumers_dirty:
             await self._side_changes.ship(follower, self.clients.replication(follower.address), removals)
         follower.shipped_through = max(follower.shipped_through, prepared.observed_through)
