@@ -24,7 +24,7 @@ from grpc_tools import protoc  # type: ignore[import-untyped]
 from weir import Client, Message, consumer_config, stream_config
 from weir.errors import InvalidArgumentError
 from weir_cli.launcher import GatewayHandle, LocalCluster
-from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1 import mapping, sql_filter
 from weir_gateway.rocketmq_v1.handles import Receipt, Signer, Transaction
 
 from tests.conftest import eventually, needs_own_processes, start_cluster
@@ -337,6 +337,76 @@ def test_tag_filters_retry_backoff_and_signed_tokens() -> None:
     for bad in (other.receipt_handle(receipt), handle[:-2], "x.y.z", signer.transaction_id(transaction)):
         with pytest.raises(InvalidArgumentError):
             signer.receipt(bad)
+
+
+SQL_MESSAGE = {"region": "eu", "amount": "25", "ratio": "0.5", "vip": "TRUE", "note": "it's", "empty": ""}
+
+
+@pytest.mark.parametrize(
+    ("expression", "matches"),
+    [
+        ("region = 'eu'", True),
+        ("region <> 'eu'", False),
+        ("REGION = 'eu'", False),  # property names are case-sensitive, keywords are not
+        ("region = 'eu' and amount > 10", True),
+        ("region = 'us' OR amount >= 25", True),
+        ("amount > 9", True),  # numbers compare numerically: the text '25' is not below '9'
+        ("amount = 25.0 AND amount = 2.5E1 AND amount = 25L", True),
+        ("ratio < .75 and ratio > -1", True),
+        ("amount BETWEEN 20 AND 30", True),
+        ("amount NOT BETWEEN 20 AND 30", False),
+        ("region IN ('us', 'eu')", True),
+        ("region NOT IN ('us', 'eu')", False),
+        ("note = 'it''s'", True),
+        ("vip = TRUE AND NOT vip = FALSE", True),
+        ("empty IS NOT NULL AND empty = ''", True),
+        ("missing IS NULL", True),
+        # a missing property makes a comparison unknown: neither it nor its negation matches
+        ("missing = 'x'", False),
+        ("missing <> 'x'", False),
+        ("NOT missing = 'x'", False),
+        ("missing > 1", False),
+        ("missing NOT IN ('x')", False),
+        ("missing NOT BETWEEN 1 AND 2", False),
+        ("missing = 'x' OR region = 'eu'", True),
+        ("region > 1", False),  # text that is not a number compared with a number: unknown
+        ("TAGS = 'paid'", True),
+        ("TRUE", True),
+        ("false", False),
+        ("(region = 'eu' /* block */ AND (amount < 10 OR ratio = 0.5)) -- line", True),
+    ],
+)
+def test_sql92_filters_evaluate_rocketmqs_subset_over_properties(expression: str, matches: bool) -> None:
+    properties = {**SQL_MESSAGE, "TAGS": "paid"}
+    assert sql_filter.parse(expression).matches(properties) is matches
+
+
+@pytest.mark.parametrize(
+    ("expression", "problem"),
+    [
+        ("", "is required"),
+        ("   ", "is required"),
+        ("region", "alone is not a condition"),
+        ("NOT 'x'", "alone is not a condition"),
+        ("region = ", "ends too early"),
+        ("region = 'eu", "never closed"),
+        ("region == 'eu'", "column 9"),
+        ("region ~ 'eu'", "unexpected character '~'"),
+        ("region LIKE 'e%'", "unexpected 'LIKE'"),
+        ("region IN (1, 2)", "expected a 'text' literal"),
+        ("amount > 'ten'", "orders numbers"),
+        ("amount BETWEEN 30 AND 20", "low bound is above"),
+        ("region = NULL", "IS NULL"),
+        ("TRUE = 'x'", "cannot be compared"),
+        ("'eu' IN ('eu')", "IN tests a property"),
+        ("(" * 70 + "a = 1" + ") or b = 1" * 70, "nested more than"),
+        ("a = 1 OR " * 600 + "a = 1", "at most 4096 characters"),
+    ],
+)
+def test_bad_sql92_expressions_are_invalid_arguments_naming_the_problem(expression: str, problem: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="filter_expression") as raised:
+        sql_filter.parse(expression)
+    assert problem in raised.value.message
 
 
 # -- routes and namespaces -------------------------------------------------------------------------
@@ -829,7 +899,7 @@ async def test_nack_redelivers_with_the_next_attempt_then_dead_letters_at_max_at
 
 async def test_a_tag_filter_returns_only_matching_messages(rocketmq: RocketMQClient, sdk: Client) -> None:
     """`a||c` returns the messages tagged a or c (the others are acknowledged for the group by the
-    gateway, as RocketMQ's broker skips them); `*` returns every one; SQL is UNIMPLEMENTED."""
+    gateway, as RocketMQ's broker skips them); `*` returns every one."""
     topic = topic_name()
     await sdk.create_stream(stream_config(topic, replicas=1))
     for tag in ("a", "b", "c", "", "a"):
@@ -847,8 +917,85 @@ async def test_a_tag_filter_returns_only_matching_messages(rocketmq: RocketMQCli
     assert list((await rocketmq.receive(topic, "only-a-c", 0, expression="a||c", await_ms=300)).messages) == []
     everything = await receive_until(rocketmq, topic, "all-tags", 1, 5)
     assert sorted(message.system_attribute.tag for message in everything) == ["", "a", "a", "b", "c"]
-    sql = await rocketmq.receive(topic, "sql", 0, filter_type="SQL", expression="region = 'eu'")
-    assert status_of(sql)[0] == CODE_UNIMPLEMENTED and "SQL" in status_of(sql)[1]
+
+
+async def test_an_sql92_filter_returns_only_messages_whose_properties_match(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    """A SQL filter over the user attributes (and TAGS, the tag) on ReceiveMessage and PullMessage:
+    only the matching messages come back, numbers compare as numbers, a message without the property
+    does not match `<>` either; the others are acknowledged for the group and never come back."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    resource = rocketmq.resource(topic)
+    orders = [("eu", "25", "paid"), ("eu", "9", "paid"), ("us", "100", "paid"), ("eu", "40", "open"), (None, "50", "")]
+    for index, (region, amount, tag) in enumerate(orders):
+        attributes = {"amount": amount} | ({"region": region} if region else {})
+        extra = {"tag": tag} if tag else {}
+        message = rocketmq.message(resource, f"order {index}".encode(), user_attribute=attributes, **extra)
+        assert status_of(await rocketmq.send(message))[0] == CODE_OK
+    expression = "region = 'eu' AND amount > 10 AND TAGS IN ('paid', 'open')"
+    received = await receive_until(rocketmq, topic, "sql-group", 1, 2, filter_type="SQL", expression=expression)
+    assert sorted(message.body for message in received) == [b"order 0", b"order 3"]
+    for message in received:
+        assert status_of(await rocketmq.settle("AckMessage", topic, "sql-group", message))[0] == CODE_OK
+    again = await rocketmq.receive(topic, "sql-group", 0, filter_type="SQL", expression=expression, await_ms=300)
+    assert list(again.messages) == []
+    info = await sdk.consumer_info(topic, "sql-group")
+    assert info.num_ack_pending == 0 and info.num_pending == 0  # the 3 others were skipped (acknowledged)
+    not_us = await receive_until(rocketmq, topic, "not-us", 1, 3, filter_type="SQL", expression="region <> 'us'")
+    assert sorted(message.body for message in not_us) == [b"order 0", b"order 1", b"order 3"]  # order 4 has none
+
+    request = rocketmq.new(
+        "PullMessageRequest",
+        group=rocketmq.resource("broadcast"),
+        partition={"topic": {"name": topic}, "id": 0},
+        offset=0,
+        batch_size=10,
+        filter_expression={"type": rocketmq.enum("FilterType", "SQL"), "expression": "amount BETWEEN 40 AND 100"},
+        client_id=rocketmq.client_id,
+    )
+    pulled = await rocketmq.call("PullMessage", request)
+    assert status_of(pulled)[0] == CODE_OK and pulled.next_offset == 5
+    assert [message.body for message in pulled.messages] == [b"order 2", b"order 3", b"order 4"]
+
+
+async def test_a_bad_sql92_expression_is_an_invalid_argument_and_creates_no_group(
+    rocketmq: RocketMQClient, sdk: Client
+) -> None:
+    """ReceiveMessage, PullMessage and a consumer's Heartbeat with an expression that does not parse
+    answer INVALID_ARGUMENT naming the problem, and no consumer group is created or remembered."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, replicas=1))
+    bad = "region = 'eu' AND amount >"
+    received = await rocketmq.receive(topic, "bad-sql", 0, filter_type="SQL", expression=bad)
+    assert status_of(received)[0] == CODE_INVALID_ARGUMENT and "ends too early" in status_of(received)[1]
+    assert bad in status_of(received)[1]
+    pull = rocketmq.new(
+        "PullMessageRequest",
+        group=rocketmq.resource("broadcast"),
+        partition={"topic": {"name": topic}, "id": 0},
+        filter_expression={"type": rocketmq.enum("FilterType", "SQL"), "expression": "amount > 'ten'"},
+    )
+    pulled = await rocketmq.call("PullMessage", pull)
+    assert status_of(pulled)[0] == CODE_INVALID_ARGUMENT and "orders numbers" in status_of(pulled)[1]
+    heartbeat = rocketmq.new(
+        "HeartbeatRequest",
+        client_id=rocketmq.client_id,
+        consumer_data={
+            "group": {"name": "bad-sql"},
+            "subscriptions": [
+                {
+                    "topic": {"name": topic},
+                    "expression": {"type": rocketmq.enum("FilterType", "SQL"), "expression": bad},
+                }
+            ],
+            "dead_letter_policy": {"max_delivery_attempts": 2},
+        },
+    )
+    answered = await rocketmq.call("Heartbeat", heartbeat)
+    assert status_of(answered)[0] == CODE_INVALID_ARGUMENT and "ends too early" in status_of(answered)[1]
+    assert [info.config.name for info in await sdk.list_consumers(topic)] == []
 
 
 # -- transactions ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ class GatewayStatusError(Exception):
 
 
 class NotServedYetError(GatewayStatusError):
-    """A request this gateway understands but does not serve (SQL filters, offset acks): UNIMPLEMENTED."""
+    """A request this gateway understands but does not serve (offset acks): UNIMPLEMENTED."""
 
     code = code_pb2.UNIMPLEMENTED
     reason = "unimplemented"

@@ -8,7 +8,7 @@ offset of "the end" is the partition's last seq (the offset the next stored mess
 record of a partition has a seq, so offsets also count what RocketMQ clients never see: the records
 of delayed and held messages (reserved `$weir.` subjects), and messages on other subjects (the
 groups' dead letters, Weir publishers' own subjects). PullMessage skips those, and the messages
-whose tag the filter excludes, and its next_offset moves past them.
+its filter (TAG or SQL92, `receiving.filter_of`) excludes, and its next_offset moves past them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from weir.v1 import types_pb2
 from weir.v1.streams_pb2 import ReadMessagesResponse
 
 from weir_gateway.rocketmq_v1 import mapping
-from weir_gateway.rocketmq_v1.receiving import MAX_AWAIT_MS, MAX_BATCH_SIZE, filter_of, tag_of
+from weir_gateway.rocketmq_v1.receiving import MAX_AWAIT_MS, MAX_BATCH_SIZE, filter_of
 
 DEFAULT_PULL_BATCH = 32
 PULL_RECHECK_S = 0.05  # how often a waiting pull reads the partition again
@@ -93,8 +93,8 @@ class Offsets:
         """Messages of the topic from request.offset on (an offset below the first stored message
         reads from the first), skipping what the module docstring says; with await_ms, reads again
         every PULL_RECHECK_S until a message arrives or the time is over (an empty answer is OK).
-        Errors: InvalidArgumentError (bad names, negative offset, bad filter), NotServedYetError
-        (SQL), NoSuchStreamError."""
+        Errors: InvalidArgumentError (bad names, negative offset, bad filter expression),
+        NoSuchStreamError."""
         stream = mapping.weir_name_of(request.namespace, request.topic)
         accepted = filter_of(request.filter_type, request.filter_expression)
         if request.offset < 0 or request.batch_size < 0 or request.await_ms < 0:
@@ -108,9 +108,7 @@ class Offsets:
             response = await self._read(stream, request.partition, from_seq, batch_size)
             reads += 1
             messages = [
-                message
-                for message in response.messages
-                if is_topic_message(stream, message) and mapping.tag_matches(accepted, tag_of(message))
+                message for message in response.messages if is_topic_message(stream, message) and accepted(message)
             ]
             if response.messages:
                 from_seq = response.messages[-1].seq + 1

@@ -21,11 +21,12 @@ changed by the gateway afterwards (a Weir consumer config is immutable):
   next message only once the previous one is acknowledged or dead-lettered (RocketMQ's FIFO groups).
   A FIFO receive on a group created without it is FAILED_PRECONDITION.
 
-**Tags.** A TAG expression (`a||b`, `*`) is applied by the gateway: a fetched message whose tag does
-not match is acknowledged at once and not returned (RocketMQ's broker skips such messages for the
-group the same way), counted in `weir_gateway_rocketmq_filtered_messages_total`. SQL92 expressions
-are UNIMPLEMENTED: Weir has no property filter to evaluate them with, and the gateway would have to
-parse RocketMQ's SQL92 subset itself.
+**Filters.** A FilterExpression is applied by the gateway: a TAG expression (`a||b`, `*`) to the
+message's tag, a SQL expression (RocketMQ's SQL92 subset, `sql_filter.py`) to its properties (its
+Weir headers, and `TAGS` = its tag). A fetched message that does not match is acknowledged at once
+and not returned (RocketMQ's broker skips such messages for the group the same way), counted in
+`weir_gateway_rocketmq_filtered_messages_total`. A bad expression is INVALID_ARGUMENT before
+anything is created.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir import Client, ConsumerConfig, consumer_config
@@ -43,11 +44,10 @@ from weir.v1 import types_pb2
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
-from weir_gateway.rocketmq_v1 import mapping
+from weir_gateway.rocketmq_v1 import mapping, sql_filter
 from weir_gateway.rocketmq_v1.bounded import BoundedMap
 from weir_gateway.rocketmq_v1.errors import (
     GroupMismatchError,
-    NotServedYetError,
     StaleReceiptError,
     TooManyWaitingError,
 )
@@ -63,6 +63,8 @@ MAX_BATCH_SIZE = 1_024
 MAX_FILTER_ROUNDS = 64  # fetches one receive makes while everything it gets is filtered out
 MAX_GROUPS = 10_000  # (stream, group) consumer configs and dead letter policies one instance remembers
 CONSUME_POLICIES = ("RESUME", "PLAYBACK", "DISCARD", "TARGET_TIMESTAMP")
+SQL_TAGS_PROPERTY = "TAGS"  # the tag, as RocketMQ's SQL92 filters name it (a reserved property name)
+MessageFilter = Callable[[types_pb2.Message], bool]  # whether a stored message passes a FilterExpression
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,8 +278,8 @@ class Receiver:
     async def receive(self, request: ReceiveRequest) -> Received:
         """Up to batch_size messages of the partition for the group, invisible to the group for
         invisible_ms, each with a receipt handle; waits up to await_ms for one (an empty answer is
-        OK, as service.proto says). Errors: InvalidArgumentError (bad names, bounds, filter),
-        NotServedYetError (SQL filter), NoSuchStreamError, TooManyWaitingError and `GroupConsumers.ensure`'s."""
+        OK, as service.proto says). Errors: InvalidArgumentError (bad names, bounds, filter
+        expression), NoSuchStreamError, TooManyWaitingError and `GroupConsumers.ensure`'s."""
         stream = mapping.weir_name_of(request.namespace, request.topic)
         weir_group = mapping.weir_name_of(request.namespace, request.group, "group")
         accepted = filter_of(request.filter_type, request.filter_expression)
@@ -310,12 +312,12 @@ class Receiver:
         stream: str,
         weir_group: str,
         partition: int,
-        accepted: frozenset[str] | None,
+        accepted: MessageFilter,
         batch_size: int,
         invisible_ms: int,
         await_ms: int,
     ) -> list[types_pb2.Message]:
-        """Fetch until some message passes the tag filter or await_ms is over (at most
+        """Fetch until some message passes the filter or await_ms is over (at most
         MAX_FILTER_ROUNDS fetches); the ones that do not pass are acknowledged."""
         deadline = time.monotonic() + await_ms / 1000
         for _ in range(MAX_FILTER_ROUNDS):
@@ -328,8 +330,9 @@ class Receiver:
                 )
 
             fetched = await self.client.on_leader(stream, partition, fetch)
-            matching = [message for message in fetched if mapping.tag_matches(accepted, tag_of(message))]
-            skipped = [message for message in fetched if not mapping.tag_matches(accepted, tag_of(message))]
+            passed = [accepted(message) for message in fetched]
+            matching = [message for message, passes in zip(fetched, passed, strict=True) if passes]
+            skipped = [message for message, passes in zip(fetched, passed, strict=True) if not passes]
             if skipped:
                 await self.client.ack_batch(
                     stream,
@@ -432,17 +435,27 @@ def tag_of(message: types_pb2.Message) -> str:
     return next((header.value for header in message.headers if header.key == mapping.HEADER_TAG), "")
 
 
-def filter_of(filter_type: str, expression: str) -> frozenset[str] | None:
-    """The tags a FilterExpression accepts (None = all). Errors: NotServedYetError for SQL,
-    InvalidArgumentError for a bad TAG expression or an unknown type."""
+def properties_of(message: types_pb2.Message) -> Mapping[str, str]:
+    """A stored message's properties as SQL92 filters see them: its headers by key (a repeated key:
+    the last value), and its tag as TAGS when it has one."""
+    properties = {header.key: header.value for header in message.headers}
+    tag = properties.get(mapping.HEADER_TAG)
+    if tag:
+        properties[SQL_TAGS_PROPERTY] = tag
+    return properties
+
+
+def filter_of(filter_type: str, expression: str) -> MessageFilter:
+    """Whether a stored message passes the FilterExpression (definition.proto): "TAG" with
+    `mapping.tag_filter`'s expression, "SQL" with `sql_filter.parse`'s over `properties_of`.
+    Errors: InvalidArgumentError for a bad expression (naming the problem) or an unknown type."""
     if filter_type == "SQL":
-        raise NotServedYetError(
-            "filter_expression type SQL is not served by this gateway: Weir has no property filter to run "
-            "RocketMQ's SQL92 subset on; use a TAG expression (tag1||tag2, or *)"
-        )
+        condition = sql_filter.parse(expression)
+        return lambda message: condition.matches(properties_of(message))
     if filter_type != "TAG":
         raise InvalidArgumentError(f"filter_expression.type: unknown type {filter_type!r}")
-    return mapping.tag_filter(expression)
+    accepted = mapping.tag_filter(expression)
+    return lambda message: mapping.tag_matches(accepted, tag_of(message))
 
 
 def receive_bounds(request: ReceiveRequest) -> tuple[int, int, int]:

@@ -35,7 +35,7 @@ from weir_gateway.rocketmq_v1.encoding import duration_of, message_of, timestamp
 from weir_gateway.rocketmq_v1.errors import GatewayStatusError, NotServedYetError
 from weir_gateway.rocketmq_v1.offsets import PullRequest
 from weir_gateway.rocketmq_v1.pb import definition_pb2, service_pb2, service_pb2_grpc
-from weir_gateway.rocketmq_v1.receiving import GroupTraits, ReceiveRequest, SettleRequest
+from weir_gateway.rocketmq_v1.receiving import GroupTraits, ReceiveRequest, SettleRequest, filter_of
 
 logger = logging.getLogger(__name__)
 PROTOCOL = "rocketmq_v1"
@@ -242,7 +242,11 @@ class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
         """A clustering consumer's heartbeat is its group membership's heartbeat on every subscribed
         topic (a broadcasting consumer belongs to no group), and announces the group's traits (FIFO,
         DeadLetterPolicy, ConsumePolicy) for when its consumer is created. Errors: those of
-        QueryAssignment."""
+        QueryAssignment; InvalidArgumentError for a subscription's bad filter expression (TAG or
+        SQL92), before anything is remembered or created."""
+        for entry in consumer.subscriptions:  # a bad filter expression changes nothing
+            expression = entry.expression
+            filter_of(enum_name(definition_pb2.FilterType, expression.type, "expression.type"), expression.expression)
         if consumer.consume_model != definition_pb2.CLUSTERING:
             return
         group_namespace = namespace_of(consumer.group, metadata)
