@@ -14,8 +14,14 @@ from pathlib import Path
 import grpc
 import pytest
 from weir import Client, ObjectStore
-from weir.errors import InvalidArgumentError, NoSuchBucketError, NoSuchObjectError, ShaMismatchError
-from weir.objects import bucket_stream, chunk_range, chunk_subject
+from weir.errors import (
+    IncompleteObjectError,
+    InvalidArgumentError,
+    NoSuchBucketError,
+    NoSuchObjectError,
+    ShaMismatchError,
+)
+from weir.objects import bucket_stream, chunk_range, chunk_subject, dedupe_subject
 from weir.v1 import objects_pb2 as pb
 from weir.v1 import objects_pb2_grpc, types_pb2
 from weir_cli.launcher import LocalCluster
@@ -139,6 +145,39 @@ async def test_bad_requests_are_refused(store: ObjectStore, bucket: str) -> None
         await store.put("missing-bucket", "x", b"data")
     with pytest.raises(NoSuchObjectError):
         await store.get_range(bucket, "never", 0, 10)
+
+
+async def test_a_chunk_gone_is_incomplete_and_whole_reads_are_bounded(store: ObjectStore, bucket: str) -> None:
+    """The seed's `incomplete`: metadata naming a chunk no longer stored (a plain or a deduped one).
+    `read` and `get_range` with a bound refuse a larger answer before reading any chunk."""
+    stream = bucket_stream(bucket)
+    plain = await store.put(bucket, "plain", b"p" * 3000, chunk_size=1000)
+    await store.client.delete_messages(stream, 0, [plain.seqs[1]])
+    with pytest.raises(IncompleteObjectError, match="chunk 1 of 'plain'"):
+        await content(store, bucket, "plain")
+    with pytest.raises(IncompleteObjectError):
+        await store.get_range(bucket, "plain", 1500, 10)
+    assert (await store.get_range(bucket, "plain", 2000, 0))[1] == b"p" * 1000  # the chunks still there read
+    deduped = await store.put(bucket, "deduped", b"u" * 1000 + b"v" * 1000, chunk_size=1000, dedupe=True)
+    gone = await store.client.on_leader(
+        stream, 0, lambda node: node.latest_at_subject(stream, dedupe_subject(deduped.hashes[1]))
+    )
+    assert gone is not None
+    await store.client.delete_messages(stream, 0, [gone.seq])
+    with pytest.raises(IncompleteObjectError, match="chunk 1 of 'deduped'"):
+        await content(store, bucket, "deduped")
+
+    await store.put(bucket, "whole", b"w" * 3000, chunk_size=1000)
+    before = store.chunks_read
+    with pytest.raises(InvalidArgumentError, match="3000 bytes, above the 2999"):
+        await store.read(bucket, "whole", 2999)
+    with pytest.raises(InvalidArgumentError, match="holds 2500 bytes"):
+        await store.get_range(bucket, "whole", 500, 0, max_bytes=2000)
+    assert store.chunks_read == before  # refused before any chunk was read
+    assert (await store.read(bucket, "whole", 3000))[1] == b"w" * 3000
+    assert (await store.get_range(bucket, "whole", 2500, 5000, max_bytes=500))[1] == b"w" * 500  # 500 left
+    with pytest.raises(InvalidArgumentError, match="limit: at most 10000"):
+        await store.revisions(bucket, "whole", limit=10_001)
 
 
 # -- through a router, with the stubs generated from objects.proto ------------------------------------

@@ -80,6 +80,7 @@ class ResultCode(StrEnum):
     CATCHING_UP = "catching_up"
     NO_SUCH_OBJECT = "no_such_object"
     SHA_MISMATCH = "sha_mismatch"
+    INCOMPLETE = "incomplete"
     NO_SUCH_DEPLOYMENT = "no_such_deployment"
     NO_SUCH_SUBSCRIPTION = "no_such_subscription"
     NO_SUCH_INVOCATION = "no_such_invocation"
@@ -309,6 +310,15 @@ class ShaMismatchError(WeirError):
     Get): the seed answers it ABORTED."""
 
     result_code = ResultCode.SHA_MISMATCH
+    status_code = grpc.StatusCode.ABORTED
+
+
+class IncompleteObjectError(WeirError):
+    """An object's metadata names a chunk that is no longer stored (a put that replaced or a delete
+    that removed the revision while it was read, or the bucket's retention): the seed's
+    `incomplete`. ABORTED: read again (a replaced object reads as its new revision)."""
+
+    result_code = ResultCode.INCOMPLETE
     status_code = grpc.StatusCode.ABORTED
 
 

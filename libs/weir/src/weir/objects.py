@@ -16,8 +16,8 @@ a grace period (orphans of cut-off uploads, dedupe chunks no longer used), never
 Reads stop at the bucket's high watermark and replicated buckets write with ack level all.
 
 Source: the streams seed's object store messages and comments (PutObject ... GetObjectRange).
-Errors: NoSuchBucketError, NoSuchObjectError, ShaMismatchError, InvalidArgumentError, and the
-cluster client's errors.
+Errors: NoSuchBucketError, NoSuchObjectError, ShaMismatchError, IncompleteObjectError (a chunk of
+the revision being read is gone), InvalidArgumentError, and the cluster client's errors.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ import secrets
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from weir.errors import (
+    IncompleteObjectError,
     InvalidArgumentError,
     InvalidConfigError,
+    NoSuchMessageError,
     NoSuchObjectError,
     ShaMismatchError,
     WrongRevisionError,
@@ -64,6 +66,7 @@ UPLOAD_WINDOW = 4  # chunks of one upload stored concurrently (memory: this many
 GC_GRACE_MS = OBJECT_GC_GRACE_MS
 MAX_DELETE_BATCH = 10_000
 DEFAULT_REVISIONS = 100
+MAX_REVISIONS = 10_000  # revisions one listing returns at most
 
 
 @dataclass
@@ -91,6 +94,22 @@ class ObjectMeta:
     def decode(cls, message: types_pb2.Message) -> ObjectMeta:
         body: dict[str, Any] = json.loads(message.payload)
         return cls(**body, revision=message.seq, ts_ms=message.ts_ms)
+
+    def info_fields(self) -> dict[str, Any]:
+        """The seed's ObjectInfo fields but `headers` (weir.v1's and the seed's own message alike)."""
+        return {**{name: getattr(self, name) for name in _INFO_FIELDS}, "metadata_seq": self.revision}
+
+
+_INFO_FIELDS = ("name", "total_bytes", "chunk_size", "chunk_count", "sha256", "ts_ms", "deduped")
+_REVISION_FIELDS = ("total_bytes", "chunk_count", "sha256", "ts_ms")
+
+
+def revision_fields(revision: ObjectMeta | int) -> dict[str, Any]:
+    """The seed's ObjectRevisionEntry fields of one of `ObjectStore.revisions` (a tombstone's seq:
+    deleted, the rest 0 / empty, as the seed says)."""
+    if isinstance(revision, int):
+        return {"metadata_seq": revision, "deleted": True}
+    return {**{name: getattr(revision, name) for name in _REVISION_FIELDS}, "metadata_seq": revision.revision}
 
 
 def bucket_stream(bucket: str) -> str:
@@ -157,6 +176,33 @@ async def rechunk(data: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[
 
 async def _once(payload: bytes) -> AsyncIterator[bytes]:
     yield payload
+
+
+class UploadFrame(Protocol):
+    """A PutObjectStream frame (weir.v1's and the seed's alike): `start` on the first, `data`, `finish` on the last."""
+
+    data: bytes
+    finish: bool
+
+    def HasField(self, field_name: str) -> bool: ...
+
+
+async def upload_data(first: UploadFrame, frames: AsyncIterator[UploadFrame]) -> AsyncIterator[bytes]:
+    """The data of a PutObjectStream, its first frame (the one with `start`) included, up to its
+    `finish` frame (later frames are not read). Errors: InvalidArgumentError for a stream that ends
+    before `finish` (a put of it stores no object) or a later frame with `start`."""
+    frame = first
+    while True:
+        if frame.data:
+            yield frame.data
+        if frame.finish:
+            return
+        try:
+            frame = await anext(frames)
+        except StopAsyncIteration:
+            raise InvalidArgumentError("the stream ended without a frame with finish: no object stored") from None
+        if frame.HasField("start"):
+            raise InvalidArgumentError("only the first frame may set start")
 
 
 class ObjectStore:
@@ -311,15 +357,26 @@ class ObjectStore:
         return message is not None and is_delete(message)
 
     async def _chunk(self, stream: str, meta: ObjectMeta, index: int) -> bytes:
+        """Chunk `index` of the revision `meta`. Errors: IncompleteObjectError when it is no longer
+        stored (the revision was replaced or deleted meanwhile, or the bucket's retention dropped it)."""
         self.chunks_read += 1
+        missing = IncompleteObjectError(
+            f"chunk {index} of {meta.name!r} (revision {meta.revision}) is no longer stored: "
+            "it was replaced or deleted meanwhile, read it again",
+            name=meta.name,
+            revision=meta.revision,
+        )
         if meta.deduped:
             subject = dedupe_subject(meta.hashes[index])
             message = await self.client.on_leader(stream, 0, lambda node: node.latest_at_subject(stream, subject))
             if message is None:
-                raise ShaMismatchError(f"chunk {index} of {meta.name!r} is missing", name=meta.name)
+                raise missing
             return bytes(message.payload)
         seq = meta.seqs[index]
-        message = await self.client.on_leader(stream, 0, lambda node: node.get_message(stream, 0, seq))
+        try:
+            message = await self.client.on_leader(stream, 0, lambda node: node.get_message(stream, 0, seq))
+        except NoSuchMessageError:
+            raise missing from None
         return bytes(message.payload)
 
     async def _required(self, bucket: str, name: str) -> ObjectMeta:
@@ -346,11 +403,36 @@ class ObjectStore:
                 name=meta.name,
             )
 
-    async def get_range(self, bucket: str, name: str, offset: int, length: int) -> tuple[ObjectMeta, bytes]:
+    async def read(self, bucket: str, name: str, max_bytes: int) -> tuple[ObjectMeta, bytes]:
+        """The object's metadata and whole content in memory, checked against its sha256. An
+        object above `max_bytes` is refused (InvalidArgumentError) before any chunk is read."""
+        meta, chunks = await self.get(bucket, name)
+        if meta.total_bytes > max_bytes:
+            raise InvalidArgumentError(
+                f"object {name!r} is {meta.total_bytes} bytes, above the {max_bytes} one answer may carry: "
+                "read it streamed (GetObjectStream) or by ranges (GetObjectRange)",
+                bucket=bucket,
+                name=name,
+            )
+        return meta, b"".join([chunk async for chunk in chunks])
+
+    async def get_range(
+        self, bucket: str, name: str, offset: int, length: int, max_bytes: int = 0
+    ) -> tuple[ObjectMeta, bytes]:
         """Bytes [offset, offset + length) of the object (0 length: to its end), loading only the
-        chunks the range overlaps; shorter past the end, empty beyond it."""
+        chunks the range overlaps; shorter past the end, empty beyond it. With `max_bytes` (0: no
+        bound), a range that holds more of the object is refused (InvalidArgumentError) before
+        any chunk is read."""
         meta = await self._required(bucket, name)
         length = length or max(0, meta.total_bytes - offset)
+        size = max(0, min(offset + length, meta.total_bytes) - offset)
+        if max_bytes and size > max_bytes:
+            raise InvalidArgumentError(
+                f"the range holds {size} bytes of {name!r}, above the {max_bytes} one answer may carry: "
+                f"ask for a len of at most {max_bytes}",
+                bucket=bucket,
+                name=name,
+            )
         stream = bucket_stream(bucket)
         parts = [
             await self._chunk(stream, meta, index)
@@ -382,7 +464,11 @@ class ObjectStore:
         return sorted(entries)
 
     async def revisions(self, bucket: str, name: str, from_seq: int = 0, limit: int = 0) -> list[ObjectMeta | int]:
-        """Each kept metadata revision, oldest first: its ObjectMeta, or the tombstone's seq for a delete."""
+        """Each kept metadata revision with seq >= `from_seq` (0: from the oldest), oldest first, at
+        most `limit` (0 = 100, at most 10,000, else InvalidArgumentError): its ObjectMeta, or the
+        tombstone's seq for a delete."""
+        if limit > MAX_REVISIONS:
+            raise InvalidArgumentError(f"limit: at most {MAX_REVISIONS}, got {limit}")
         stream = bucket_stream(bucket)
         subject = meta_subject(name)
         with missing_stream_is_missing_bucket(bucket):

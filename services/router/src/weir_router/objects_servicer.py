@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from weir.errors import InvalidArgumentError
-from weir.objects import GC_GRACE_MS, ObjectMeta, ObjectStore
+from weir.objects import GC_GRACE_MS, ObjectMeta, ObjectStore, revision_fields, upload_data
 from weir.v1 import objects_pb2 as pb
 from weir.v1 import objects_pb2_grpc, types_pb2
 
@@ -19,36 +19,8 @@ MAX_UNARY_BYTES = 4 * 1024 * 1024  # grpc's default message limit: beyond it, th
 
 
 def object_info(meta: ObjectMeta) -> pb.ObjectInfo:
-    return pb.ObjectInfo(
-        name=meta.name,
-        total_bytes=meta.total_bytes,
-        chunk_size=meta.chunk_size,
-        chunk_count=meta.chunk_count,
-        sha256=meta.sha256,
-        ts_ms=meta.ts_ms,
-        headers=[types_pb2.Header(key=key, value=value) for key, value in meta.headers.items()],
-        metadata_seq=meta.revision,
-        deduped=meta.deduped,
-    )
-
-
-async def _data_frames(
-    first: pb.PutObjectStreamFrame, frames: AsyncIterator[pb.PutObjectStreamFrame]
-) -> AsyncIterator[bytes]:
-    """The data of a PutObjectStream up to its `finish` frame; a stream that ends before it fails
-    (the put then stores no object)."""
-    frame = first
-    while True:
-        if frame.data:
-            yield frame.data
-        if frame.finish:
-            return
-        try:
-            frame = await anext(frames)
-        except StopAsyncIteration:
-            raise InvalidArgumentError("the stream ended without a frame with finish: no object stored") from None
-        if frame.HasField("start"):
-            raise InvalidArgumentError("only the first frame may set start")
+    headers = [types_pb2.Header(key=key, value=value) for key, value in meta.headers.items()]
+    return pb.ObjectInfo(**meta.info_fields(), headers=headers)
 
 
 class ObjectStoreServicer(objects_pb2_grpc.ObjectStoreServicer):
@@ -94,7 +66,7 @@ class ObjectStoreServicer(objects_pb2_grpc.ObjectStoreServicer):
         meta = await self.objects.put(
             start.bucket,
             start.name,
-            _data_frames(first, frames),
+            upload_data(first, frames),
             chunk_size=start.chunk_size,
             headers={header.key: header.value for header in start.headers},
             sha256=start.sha256,
@@ -104,14 +76,7 @@ class ObjectStoreServicer(objects_pb2_grpc.ObjectStoreServicer):
 
     @unary
     async def GetObject(self, request: pb.GetObjectRequest, context: Any) -> Any:
-        meta = await self.objects.info(request.bucket, request.name)
-        if meta is not None and meta.total_bytes > MAX_UNARY_BYTES:
-            raise InvalidArgumentError(
-                f"object {request.name!r} is {meta.total_bytes} bytes, above GetObject's {MAX_UNARY_BYTES}: "
-                "use GetObjectStream or GetObjectRange"
-            )
-        meta, chunks = await self.objects.get(request.bucket, request.name)
-        payload = b"".join([chunk async for chunk in chunks])
+        meta, payload = await self.objects.read(request.bucket, request.name, MAX_UNARY_BYTES)
         return pb.GetObjectResponse(info=object_info(meta), payload=payload)
 
     @server_stream
@@ -144,34 +109,18 @@ class ObjectStoreServicer(objects_pb2_grpc.ObjectStoreServicer):
 
     @unary
     async def ListObjectRevisions(self, request: pb.ListObjectRevisionsRequest, context: Any) -> Any:
-        if request.limit > 10_000:
-            raise InvalidArgumentError(f"limit: at most 10000, got {request.limit}")
         revisions = await self.objects.revisions(request.bucket, request.name, request.from_seq, request.limit)
-        entries = []
-        for revision in revisions:
-            if isinstance(revision, int):
-                entries.append(pb.ObjectRevisionEntry(metadata_seq=revision, deleted=True))
-            else:
-                entries.append(
-                    pb.ObjectRevisionEntry(
-                        metadata_seq=revision.revision,
-                        total_bytes=revision.total_bytes,
-                        chunk_count=revision.chunk_count,
-                        sha256=revision.sha256,
-                        ts_ms=revision.ts_ms,
-                    )
-                )
-        return pb.ListObjectRevisionsResponse(revisions=entries)
+        return pb.ListObjectRevisionsResponse(
+            revisions=[pb.ObjectRevisionEntry(**revision_fields(revision)) for revision in revisions]
+        )
 
     @unary
     async def GetObjectRange(self, request: pb.GetObjectRangeRequest, context: Any) -> Any:
         if request.len > MAX_UNARY_BYTES:
             raise InvalidArgumentError(f"len: at most {MAX_UNARY_BYTES} in one answer, got {request.len}")
-        meta = await self.objects.info(request.bucket, request.name)
-        length = request.len or (max(0, meta.total_bytes - request.offset) if meta is not None else 0)
-        if length > MAX_UNARY_BYTES:
-            raise InvalidArgumentError(f"the range to the end is {length} bytes, above {MAX_UNARY_BYTES}: give len")
-        meta, payload = await self.objects.get_range(request.bucket, request.name, request.offset, length)
+        meta, payload = await self.objects.get_range(
+            request.bucket, request.name, request.offset, request.len, MAX_UNARY_BYTES
+        )
         return pb.GetObjectRangeResponse(
             info=object_info(meta), actual_offset=min(request.offset, meta.total_bytes), payload=payload
         )

@@ -128,7 +128,7 @@ class ObjectStoreServicer(object):
 
     def GetObject(self, request, context):
         """The whole object in one message: objects above 4 MiB are refused (invalid_argument; use
-        GetObjectStream). Errors: no_such_bucket, no_such_object, sha_mismatch.
+        GetObjectStream). Errors: no_such_bucket, no_such_object, sha_mismatch, incomplete.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -165,7 +165,8 @@ class ObjectStoreServicer(object):
 
     def GetObjectStream(self, request, context):
         """The first frame carries `info`, then one frame of `data` per chunk, the last sets `done`. A
-        content that does not match its sha256 ends the call ABORTED (sha_mismatch).
+        content that does not match its sha256 ends the call ABORTED (sha_mismatch), as does a chunk no
+        longer stored (incomplete: a put replaced or a delete removed the revision meanwhile).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
