@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference"
 KEPT = ROOT / "proto" / "gateway" / "weir_gateway" / "rocketmq_v1" / "pb"
 SERVICE = "apache.rocketmq.v1.MessagingService"
-CODE_OK, CODE_INVALID_ARGUMENT, CODE_NOT_FOUND, CODE_UNIMPLEMENTED = 0, 3, 5, 12
+CODE_OK, CODE_INVALID_ARGUMENT, CODE_NOT_FOUND = 0, 3, 5
 CODE_FAILED_PRECONDITION = 9
 RECEIPT_SECRET = "rocketmq-test-secret-0123456789"
 # Short retry backoff and orphan checks, so redeliveries and orphan recovery take test time, not minutes.
@@ -846,10 +846,6 @@ async def test_stale_forged_and_foreign_receipt_handles_are_invalid_arguments(
     foreign = await rocketmq.settle("AckMessage", topic, "other-group", second)
     assert status_of(foreign)[0] == CODE_INVALID_ARGUMENT and "group" in status_of(foreign)[1]
     assert status_of(await rocketmq.settle("AckMessage", topic, "g", second)) == (CODE_OK, "")
-    by_offset = rocketmq.new(
-        "AckMessageRequest", group=rocketmq.resource("g"), topic=rocketmq.resource(topic), offset=0
-    )
-    assert status_of(await rocketmq.call("AckMessage", by_offset))[0] == CODE_UNIMPLEMENTED
 
 
 async def test_nack_redelivers_with_the_next_attempt_then_dead_letters_at_max_attempts(
@@ -996,6 +992,64 @@ async def test_a_bad_sql92_expression_is_an_invalid_argument_and_creates_no_grou
     answered = await rocketmq.call("Heartbeat", heartbeat)
     assert status_of(answered)[0] == CODE_INVALID_ARGUMENT and "ends too early" in status_of(answered)[1]
     assert [info.config.name for info in await sdk.list_consumers(topic)] == []
+
+
+async def test_ack_by_offset_settles_the_received_message_at_that_offset(rocketmq: RocketMQClient, sdk: Client) -> None:
+    """AckMessage's offset arm (the message's partition_offset, with its message_id naming the
+    partition) settles the pending message as its receipt handle would: it does not come back after
+    its invisible duration. An offset not yet delivered to the group, one settled already, a missing
+    or wrong message_id, a negative offset or an unknown group are refused and settle nothing."""
+    topic = topic_name()
+    await sdk.create_stream(stream_config(topic, partitions=2, replicas=1))
+    resource = rocketmq.resource(topic)
+    for index in range(4):
+        message = rocketmq.message(resource, f"order {index}".encode(), message_id=f"OFF-{index}")
+        assert status_of(await rocketmq.send(message, partition=index % 2))[0] == CODE_OK
+
+    async def ack(offset: int, message_id: str = "", group: str = "offsets") -> tuple[int, str]:
+        request = rocketmq.new(
+            "AckMessageRequest",
+            group=rocketmq.resource(group),
+            topic=rocketmq.resource(topic),
+            client_id=rocketmq.client_id,
+            offset=offset,
+            message_id=message_id,
+        )
+        return status_of(await rocketmq.call("AckMessage", request))
+
+    (first,) = (await rocketmq.receive(topic, "offsets", 0, batch_size=1, invisible_ms=800, await_ms=2000)).messages
+    system = first.system_attribute
+    assert (system.partition_id, system.partition_offset, system.message_id) == (0, 0, "OFF-0")
+    not_delivered = await ack(1, "OFF-2")
+    assert not_delivered[0] == CODE_INVALID_ARGUMENT and "was not delivered to group" in not_delivered[1]
+    for offset, message_id, problem in (
+        (0, "", "message_id: required"),
+        (0, "OFF-3", "no partition"),
+        (-1, "", ">= 0"),
+    ):
+        refused = await ack(offset, message_id)
+        assert refused[0] == CODE_INVALID_ARGUMENT and problem in refused[1], refused
+    assert (await ack(0, "OFF-0", group="never-received"))[0] == CODE_NOT_FOUND
+    assert await ack(system.partition_offset, system.message_id) == (CODE_OK, "")
+    settled = await ack(0, "OFF-0")
+    assert settled[0] == CODE_INVALID_ARGUMENT and "is not pending" in settled[1]
+    await asyncio.sleep(1.0)  # past the invisible duration: an unsettled message would come back now
+    rest = await receive_until(rocketmq, topic, "offsets", 2, 3)
+    assert sorted(message.system_attribute.message_id for message in rest) == ["OFF-1", "OFF-2", "OFF-3"]
+    for message in rest:
+        assert await ack(message.system_attribute.partition_offset, message.system_attribute.message_id) == (0, "")
+    info = await sdk.consumer_info(topic, "offsets")
+    assert (info.num_ack_pending, info.num_pending, info.acked_total) == (0, 0, 4)
+
+    single = topic_name()  # one partition: the offset alone names the message
+    await sdk.create_stream(stream_config(single, replicas=1))
+    assert status_of(await rocketmq.send(rocketmq.message(rocketmq.resource(single), b"only")))[0] == CODE_OK
+    (only,) = (await rocketmq.receive(single, "offsets", 0, await_ms=2000)).messages
+    request = rocketmq.new(
+        "AckMessageRequest", group=rocketmq.resource("offsets"), topic=rocketmq.resource(single), offset=0
+    )
+    assert status_of(await rocketmq.call("AckMessage", request)) == (CODE_OK, "")
+    assert (await sdk.consumer_info(single, "offsets")).acked_total == 1 and only.system_attribute.partition_offset == 0
 
 
 # -- transactions ----------------------------------------------------------------------------------

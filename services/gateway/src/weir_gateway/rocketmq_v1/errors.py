@@ -14,19 +14,20 @@ class GatewayStatusError(Exception):
     reason: str = "internal"
 
 
-class NotServedYetError(GatewayStatusError):
-    """A request this gateway understands but does not serve (offset acks): UNIMPLEMENTED."""
-
-    code = code_pb2.UNIMPLEMENTED
-    reason = "unimplemented"
-
-
 class StaleReceiptError(GatewayStatusError):
     """A receipt handle whose delivery is over (settled, or delivered again since): INVALID_ARGUMENT,
     as service.proto says of AckMessage ("illegal or out of date")."""
 
     code = code_pb2.INVALID_ARGUMENT
     reason = "stale_receipt_handle"
+
+
+class OffsetNotPendingError(GatewayStatusError):
+    """An AckMessage by offset whose message is not pending for the group (never delivered to it,
+    or settled already): INVALID_ARGUMENT, as service.proto answers an out-of-date receipt handle."""
+
+    code = code_pb2.INVALID_ARGUMENT
+    reason = "offset_not_pending"
 
 
 class GroupMismatchError(GatewayStatusError):

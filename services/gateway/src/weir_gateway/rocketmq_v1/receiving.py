@@ -31,6 +31,7 @@ anything is created.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -39,7 +40,14 @@ from dataclasses import dataclass
 
 from weir import Client, ConsumerConfig, consumer_config
 from weir.client import NodeClient
-from weir.errors import AlreadyExistsError, InvalidArgumentError, NoSuchConsumerError, NotPendingError
+from weir.errors import (
+    AlreadyExistsError,
+    InvalidArgumentError,
+    NoSuchConsumerError,
+    NoSuchMessageError,
+    NotPendingError,
+    PositionOutOfRangeError,
+)
 from weir.v1 import types_pb2
 
 from weir_gateway import metrics
@@ -48,6 +56,7 @@ from weir_gateway.rocketmq_v1 import mapping, sql_filter
 from weir_gateway.rocketmq_v1.bounded import BoundedMap
 from weir_gateway.rocketmq_v1.errors import (
     GroupMismatchError,
+    OffsetNotPendingError,
     StaleReceiptError,
     TooManyWaitingError,
 )
@@ -110,13 +119,16 @@ class Received:
 class SettleRequest:
     """An AckMessage, NackMessage or ForwardMessageToDeadLetterQueue: the receipt handle, the group
     (and topic, "" = not named) it must belong to, and NackMessage's max_delivery_attempts (0 = the
-    group's)."""
+    group's). AckMessage's other arm of the handle oneof: `offset` (None = the receipt handle is the
+    handle) with the request's `message_id`."""
 
     namespace: str
     topic: str
     group: str
     receipt_handle: str
     max_delivery_attempts: int = 0
+    offset: int | None = None
+    message_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +379,80 @@ class Receiver:
         )
         if result != "ok":
             raise stale(receipt, result)
+
+    async def ack_offset(self, request: SettleRequest) -> None:
+        """AckMessage by offset (service.proto: "Acknowledges the message associated with the
+        receipt_handle or offset"): the message stored at partition offset `request.offset` (its
+        SystemAttribute.partition_offset, Weir seq - 1) of the topic, which ReceiveMessage delivered
+        to the group and which is still pending, is done, as an ack of its current delivery's
+        receipt handle would do. AckMessageRequest names no partition: `message_id` (the message's
+        SystemAttribute.message_id) picks the partition whose message at that offset has it, and may
+        be empty only on a topic of one partition. Errors: InvalidArgumentError (no topic, a negative
+        offset, no message_id on a topic of several partitions, no message with that message_id at
+        that offset), OffsetNotPendingError (INVALID_ARGUMENT: not delivered to the group, or no
+        longer pending), NoSuchStreamError and NoSuchConsumerError (NOT_FOUND)."""
+        offset = request.offset
+        if offset is None or offset < 0:
+            raise InvalidArgumentError(f"offset: a message's partition_offset (>= 0) is required, got {offset}")
+        if not request.topic:
+            raise InvalidArgumentError("topic: required to ack by offset (the offset is a position in the topic)")
+        stream = mapping.weir_name_of(request.namespace, request.topic)
+        weir_group = mapping.weir_name_of(request.namespace, request.group, "group")
+        seq = mapping.seq_of(offset)
+        partition = await self._partition_holding(stream, seq, request.message_id)
+        result = await self.acks.ack(stream, weir_group, partition, seq, 0)
+        if result != "ok":
+            raise await self._offset_not_pending(stream, weir_group, partition, seq, result)
+
+    async def _partition_holding(self, stream: str, seq: int, message_id: str) -> int:
+        """The partition whose message at `seq` has `message_id` (any of one partition when it is "").
+        Errors: InvalidArgumentError, NoSuchStreamError."""
+        info = await self.client.stream_info(stream)
+        partitions = sorted(entry.partition for entry in info.partitions)
+        offset = mapping.offset_of(seq)
+        if not message_id:
+            if len(partitions) != 1:
+                raise InvalidArgumentError(
+                    f"message_id: required to ack by offset on topic stream {stream!r}, which has {len(partitions)} "
+                    f"partitions (offset {offset} is a position in each; the message_id tells which message)"
+                )
+            return partitions[0]
+        ids = await asyncio.gather(*(self._message_id_at(stream, partition, seq) for partition in partitions))
+        holding = [partition for partition, stored_id in zip(partitions, ids, strict=True) if stored_id == message_id]
+        if len(holding) != 1:
+            where = "no partition" if not holding else f"partitions {holding} (ambiguous)"
+            raise InvalidArgumentError(
+                f"offset {offset} with message_id {message_id!r}: {where} of topic stream {stream!r} stores that "
+                "message at that offset (use the partition_offset and message_id of a received message)"
+            )
+        return holding[0]
+
+    async def _message_id_at(self, stream: str, partition: int, seq: int) -> str | None:
+        """The msg_id of the message stored at `seq` of `partition`, None when none is stored there."""
+        try:
+            message = await self.client.on_leader(
+                stream, partition, lambda node: node.get_message(stream, partition, seq)
+            )
+        except (NoSuchMessageError, PositionOutOfRangeError):
+            return None
+        return str(message.msg_id)
+
+    async def _offset_not_pending(
+        self, stream: str, weir_group: str, partition: int, seq: int, result: str
+    ) -> OffsetNotPendingError:
+        """Why the ack of `seq` found nothing pending: not delivered to the group yet, or settled."""
+        where = f"offset {mapping.offset_of(seq)} of partition {partition}"
+        info = await self.client.consumer_info(stream, weir_group)
+        state = next((entry for entry in info.partitions if entry.partition == partition), None)
+        if state is None or seq > state.last_delivered:
+            return OffsetNotPendingError(
+                f"{where} was not delivered to group {weir_group!r} (receive it first; acking by offset settles "
+                f"a received message that is still pending): {result}"
+            )
+        return OffsetNotPendingError(
+            f"{where} is not pending for group {weir_group!r}: acknowledged or dead-lettered already, or "
+            f"skipped by the group's filter: {result}"
+        )
 
     async def nack(self, request: SettleRequest) -> bool:
         """NackMessage: deliver the message again after RocketMQ's retry backoff for this attempt

@@ -32,7 +32,7 @@ from weir_gateway import metrics
 from weir_gateway.rocketmq_v1 import mapping
 from weir_gateway.rocketmq_v1.core import OutgoingMessage, RocketMQCore, RoutePartition
 from weir_gateway.rocketmq_v1.encoding import duration_of, message_of, timestamp_of
-from weir_gateway.rocketmq_v1.errors import GatewayStatusError, NotServedYetError
+from weir_gateway.rocketmq_v1.errors import GatewayStatusError
 from weir_gateway.rocketmq_v1.offsets import PullRequest
 from weir_gateway.rocketmq_v1.pb import definition_pb2, service_pb2, service_pb2_grpc
 from weir_gateway.rocketmq_v1.receiving import GroupTraits, ReceiveRequest, SettleRequest, filter_of
@@ -65,8 +65,8 @@ def rocketmq_rpc(
 ) -> Callable[[Handler[Request]], Handler[Request]]:
     """Times the method and turns a failure into `response_type(common=...)`: a Weir error keeps
     its gRPC status as the google.rpc code (NoSuchStreamError -> NOT_FOUND, InvalidArgumentError ->
-    INVALID_ARGUMENT, ...), a GatewayStatusError its own code (NotServedYetError UNIMPLEMENTED, a stale
-    receipt handle INVALID_ARGUMENT, ...), anything else INTERNAL (service.proto's header comment)."""
+    INVALID_ARGUMENT, ...), a GatewayStatusError its own code (a stale receipt handle or an offset
+    that is not pending INVALID_ARGUMENT, ...), anything else INTERNAL (service.proto's header comment)."""
 
     def decorate(handler: Handler[Request]) -> Handler[Request]:
         method = method_name or handler.__name__
@@ -310,11 +310,9 @@ class RocketMQServicer(service_pb2_grpc.MessagingServiceServicer):
     @rocketmq_rpc(service_pb2.AckMessageResponse)
     async def AckMessage(self, request: service_pb2.AckMessageRequest, context: Any) -> Any:
         if request.WhichOneof("handle") == "offset":
-            raise NotServedYetError(
-                "AckMessage by offset: broadcasting consumers keep their offsets themselves (PullMessage) and "
-                "Weir stores none for them; clustering consumers acknowledge a receipt_handle"
-            )
-        await self.core.receiver.ack(settle_request_of(request, metadata_of(context)))
+            await self.core.receiver.ack_offset(settle_request_of(request, metadata_of(context), offset=request.offset))
+        else:
+            await self.core.receiver.ack(settle_request_of(request, metadata_of(context)))
         return service_pb2.AckMessageResponse(common=ok_common())
 
     @rocketmq_rpc(service_pb2.NackMessageResponse)
@@ -437,8 +435,11 @@ def receive_request_of(request: service_pb2.ReceiveMessageRequest, metadata: Map
     )
 
 
-def settle_request_of(request: Any, metadata: Mapping[str, str], max_delivery_attempts: int = 0) -> SettleRequest:
-    """An Ack/Nack/ForwardMessageToDeadLetterQueue request's handle, group and topic, decoded."""
+def settle_request_of(
+    request: Any, metadata: Mapping[str, str], max_delivery_attempts: int = 0, offset: int | None = None
+) -> SettleRequest:
+    """An Ack/Nack/ForwardMessageToDeadLetterQueue request's handle (`offset`: AckMessage's offset
+    arm), group, topic and message_id, decoded."""
     namespace = namespace_of(request.group, metadata)
     if request.topic.name and namespace_of(request.topic, metadata) != namespace:
         raise InvalidArgumentError("group and topic are in different namespaces")
@@ -448,4 +449,6 @@ def settle_request_of(request: Any, metadata: Mapping[str, str], max_delivery_at
         group=request.group.name,
         receipt_handle=request.receipt_handle,
         max_delivery_attempts=max(0, max_delivery_attempts),
+        offset=offset,
+        message_id=request.message_id,
     )
