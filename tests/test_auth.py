@@ -653,6 +653,12 @@ async def test_a_gateway_serves_only_known_users_within_their_grants(cluster: Lo
                 "payer": "ok",
                 "payer, internal replication": "PERMISSION_DENIED",
             }
+            assert await _seed_object_puts(channel) == {
+                "ops creates obj:media": "ok",
+                "payer streams 3 frames": "ok",
+                "worker streams": "PERMISSION_DENIED",
+                "ops deletes obj:media": "ok",
+            }
     finally:
         await asyncio.to_thread(gateway.stop)
     assert await message_count(cluster, "payments") == before + 3
@@ -731,6 +737,36 @@ async def _seed_publishes(channel: grpc.aio.Channel) -> dict[str, str]:
         outcomes["payer, internal replication"] = "OK"
     except grpc.aio.AioRpcError as error:
         outcomes["payer, internal replication"] = error.code().name
+    return outcomes
+
+
+async def _seed_object_puts(channel: grpc.aio.Channel) -> dict[str, str]:
+    """The seed's object bucket made by CreateStream of obj:media and a PutObjectStream into it: a
+    streamed put's data frames are checked against its first frame's bucket (publish on obj:media)."""
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
+    from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
+
+    stub = seed_grpc.WaymakerStreamsServiceStub(channel)
+    ops, payer = (("authorization", f"Bearer {ADMIN}"),), (("authorization", f"Bearer {PAYER}"),)
+    start = seed.PutObjectStreamFrame(start=seed.PutObjectStart(bucket="media", name="clip"))
+    data = [seed.PutObjectStreamFrame(data=b"x" * 100_000) for _ in range(3)]
+    outcomes = {}
+    config = seed.StreamConfigPb(name="obj:media")
+    created = await stub.CreateStream(seed.CreateStreamRequest(config=config), metadata=ops, timeout=10)
+    outcomes["ops creates obj:media"] = created.result_code
+    frames = [start, *data, seed.PutObjectStreamFrame(finish=True)]
+    stored = await stub.PutObjectStream(iter(frames), metadata=payer, timeout=30)
+    outcomes["payer streams 3 frames"] = stored.result_code if stored.info.total_bytes == 300_000 else "wrong size"
+    # Refused at the first frame: only that one is written (see the router's test of the same).
+    refused_call = stub.PutObjectStream(metadata=(("authorization", f"Bearer {WORKER}"),), timeout=30)
+    await refused_call.write(start)
+    try:
+        await refused_call
+        outcomes["worker streams"] = "OK"
+    except grpc.aio.AioRpcError as error:
+        outcomes["worker streams"] = error.code().name
+    deleted = await stub.DeleteStream(seed.DeleteStreamRequest(name="obj:media"), metadata=ops, timeout=10)
+    outcomes["ops deletes obj:media"] = deleted.result_code
     return outcomes
 
 

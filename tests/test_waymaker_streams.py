@@ -7,6 +7,7 @@ gateway process, real gRPC; what the seed client stores is read back through the
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,13 @@ import grpc
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc  # type: ignore[import-untyped]
-from weir import Client, stream_config
+from weir import Client, ObjectStore, stream_config
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import GatewayHandle, LocalCluster
-from weir_gateway.waymaker_streams import mapping
+from weir_gateway.waymaker_streams import mapping, permissions
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as kept
 from weir_gateway.waymaker_streams.watch import LaggingBuffer, event_to_seed
+from weir_server.permissions import Requirement
 
 from tests.conftest import eventually, needs_own_processes
 
@@ -91,6 +93,16 @@ class SeedClient:
             response_deserializer=self.classes[method.output_type.name].FromString,
         )
         return [event async for event in call(self.classes[method.input_type.name](**fields), timeout=15)]
+
+    async def upload(self, rpc: str, frames: list[Any]) -> Any:
+        """A client-streaming call: each of `frames`, then the request side closes."""
+        method = self.service.methods_by_name[rpc]
+        call = self.channel.stream_unary(
+            f"/{SERVICE}/{rpc}",
+            request_serializer=lambda message: message.SerializeToString(),
+            response_deserializer=self.classes[method.output_type.name].FromString,
+        )
+        return await call(iter(frames), timeout=30)
 
     async def ok(self, rpc: str, **fields: Any) -> Any:
         response = await self.call(rpc, **fields)
@@ -448,10 +460,6 @@ async def test_multi_partition_streams_and_refused_rpcs(
         await seed.call("ReplicateMessage", stream=stream_name)
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "internal replication" in str(refused.value.details())
-    with pytest.raises(grpc.aio.AioRpcError) as missing:
-        await seed.call("PutObject")
-    assert missing.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "object store" in str(missing.value.details())
 
 
 def test_stream_config_round_trip() -> None:
@@ -467,3 +475,207 @@ def test_stream_config_round_trip() -> None:
     work_queue = kept.StreamConfigPb(name="w")
     work_queue.retention.work_queue.SetInParent()
     assert mapping.stream_config_from_seed(work_queue).retention == types_pb2.RETENTION_POLICY_WORK_QUEUE
+
+
+# -- the object store (the seed's "Phase 4": bucket B is the stream obj:B) -------------------------------
+
+
+@pytest.fixture
+async def object_bucket(seed: SeedClient, stream_name: str) -> AsyncIterator[str]:
+    """A bucket the seed's way: CreateStream of `obj:<bucket>` (Weir's object bucket)."""
+    bucket = stream_name[-40:].lstrip("-_")
+    await seed.ok("CreateStream", config=seed.new("StreamConfigPb", name=f"obj:{bucket}", max_msgs_per_subject=4))
+    yield bucket
+    await seed.ok("DeleteStream", name=f"obj:{bucket}")
+
+
+def put_frames(seed: SeedClient, bucket: str, name: str, pieces: list[bytes], **start: Any) -> list[Any]:
+    """A PutObjectStream: `start`, one frame of data per piece, `finish`."""
+    frames = [seed.new("PutObjectStreamFrame", start=seed.new("PutObjectStart", bucket=bucket, name=name, **start))]
+    frames += [seed.new("PutObjectStreamFrame", data=piece) for piece in pieces]
+    return [*frames, seed.new("PutObjectStreamFrame", finish=True)]
+
+
+async def test_objects_round_trip_through_the_seed(
+    seed: SeedClient, object_bucket: str, router_addresses: list[str]
+) -> None:
+    """Each of the seed's 9 object calls: a unary object with headers, a streamed multi-chunk one
+    with its sha256 (chunked as the client's frames), read whole, streamed and by range, listed,
+    its revisions, deleted; what the seed client stored is Weir's object (read through the SDK)."""
+    bucket = object_bucket
+    small = b"0123456789" * 1000
+    header = seed.new("MessageHeader", key="type", value="text")
+    put = await seed.ok("PutObject", bucket=bucket, name="a.txt", payload=small, chunk_size=4096, headers=[header])
+    assert (put.info.name, put.info.total_bytes, put.info.chunk_size, put.info.chunk_count) == (
+        "a.txt",
+        10_000,
+        4096,
+        3,
+    )
+    assert put.info.sha256 == hashlib.sha256(small).hexdigest() and put.info.metadata_seq > 0
+    got = await seed.ok("GetObject", bucket=bucket, name="a.txt")
+    assert got.payload == small and [(h.key, h.value) for h in got.info.headers] == [("type", "text")]
+
+    big = bytes(range(256)) * 1200  # 307,200 bytes in 5 frames of 64 KiB and a short one
+    pieces = [big[start : start + 65_536] for start in range(0, len(big), 65_536)]
+    digest = hashlib.sha256(big).hexdigest()
+    streamed = await seed.upload("PutObjectStream", put_frames(seed, bucket, "media/big.bin", pieces, sha256=digest))
+    assert (streamed.success, streamed.result_code) == (True, "ok"), streamed
+    assert (streamed.info.total_bytes, streamed.info.chunk_size, streamed.info.chunk_count) == (307_200, 65_536, 5)
+    assert streamed.info.sha256 == digest
+    frames = await seed.events("GetObjectStream", bucket=bucket, name="media/big.bin")
+    assert frames[0].HasField("info") and frames[0].info.sha256 == digest and frames[-1].done
+    data = [frame.data for frame in frames[1:-1]]
+    assert len(data) == 5 and hashlib.sha256(b"".join(data)).hexdigest() == digest
+    ranged = await seed.ok("GetObjectRange", bucket=bucket, name="media/big.bin", offset=65_000, len=1_000)
+    assert (ranged.actual_offset, ranged.payload, ranged.info.total_bytes) == (65_000, big[65_000:66_000], 307_200)
+    tail = await seed.ok("GetObjectRange", bucket=bucket, name="media/big.bin", offset=307_000)  # len 0: to the end
+    assert tail.payload == big[307_000:]
+    beyond = await seed.ok("GetObjectRange", bucket=bucket, name="media/big.bin", offset=400_000, len=10)
+    assert (beyond.payload, beyond.actual_offset) == (b"", 307_200)
+
+    info = await seed.ok("GetObjectInfo", bucket=bucket, name="media/big.bin")
+    assert info.info.metadata_seq == streamed.info.metadata_seq and not info.deleted
+    listed = await seed.ok("ListObjects", bucket=bucket)
+    assert [(e.name, e.total_bytes, e.deleted) for e in listed.entries] == [
+        ("a.txt", 10_000, False),
+        ("media/big.bin", 307_200, False),
+    ]
+    assert [e.name for e in (await seed.ok("ListObjects", bucket=bucket, name_prefix="media/")).entries] == [
+        "media/big.bin"
+    ]
+    second = await seed.ok("PutObject", bucket=bucket, name="a.txt", payload=b"second", dedupe=True)
+    assert second.info.deduped and second.info.metadata_seq > put.info.metadata_seq
+    deleted = await seed.ok("DeleteObject", bucket=bucket, name="a.txt")
+    gone = await seed.ok("GetObjectInfo", bucket=bucket, name="a.txt")
+    assert (gone.HasField("info"), gone.deleted) == (False, True)
+    revisions = (await seed.ok("ListObjectRevisions", bucket=bucket, name="a.txt")).revisions
+    assert [(r.metadata_seq, r.deleted, r.total_bytes, r.sha256) for r in revisions] == [
+        (put.info.metadata_seq, False, 10_000, put.info.sha256),
+        (second.info.metadata_seq, False, 6, hashlib.sha256(b"second").hexdigest()),
+        (deleted.tombstone_seq, True, 0, ""),
+    ]
+    later = await seed.ok(
+        "ListObjectRevisions", bucket=bucket, name="a.txt", from_seq=second.info.metadata_seq, limit=1
+    )
+    assert [r.metadata_seq for r in later.revisions] == [second.info.metadata_seq]
+    with_deleted = await seed.ok("ListObjects", bucket=bucket, include_deleted=True)
+    assert [(e.name, e.deleted) for e in with_deleted.entries] == [("a.txt", True), ("media/big.bin", False)]
+
+    async with Client(router_addresses) as weir:  # the seed client's object is Weir's
+        meta, chunks = await ObjectStore(weir).get(bucket, "media/big.bin")
+        assert meta.sha256 == digest and b"".join([chunk async for chunk in chunks]) == big
+
+
+async def test_object_calls_answer_not_found_and_refuse_bad_input_changing_nothing(
+    seed: SeedClient, object_bucket: str, router_addresses: list[str]
+) -> None:
+    """The seed's result codes: no_such_bucket, no_such_object, sha_mismatch; a bad name, header
+    list, chunk-less stream or bound is invalid_argument; none of them stores anything."""
+    bucket, missing = object_bucket, f"{object_bucket[:30]}-none"
+    await seed.ok("PutObject", bucket=bucket, name="kept", payload=b"k" * 100)
+    before = await seed.ok("GetStreamInfo", name=f"obj:{bucket}")
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("PutObject", {"name": "x", "payload": b"x"}),
+        ("GetObject", {"name": "kept"}),
+        ("DeleteObject", {"name": "kept"}),
+        ("GetObjectInfo", {"name": "kept"}),
+        ("ListObjects", {}),
+        ("ListObjectRevisions", {"name": "kept"}),
+        ("GetObjectRange", {"name": "kept", "len": 1}),
+    ]
+    for rpc, fields in calls:
+        assert "does not exist" in await seed.refused(rpc, "no_such_bucket", bucket=missing, **fields)
+    for rpc in ("GetObject", "GetObjectInfo", "GetObjectRange"):
+        await seed.refused(rpc, "no_such_object", bucket=bucket, name="never")
+    with pytest.raises(grpc.aio.AioRpcError) as not_found:
+        await seed.events("GetObjectStream", bucket=bucket, name="never")
+    assert not_found.value.code() == grpc.StatusCode.NOT_FOUND
+
+    wrong_sha = await seed.refused("PutObject", "sha_mismatch", bucket=bucket, name="x", payload=b"x", sha256="ab" * 32)
+    assert "the request said" in wrong_sha
+    assert "name: 1..512" in await seed.refused("PutObject", "invalid_argument", bucket=bucket, name="", payload=b"x")
+    assert "invalid" in await seed.refused("PutObject", "invalid_argument", bucket="bad bucket!", name="x")
+    twice = [seed.new("MessageHeader", key="k", value=value) for value in ("1", "2")]
+    assert "given twice" in await seed.refused(
+        "PutObject", "invalid_argument", bucket=bucket, name="x", payload=b"x", headers=twice
+    )
+    assert "at most 10000" in await seed.refused(
+        "ListObjectRevisions", "invalid_argument", bucket=bucket, name="kept", limit=10_001
+    )
+    streams = {
+        "no start": put_frames(seed, bucket, "x", [b"y" * 1000])[1:],
+        "no finish": put_frames(seed, bucket, "x", [b"y" * 1000])[:-1],
+        "start twice": [*put_frames(seed, bucket, "x", [b"y" * 1000])[:2], *put_frames(seed, bucket, "x", [b"z"])],
+        "wrong sha256": put_frames(seed, bucket, "x", [b"y" * 1000], sha256="cd" * 32),
+    }
+    for why, frames in streams.items():
+        answer = await seed.upload("PutObjectStream", frames)
+        assert (answer.success, answer.message != "") == (False, True), why
+        assert answer.result_code == ("sha_mismatch" if why == "wrong sha256" else "invalid_argument"), (why, answer)
+    not_a_bucket = seed.new("StreamConfigPb", name=f"obj:{missing}", subjects_filter=["objm.>", "objc.>"])
+    assert "subjects_filter" in await seed.refused("CreateStream", "invalid_config", config=not_a_bucket)
+
+    after = await seed.ok("GetStreamInfo", name=f"obj:{bucket}")
+    assert after.stats.msg_count == before.stats.msg_count  # nothing stored, nothing left behind
+    assert [e.name for e in (await seed.ok("ListObjects", bucket=bucket, include_deleted=True)).entries] == ["kept"]
+    await seed.refused("GetStreamInfo", "no_such_stream", name=f"obj:{missing}")
+    async with Client(router_addresses) as weir:
+        assert await ObjectStore(weir).list_objects(bucket) == [("kept", 100, False)]
+
+
+async def test_object_reads_are_bounded_and_a_missing_chunk_is_incomplete(
+    seed: SeedClient, object_bucket: str, router_addresses: list[str]
+) -> None:
+    """An object above 4 MiB (one answer's limit) streams in and out, but GetObject and an unbounded
+    GetObjectRange refuse it before reading; a 1 MiB frame is stored as Weir's largest chunk
+    (960 KiB); a chunk gone from under the metadata is the seed's `incomplete` (ABORTED streamed)."""
+    bucket = object_bucket
+    payload = b"".join(bytes([n]) * 1024 * 1024 for n in range(5))  # 5 frames of 1 MiB
+    put = await seed.upload(
+        "PutObjectStream", put_frames(seed, bucket, "big", [payload[n << 20 : (n + 1) << 20] for n in range(5)])
+    )
+    assert (put.result_code, put.info.chunk_size, put.info.chunk_count) == ("ok", 960 * 1024, 6)
+    assert "(GetObjectStream)" in await seed.refused("GetObject", "invalid_argument", bucket=bucket, name="big")
+    await seed.refused("GetObjectRange", "invalid_argument", bucket=bucket, name="big")
+    await seed.refused("GetObjectRange", "invalid_argument", bucket=bucket, name="big", len=5 * 1024 * 1024)
+    too_big = await seed.refused("GetObjectRange", "invalid_argument", bucket=bucket, name="big", len=4 << 20)
+    assert "the answer would be" in too_big  # 4 MiB with the info: above what a client receives by default
+    ranged = await seed.ok("GetObjectRange", bucket=bucket, name="big", offset=1 << 20, len=3 << 20)
+    assert ranged.payload == payload[1 << 20 : 4 << 20]
+    frames = await seed.events("GetObjectStream", bucket=bucket, name="big")
+    assert b"".join(frame.data for frame in frames) == payload
+
+    async with Client(router_addresses) as weir:  # a chunk goes from under the object's metadata
+        meta = await ObjectStore(weir).info(bucket, "big")
+        assert meta is not None
+        await weir.delete_messages(f"obj:{bucket}", 0, [meta.seqs[2]])
+    assert "chunk 2" in await seed.refused(
+        "GetObjectRange", "incomplete", bucket=bucket, name="big", offset=2 << 20, len=10
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as incomplete:
+        await seed.events("GetObjectStream", bucket=bucket, name="big")
+    assert incomplete.value.code() == grpc.StatusCode.ABORTED and "no longer stored" in str(incomplete.value.details())
+    await seed.ok("PutObject", bucket=bucket, name="small", payload=b"s" * 3000, chunk_size=1000)
+    async with Client(router_addresses) as weir:
+        meta = await ObjectStore(weir).info(bucket, "small")
+        assert meta is not None
+        await weir.delete_messages(f"obj:{bucket}", 0, [meta.seqs[0]])
+    await seed.refused("GetObject", "incomplete", bucket=bucket, name="small")
+
+
+def test_object_calls_need_their_weir_namesakes_grants() -> None:
+    """Pure: a seed object call needs what its weir.v1.ObjectStore namesake needs; a PutObjectStream
+    is checked against its first frame's start, as weir.v1's."""
+    path = f"/{SERVICE}/"
+    assert permissions.requirement(path + "PutObject", kept.PutObjectRequest(bucket="media")) == Requirement(
+        "publish", "obj:media"
+    )
+    assert permissions.requirement(path + "GetObjectRange", kept.GetObjectRangeRequest(bucket="media")) == Requirement(
+        "read", "obj:media"
+    )
+    start = kept.PutObjectStreamFrame(start=kept.PutObjectStart(bucket="media", name="a"))
+    assert permissions.requirement(path + "PutObjectStream", start) == Requirement("publish", "obj:media")
+    assert permissions.first_item_names_it(path + "PutObjectStream")
+    assert not permissions.first_item_names_it(path + "Publish")
+    assert permissions.requirement(path + "ReplicateMessage", kept.ReplicateMessageRequest()) is None

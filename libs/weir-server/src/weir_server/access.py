@@ -63,8 +63,10 @@ def identify_by_bearer_token(authenticator: Authenticator, metadata: Metadata) -
 
 class AuthInterceptor(MethodWrappingInterceptor):
     """See the module docstring. A front door of another protocol passes its own `identify` (how
-    its clients present credentials), `requirement` (what each of its methods needs) and
-    `prefixes` (its service's method paths)."""
+    its clients present credentials), `requirement` (what each of its methods needs),
+    `first_item_names_it` (its request streams whose first item names what the whole call acts on:
+    every item is checked against the first one's requirement) and `prefixes` (its service's
+    method paths)."""
 
     def __init__(
         self,
@@ -73,6 +75,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
         *,
         identify: Identify = identify_by_bearer_token,
         requirement: RequirementOf = permissions.requirement,
+        first_item_names_it: Callable[[str], bool] = permissions.first_item_names_it,
         prefixes: tuple[str, ...] = ("/weir.v1.",),
     ) -> None:
         super().__init__(prefixes)
@@ -80,6 +83,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
         self.buckets = buckets if buckets is not None else RequestBuckets()
         self.identify = identify
         self.requirement = requirement
+        self.first_item_names_it = first_item_names_it
 
     def wrap(self, method: str, handler: Any) -> Any:
         replaced: dict[str, Any] = {}
@@ -157,7 +161,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
             # write reaches grpc.aio's client as INTERNAL instead of the status.
             first: Any = None
             async for request in requests:
-                if first is None or not permissions.first_item_names_it(method):
+                if first is None or not self.first_item_names_it(method):
                     first = request
                 await self.authorize(method, await self.principal(method, context), first, context)
                 yield request

@@ -76,6 +76,7 @@ def front_door_interceptors(
         authenticator,
         buckets,
         requirement=waymaker_streams_permissions.requirement,
+        first_item_names_it=waymaker_streams_permissions.first_item_names_it,
         prefixes=(f"/{waymaker_streams_permissions.SERVICE}/",),
     )
     return [kafka_pixy], [rocketmq], [waymaker_streams]

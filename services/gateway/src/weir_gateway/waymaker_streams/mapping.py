@@ -10,11 +10,13 @@ with more (created through weir.v1) is refused by the calls that address message
   approximate mode's bounds too); reported true, and an update of it changes nothing.
 - `sources`: Weir's StreamConfig.sources, field for field; `start_time_ms` is reserved by the seed
   and refused when set (invalid_config), as the seed says.
+- Object buckets: the seed's bucket `B` is the stream `obj:B`, as is Weir's; a CreateStream of such a
+  name creates Weir's object bucket (`object_bucket_from_seed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,7 @@ from weir.errors import (
     InvalidSubjectError,
     WeirError,
 )
+from weir.objects import MAX_CHUNK_BYTES, OBJECT_STREAM_PREFIX, ObjectMeta, revision_fields
 from weir.v1 import streams_pb2, types_pb2
 
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
@@ -213,14 +216,96 @@ def message_to_seed(message: types_pb2.Message) -> seed.MessagePb:
     )
 
 
+def object_bucket_from_seed(config: seed.StreamConfigPb) -> dict[str, Any] | None:
+    """`ObjectStore.create_bucket`'s arguments for a seed CreateStream of `obj:<bucket>` (the seed's
+    object bucket; None for any other name): `max_msgs_per_subject` is the metadata revisions kept
+    per name (0 = Weir's 16, at most 64), the limits' `max_bytes` bounds the bucket, `ephemeral` keeps
+    it in memory. Errors: InvalidConfigError for what would break the store's layout: a
+    subjects_filter (the bucket takes the store's own subjects), age or count limits, a
+    work-queue or interest retention (each would drop chunks of live objects), max_msg_bytes
+    (chunks are bounded by the store) or sources."""
+    if not config.name.startswith(OBJECT_STREAM_PREFIX):
+        return None
+    kind = config.retention.WhichOneof("policy")
+    limits = config.retention.limits
+    refused = [
+        (bool(config.subjects_filter) and list(config.subjects_filter) != [">"], "subjects_filter"),
+        (kind not in (None, "limits"), f"a {kind} retention"),
+        (limits.HasField("max_age_ms") or limits.HasField("max_msgs"), "max_age_ms or max_msgs"),
+        (bool(config.max_msg_bytes), "max_msg_bytes"),
+        (bool(config.sources), "sources"),
+    ]
+    for wrong, what in refused:
+        if wrong:
+            raise InvalidConfigError(
+                f"{config.name!r} is an object bucket (the seed's obj:<bucket>), whose stream holds the "
+                f"object store's chunks and metadata: {what} would break it; leave it unset",
+                name=config.name,
+            )
+    return {
+        "bucket": config.name[len(OBJECT_STREAM_PREFIX) :],
+        "history": config.max_msgs_per_subject,
+        "max_bytes": limits.max_bytes,
+        "ephemeral": config.ephemeral,
+    }
+
+
+def chunk_size_from_seed(chunk_size: int) -> int:
+    """The chunk size Weir stores a seed object in: 0 stays 0 (Weir's default, 256 KiB), one above
+    Weir's largest chunk (960 KiB, under the nodes' 1 MiB message) is that largest (the seed's own
+    default is 1 MiB). ObjectInfo reports the size used."""
+    return min(chunk_size, MAX_CHUNK_BYTES)
+
+
+def object_headers_from_seed(headers: Sequence[Any]) -> dict[str, str]:
+    """The seed's repeated MessageHeader as the store keeps them (one value per key, in order).
+    Errors: InvalidArgumentError for a key given twice (it would not come back verbatim)."""
+    found: dict[str, str] = {}
+    for header in headers:
+        if header.key in found:
+            raise InvalidArgumentError(
+                f"headers: key {header.key!r} is given twice; an object keeps one value per header key"
+            )
+        found[header.key] = header.value
+    return found
+
+
+def object_info_to_seed(meta: ObjectMeta) -> seed.ObjectInfo:
+    headers = [seed.MessageHeader(key=key, value=value) for key, value in meta.headers.items()]
+    return seed.ObjectInfo(**meta.info_fields(), headers=headers)
+
+
+def revision_to_seed(revision: ObjectMeta | int) -> seed.ObjectRevisionEntry:
+    return seed.ObjectRevisionEntry(**revision_fields(revision))
+
+
 # Weir's codes for bad input, as the seed's RPCs name them (the rest keep Weir's own code, a
 # superset the README lists).
 _CONFIG_ERRORS = (InvalidConfigError, InvalidNameError, InvalidSubjectError, InvalidArgumentError)
 
 
+OBJECT_METHODS = frozenset(
+    {
+        "PutObject",
+        "GetObject",
+        "DeleteObject",
+        "GetObjectInfo",
+        "ListObjects",
+        "PutObjectStream",
+        "GetObjectStream",
+        "ListObjectRevisions",
+        "GetObjectRange",
+    }
+)
+
+
 def seed_result_code(method: str, error: WeirError) -> str:
-    """The seed's result code for `error` raised by seed RPC `method`."""
+    """The seed's result code for `error` raised by seed RPC `method` (the object calls' own codes,
+    no_such_bucket, no_such_object, sha_mismatch and incomplete, are Weir's; a bad bucket name,
+    object name or argument there is `invalid_argument`)."""
     if isinstance(error, MultiPartitionError):
+        return "invalid_argument"
+    if method in OBJECT_METHODS and isinstance(error, _CONFIG_ERRORS):
         return "invalid_argument"
     if method in ("CreateStream", "CreateConsumer", "UpdateStream") and isinstance(error, _CONFIG_ERRORS):
         return "invalid_config"

@@ -1,9 +1,8 @@
 """`/waymaker.streams.WaymakerStreamsService/*`, the streams seed's API verbatim, over the Weir SDK:
 decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
 seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
-replication RPCs (and TransferStream, a node-to-node file copy) are refused with PERMISSION_DENIED,
-and what Weir does not serve through this door yet (objects) with UNIMPLEMENTED and a
-message saying so. The cluster admin calls are in `cluster_admin`.
+replication RPCs (and TransferStream, a node-to-node file copy) are refused with PERMISSION_DENIED.
+The cluster admin calls are in `cluster_admin`, the object store's in `objects`.
 Translations are in `mapping`."""
 
 from __future__ import annotations
@@ -19,12 +18,14 @@ from weir import Client
 from weir.client import NodeClient
 from weir.errors import WeirError
 from weir.info import ConsumerConfig, StreamConfig
+from weir.objects import ObjectStore
 
 from weir_gateway import metrics
 from weir_gateway.acks import AckCoalescer
 from weir_gateway.waymaker_streams import mapping
 from weir_gateway.waymaker_streams.cluster_admin import ClusterAdmin
 from weir_gateway.waymaker_streams.mapping import MultiPartitionError
+from weir_gateway.waymaker_streams.objects import ObjectCalls
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
 from weir_gateway.waymaker_streams.rpc import OK, PROTOCOL, refusal, seed_rpc
@@ -43,24 +44,14 @@ REPLICATION_METHODS = (
     "ReplicateStreamUpdate",
     "ReplicateWorkQueueAck",
 )
-NOT_YET = {
-    "PutObject": "the object store",
-    "GetObject": "the object store",
-    "DeleteObject": "the object store",
-    "GetObjectInfo": "the object store",
-    "ListObjects": "the object store",
-    "PutObjectStream": "the object store",
-    "GetObjectStream": "the object store",
-    "ListObjectRevisions": "the object store",
-    "GetObjectRange": "the object store",
-}
 
 
-class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServicer):
+class WaymakerStreamsServicer(ClusterAdmin, ObjectCalls, seed_grpc.WaymakerStreamsServiceServicer):
     """The seed's client RPCs over `client` (a stream of the seed is a one-partition Weir stream)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.objects = ObjectStore(client)
         self.acks = AckCoalescer(client)  # concurrent Acks of a partition share AckBatch calls
 
     async def _single_partition(self, stream: str) -> None:
@@ -81,6 +72,11 @@ class WaymakerStreamsServicer(ClusterAdmin, seed_grpc.WaymakerStreamsServiceServ
 
     @seed_rpc(seed.CreateStreamResponse)
     async def CreateStream(self, request: seed.CreateStreamRequest, context: Any) -> seed.CreateStreamResponse:
+        """A stream; `obj:<bucket>` is the seed's object bucket, made as Weir's (`weir object` reads it)."""
+        bucket = mapping.object_bucket_from_seed(request.config)
+        if bucket is not None:
+            await self.objects.create_bucket(**bucket)
+            return seed.CreateStreamResponse(**OK)
         await self.client.create_stream(StreamConfig.from_proto(mapping.stream_config_from_seed(request.config)))
         return seed.CreateStreamResponse(**OK)
 
@@ -318,9 +314,3 @@ WaymakerStreamsServicer.TransferStream = refusal(  # type: ignore[method-assign]
     "TransferStream ships one seed node's store file to another inside the seed's cluster; this broker moves "
     "copies through its own replication: use MigrateStream or RebalanceStreams",
 )
-for _method, _what in NOT_YET.items():
-    setattr(
-        WaymakerStreamsServicer,
-        _method,
-        refusal(_method, grpc.StatusCode.UNIMPLEMENTED, f"{_method}: {_what} is not served through this door yet"),
-    )
