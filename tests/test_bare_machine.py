@@ -96,6 +96,11 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
     waymaker = summary["waymaker_streams"]
     assert (waymaker["published"], waymaker["received"], waymaker["verified"]) == (20, 20, True)
     assert waymaker["moves"]["verified"] and waymaker["moves"]["to_node"] != waymaker["moves"]["from_node"]
+    assert (waymaker["object"]["bytes"], waymaker["object"]["chunks"], waymaker["object"]["verified"]) == (
+        1024 * 1024,
+        16,
+        True,
+    )  # one object put and got through the door, one chunk per 64 KiB frame
     # Stream sources over the demo's TLS and tokens: the tails call the nodes' client ports.
     assert summary["sources"]["verified"] is True and sum(summary["sources"]["sourced"].values()) == 150
     assert summary["key_value"] == {"updates": 10, "watched": 12, "verified": True}

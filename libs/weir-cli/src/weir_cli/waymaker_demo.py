@@ -4,10 +4,13 @@ CreateConsumer, Fetch + Ack until every message came back once, ReadLatestAtSubj
 with a stale `expected_last_seq` answered `wrong_revision` in the response body; then the cluster
 admin calls: GetClusterStreamStats, SetStreamPinned (a pinned stream's MigrateStream is
 `source_busy`), ClearStreamAuthority, MigrateStream (the stream's copy moves to another node, its
-messages with it) and RebalanceStreams (back to its first node)."""
+messages with it) and RebalanceStreams (back to its first node); last the object store: the bucket
+`obj:demo-waymaker` made with CreateStream, as the seed names buckets, a PutObjectStream of a
+multi-chunk object with its sha256, GetObjectStream back (digest checked) and GetObjectInfo."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -16,6 +19,7 @@ from weir import tls as weir_tls
 from weir_cli.output import progress
 
 STREAM = "demo-waymaker"
+OBJECT = "demo/payload.bin"  # in the bucket obj:demo-waymaker
 
 
 async def waymaker_round_trip(address: str, messages: int = 20) -> dict[str, Any]:
@@ -62,13 +66,50 @@ async def waymaker_round_trip(address: str, messages: int = 20) -> dict[str, Any
         ).latest
         progress(f"waymaker.streams: fetched and acknowledged {len(received)}, latest revision seq {latest.seq}")
         moves = await _admin_tour(stub, seed, checked, last_seq)
+        stored = await _object_tour(stub, seed, checked)
     verified = (
         received == published
         and latest.seq == last_seq
         and (refused.success, refused.result_code, refused.seq) == (False, "wrong_revision", last_seq)
         and moves["verified"]
+        and stored["verified"]
     )
-    return {"published": len(published), "received": len(received), "moves": moves, "verified": verified}
+    return {
+        "published": len(published),
+        "received": len(received),
+        "moves": moves,
+        "object": stored,
+        "verified": verified,
+    }
+
+
+async def _object_tour(stub: Any, seed: Any, checked: Any) -> dict[str, Any]:
+    """One object in and out of the bucket `obj:demo-waymaker`: 1 MiB in 64 KiB frames (one chunk
+    each, as the seed's streamed put stores them), read back streamed and checked by its sha256."""
+    content = b"".join(hashlib.sha256(b"%d" % n).digest() * 2048 for n in range(16))  # 16 x 64 KiB
+    digest = hashlib.sha256(content).hexdigest()
+    bucket_config = seed.StreamConfigPb(name=f"obj:{STREAM}")
+    checked("CreateStream", await stub.CreateStream(seed.CreateStreamRequest(config=bucket_config), timeout=30))
+    start = seed.PutObjectStart(bucket=STREAM, name=OBJECT, sha256=digest)
+    frames = [seed.PutObjectStreamFrame(start=start)]
+    frames += [seed.PutObjectStreamFrame(data=content[at : at + 65_536]) for at in range(0, len(content), 65_536)]
+    frames.append(seed.PutObjectStreamFrame(finish=True))
+    put = checked("PutObjectStream", await stub.PutObjectStream(iter(frames), timeout=60))
+    request = seed.GetObjectRequest(bucket=STREAM, name=OBJECT)
+    received = [frame async for frame in stub.GetObjectStream(request, timeout=60)]
+    back = b"".join(frame.data for frame in received)
+    info = checked("GetObjectInfo", await stub.GetObjectInfo(seed.GetObjectInfoRequest(bucket=STREAM, name=OBJECT)))
+    progress(
+        f"waymaker.streams: object {OBJECT} put in {put.info.chunk_count} chunks and read back "
+        f"({len(back)} bytes, sha256 {digest[:12]}...)"
+    )
+    verified = (
+        back == content
+        and hashlib.sha256(back).hexdigest() == put.info.sha256 == digest
+        and received[-1].done
+        and info.info.metadata_seq == put.info.metadata_seq
+    )
+    return {"bytes": len(back), "chunks": put.info.chunk_count, "sha256": digest, "verified": verified}
 
 
 async def _admin_tour(stub: Any, seed: Any, checked: Any, last_seq: int) -> dict[str, Any]:
