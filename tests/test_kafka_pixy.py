@@ -7,6 +7,7 @@ cluster, a real gateway process, real gRPC."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import sys
@@ -19,9 +20,13 @@ from typing import Any
 import grpc
 import pytest
 from grpc_tools import protoc  # type: ignore[import-untyped]
+from hypothesis import given
+from hypothesis import strategies as st
 from weir import Client, stream_config
+from weir.errors import InvalidArgumentError
 from weir.partitioning import partition_for_key
 from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.kafka_pixy.headers import BASE64_HEADERS_KEY, record_headers, stored_headers
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as current
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as current_grpc
 
@@ -161,6 +166,83 @@ def test_keys_empty_and_undefined(stub: Any, cluster: LocalCluster, stream_name:
         got[response.message] = (response.key_undefined, response.key_value)
     assert all(got[b"e%d" % n] == (False, b"") for n in range(3))
     assert all(got[b"u%d" % n] == (True, b"") for n in range(8))
+
+
+HEADER_KEYS = st.text(min_size=1, max_size=12).filter(lambda key: key != BASE64_HEADERS_KEY)
+
+
+def is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@given(st.lists(st.tuples(HEADER_KEYS, st.binary(max_size=24) | st.text(max_size=12).map(str.encode)), max_size=6))
+def test_header_values_of_any_bytes_are_stored_as_text_and_come_back_the_same(headers: list[tuple[str, bytes]]) -> None:
+    """Any (key, bytes) headers, repeated keys and empty values included: stored as Weir's text
+    headers in order (UTF-8 text as is, every value of a key with a non-UTF-8 value in base64, those
+    keys listed in the marker header), then read back as the same pairs in the same order."""
+    stored = stored_headers(headers)
+    markers = [value for key, value in stored if key == BASE64_HEADERS_KEY]
+    encoded = set(json.loads(markers[0])) if markers else set()
+    assert encoded == {key for key, value in headers if not is_utf8(value)}
+    assert len(stored) == len(headers) + len(markers)
+    for (key, value), (stored_key, text) in zip(headers, stored, strict=False):
+        assert (stored_key, text) == (key, base64.b64encode(value).decode() if key in encoded else value.decode())
+    assert record_headers(stored) == headers
+
+
+def test_text_header_values_are_stored_unchanged_and_a_hand_written_marker_is_read_as_stored() -> None:
+    assert stored_headers([("trace", b"abc"), ("empty", b"")]) == [("trace", "abc"), ("empty", "")]
+    assert stored_headers([("id", b"\xff\x00"), ("id", b"ok"), ("n", b"1")]) == [
+        ("id", "/wA="),
+        ("id", "b2s="),
+        ("n", "1"),
+        (BASE64_HEADERS_KEY, '["id"]'),
+    ]
+    for marker in ("not json", '{"id": 1}', '["id"]'):
+        written = [("id", "not base64!"), (BASE64_HEADERS_KEY, marker)]
+        assert record_headers(written) == [(key, value.encode()) for key, value in written]
+    with pytest.raises(InvalidArgumentError, match=BASE64_HEADERS_KEY):
+        stored_headers([(BASE64_HEADERS_KEY, b"[]")])
+
+
+def test_byte_header_values_are_produced_and_consumed_unchanged(
+    stub: Any, cluster: LocalCluster, stream_name: str
+) -> None:
+    """Kafka header values are bytes: a non-UTF-8 value, an empty one and text come back from
+    ConsumeNAck as sent; Weir's own readers see the text unchanged and the bytes in base64 under the
+    marker header. A Produce naming the marker header itself is INVALID_ARGUMENT and stores nothing."""
+    pb = current
+    create_topic(cluster, stream_name, partitions=1)
+    sent = [
+        ("trace-id", b"abc-123"),
+        ("signature", bytes(range(256))),
+        ("empty", b""),
+        ("latin-1", "é".encode("latin-1")),
+    ]
+    headers = [pb.RecordHeader(key=key, value=value) for key, value in sent]
+    stub.Produce(pb.ProdRq(topic=stream_name, message=b"signed", headers=headers))
+    consumed = stub.ConsumeNAck(pb.ConsNAckRq(topic=stream_name, group="bytes", auto_ack=True), timeout=10)
+    assert consumed.message == b"signed"
+    assert [(header.key, header.value) for header in consumed.headers] == sent
+
+    async def stored() -> tuple[dict[str, str], int]:
+        async with Client(cluster.router_addresses) as client:
+            node = await client.leader(stream_name, 0)
+            records = (await node.read_messages(stream_name, 0, 1, max_messages=10)).messages
+            return {header.key: header.value for header in records[0].headers}, len(records)
+
+    reserved = [pb.RecordHeader(key=BASE64_HEADERS_KEY, value=b'["trace-id"]')]
+    code, details = status_of(lambda: stub.Produce(pb.ProdRq(topic=stream_name, message=b"x", headers=reserved)))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "reserved" in details
+    weir_headers, count = asyncio.run(stored())
+    assert count == 1  # the refused produce stored nothing
+    assert weir_headers["trace-id"] == "abc-123" and weir_headers["empty"] == ""
+    assert weir_headers["signature"] == base64.b64encode(bytes(range(256))).decode()
+    assert json.loads(weir_headers[BASE64_HEADERS_KEY]) == ["latin-1", "signature"]
 
 
 def test_long_poll_timeout_is_not_found_and_acks_anyway(

@@ -7,7 +7,9 @@ subjects, or one whose subjects accept the name, serves); a Kafka offset is the 
 first message has offset 0); a consumer group is a Weir consumer group (its durable consumer is
 named after the group); a committed offset is the group consumer's ack floor. Keys are stored with
 the message: an empty key is a key (it hashes like any other, FNV-1a as sarama), `key_undefined`
-publishes to a partition in turn and comes back as `key_undefined`.
+publishes to a partition in turn and comes back as `key_undefined`. Header values are bytes in Kafka
+and text in Weir: `headers.py` stores them losslessly (UTF-8 text as is, other bytes in base64 under
+a marker header) and ConsumeNAck returns the bytes sent.
 
 Errors are Weir's typed errors; the servicer chooses the status kafka-pixy documents per RPC.
 """
@@ -25,6 +27,7 @@ from weir.errors import InvalidArgumentError, WeirError
 from weir.subjects import validate_name
 
 from weir_gateway.kafka_pixy.feeds import FeedSettings, GroupFeeds
+from weir_gateway.kafka_pixy.headers import stored_headers
 
 logger = logging.getLogger(__name__)
 
@@ -110,23 +113,22 @@ class KafkaPixyCore:
         headers: Sequence[tuple[str, bytes]],
         async_mode: bool,
     ) -> Produced:
-        """Store one message (key None = key_undefined). Synchronous mode answers once every in-sync
-        replica stored it (ack level all) with its partition and offset; async mode once the
-        gateway queued it (ack level none; offset -1). Concurrent calls share the SDK's per-partition
-        batches. Errors: InvalidArgumentError, NoSuchStreamError, SubjectRejectedError,
+        """Store one message (key None = key_undefined) with its headers (key, bytes value), in
+        Weir's text headers as `headers.stored_headers` encodes them (any bytes; see headers.py).
+        Synchronous mode answers once every in-sync replica stored it (ack level all) with its
+        partition and offset; async mode once the gateway queued it (ack level none; offset -1).
+        Concurrent calls share the SDK's per-partition batches. Errors: InvalidArgumentError (also
+        for the reserved header `x-weir-base64-headers`), NoSuchStreamError, SubjectRejectedError,
         OversizeError, and the cluster's retryable errors after the SDK's retries."""
         self.check_cluster(cluster)
         self.check_topic(topic)
-        text_headers: list[tuple[str, str]] = []
-        for name, value in headers:
-            try:
-                text_headers.append((name, value.decode("utf-8")))
-            except UnicodeDecodeError:
-                raise InvalidArgumentError(
-                    f"header {name!r}: its value is not UTF-8 text (Weir headers are text)"
-                ) from None
         ack = await self.client.publish(
-            topic, topic, message, key=key, headers=text_headers, ack_level="none" if async_mode else "all"
+            topic,
+            topic,
+            message,
+            key=key,
+            headers=stored_headers(headers),
+            ack_level="none" if async_mode else "all",
         )
         return Produced(ack.partition, -1 if async_mode else ack.seq - 1)
 

@@ -15,6 +15,7 @@ from weir.errors import NoSuchConsumerError, NoSuchStreamError, WeirError
 
 from weir_gateway import metrics
 from weir_gateway.kafka_pixy.core import KafkaPixyCore, PartitionMetadata
+from weir_gateway.kafka_pixy.headers import record_headers
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2, kafkapixy_pb2_grpc
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class KafkaPixyServicer(kafkapixy_pb2_grpc.KafkaPixyServicer):
             key_value=message.key or b"",
             key_undefined=message.key is None,
             message=message.payload,
-            headers=[kafkapixy_pb2.RecordHeader(key=k, value=v.encode()) for k, v in message.headers.items()],
+            headers=[kafkapixy_pb2.RecordHeader(key=k, value=v) for k, v in record_headers(message.headers.items())],
         )
 
     @kafka_pixy_rpc(missing_is_not_found=False)
