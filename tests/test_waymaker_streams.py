@@ -561,6 +561,15 @@ async def test_objects_round_trip_through_the_seed(
     assert [r.metadata_seq for r in later.revisions] == [second.info.metadata_seq]
     with_deleted = await seed.ok("ListObjects", bucket=bucket, include_deleted=True)
     assert [(e.name, e.deleted) for e in with_deleted.entries] == [("a.txt", True), ("media/big.bin", False)]
+    empty = (await seed.ok("PutObject", bucket=bucket, name="empty", payload=b"")).info
+    assert (empty.total_bytes, empty.chunk_size, empty.chunk_count) == (0, 0, 0)  # "0 for empty objects"
+    assert empty.sha256 == hashlib.sha256(b"").hexdigest()
+    assert (await seed.ok("GetObject", bucket=bucket, name="empty")).payload == b""
+    frames = await seed.events("GetObjectStream", bucket=bucket, name="empty")
+    assert [(frame.HasField("info"), frame.data, frame.done) for frame in frames] == [
+        (True, b"", False),
+        (False, b"", True),
+    ]
 
     async with Client(router_addresses) as weir:  # the seed client's object is Weir's
         meta, chunks = await ObjectStore(weir).get(bucket, "media/big.bin")

@@ -274,6 +274,8 @@ class ObjectStore:
                 await self._forget_chunks(stream, meta)
             raise
         meta.sha256 = digest.hexdigest()
+        if not meta.chunk_count:
+            meta.chunk_size = 0  # the seed's ObjectInfo: 0 for an empty object
         if sha256 and sha256.lower() != meta.sha256:
             await self._forget_chunks(stream, meta)
             raise ShaMismatchError(
