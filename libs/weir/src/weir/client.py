@@ -50,12 +50,30 @@ MAX_GRPC_MESSAGE_BYTES = 64 * 1024 * 1024
 # Reconnect within a second of a node coming back (gRPC's default backoff grows to two minutes, so
 # a replicator or client whose node was down for a few seconds waited seconds more for it).
 RECONNECT_BACKOFF_MAX_MS = 1000
+# A node or router that falls silent while a call waits on it (a network partition, a host that
+# froze) is noticed within KEEPALIVE_TIME_MS + KEEPALIVE_TIMEOUT_MS: the channel pings it and, with no
+# answer, fails the waiting calls with UNAVAILABLE, which the cluster client retries on a fresh route.
+# Without pings a call to a silent peer waited for its whole deadline (30 s by default). Pings are
+# sent only while calls are in flight.
+KEEPALIVE_TIME_MS = 2000
+KEEPALIVE_TIMEOUT_MS = 2000
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 0),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+# What a Weir server sets so that those pings are answered, not punished: gRPC's default server
+# closes a connection (GOAWAY "too_many_pings") that pings more often than every 5 minutes while it
+# sends no data, as a call waiting for replication does.
+KEEPALIVE_SERVER_OPTIONS = [
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+    ("grpc.http2.max_ping_strikes", 0),
 ]
 Request = TypeVar("Request")
 Response = TypeVar("Response")

@@ -20,6 +20,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import REGISTRY
+from weir.client import KEEPALIVE_SERVER_OPTIONS
 from weir.tls import ChannelSecurity
 from weir.v1 import internal_pb2, internal_pb2_grpc, streams_pb2, streams_pb2_grpc
 from weir_server import tls
@@ -73,6 +74,7 @@ def _grpc_server(settings: NodeSettings, *, internal: bool = False) -> grpc.aio.
         ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_BYTES),
         ("grpc.so_reuseport", 0),
+        *KEEPALIVE_SERVER_OPTIONS,
     ]
     if not internal:
         options.append(("grpc.max_concurrent_streams", settings.max_concurrent_streams))

@@ -10,6 +10,7 @@ import logging
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from weir.client import KEEPALIVE_SERVER_OPTIONS
 from weir.cluster import Client
 from weir.collections import Collections
 from weir.kv import KeyValue
@@ -63,7 +64,11 @@ class RouterProcess:
             authenticator = Authenticator(settings.auth_file, settings.service_token_file, settings.default_rate())
             interceptors.append(AuthInterceptor(authenticator))
         self._server = grpc.aio.server(
-            options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
+                *KEEPALIVE_SERVER_OPTIONS,
+            ],
             interceptors=interceptors,
         )
         self._health = HealthServicer()
