@@ -84,9 +84,9 @@ test-fast: setup  ## everything except the slow (crash/fault) tier; says what th
 	@WEIR_PREFLIGHT_INSTALL=0 bash scripts/preflight.sh
 	$(UV) run pytest -q -m "not slow"
 
-reliability: setup preflight  ## the fault matrices: SIGKILL/SIGSTOP under ack-all load (docs/reliability.md), power loss and flipped bits (docs/durability.md; needs FUSE)
+reliability: setup preflight  ## the fault matrices: SIGKILL/SIGSTOP and network partitions and loss (as root) under ack-all load (docs/reliability.md), power loss and flipped bits (docs/durability.md; needs FUSE)
 	WEIR_RELIABILITY_REPORT=docs/reliability.md WEIR_DURABILITY_REPORT=docs/durability.md \
-		$(UV) run pytest -q -s tests/test_reliability.py tests/test_durability.py
+		$(UV) run pytest -q -s tests/test_reliability.py tests/test_network_faults.py tests/test_durability.py
 
 run: setup  ## the main job: bring up a local cluster, run a demo workload through it, stop it
 	$(UV) run weir demo

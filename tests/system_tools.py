@@ -29,6 +29,8 @@ PACKAGES = {
     "promtool": "prometheus",
     "docker-compose": "docker-compose",
     "fusermount3": "fuse3",
+    "nft": "nftables",
+    "ip": "iproute2",
 }
 
 

@@ -44,10 +44,10 @@ from weir_cli.launcher import LocalCluster, NodeHandle
 from weir_server.internal_clients import ChangeFeedClient
 
 from tests.conftest import CLUSTER_NODE_ENV, CLUSTER_REPLICATOR_ENV, CLUSTER_ROUTER_ENV, eventually, needs_own_processes
+from tests.fault_matrix import Faults
 from tests.lazyfs import LazyMount
 from tests.stored_records import flip_stored_bytes
 from tests.system_tools import needs_fuse
-from tests.test_reliability import Faults
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -27,162 +27,42 @@ writes docs/reliability.md).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import datetime
 import os
 import signal
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import redis.asyncio
-from weir.client import NodeClient, stream_config
+from weir.client import stream_config
 from weir.cluster import WeirClient
-from weir.errors import WeirError
-from weir.v1 import types_pb2
-from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle
-from weir_server.metadata import Keys
+from weir_cli.launcher import LocalCluster, ProcessHandle
 
 from tests.conftest import eventually, start_cluster
+from tests.fault_matrix import (
+    PARTITIONS,
+    STREAM,
+    Faults,
+    Load,
+    Row,
+    assert_repeats_are_duplicates,
+    assign_to_rows,
+    balanced,
+    by_name,
+    copies,
+    settled,
+    stream_record,
+    tabulate,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-STREAM = "matrix"
-PARTITIONS = 2
-CLIENTS = 3
-WORKERS_PER_CLIENT = 4
 FAULT_HOLD_S = 3.0
 REBALANCED_WITHIN_S = 30.0
 SECONDARY_STALL_MAX_S = 2.0
 REPORT_ENV = "WEIR_RELIABILITY_REPORT"
-
-
-@dataclass
-class Publish:
-    msg_id: str
-    partition: int
-    started: float
-    ended: float = 0.0
-    seq: int = 0  # 0: not acknowledged
-    error: str = ""
-
-
-@dataclass
-class Row:
-    scenario: str
-    started: float = 0.0
-    ended: float = 0.0
-    rebalanced_s: float | None = None
-    publishes: list[Publish] = field(default_factory=list)
-
-
-class Load:
-    """CLIENTS SDK clients x WORKERS_PER_CLIENT workers, each publishing its next numbered message
-    (ack all, msg_id = payload) as soon as the previous one is answered."""
-
-    def __init__(self, routers: list[str]) -> None:
-        self.routers = routers
-        self.publishes: list[Publish] = []
-        self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._clients: list[WeirClient] = []
-
-    async def start(self) -> None:
-        for number in range(CLIENTS):
-            client = WeirClient(self.routers, retry_timeout_s=30, timeout_s=10)
-            self._clients.append(client)
-            for worker in range(WORKERS_PER_CLIENT):
-                self._tasks.append(asyncio.create_task(self._work(client, f"c{number}w{worker}")))
-
-    async def _work(self, client: WeirClient, name: str) -> None:
-        index = 0
-        while not self._stop.is_set():
-            msg_id = f"{name}-m{index}"
-            publish = Publish(msg_id, index % PARTITIONS, time.monotonic())
-            self.publishes.append(publish)
-            try:
-                ack = await client.publish(
-                    STREAM, "orders.new", msg_id.encode(), partition=publish.partition, ack_level="all", msg_id=msg_id
-                )
-                publish.seq = ack.seq
-            except WeirError as error:
-                publish.error = error.result_code.value
-            publish.ended = time.monotonic()
-            index += 1
-
-    async def stop(self) -> None:
-        self._stop.set()
-        await asyncio.gather(*self._tasks)
-        for client in self._clients:
-            await client.close()
-
-
-class Faults:
-    """Process faults, run on one long-lived thread (a blocking start there does not stall the load,
-    and processes started from it stay alive until it ends: see ProcessHandle.die_with_parent)."""
-
-    def __init__(self) -> None:
-        self._thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="faults")
-
-    async def run(self, action: Callable[[], object]) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._thread, action)
-
-    def close(self) -> None:
-        self._thread.shutdown(wait=True)
-
-
-async def stream_record(cluster: LocalCluster) -> types_pb2.StreamRecord:
-    client = redis.asyncio.from_url(cluster.redis.url)
-    try:
-        raw = await client.get(Keys().stream(STREAM))
-    finally:
-        await client.aclose()
-    assert isinstance(raw, bytes)
-    return types_pb2.StreamRecord.FromString(raw)
-
-
-def by_name(cluster: LocalCluster, node_id: str) -> NodeHandle:
-    return next(node for node in cluster.nodes if node.name == node_id)
-
-
-async def copies(cluster: LocalCluster, partition: int) -> dict[str, list[tuple[int, bytes]]]:
-    """node id -> (seq, payload) of its copy of the partition (its internal port)."""
-    result: dict[str, list[tuple[int, bytes]]] = {}
-    for node in cluster.nodes:
-        async with NodeClient(node.internal_address, timeout_s=10) as client:
-            result[node.name] = [(message.seq, message.payload) async for message in client.read_all(STREAM, partition)]
-    return result
-
-
-async def settled(cluster: LocalCluster, *, equal_copies: bool = False) -> bool:
-    """Every partition led by its preferred leader with 3 in-sync replicas (and, with
-    `equal_copies`, which only holds once the load stopped, every copy equal)."""
-    try:
-        record = await stream_record(cluster)
-        for entry in record.placement.partitions:
-            if entry.primary_node_id != entry.replica_node_ids[0]:
-                return False
-            async with NodeClient(by_name(cluster, entry.primary_node_id).internal_address, timeout_s=5) as client:
-                info = await client.stream_info(STREAM)
-            stats = next(stats for stats in info.stats.partitions if stats.partition == entry.partition)
-            if len(stats.in_sync_node_ids) != 3:
-                return False
-            if equal_copies and len({tuple(copy) for copy in (await copies(cluster, entry.partition)).values()}) != 1:
-                return False
-    except WeirError:
-        return False
-    return True
-
-
-async def balanced(cluster: LocalCluster) -> bool:
-    try:
-        record = await stream_record(cluster)
-    except AssertionError:
-        return False
-    return all(entry.primary_node_id == entry.replica_node_ids[0] for entry in record.placement.partitions)
+NETWORK_SECTION = "\n## Network faults\n"
 
 
 async def scenario(
@@ -198,61 +78,6 @@ async def scenario(
     await eventually(lambda: settled(cluster), 60, f"{name}: every replica back in sync")
     await asyncio.sleep(1.0)  # some undisturbed load inside the row
     row.ended = time.monotonic()
-
-
-def tabulate(rows: list[Row], stored: dict[int, dict[str, list[tuple[int, bytes]]]]) -> list[dict[str, object]]:
-    """One line per row: acknowledged, lost, duplicated, divergent, failed, stalls."""
-    divergent = {partition for partition, by_node in stored.items() if len({tuple(c) for c in by_node.values()}) > 1}
-    primary_copy = {partition: dict(next(iter(by_node.values()))) for partition, by_node in stored.items()}
-    counts = {
-        partition: Counter(payload for _, payload in next(iter(by_node.values())))
-        for partition, by_node in stored.items()
-    }
-    lines = []
-    for row in rows:
-        acked = [publish for publish in row.publishes if publish.seq]
-        lost = [p for p in acked if primary_copy[p.partition].get(p.seq) != p.msg_id.encode()]
-        duplicated = [p for p in row.publishes if counts[p.partition][p.msg_id.encode()] > 1]
-        stalls = sorted(p.ended - p.started for p in acked)
-        lines.append(
-            {
-                "scenario": row.scenario,
-                "acknowledged": len(acked),
-                "lost": len(lost),
-                "duplicated": len(duplicated),
-                "divergent": len(divergent),
-                "failed": sum(1 for p in row.publishes if p.error),
-                "max_stall_s": round(stalls[-1], 3) if stalls else 0.0,
-                "p99_stall_s": round(stalls[int(0.99 * (len(stalls) - 1))], 3) if stalls else 0.0,
-                "rebalanced_s": None if row.rebalanced_s is None else round(row.rebalanced_s, 1),
-            }
-        )
-    return lines
-
-
-def explain_repeats(
-    acked: list[Publish],
-    answers: list[tuple[int, bool]],
-    rows: list[Row],
-    stored: dict[int, dict[str, list[tuple[int, bytes]]]],
-) -> str:
-    """For a failed repeat check: each publish whose repeat was not answered as a duplicate at its
-    seq, with its row, timing, and what every copy held at that seq and where its payload is."""
-    wrong = [(p, answer) for p, answer in zip(acked, answers, strict=True) if answer != (p.seq, True)]
-    started = min(p.started for p in acked)
-    lines = [f"{len(wrong)} of {len(acked)} repeats not answered as duplicates at their seq:"]
-    for publish, (seq, duplicate) in wrong[:20]:
-        row = next((row.scenario for row in rows if publish in row.publishes), "?")
-        by_node = stored[publish.partition]
-        held = {node: dict(copy).get(publish.seq, b"-").decode() for node, copy in by_node.items()}
-        payload = publish.msg_id.encode()
-        where = {node: [s for s, stored_payload in copy if stored_payload == payload] for node, copy in by_node.items()}
-        lines.append(
-            f"  {publish.msg_id} p{publish.partition} acked seq {publish.seq} "
-            f"(+{publish.started - started:.2f}..{publish.ended - started:.2f} s, {row!r}); "
-            f"repeat -> seq {seq} duplicate={duplicate}; at seq {publish.seq}: {held}; payload at {where}"
-        )
-    return "\n".join(lines)
 
 
 def report(lines: list[dict[str, object]], overall_p99_s: float) -> str:
@@ -329,9 +154,7 @@ async def test_fault_matrix_loses_nothing_duplicates_nothing_and_rebalances(tmp_
             await load.stop()
             await eventually(lambda: settled(cluster, equal_copies=True), 60, "the copies settled after the load")
 
-            for publish in load.publishes:  # to the row during which it was answered: a fault hits those in flight
-                row = next((row for row in rows[::-1] if row.started <= publish.ended), rows[0])
-                row.publishes.append(publish)
+            assign_to_rows(load.publishes, rows)
             stored = {partition: await copies(cluster, partition) for partition in range(PARTITIONS)}
             lines = tabulate(rows, stored)
             stalls = sorted(p.ended - p.started for p in load.publishes if p.seq)
@@ -340,18 +163,7 @@ async def test_fault_matrix_loses_nothing_duplicates_nothing_and_rebalances(tmp_
             print("\n" + table)
             write_report(table)
 
-            # The duplicate window held across every failover: each acknowledged message, published
-            # again with its msg_id, is answered as a duplicate at its original seq.
-            acked = [publish for publish in load.publishes if publish.seq]
-            futures = [
-                await admin.publish_nowait(
-                    STREAM, "orders.new", p.msg_id.encode(), partition=p.partition, ack_level="all", msg_id=p.msg_id
-                )
-                for p in acked
-            ]
-            again = await asyncio.gather(*futures)
-            answers = [(ack.seq, ack.duplicate) for ack in again]
-            assert answers == [(p.seq, True) for p in acked], explain_repeats(acked, answers, rows, stored)
+            await assert_repeats_are_duplicates(admin, [p for p in load.publishes if p.seq], rows, stored)
             for partition in range(PARTITIONS):
                 assert (await copies(cluster, partition))[follower_only] == stored[partition][follower_only]
     finally:
@@ -425,4 +237,9 @@ def write_report(table: str) -> None:
     if not path:
         return
     today = datetime.date.today().isoformat()
-    Path(path).write_text(f"{REPORT_INTRO}\n## Latest run ({today})\n\n{table}\n\n{REPORT_READING}")
+    report_file = Path(path)
+    # the network fault matrix (tests/test_network_faults.py) keeps its own section at the end
+    previous = report_file.read_text() if report_file.exists() else ""
+    network = previous[previous.index(NETWORK_SECTION) :] if NETWORK_SECTION in previous else ""
+    text = f"{REPORT_INTRO}\n## Latest run ({today})\n\n{table}\n\n{REPORT_READING}"
+    report_file.write_text(f"{text.rstrip()}\n\n{network}" if network else text)

@@ -37,6 +37,20 @@ from weir_cli.files import write_atomically
 from weir_cli.ports import Ports, plan_ports, port_is_free, read_ports, wanted_ports, write_ports
 
 READY_TIMEOUT_S = 30.0
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a process runs: the address it binds and is reached at, and what its command runs
+    under (e.g. ``("ip", "netns", "exec", "<namespace>")``: the network fault tests give each process
+    a host of its own in a Linux network namespace). The default is this machine's loopback."""
+
+    host: str = LOOPBACK
+    command_prefix: tuple[str, ...] = ()
+
+
+LOCAL = Placement()
 
 
 class LaunchError(RuntimeError):
@@ -72,6 +86,7 @@ class ProcessHandle:
     # The development certificates (weir_server.devcerts) the process serves and calls with; None =
     # its explicit plaintext setting (local development). A TLS or plaintext setting in `env` wins.
     tls_dir: Path | None = None
+    placement: Placement = LOCAL
     process: subprocess.Popen[bytes] | None = None
     _log_file: object | None = field(default=None, repr=False)
 
@@ -114,6 +129,8 @@ class ProcessHandle:
         if not any(key.startswith(f"{self.env_prefix}TLS_") or key == f"{self.env_prefix}PLAINTEXT" for key in env):
             env.update(self._security_settings())
         env[f"{self.env_prefix}READY_FILE"] = str(self.ready_file)
+        if self.placement.host != LOOPBACK:
+            env[f"{self.env_prefix}HOST"] = self.placement.host
         command: list[str] = [sys.executable, "-m", self.module]
         if self.taskset_cpus:
             command = ["taskset", "-c", self.taskset_cpus, *command]
@@ -121,6 +138,7 @@ class ProcessHandle:
             command = [sys.executable, "-c", _MEMORY_LIMIT, str(self.memory_limit_bytes), *command]
         if self.die_with_parent:
             command = _with_parent_death(command)
+        command = [*self.placement.command_prefix, *command]
         log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child's lifetime)
         self._log_file = log_file
         self.process = subprocess.Popen(
@@ -239,11 +257,11 @@ class NodeHandle(ProcessHandle):
 
     @property
     def client_address(self) -> str:
-        return f"127.0.0.1:{self.client_port}"
+        return f"{self.placement.host}:{self.client_port}"
 
     @property
     def internal_address(self) -> str:
-        return f"127.0.0.1:{self.internal_port}"
+        return f"{self.placement.host}:{self.internal_port}"
 
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
@@ -277,7 +295,7 @@ class RouterHandle(ProcessHandle):
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.placement.host}:{self.port}"
 
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
@@ -330,15 +348,15 @@ class GatewayHandle(ProcessHandle):
 
     @property
     def kafka_pixy_address(self) -> str:
-        return f"127.0.0.1:{self.kafka_pixy_port}"
+        return f"{self.placement.host}:{self.kafka_pixy_port}"
 
     @property
     def rocketmq_address(self) -> str:
-        return f"127.0.0.1:{self.rocketmq_port}"
+        return f"{self.placement.host}:{self.rocketmq_port}"
 
     @property
     def waymaker_streams_address(self) -> str:
-        return f"127.0.0.1:{self.waymaker_streams_port}"
+        return f"{self.placement.host}:{self.waymaker_streams_port}"
 
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
@@ -406,7 +424,7 @@ class InvokerHandle(ProcessHandle):
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.placement.host}:{self.port}"
 
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
@@ -493,10 +511,11 @@ class RedisHandle:
     process: subprocess.Popen[bytes] | None = None
     tls_dir: Path | None = None
     tls: bool = False  # serving TLS (set by start)
+    placement: Placement = LOCAL
 
     @property
     def url(self) -> str:
-        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}/0"
+        return f"{'rediss' if self.tls else 'redis'}://{self.placement.host}:{self.port}/0"
 
     @property
     def password_file(self) -> Path | None:
@@ -534,12 +553,14 @@ class RedisHandle:
         for _ in range(5):
             self.port = self.port or free_port()
             command = [
-                binary, *self._config(), "--bind", "127.0.0.1", "--save", "",
+                binary, *self._config(), "--bind", self.placement.host, "--save", "",
                 "--appendonly", "yes", "--appendfsync", "everysec",
                 "--dir", str(self.data_dir), "--logfile", str(self.log_path), "--daemonize", "no",
             ]  # fmt: skip
+            if self.placement.host != LOOPBACK:  # on a host of its own (the network fault tests)
+                command += ["--protected-mode", "no"]
             self.process = subprocess.Popen(
-                _with_parent_death(command) if self.die_with_parent else command,
+                [*self.placement.command_prefix, *(_with_parent_death(command) if self.die_with_parent else command)],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.STDOUT,
                 start_new_session=not self.die_with_parent,
@@ -555,7 +576,7 @@ class RedisHandle:
 
     def _answers(self) -> bool:
         if self.tls_dir is None:
-            return _redis_ping(self.port)
+            return _redis_ping(self.placement.host, self.port)
         client = redis.Redis.from_url(self.url, **self.access().options(), socket_timeout=0.5)
         try:
             return bool(client.ping())
@@ -614,9 +635,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _redis_ping(port: int) -> bool:
+def _redis_ping(host: str, port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+        with socket.create_connection((host, port), timeout=0.5) as connection:
             connection.sendall(b"PING\r\n")
             return connection.recv(16).startswith(b"+PONG")
     except OSError:
@@ -721,6 +742,8 @@ class LocalCluster:
     # The environment every node got at start (add_node gives a new one the same).
     node_env: dict[str, str] = field(default_factory=dict)
     memory_limit_bytes: int | None = None
+    # Where each process runs, by name ("redis", "router-1", "node-2", ...); loopback when absent.
+    placements: dict[str, Placement] = field(default_factory=dict)
 
     @property
     def router_addresses(self) -> list[str]:
@@ -754,6 +777,7 @@ class LocalCluster:
         tls: bool = False,
         auth_file: Path | None = None,
         stable_ports: bool = False,
+        placements: Mapping[str, Placement] | None = None,
     ) -> LocalCluster:
         """Start Redis, then the routers, the nodes (which register with Redis) and the replicators
         together, then the gateways and the invokers together, then (with `analytics`) the
@@ -766,15 +790,14 @@ class LocalCluster:
         its explicit plaintext setting. `auth_file` (needs `tls`): the routers' and nodes' client ports
         serve only its users, within their grants (weir_server.auth). `stable_ports` (`weir cluster
         up`): every process binds the ports recorded under `data_dir` by the last start, else the
-        well-known ones, when free (weir_cli.ports)."""
+        well-known ones, when free (weir_cli.ports). `placements`: where each process runs, by name."""
         say = progress or (lambda _message: None)
         if auth_file is not None and not tls:
             raise LaunchError("an auth file needs TLS (tls=True)")
         access = {"AUTH_FILE": str(auth_file.resolve())} if auth_file is not None else {}
-        cluster = cls._prepared(data_dir.resolve(), die_with_parent, tls, say)
+        cluster = cls._prepared(data_dir.resolve(), die_with_parent, tls, say, placements or {})
         cluster.auth_file, cluster.memory_limit_bytes = auth_file and auth_file.resolve(), memory_limit_bytes
-        data_dir = cluster.data_dir
-        plan = _port_plan(data_dir, say) if stable_ports else {}
+        plan = _port_plan(cluster.data_dir, say) if stable_ports else {}
         try:
             cluster._start_redis(access, say, plan.get("redis", {}).get("port", 0))
             # Routers, nodes and replicators need only Redis: they start together; then the front
@@ -800,16 +823,23 @@ class LocalCluster:
             raise
         cluster.write_state()
         if stable_ports:
-            write_ports(data_dir, cluster.ports())
+            write_ports(cluster.data_dir, cluster.ports())
         return cluster
 
     @classmethod
-    def _prepared(cls, data_dir: Path, die_with_parent: bool, tls: bool, say: ProgressCallback) -> LocalCluster:
+    def _prepared(
+        cls, data_dir: Path, die_with_parent: bool, tls: bool, say: ProgressCallback, where: Mapping[str, Placement]
+    ) -> LocalCluster:
         """The cluster before any process starts: its data directory, its Redis handle and, with
         `tls`, the development certificates (made once under `<data_dir>/tls`)."""
         data_dir.mkdir(parents=True, exist_ok=True)
-        redis = RedisHandle(data_dir / "redis", data_dir / "redis.log", die_with_parent=die_with_parent)
-        cluster = cls(data_dir, redis, [], [])
+        redis = RedisHandle(
+            data_dir / "redis",
+            data_dir / "redis.log",
+            die_with_parent=die_with_parent,
+            placement=where.get("redis", LOCAL),
+        )
+        cluster = cls(data_dir, redis, [], [], placements=dict(where))
         if tls:
             redis.tls_dir = cluster.tls_dir = devcerts.make_dev_certificates(data_dir / "tls")
             say(f"TLS on: development CA and certificates in {cluster.tls_dir}")
@@ -841,6 +871,11 @@ class LocalCluster:
             **{f"{prefix}{name}": value for name, value in access.items()},
             **(env or {}),
         }
+
+    def _handle_args(self, name: str, env: Mapping[str, str], die_with_parent: bool) -> dict[str, Any]:
+        """A process's handle arguments (`_placed`) with this cluster's certificates and its placement."""
+        placement = self.placements.get(name, LOCAL)
+        return {**_placed(self.data_dir, name, env, die_with_parent, self.tls_dir), "placement": placement}
 
     def _add_nodes(
         self, count: int, access: dict[str, str], node_env: Mapping[str, str] | None, die_with_parent: bool
@@ -879,7 +914,7 @@ class LocalCluster:
         for index in range(1, count + 1):
             self.routers.append(
                 RouterHandle(
-                    **_placed(self.data_dir, f"router-{index}", shared, die_with_parent, self.tls_dir),
+                    **self._handle_args(f"router-{index}", shared, die_with_parent),
                     memory_limit_bytes=self.memory_limit_bytes,
                 )
             )
@@ -894,7 +929,7 @@ class LocalCluster:
         for index in range(1, count + 1):
             self.replicators.append(
                 ReplicatorHandle(
-                    **_placed(self.data_dir, f"replicator-{index}", shared, die_with_parent, self.tls_dir),
+                    **self._handle_args(f"replicator-{index}", shared, die_with_parent),
                     memory_limit_bytes=self.memory_limit_bytes,
                 )
             )
@@ -910,7 +945,7 @@ class LocalCluster:
     def _new_node(self, die_with_parent: bool) -> NodeHandle:
         """The next node's handle (`node-<N+1>`, the other nodes' settings), added, not started."""
         node = NodeHandle(
-            **_placed(self.data_dir, f"node-{len(self.nodes) + 1}", self.node_env, die_with_parent, self.tls_dir),
+            **self._handle_args(f"node-{len(self.nodes) + 1}", self.node_env, die_with_parent),
             memory_limit_bytes=self.memory_limit_bytes,
         )
         self.nodes.append(node)
@@ -940,7 +975,7 @@ class LocalCluster:
             **({"WEIR_GATEWAY_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),
         }
-        return GatewayHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
+        return GatewayHandle(**self._handle_args(name, settings, die_with_parent))
 
     def start_numaflow_source(
         self, name: str, stream: str, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True
@@ -953,7 +988,7 @@ class LocalCluster:
             "WEIR_NUMAFLOW_SOURCE_MEMBER_ID": name,
             **(env or {}),
         }
-        handle = NumaflowSourceHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
+        handle = NumaflowSourceHandle(**self._handle_args(name, settings, die_with_parent))
         handle.start()
         return handle
 
@@ -970,12 +1005,12 @@ class LocalCluster:
             **({"WEIR_INVOKER_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),
         }
-        return InvokerHandle(**_placed(self.data_dir, name, settings, die_with_parent, self.tls_dir))
+        return InvokerHandle(**self._handle_args(name, settings, die_with_parent))
 
     def start_analytics(self, env: Mapping[str, str] | None = None, *, die_with_parent: bool = True) -> AnalyticsHandle:
         """Start the spark-analytics job against this cluster's routers (data in `analytics/`)."""
         settings = {"WEIR_ANALYTICS_ROUTER": ",".join(self.router_addresses), **(env or {})}
-        handle = AnalyticsHandle(**_placed(self.data_dir, "analytics", settings, die_with_parent, self.tls_dir))
+        handle = AnalyticsHandle(**self._handle_args("analytics", settings, die_with_parent))
         handle.start()
         return handle
 
