@@ -15,6 +15,7 @@ import base64
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -22,8 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+import redis
 from weir.partitioning import partition_for_key
 from weir_cli.launcher import pid_alive, read_cluster_state, stop_pids
 
@@ -150,6 +153,47 @@ def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliClu
     assert state is not None
     assert state_pids(state) == cli_cluster.pids
     assert [router["address"] for router in state["routers"]] == [router["address"] for router in up["routers"]]
+
+
+def test_the_default_clusters_redis_refuses_a_client_without_its_password(cli_cluster: CliCluster) -> None:
+    """`weir cluster up` without --tls: its Redis refuses an unauthenticated client (NOAUTH) and a
+    wrong password, and answers with the generated one (owner-only, beside the data, never on a
+    command line); every service reached it with the file (all 3 nodes registered)."""
+    url = cli_cluster.up["redis"]["url"]
+    password_file = Path(cli_cluster.up["redis"]["password_file"])
+    assert password_file == cli_cluster.data_dir.resolve() / "redis.password"
+    assert password_file.stat().st_mode & 0o077 == 0
+    password = password_file.read_text().strip()
+    assert len(password) == 64 and password not in url
+
+    def ping(**options: Any) -> bool:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2, **options)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+
+    with pytest.raises(redis.AuthenticationError):
+        ping()
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=5) as plain:
+        plain.sendall(b"PING\r\nSET weir:intruder x\r\n")
+        time.sleep(0.2)
+        answer = plain.recv(4096)
+    assert answer.startswith(b"-NOAUTH") and b"+" not in answer, answer
+    with pytest.raises(redis.AuthenticationError):
+        ping(password="not-" + password)
+    assert ping(password=password)
+    client = redis.Redis.from_url(url, password=password, socket_timeout=2, decode_responses=True)
+    try:
+        keys = client.keys("*")
+    finally:
+        client.close()
+    assert keys and "weir:intruder" not in keys, keys
+    for pid in [*cli_cluster.pids, int(cli_cluster.up["redis"]["pid"])]:
+        with contextlib.suppress(OSError):
+            assert password.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes(), pid
 
 
 def test_second_cluster_up_on_the_same_dir_fails_and_leaves_the_first_running(cli_cluster: CliCluster) -> None:

@@ -28,7 +28,7 @@ PREFIX = "guard"
 async def store(tmp_path: Path) -> AsyncIterator[MetadataStore]:
     needs_own_processes()
     handle = RedisHandle(tmp_path / "redis", tmp_path / "redis.log").start()
-    metadata = MetadataStore(handle.url, PREFIX)
+    metadata = MetadataStore(handle.access(), PREFIX)
     try:
         yield metadata
     finally:

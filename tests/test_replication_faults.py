@@ -412,13 +412,16 @@ class TcpProxy:
 
 async def test_a_node_cut_off_from_the_cluster_cannot_accept_writes_once_a_new_leader_exists(tmp_path: Path) -> None:
     cluster = start_cluster(tmp_path, nodes=2)
-    redis_host, redis_port = cluster.redis.url.removeprefix("redis://").split("/")[0].split(":")
-    proxy = await TcpProxy(redis_host, int(redis_port)).start()
+    proxy = await TcpProxy(cluster.redis.placement.host, cluster.redis.port).start()
     isolated = NodeHandle(
         name="node-3",
         data_dir=tmp_path / "node-3",
         log_path=tmp_path / "node-3.log",
-        env={**CLUSTER_NODE_ENV, "WEIR_NODE_REDIS_URL": f"redis://127.0.0.1:{proxy.port}/0"},
+        env={
+            **CLUSTER_NODE_ENV,
+            "WEIR_NODE_REDIS_URL": f"redis://127.0.0.1:{proxy.port}/0",
+            "WEIR_NODE_REDIS_PASSWORD_FILE": str(cluster.redis.password_file),
+        },
         die_with_parent=False,  # started from a worker thread; cluster.stop() below ends it
     )
     cluster.nodes.append(isolated)

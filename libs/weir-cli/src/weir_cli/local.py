@@ -179,7 +179,11 @@ async def cluster_status(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {"data_dir": str(data_dir), "local_processes": None}
     if state is not None:
         summary["local_processes"] = {
-            "redis": {"url": state["redis"]["url"], "running": pid_alive(int(state["redis"]["pid"]))},
+            "redis": {
+                "url": state["redis"]["url"],
+                "password_file": state["redis"].get("password_file"),
+                "running": pid_alive(int(state["redis"]["pid"])),
+            },
             "routers": {r["router_id"]: pid_alive(int(r["pid"])) for r in state.get("routers", [])},
             "nodes": {n["node_id"]: pid_alive(int(n["pid"])) for n in state.get("nodes", [])},
             "replicators": {r["replicator_id"]: pid_alive(int(r["pid"])) for r in state.get("replicators", [])},
@@ -293,7 +297,7 @@ async def demo(args: argparse.Namespace) -> int:
             summary["verified"] = all(summary[part]["verified"] for part in parts) and bool(summary["verified"])
             summary["cluster"] = {
                 "router_addresses": cluster.router_addresses,
-                "redis": cluster.redis.url,
+                "redis": cluster.redis.address,
                 "nodes": {node.name: node.client_address for node in cluster.nodes},
                 "peak_rss_mib": {
                     handle.name: round(handle.peak_rss_bytes() / 2**20, 1)
