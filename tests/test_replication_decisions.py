@@ -39,7 +39,7 @@ from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage.base import RowInfo
 from weir_replicator.ownership import owner_of
 from weir_replicator.shipping import fetch_wait_ms, push_request
-from weir_router.failover import Promotion, ReplicaView, choose_leader, promoted
+from weir_router.failover import Promotion, ReplicaView, choose_leader, newest_placement, promoted
 from weir_server.replication import InSyncTracker, default_min_insync, valid_log_end
 
 # ---------------------------------------------------------------------------------------------------
@@ -1514,3 +1514,15 @@ def test_the_replicator_passes_record_batches_on_as_they_came_and_an_earlier_pri
     assert (list(earlier.records), list(earlier.record_crc32s), earlier.after_crc32) == ([b"r4"], [11], 5)
     assert list(earlier.record_batches) == []
     assert push_request("orders", 2, 4, 3, internal_pb2.FetchReplicationResponse(last_seq=3)) is None
+
+
+def test_newest_placement_takes_the_highest_epoch_above_the_stored_one() -> None:
+    """The metadata store lost a failover (issue 54): the nodes' copies carry the lost epoch."""
+    stored = placement("a", ["b", "c"], epoch=1)
+    lost = placement("b", ["c", "a"], epoch=2, epoch_starts=[(1, 1), (2, 21)])
+    later = placement("c", ["a", "b"], epoch=3, epoch_starts=[(1, 1), (2, 21), (3, 40)])
+    assert newest_placement(stored, [stored, lost]) == lost
+    assert newest_placement(stored, [lost, later, lost]) == later
+    assert newest_placement(stored, [stored]) is None  # nothing newer: nothing to restore
+    assert newest_placement(lost, [stored]) is None  # an older copy never replaces the store's
+    assert newest_placement(stored, [placement("b", ["a"], epoch=5, partition=4)]) is None  # another partition

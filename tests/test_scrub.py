@@ -70,6 +70,14 @@ def test_a_nodes_damaged_partitions_travel_in_its_registration() -> None:
     assert NodeRecord.from_hash({**values, "damaged_partitions": '["no-partition", "s/x", 5]'}).damaged_partitions == ()
 
 
+def test_a_nodes_partitions_ahead_of_the_metadata_store_travel_in_its_registration() -> None:
+    record = NodeRecord("n1", "a:1", "a:2", ahead_partitions=(("tenant::orders", 3, 7), ("s", 0, 2)))
+    values = record.to_hash()
+    assert NodeRecord.from_hash(values) == record
+    garbled = '["s/0", "s/x@1", "@2", "s/1@", 5]'
+    assert NodeRecord.from_hash({**values, "ahead_partitions": garbled}).ahead_partitions == ()
+
+
 def write_log(directory: Path, count: int) -> SqlitePartitionLog:
     log = SqlitePartitionLog(directory, "orders", 0)
     records = []

@@ -142,6 +142,22 @@ def _partitions_of(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(pairs)
 
 
+def _epochs_of(text: str) -> tuple[tuple[str, int, int], ...]:
+    """(stream, partition, leader epoch) triples of a JSON list of "stream/partition@epoch";
+    entries that do not parse are left out."""
+    found: list[tuple[str, int, int]] = []
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    for item in value if isinstance(value, list) else []:
+        where, _, epoch = str(item).rpartition("@")
+        stream, _, partition = where.rpartition("/")
+        if stream and partition.isdigit() and epoch.isdigit():
+            found.append((stream, int(partition), int(epoch)))
+    return tuple(found)
+
+
 def _listeners_of(text: str) -> dict[str, str]:
     """A stored client_listeners JSON (empty, or written by an older node: no listeners)."""
     try:
@@ -181,6 +197,10 @@ class NodeRecord:
     # copy: never a leader or a failover candidate until it caught up (the controller fails over
     # one it leads as if this node were dead for it).
     rebuilding_partitions: tuple[tuple[str, int], ...] = ()
+    # (stream, partition, leader epoch) this node holds under a newer leader epoch than the stored
+    # stream record's: the metadata store lost writes (a Redis restarted without its last writes).
+    # The controller restores the newest placement the nodes hold before deciding anything else.
+    ahead_partitions: tuple[tuple[str, int, int], ...] = ()
     # The number the cluster gave the node at its first registration (1, 2, ...; never reused): the
     # streams seed's uint64 node ids (`assign_node_number`). 0 = not known.
     number: int = 0
@@ -207,6 +227,9 @@ class NodeRecord:
             "rebuilding_partitions": json.dumps(
                 [f"{stream}/{partition}" for stream, partition in self.rebuilding_partitions]
             ),
+            "ahead_partitions": json.dumps(
+                [f"{stream}/{partition}@{epoch}" for stream, partition, epoch in self.ahead_partitions]
+            ),
             "number": str(self.number),
         }
 
@@ -229,6 +252,7 @@ class NodeRecord:
             integrity=values.get("integrity", "ok"),
             damaged_partitions=_partitions_of(values.get("damaged_partitions", "")),
             rebuilding_partitions=_partitions_of(values.get("rebuilding_partitions", "")),
+            ahead_partitions=_epochs_of(values.get("ahead_partitions", "")),
             number=int(values.get("number") or 0),
         )
 

@@ -48,6 +48,8 @@ class Membership:
         self.on_lease_regained: Callable[[], Awaitable[None]] | None = None
         # The partitions this node rebuilds from another copy (storage/rebuild.py), read at each beat.
         self.rebuilding: Callable[[], tuple[tuple[str, int], ...]] = tuple
+        # (stream, partition, leader epoch) held under a newer epoch than the metadata store records.
+        self.ahead: Callable[[], tuple[tuple[str, int, int], ...]] = tuple
         self.record = NodeRecord(
             node_id=settings.node_id,
             client_address=client_address,
@@ -86,7 +88,9 @@ class Membership:
         lapsed = self._lease_until > 0 and time.monotonic() >= self._lease_until
         sent = time.monotonic()
         now_ms = int(time.time() * 1000)
-        values = dataclasses.replace(self.record, rebuilding_partitions=self.rebuilding()).to_hash()
+        values = dataclasses.replace(
+            self.record, rebuilding_partitions=self.rebuilding(), ahead_partitions=self.ahead()
+        ).to_hash()
         values["last_heartbeat_ms"] = str(now_ms)
         values["state"] = "alive"
         async with self.redis.pipeline(transaction=True) as pipe:

@@ -51,6 +51,17 @@ from weir_partition_node.streamconfig import hosted_partitions
 logger = logging.getLogger(__name__)
 
 
+def epochs_ahead(stream: Stream, record: types_pb2.StreamRecord) -> dict[tuple[str, int], int]:
+    """(stream, partition) -> this node's leader epoch, for each hosted partition whose epoch in
+    `record` (the metadata store's) is lower than the one this node adopted (pure)."""
+    entries = record.placement.partitions
+    return {
+        (stream.name, index): partition.leader_epoch
+        for index, partition in stream.partitions.items()
+        if index < len(entries) and entries[index].leader_epoch < partition.leader_epoch
+    }
+
+
 class ReplicaManager:
     def __init__(self, node: Node, membership: Membership) -> None:
         self.node = node
@@ -58,6 +69,9 @@ class ReplicaManager:
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._refresh_now = asyncio.Event()
+        # (stream, partition) -> this node's leader epoch, where the metadata store records an older
+        # one (it lost writes): reported with the heartbeat (NodeRecord.ahead_partitions).
+        self.ahead: dict[tuple[str, int], int] = {}
         # The in-sync sets of the partitions this node leads (replica_insync.py).
         self.in_sync = InSyncMaintenance(node, membership, self._refresh_now)
         # ReplicateMessage, ReplicateTruncate, ReplicateWorkQueueAck, ReplicateConsumerState.
@@ -99,12 +113,26 @@ class ReplicaManager:
         if not streams:
             return
         records = await self.membership.stream_records([stream.name for stream in streams])
+        ahead: dict[tuple[str, int], int] = {}
         for stream in streams:
             record = records.get(stream.name)
             if record is None:
                 continue  # deleted (or never recorded: a create the router rolled back)
             if self._differs(stream, record):
                 await self.apply_record(record)
+            ahead.update(epochs_ahead(stream, record))
+        if ahead != self.ahead:
+            for (name, index), epoch in sorted(ahead.items() - self.ahead.items()):
+                logger.error(
+                    "%s/%d: the metadata store records leader epoch %d, older than this node's %d: it lost "
+                    "writes (a Redis restarted without its last writes?); reported to the controller, which "
+                    "restores the newest placement the nodes hold",
+                    name,
+                    index,
+                    records[name].placement.partitions[index].leader_epoch,
+                    epoch,
+                )
+        self.ahead = ahead
 
     def _differs(self, stream: Stream, record: types_pb2.StreamRecord) -> bool:
         if stream.placement is None:
@@ -256,6 +284,8 @@ class ReplicaManager:
         return list(entry.in_sync_node_ids)
 
     def state_of(self, partition: Partition) -> internal_pb2.GetReplicaStateResponse:
+        stream = self.node.hosted_stream(partition.stream.name)
+        placement = stream.placement if stream is not None else None
         return internal_pb2.GetReplicaStateResponse(
             node_id=self.node.node_id,
             role=partition.role,
@@ -265,6 +295,11 @@ class ReplicaManager:
             last_seq=partition.last_seq,
             high_watermark=partition.high_watermark,
             rebuilding=partition.rebuilding,
+            placement=(
+                placement.partitions[partition.index]
+                if placement is not None and partition.index < len(placement.partitions)
+                else None
+            ),
         )
 
     async def _refresh_forever(self) -> None:

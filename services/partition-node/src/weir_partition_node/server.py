@@ -247,6 +247,8 @@ class NodeProcess:
         self.replicas = ReplicaManager(node, membership)
         membership.on_lease_regained = self.replicas.refresh
         membership.rebuilding = node.rebuilding_partitions
+        replicas = self.replicas
+        membership.ahead = lambda: tuple(sorted((*key, epoch) for key, epoch in replicas.ahead.items()))
         # Self-fencing: never act as primary without a live lease, nor before the placement in
         # Redis was adopted at start (a failover may have happened while this node was down).
         node.lease_valid = lambda: self._replicas_ready and membership.lease_valid()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 from weir.errors import WeirError
-from weir.v1 import types_pb2
+from weir.v1 import internal_pb2, types_pb2
 from weir_server.metadata import InSyncRecord
 
 from weir_router import failover, metrics
@@ -106,6 +106,8 @@ class Controller:
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
         nodes = {view.record.node_id: view for view in views}
+        if any(view.alive and view.record.ahead_partitions for view in views):
+            await self.restore_lost_epochs(nodes)
         if alive < len(views) or any(view.alive and view.record.rebuilding_partitions for view in views):
             await self.fail_over(nodes)
         if core.rebalancer.due():
@@ -130,6 +132,39 @@ class Controller:
             ]
             if orphaned:
                 await self._fail_over_stream(record, orphaned, nodes, alive, rebuilding)
+
+    async def restore_lost_epochs(self, nodes: dict[str, NodeView]) -> None:
+        """Put back the placements the metadata store lost: for each partition an alive node holds
+        under a newer leader epoch than the stored record (NodeRecord.ahead_partitions), store the
+        newest copy those nodes hold (`failover.newest_placement`) with its in-sync set, guarded by
+        the stored epoch, and push it. Failover and rebalance then decide from it."""
+        reporters: dict[tuple[str, int], list[str]] = {}
+        for node_id, view in nodes.items():
+            for stream, partition, _epoch in view.record.ahead_partitions if view.alive else ():
+                reporters.setdefault((stream, partition), []).append(node_id)
+        store = self._core.store
+        for record in await store.streams():
+            name = record.config.name
+            updated = types_pb2.StreamRecord()
+            updated.CopyFrom(record)
+            expected: dict[int, int] = {}
+            restored: dict[int, InSyncRecord] = {}
+            read_in_sync: dict[int, InSyncRecord | None] = {}
+            for entry in record.placement.partitions:
+                asked = reporters.get((name, entry.partition), [])
+                copies = [state.placement for state in await self._replica_states(name, entry.partition, asked, nodes)]
+                newest = failover.newest_placement(entry, copies)
+                if newest is None:
+                    continue
+                updated.placement.partitions[entry.partition].CopyFrom(newest)
+                expected[entry.partition] = entry.leader_epoch
+                read_in_sync[entry.partition] = await store.in_sync(name, entry.partition)
+                restored[entry.partition] = InSyncRecord(
+                    newest.leader_epoch, newest.primary_node_id, tuple(newest.in_sync_node_ids)
+                )
+                self._log_restored(name, entry, newest, asked)
+            if expected and await store.replace_placement(updated, expected, restored, read_in_sync=read_in_sync):
+                await self._core.push_placement(updated, nodes)
 
     async def _fail_over_stream(
         self,
@@ -202,7 +237,12 @@ class Controller:
             and node_id != entry.primary_node_id
             and (stream, entry.partition) not in rebuilding.get(node_id, ())
         ]
-        views = await self._replica_views(stream, entry.partition, candidates, nodes)
+        states = await self._replica_states(stream, entry.partition, candidates, nodes)
+        newest = failover.newest_placement(entry, [state.placement for state in states])
+        if newest is not None:  # the store lost a newer placement: put it back; decide from it next tick
+            self._log_restored(stream, entry, newest, [state.node_id for state in states])
+            return newest
+        views = self._replica_views(stream, entry.partition, states)
         promotion = failover.choose_leader(entry, in_sync, views)
         if promotion is None:
             key = (stream, entry.partition, entry.leader_epoch)
@@ -229,23 +269,50 @@ class Controller:
         )
         return new_entry
 
-    async def _replica_views(
-        self, stream: str, partition: int, candidates: list[str], nodes: dict[str, NodeView]
-    ) -> dict[str, failover.ReplicaView]:
-        async def ask(node_id: str) -> failover.ReplicaView | None:
+    async def _replica_states(
+        self, stream: str, partition: int, asked: list[str], nodes: dict[str, NodeView]
+    ) -> list[internal_pb2.GetReplicaStateResponse]:
+        """What each of the `asked` nodes holds of the partition (those that answer)."""
+
+        async def ask(node_id: str) -> internal_pb2.GetReplicaStateResponse | None:
             try:
-                state = await self._core.nodes.replication(nodes[node_id].record.internal_address).replica_state(
-                    stream, partition
-                )
+                address = nodes[node_id].record.internal_address
+                return await self._core.nodes.replication(address).replica_state(stream, partition)
             except WeirError as error:
                 logger.warning("%s/%d: replica %s did not answer: %s", stream, partition, node_id, error)
                 return None
+
+        answers = await asyncio.gather(*(ask(node_id) for node_id in asked))
+        return [answer for answer in answers if answer is not None]
+
+    def _replica_views(
+        self, stream: str, partition: int, states: list[internal_pb2.GetReplicaStateResponse]
+    ) -> dict[str, failover.ReplicaView]:
+        views: dict[str, failover.ReplicaView] = {}
+        for state in states:
             if state.rebuilding:  # its log is not the partition's history yet: never promoted
                 logger.warning(
-                    "%s/%d: replica %s is rebuilding an unreadable file: no candidate", stream, partition, node_id
+                    "%s/%d: replica %s is rebuilding an unreadable file: no candidate", stream, partition, state.node_id
                 )
-                return None
-            return failover.ReplicaView(node_id, state.replica_epoch, state.last_seq)
+                continue
+            views[state.node_id] = failover.ReplicaView(state.node_id, state.replica_epoch, state.last_seq)
+        return views
 
-        answers = await asyncio.gather(*(ask(node_id) for node_id in candidates))
-        return {view.node_id: view for view in answers if view is not None}
+    def _log_restored(
+        self,
+        stream: str,
+        entry: types_pb2.PartitionPlacement,
+        newest: types_pb2.PartitionPlacement,
+        holders: list[str],
+    ) -> None:
+        metrics.LOST_EPOCHS_RESTORED.inc()
+        logger.error(
+            "%s/%d: the metadata store had lost leader epoch %d (it recorded %d): restoring the placement that "
+            "node(s) %s hold (primary %s)",
+            stream,
+            entry.partition,
+            newest.leader_epoch,
+            entry.leader_epoch,
+            ", ".join(holders),
+            newest.primary_node_id,
+        )

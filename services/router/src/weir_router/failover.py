@@ -6,6 +6,11 @@ the most of the partition's history (`valid_log_end`, so a replica's divergent t
 Only in-sync replicas are eligible: each of them holds every message an ack_level ALL publish was
 acknowledged for, so the promoted log holds them all. With none alive, the partition stays
 unavailable (no unclean election) until one returns.
+
+When the metadata store lost writes (a Redis restarted without its last second), nodes can hold a
+newer leader epoch than the stored record. Deciding from the older record would issue an epoch a
+second time, with an epoch history that does not know the lost epoch's start. The controller first
+puts back the newest placement entry a node holds (`newest_placement`), then decides as usual.
 """
 
 from __future__ import annotations
@@ -80,3 +85,18 @@ def promoted(
         + [node_id for node_id in in_sync if node_id not in (promotion.leader, old_primary) and node_id in alive]
     )
     return result
+
+
+def newest_placement(
+    entry: types_pb2.PartitionPlacement, copies: Iterable[types_pb2.PartitionPlacement]
+) -> types_pb2.PartitionPlacement | None:
+    """Of the nodes' `copies` of a partition's placement entry, the one with the highest leader
+    epoch, if it is higher than the stored `entry`'s (the store lost it); None otherwise. A copy
+    for another partition is never taken."""
+    best: types_pb2.PartitionPlacement | None = None
+    for copy in copies:
+        if copy.partition != entry.partition or copy.leader_epoch <= entry.leader_epoch:
+            continue
+        if best is None or copy.leader_epoch > best.leader_epoch:
+            best = copy
+    return best

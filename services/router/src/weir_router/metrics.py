@@ -27,3 +27,8 @@ LEADER_TRANSFERS = Counter(
 LEADER_ELECTIONS = Counter(
     "weir_router_leader_elections_total", "Partitions whose dead primary the controller replaced (failovers)"
 )
+LOST_EPOCHS_RESTORED = Counter(
+    "weir_router_lost_epochs_restored_total",
+    "Partition placements the metadata store had lost (nodes held a newer leader epoch) that the controller "
+    "restored from the nodes' copies",
+)

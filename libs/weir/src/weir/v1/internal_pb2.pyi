@@ -369,7 +369,7 @@ class GetReplicaStateRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ...) -> None: ...
 
 class GetReplicaStateResponse(_message.Message):
-    __slots__ = ("node_id", "role", "replica_epoch", "leader_epoch", "first_seq", "last_seq", "high_watermark", "rebuilding")
+    __slots__ = ("node_id", "role", "replica_epoch", "leader_epoch", "first_seq", "last_seq", "high_watermark", "rebuilding", "placement")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     REPLICA_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -378,6 +378,7 @@ class GetReplicaStateResponse(_message.Message):
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     REBUILDING_FIELD_NUMBER: _ClassVar[int]
+    PLACEMENT_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     role: _types_pb2.PartitionRole
     replica_epoch: int
@@ -386,7 +387,8 @@ class GetReplicaStateResponse(_message.Message):
     last_seq: int
     high_watermark: int
     rebuilding: bool
-    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., rebuilding: bool = ...) -> None: ...
+    placement: _types_pb2.PartitionPlacement
+    def __init__(self, node_id: _Optional[str] = ..., role: _Optional[_Union[_types_pb2.PartitionRole, str]] = ..., replica_epoch: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., first_seq: _Optional[int] = ..., last_seq: _Optional[int] = ..., high_watermark: _Optional[int] = ..., rebuilding: bool = ..., placement: _Optional[_Union[_types_pb2.PartitionPlacement, _Mapping]] = ...) -> None: ...
 
 class ApplyPlacementRequest(_message.Message):
     __slots__ = ("record",)
