@@ -46,7 +46,8 @@ from typing import Any
 
 import grpc
 from weir import Client, stream_config
-from weir_cli.launcher import LocalCluster, free_port
+from weir_cli.launcher import LocalCluster
+from weir_cli.process_basics import free_port
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as pb
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as pb_grpc
 

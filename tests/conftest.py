@@ -32,7 +32,8 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from weir.client import NodeClient
 from weir.cluster import WeirClient
-from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle, RedisHandle, start_node
+from weir_cli.launcher import LocalCluster, NodeHandle, ProcessHandle, start_node
+from weir_cli.metadata_store import RedisHandle
 from weir_server.internal_clients import ChangeFeedClient
 
 # -- external cluster mode ---------------------------------------------------------------------------

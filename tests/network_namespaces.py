@@ -30,7 +30,7 @@ import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 
-from weir_cli.launcher import Placement
+from weir_cli.process_basics import Placement
 
 PREFIX = "weirnet"
 FAULT_TABLE = "weirfault"

@@ -45,7 +45,8 @@ from weir.v1 import (
     streams_pb2_grpc,
     types_pb2,
 )
-from weir_cli.launcher import LaunchError, LocalCluster
+from weir_cli.launcher import LocalCluster
+from weir_cli.process_basics import LaunchError
 from weir_server import devcerts as weir_devcerts
 from weir_server import permissions
 from weir_server.auth import ANY, Authenticator, AuthFileError, Principal, parse_auth_file, token_hash

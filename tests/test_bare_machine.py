@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from weir_cli.launcher import LaunchError, redis_server_binary
+from weir_cli.metadata_store import redis_server_binary
+from weir_cli.process_basics import LaunchError
 
 from tests.conftest import needs_own_processes
 from tests.system_tools import PACKAGES, java_major_version, missing_java, needs_java, needs_tool

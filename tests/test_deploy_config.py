@@ -321,7 +321,8 @@ def test_the_compose_redis_serves_tls_with_the_password_the_certs_service_made(t
     import time
 
     import redis
-    from weir_cli.launcher import free_port, redis_server_binary, redis_supports_tls
+    from weir_cli.metadata_store import redis_server_binary, redis_supports_tls
+    from weir_cli.process_basics import free_port
     from weir_server import devcerts
     from weir_server.metadata_redis import RedisAccess
 
@@ -405,7 +406,8 @@ def test_the_compose_probe_passes_on_a_ready_node_and_fails_where_nothing_listen
     import subprocess
     import sys
 
-    from weir_cli.launcher import free_port, start_node
+    from weir_cli.launcher import start_node
+    from weir_cli.process_basics import free_port
 
     from tests.conftest import needs_own_processes
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from weir.client import stream_config
 from weir.v1 import types_pb2
-from weir_cli.launcher import RedisHandle
+from weir_cli.metadata_store import RedisHandle
 from weir_router.store import MetadataStore
 from weir_server.metadata import InSyncRecord
 

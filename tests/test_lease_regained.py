@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from weir_cli.launcher import RedisHandle
+from weir_cli.metadata_store import RedisHandle
 from weir_partition_node.membership import Membership
 from weir_partition_node.settings import NodeSettings
 

@@ -31,7 +31,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from weir.client import consumer_config, stream_config
 from weir.cluster import WeirClient
-from weir_cli.launcher import LocalCluster, free_port, start_node
+from weir_cli.launcher import LocalCluster, start_node
+from weir_cli.process_basics import free_port
 from weir_server.logs import formatter, utc_timestamp
 from weir_server.metrics_server import LOOP_ANSWER_TIMEOUT_S, readiness, start_metrics_server
 

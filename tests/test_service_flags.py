@@ -17,7 +17,8 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from weir_cli.launcher import free_port, start_node
+from weir_cli.launcher import start_node
+from weir_cli.process_basics import free_port
 from weir_router.settings import RouterSettings
 from weir_server.service_settings import load_settings
 

@@ -26,7 +26,7 @@ import nats.errors
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
-from weir_cli.launcher import free_port
+from weir_cli.process_basics import free_port
 
 from bench.compare.driver import BenchError, Consumer, Driver, Producer, TopicSpec
 from bench.compare.server_process import ServerProcess, port_open, stop_all

@@ -17,7 +17,7 @@ from typing import Any
 
 import redis.asyncio as redis_asyncio
 import redis.exceptions
-from weir_cli.launcher import free_port
+from weir_cli.process_basics import free_port
 
 from bench.compare.driver import BenchError, Consumer, Driver, Producer, TopicSpec
 from bench.compare.server_process import ServerProcess, stop_all

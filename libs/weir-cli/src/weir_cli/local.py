@@ -31,9 +31,10 @@ from weir_server.internal_clients import ChangeFeedClient
 from weir_cli.cli_error import CliError
 from weir_cli.invoker_demo import invoker_round_trip
 from weir_cli.kv_demo import collections_round_trip, kv_round_trip, objects_round_trip
-from weir_cli.launcher import LaunchError, LocalCluster, add_node_to_running, pid_alive, read_cluster_state, stop_pids
+from weir_cli.launcher import LocalCluster, add_node_to_running, pid_alive, read_cluster_state, stop_pids
 from weir_cli.numaflow_demo import numaflow_round_trip
 from weir_cli.output import emit, progress, proto_dict, table
+from weir_cli.process_basics import LaunchError
 from weir_cli.rocketmq_demo import TOPIC as ROCKETMQ_TOPIC
 from weir_cli.rocketmq_demo import rocketmq_round_trip
 from weir_cli.sources_demo import sources_round_trip

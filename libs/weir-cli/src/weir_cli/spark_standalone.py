@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from weir_cli.launcher import LaunchError, _with_parent_death, free_port
+from weir_cli.process_basics import LaunchError, free_port, with_parent_death
 
 READY_TIMEOUT_S = 60.0
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -83,7 +83,7 @@ class SparkStandalone:
     def _run(self, name: str, arguments: list[str], *, ready: str) -> None:
         log = self.directory / f"{name}.log"
         self.logs.append(log)
-        command = _with_parent_death([str(spark_home() / "bin" / "spark-class"), *arguments])
+        command = with_parent_death([str(spark_home() / "bin" / "spark-class"), *arguments])
         with open(log, "ab") as output:
             process = subprocess.Popen(
                 command, env=_environment(self.directory), stdout=output, stderr=subprocess.STDOUT
