@@ -716,6 +716,51 @@ async def test_the_invoker_serves_only_known_users_within_their_grants(cluster: 
     }
 
 
+async def reflected_services(address: str, credentials: grpc.ChannelCredentials, token: str) -> list[str] | str:
+    """The services a port's gRPC server reflection lists to a caller with `token` ("" = none, as
+    grpcurl without -H), or the name of the status code that refused it."""
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    async with grpc.aio.secure_channel(address, credentials) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        asked = iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        try:
+            answers = [answer async for answer in stub.ServerReflectionInfo(asked, metadata=metadata, timeout=10)]
+        except grpc.aio.AioRpcError as error:
+            return str(error.code().name)
+    return sorted(str(service.name) for answer in answers for service in answer.list_services_response.service)
+
+
+async def test_server_reflection_answers_only_a_known_caller(cluster: LocalCluster, orders: str) -> None:
+    """Server reflection lists every service and message type of a port: with an auth file the
+    router, a node's client port and the gateway's three doors refuse it UNAUTHENTICATED without a
+    token or with an unknown one, and list the services to any user (dashboard: read on ord* only)."""
+    from weir_gateway.kafka_pixy import permissions as kafka_pixy
+    from weir_gateway.rocketmq_v1 import permissions as rocketmq
+    from weir_gateway.waymaker_streams import permissions as waymaker_streams
+
+    assert cluster.tls_dir is not None
+    credentials = grpc.ssl_channel_credentials((cluster.tls_dir / "ca.pem").read_bytes())
+    gateway = await asyncio.to_thread(cluster.start_gateway, "reflected-gateway")
+    ports = {
+        cluster.routers[0].address: "weir.v1.Router",
+        cluster.nodes[0].client_address: "weir.v1.Streams",
+        gateway.kafka_pixy_address: kafka_pixy.SERVICE,
+        gateway.rocketmq_address: rocketmq.SERVICE,
+        gateway.waymaker_streams_address: waymaker_streams.SERVICE,
+    }
+    try:
+        for address, service in ports.items():
+            assert await reflected_services(address, credentials, "") == "UNAUTHENTICATED", service
+            assert await reflected_services(address, credentials, "not-a-known-token") == "UNAUTHENTICATED"
+            listed = await reflected_services(address, credentials, DASHBOARD)
+            assert isinstance(listed, list) and service in listed, (service, listed)
+            assert "grpc.reflection.v1alpha.ServerReflection" in listed
+    finally:
+        await asyncio.to_thread(gateway.stop)
+
+
 async def _seed_publishes(channel: grpc.aio.Channel) -> dict[str, str]:
     """A waymaker.streams Publish as each caller (a Bearer token, as for kafka-pixy): its outcome."""
     from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed

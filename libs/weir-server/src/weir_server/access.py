@@ -6,7 +6,9 @@ PERMISSION_DENIED naming what was missing; either way nothing changes. Calls wit
 (PublishBatchStream, FetchStream, AckBatchStream) are checked item by item, the caller too (a
 revoked token ends a long-lived stream at its next item): the first item not allowed ends the call
 (the items before were answered); a server stream (Subscribe, WatchStreams) again before it sends
-a response, at most once a second. Health and reflection stay open.
+a response, at most once a second. gRPC server reflection (which lists every service and message
+type of the port) needs a known caller too, any user (no grant), and is checked at each request of
+its stream; health stays open (it says SERVING or not, nothing else).
 
 Each call (each item of a request stream) also takes one request of the caller's rate
 (`Principal.rate`, weir_server.ratelimit): past it the call is refused RESOURCE_EXHAUSTED
@@ -26,7 +28,7 @@ import grpc
 from weir.errors import PermissionDeniedError, RateLimitedError, UnauthenticatedError
 
 from weir_server import permissions
-from weir_server.auth import Authenticator, Principal
+from weir_server.auth import CLUSTER, Authenticator, Principal
 from weir_server.interceptors import MethodWrappingInterceptor
 from weir_server.ratelimit import RequestBuckets
 
@@ -35,6 +37,10 @@ BEARER = "bearer "
 # How often an open server stream (Subscribe, WatchStreams) checks its caller again before it sends
 # more: a revoked token or grant ends it within about this long of its next response.
 RECHECK_INTERVAL_S = 1.0
+# gRPC server reflection's method paths (grpcio-reflection serves v1alpha; v1 is its successor).
+REFLECTION_PREFIXES = ("/grpc.reflection.v1alpha.ServerReflection/", "/grpc.reflection.v1.ServerReflection/")
+# What reflection needs: a known caller (what `cluster` means: any user of the auth file).
+KNOWN_CALLER = permissions.Requirement(CLUSTER)
 
 
 def bearer_token_of(metadata: Metadata) -> str:
@@ -66,7 +72,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
     its clients present credentials), `requirement` (what each of its methods needs),
     `first_item_names_it` (its request streams whose first item names what the whole call acts on:
     every item is checked against the first one's requirement) and `prefixes` (its service's
-    method paths)."""
+    method paths); server reflection's methods are always guarded too (a known caller)."""
 
     def __init__(
         self,
@@ -78,7 +84,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
         first_item_names_it: Callable[[str], bool] = permissions.first_item_names_it,
         prefixes: tuple[str, ...] = ("/weir.v1.",),
     ) -> None:
-        super().__init__(prefixes)
+        super().__init__((*prefixes, *REFLECTION_PREFIXES))
         self.authenticator = authenticator
         self.buckets = buckets if buckets is not None else RequestBuckets()
         self.identify = identify
@@ -122,7 +128,7 @@ class AuthInterceptor(MethodWrappingInterceptor):
         """Aborts the call PERMISSION_DENIED unless `principal` may make it."""
         if principal.service:
             return
-        needed = self.requirement(method, request)
+        needed = KNOWN_CALLER if method.startswith(REFLECTION_PREFIXES) else self.requirement(method, request)
         if needed is not None and principal.may(needed.action, needed.stream, needed.subjects):
             return
         what = "call this (the cluster's services only)" if needed is None else needed.describe()

@@ -12,7 +12,8 @@ credentials and permission table), then acts on the cluster with its own (servic
   (weir_gateway.rocketmq_v1.permissions).
 
 Unknown callers get UNAUTHENTICATED, known ones without the grant PERMISSION_DENIED, callers past
-their request rate RESOURCE_EXHAUSTED; each before the call runs. Health and reflection stay open.
+their request rate RESOURCE_EXHAUSTED; each before the call runs. Server reflection needs a known
+caller (the door's own credentials, any user); health stays open.
 """
 
 from __future__ import annotations
