@@ -15,9 +15,9 @@ import pytest
 from weir.errors import CorruptRecordError
 from weir.v1 import types_pb2
 from weir_partition_node.catalog import Catalog
-from weir_partition_node.storage import msgids
+from weir_partition_node.storage import msgids, source_positions
 from weir_partition_node.storage import sqlite as sqlite_storage
-from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, make_record
+from weir_partition_node.storage.base import CommitBatch, PartitionLog, Record, SourcePosition, make_record
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.memory import MemoryPartitionLog
 from weir_partition_node.storage.sqlite import SqlitePartitionLog
@@ -641,3 +641,46 @@ def test_a_commit_that_defers_its_sync_skips_the_fsync_for_at_most_a_second(tmp_
         assert log.load_consumers()["c"].last_delivered == 2
     finally:
         log.close()
+
+
+def test_source_positions_are_stored_beside_the_records_not_among_them(log: PartitionLog) -> None:
+    """A sourcing stream's positions (issue 55): committed with the records, in no count, seq or read."""
+    append(log, [record(1), record(2)], source_positions=[("orders", 0, 2, 7), ("orders", 1, 2, 3)])
+    assert log.source_positions() == {("orders", 0): SourcePosition(7, 2), ("orders", 1): SourcePosition(3, 2)}
+    state = log.state()
+    assert (state.msg_count, state.last_seq) == (2, 2)
+    assert seqs(log.read(1, 100, 1 << 20)) == [1, 2] and log.subjects_with_prefix("", 10) == ["orders.eu"]
+    log.commit(CommitBatch(last_seq=2, source_positions=[("orders", 0, 2, 9)]))  # progress over filtered-out ones
+    log.commit(CommitBatch(last_seq=2, source_positions=[("orders", 0, 2, 4)]))  # never back
+    assert log.source_positions()[("orders", 0)] == SourcePosition(9, 2)
+    with pytest.raises((ValueError, sqlite3.IntegrityError)):  # a failing batch stores no position either
+        append(log, [record(2)], source_positions=[("orders", 0, 2, 50)])
+    assert log.source_positions()[("orders", 0)] == SourcePosition(9, 2)
+
+
+def test_a_divergent_tail_cut_takes_the_positions_it_settled(log: PartitionLog) -> None:
+    """Rows above a tail cut go (CommitBatch.msg_ids_after); the newest row left describes records
+    the copy still holds, and only the newest KEPT_PER_SOURCE rows of a source are kept."""
+    for seq in range(1, 13):
+        append(log, [record(seq)], source_positions=[("orders", 0, seq, seq * 10)])
+    log.commit(CommitBatch(last_seq=12, msg_ids_after=9))
+    assert log.source_positions() == {("orders", 0): SourcePosition(90, 9)}
+    log.commit(CommitBatch(last_seq=12, msg_ids_after=4))  # below every kept row: nothing left to resume from
+    assert log.source_positions() == {}
+
+
+def test_source_positions_survive_a_reopen(tmp_path: Path) -> None:
+    log = SqlitePartitionLog(tmp_path / "p0", "mirror", 0)
+    append(log, [record(1)], source_positions=[("orders", 0, 1, 5)])
+    log.close()
+    reopened = SqlitePartitionLog(tmp_path / "p0", "mirror", 0)
+    assert reopened.source_positions() == {("orders", 0): SourcePosition(5, 1)}
+    reopened.close()
+
+
+def test_merged_source_positions_follow_the_rules() -> None:
+    stored = {("a", 0): {3: 30, 5: 50}}
+    assert source_positions.merged(stored, [("a", 0, 4, 25)], None) == stored  # behind the row at 3: never back
+    assert source_positions.merged(stored, [("a", 0, 6, 49)], None) == stored  # behind the row at 5
+    assert source_positions.merged(stored, [("b", 1, 6, 1)], 4) == {("a", 0): {3: 30}, ("b", 1): {6: 1}}
+    assert stored == {("a", 0): {3: 30, 5: 50}}  # pure

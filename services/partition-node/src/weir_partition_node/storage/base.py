@@ -12,6 +12,8 @@ one SQLite database in WAL mode) and `MemoryPartitionLog` (ephemeral streams).
 The same log is the partition's consumer store (`ConsumerStore`): each consumer's cursor (ack floor,
 last delivered, totals) and pending set are rows committed in the same `CommitBatch` as the appends
 and removals they cause, so a dead letter, a work-queue removal and the ack behind it are atomic.
+It also keeps a sourcing stream's source positions (`source_positions`, storage/source_positions.py)
+beside the records, committed with the records they describe.
 """
 
 from __future__ import annotations
@@ -57,6 +59,20 @@ class RowInfo:
 ConsumerStateRow = tuple[str, int, int, int, int, int, int, int, int, int, int]
 # (consumer, seq, delivered_at_ms, deliver_count, redeliver_at_ms)
 PendingRow = tuple[str, int, int, int, int]
+
+
+# (source stream, source partition, at_seq, last_sourced_seq): every message of that source
+# partition up to last_sourced_seq is settled by this log's records up to at_seq (sources.py).
+SourcePositionRow = tuple[str, int, int, int]
+
+
+@dataclass(slots=True, frozen=True)
+class SourcePosition:
+    """How far a sourcing stream has read one source partition: every source seq up to
+    `last_sourced_seq` was appended, filtered out or reported, by records at seqs up to `at_seq`."""
+
+    last_sourced_seq: int
+    at_seq: int
 
 
 @dataclass(slots=True)
@@ -111,6 +127,10 @@ class CommitBatch:
     # Per-message TTLs of this commit's records, (seq, expires_at_ms); a removed message's expiry
     # goes with it.
     expiries: list[tuple[int, int]] = field(default_factory=list)
+    # Source positions (a sourcing stream's, storage/source_positions.py), applied with the duplicate
+    # window: drop the rows with at_seq above `msg_ids_after` (a divergent tail), then store these.
+    # Never records: no seq, no count, no API shows them.
+    source_positions: list[SourcePositionRow] = field(default_factory=list)
     # False: the commit may return before it reaches the disk (no fsync under fsync=always); the
     # log's next synced commit takes it there, and a SQLite log syncs at least every
     # MAX_DEFERRED_SYNC_S (storage/sqlite.py) all the same. Only for what another copy holds and
@@ -262,6 +282,11 @@ class PartitionLog(Protocol):
 
     def load_consumers(self) -> dict[str, StoredConsumer]:
         """Every consumer's stored state in this partition."""
+        ...
+
+    def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
+        """The newest stored position of each source partition, by (source stream, source partition);
+        empty for a stream without sources."""
         ...
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:

@@ -10,13 +10,14 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from weir_partition_node.storage import msgids
+from weir_partition_node.storage import msgids, source_positions
 from weir_partition_node.storage.base import (
     CommitBatch,
     LogState,
     Record,
     RowInfo,
     ScrubPage,
+    SourcePosition,
     StoredConsumer,
     verify,
 )
@@ -46,6 +47,7 @@ class MemoryPartitionLog:
         self._pending: dict[str, dict[int, tuple[int, int, int]]] = {}
         self._msg_id_rows: list[msgids.MsgIdRow] = []  # ascending by seq, as the SQLite log keeps them
         self._expiries: dict[int, int] = {}  # seq -> expires_at_ms, for stored messages with a TTL
+        self._source_positions: dict[tuple[str, int], dict[int, int]] = {}  # as storage/source_positions.py
 
     def commit(self, batch: CommitBatch) -> None:
         self._check(batch)  # first, so a failing batch changes nothing (atomicity)
@@ -69,6 +71,10 @@ class MemoryPartitionLog:
             del self._change_seqs[:cut]
         self._store_consumers(batch)
         self._store_msg_ids(batch)
+        if batch.source_positions or batch.msg_ids_after is not None:
+            self._source_positions = source_positions.merged(
+                self._source_positions, batch.source_positions, batch.msg_ids_after
+            )
         self._last_seq = batch.last_seq
 
     def _check(self, batch: CommitBatch) -> None:
@@ -300,6 +306,9 @@ class MemoryPartitionLog:
                     return newest[::-1]
         return newest[::-1]
 
+    def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
+        return source_positions.newest(self._source_positions)
+
     def keep_tail(self, enabled: bool) -> None:
         pass  # everything is in memory already
 
@@ -318,3 +327,4 @@ class MemoryPartitionLog:
         self._consumers.clear()
         self._pending.clear()
         self._msg_id_rows.clear()
+        self._source_positions.clear()

@@ -26,12 +26,13 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from weir_partition_node.storage import layout_upgrade, sqlite_batches
+from weir_partition_node.storage import layout_upgrade, source_positions, sqlite_batches
 from weir_partition_node.storage.base import (
     CommitBatch,
     LogState,
     RowInfo,
     ScrubPage,
+    SourcePosition,
 )
 from weir_partition_node.storage.checkpoint import WalCheckpointer
 from weir_partition_node.storage.msgids import SqliteMsgIdRows
@@ -98,6 +99,7 @@ CREATE TABLE IF NOT EXISTS msg_id_rows (
     count INTEGER NOT NULL,
     ids BLOB NOT NULL
 );
+{source_positions.TABLE};
 """
 
 
@@ -201,6 +203,7 @@ class SqlitePartitionLog(SqliteConsumerReads):
             self._writer.execute(f"PRAGMA wal_autocheckpoint={valve_pages}")
             self._checkpointer_db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._msg_ids = SqliteMsgIdRows()  # the duplicate window's rows (commit thread only)
+        self._source_positions = source_positions.SqliteSourcePositions()  # a sourcing stream's (commit thread)
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
         self._tail_wanted = tail_cache_bytes > 0
@@ -259,6 +262,7 @@ class SqlitePartitionLog(SqliteConsumerReads):
             _write_consumers(db, batch)
             if batch.msg_ids or batch.msg_ids_after is not None or batch.msg_id_retention is not None:
                 self._msg_ids.store(db, batch)
+            self._source_positions.store(db, batch)
             if batch.truncate_before > 0 or batch.remove_seqs:
                 # max(seq) stops being the last seq only when messages are removed: record it then.
                 db.execute(
@@ -438,6 +442,9 @@ class SqlitePartitionLog(SqliteConsumerReads):
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:
         return self._msg_ids.recent(self._reader, stored_since_ms, limit)
+
+    def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
+        return source_positions.newest(source_positions.SqliteSourcePositions.load(self._reader))
 
     # -- lifecycle -------------------------------------------------------------------------------
 
