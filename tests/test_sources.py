@@ -6,23 +6,39 @@ GetStreamInfo, and bad configs refused with INVALID_ARGUMENT before anything is 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from weir import NodeClient, StreamSource, consumer_config, stream_config, stream_source
 from weir.cluster import WeirClient
-from weir.errors import InvalidConfigError, InvalidNameError, InvalidSubjectError, NoSuchStreamError, WeirError
+from weir.errors import (
+    InvalidArgumentError,
+    InvalidConfigError,
+    InvalidNameError,
+    InvalidSubjectError,
+    NoSuchStreamError,
+    WeirError,
+)
 from weir.options import SourceDropPolicy
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import NodeHandle, start_node
+from weir_partition_node.commit_items import PreparedEntry, RemoveSeqs, TruncateTail
+from weir_partition_node.node import Node
+from weir_partition_node.record_batch import BatchRecord
+from weir_partition_node.settings import NodeSettings
+from weir_partition_node.storage.base import SourcePosition
+from weir_server.internal_clients import ChangeFeedClient
 from weir_server.sources import (
     SubjectRewrite,
     decode_position,
     encode_position,
     initial_position,
-    position_at_risk,
+    parse_source_msg_id,
+    position_subject,
     provenance,
+    source_msg_id,
     validate_sources,
 )
 from weir_server.streamconfig import MAX_MESSAGE_BYTES, normalize_config
@@ -87,8 +103,13 @@ def test_bad_sources_are_refused_with_what_was_wrong(config: types_pb2.StreamCon
 
 def test_good_sources_pass_and_positions_round_trip() -> None:
     validate_sources(sourcing(stream_source("a", filter_subject="x.*", transform=("x.*", "y.{{wildcard(1)}}"))))
-    assert decode_position(encode_position(41)) == 41
+    assert decode_position(encode_position(41)) == 41  # an earlier version's position record
     assert decode_position(b"not json") == 0
+    assert parse_source_msg_id(source_msg_id("orders", 2, 41)) == ("orders", 2, 41)
+    others = ["", "order-7", "$weir.source/orders/2", "$weir.source/orders/x/1", "$weir.source//1/2"]
+    others += ["$weir.source/o/1/\u00b2", f"$weir.source/o/1/{2**63}", "$weir.source/o/1/2/3"]
+    for other in others:
+        assert parse_source_msg_id(other) is None, other
     headers = [("waymaker-source-stream", "a"), ("waymaker-source-partition", "2"), ("waymaker-source-seq", "9")]
     assert provenance(headers) == ("a", 2, 9)
     assert provenance([("other", "1")]) is None
@@ -192,14 +213,41 @@ async def test_a_stream_sources_two_others_with_a_filter_and_a_transform(sources
         assert set(statuses) == {("orders", 0), ("orders", 1), ("payments", 0)}
         assert statuses[("payments", 0)].last_sourced_seq == 40 and statuses[("payments", 0)].pulled_total == 40
         assert not any(status.last_error for status in statuses.values())
-        # Live: a new message flows through; the position record is never delivered to a consumer.
+        # Live: a new message flows through.
         await client.publish("payments", "pay.live", b"live")
         await wait_for_count(client, "audit", 61)
-        records = await client.scan_subject("audit", "$weir.source.payments.0")
-        assert [decode_position(record.payload) for record in records] == [41]  # rolled up: one is kept
-        await client.create_consumer("audit", consumer_config("reader", ack_wait_ms=30_000))
-        delivered = await client.fetch("audit", "reader", batch_size=1000, max_wait_ms=500)
-        assert len(delivered) == 61 and not any(message.subject.startswith("$weir.") for message in delivered)
+        await wait_settled(client, "audit", {"orders": 40, "payments": 41}, timeout_s=10)
+        await assert_no_internal_record(client, "audit", 61)
+        async with ChangeFeedClient(sources_node.internal_address) as feed:
+            changes = (await feed.read_changes()).changes
+        appended = [change.append for change in changes if change.stream == "audit" and change.HasField("append")]
+        assert sum(append.message_count for append in appended) == 61  # the change feed has no position either
+
+
+async def assert_no_internal_record(client: NodeClient, stream: str, count: int) -> None:
+    """Issue 55: a sourcing stream holding `count` sourced or published messages shows nothing else
+    through any read: seqs 1..count with no gap, no `$weir.` subject listed, read at a subject,
+    counted, or delivered to a consumer (the source positions are kept beside the log)."""
+    messages = [message async for message in client.read_all(stream)]
+    assert [message.seq for message in messages] == list(range(1, count + 1))
+    assert not any(message.subject.startswith("$weir.") for message in messages)
+    subjects = await client.list_subjects(stream)
+    assert subjects and not any(subject.startswith("$weir.") for subject in subjects)
+    assert await client.list_subjects(stream, prefix="$weir.") == []
+    statuses = (await client.stream_info(stream)).sources_status
+    for status in statuses:
+        marker = f"$weir.source.{status.source_stream}.{status.source_partition}"
+        assert await client.latest_at_subject(stream, marker) is None
+        assert await client.scan_subject(stream, marker) == []
+    info = await client.stream_info(stream)
+    stats = info.stats.partitions[0]
+    assert (info.stats.msg_count, stats.first_seq, stats.last_seq, stats.msg_count) == (count, 1, count, count)
+    assert info.stats.bytes == sum(message.ByteSize() for message in messages)
+    consumer = f"every-api-{count}"
+    await client.create_consumer(stream, consumer_config(consumer, ack_wait_ms=30_000))
+    delivered = await client.fetch(stream, consumer, batch_size=1000, max_wait_ms=500)
+    assert [message.seq for message in delivered] == list(range(1, count + 1))
+    await client.delete_consumer(stream, consumer)
 
 
 def source_seqs(messages: list[types_pb2.Message], stream: str) -> list[int]:
@@ -311,6 +359,11 @@ async def test_a_source_created_later_is_waited_for_and_direct_publishes_mix_in(
         assert not (await client.stream_info("early")).sources_status[0].last_error
         with pytest.raises(WeirError, match="Weir's own"):
             await client.publish("early", "$weir.source.not-yet.0", b"forged")
+        # A sourced message's msg_id says the position it settles: a publisher cannot forge one.
+        with pytest.raises(InvalidArgumentError, match="Weir's own"):
+            await client.publish("early", "direct", b"forged", msg_id=source_msg_id("not-yet", 0, 1000))
+        info = await client.stream_info("early")
+        assert (info.stats.msg_count, info.sources_status[0].last_sourced_seq) == (2, 1)
 
 
 async def test_a_bad_sources_config_is_refused_over_grpc_and_stores_nothing(sources_node: NodeHandle) -> None:
@@ -325,7 +378,7 @@ async def test_a_bad_sources_config_is_refused_over_grpc_and_stores_nothing(sour
 
 
 async def cluster_messages(client: WeirClient, stream: str) -> list[types_pb2.Message]:
-    """Every stored message of partition 0 (position records left out), read from its primary."""
+    """Every stored message of partition 0, read from its primary."""
     found: list[types_pb2.Message] = []
     position = 0
 
@@ -334,7 +387,7 @@ async def cluster_messages(client: WeirClient, stream: str) -> list[types_pb2.Me
 
     while True:
         response = await client.on_leader(stream, 0, read)
-        found.extend(message for message in response.messages if not message.subject.startswith("$weir."))
+        found.extend(response.messages)
         if response.next_seq > response.last_seq:
             return found
         position = response.next_seq
@@ -403,43 +456,33 @@ async def test_a_failover_mid_backfill_neither_skips_nor_doubles(tmp_path: Path)
                 if origin(message)[0] == "orders"  # type: ignore[index]
             )
             assert (await client.route("ledger", refresh=True)).partitions[0].primary.node_id != victim.name
-            status = (await client.stream_info("ledger")).sources_status
-            assert sorted((entry.source_stream, entry.last_sourced_seq) for entry in status) == [
+            info = await client.stream_info("ledger")
+            assert sorted((entry.source_stream, entry.last_sourced_seq) for entry in info.sources_status) == [
                 ("orders", 5000),
                 ("refunds", 5000),
             ]
+            # Issue 55: the new primary resumed from the positions its copy stored beside the log;
+            # nothing else is in it: seqs 1..5000 with no gap, counted, listed and read as such.
+            assert [message.seq for message in found] == list(range(1, 5001))
+            assert (info.msg_count, info.partitions[0].last_seq) == (5000, 5000)
+            subjects = await client.on_leader("ledger", 0, lambda node: node.list_subjects("ledger"))
+            assert subjects and not any(subject.startswith("$weir.") for subject in subjects)
     finally:
         cluster.stop()
 
 
-def test_a_position_record_is_stored_again_before_retention_could_take_it() -> None:
-    def at_risk(marker_seq: int, first_seq: int, last_seq: int, max_age_ms: int = 0, age_ms: int = 0) -> bool:
-        return position_at_risk(
-            marker_seq, 1000, first_seq=first_seq, last_seq=last_seq, max_age_ms=max_age_ms, now_ms=1000 + age_ms
-        )
-
-    assert at_risk(0, 1, 0)  # none stored yet: pin the starting point
-    assert at_risk(5, 10, 20)  # already removed
-    assert at_risk(12, 10, 100)  # in the older half: direct publishes push it out
-    assert not at_risk(90, 10, 100)
-    assert at_risk(90, 10, 100, max_age_ms=1000, age_ms=600)  # past half its max age
-    assert not at_risk(90, 10, 100, max_age_ms=1000, age_ms=400)
-
-
-async def test_an_idle_tail_keeps_its_position_record_ahead_of_max_msgs(sources_node: NodeHandle) -> None:
+async def test_an_idle_tail_keeps_its_position_whatever_retention_removes(sources_node: NodeHandle) -> None:
+    """The position is beside the log, not a record retention could take: direct publishes push the
+    sourced message out, and after a restart it is not sourced again."""
     async with NodeClient(sources_node.client_address) as client:
         await client.create_stream(stream_config("quiet"))
         await client.publish("quiet", "q", b"1")
         await client.create_stream(stream_config("busy", max_msgs=20, sources=[stream_source("quiet")]))
         await wait_for_count(client, "busy", 1)
-        for index in range(100):  # direct publishes: they would push an old position record out
+        for index in range(100):  # direct publishes: they push the sourced message (seq 1) out
             await client.publish("busy", "direct", b"%d" % index)
-
-        async def position_kept() -> bool:
-            record = await client.latest_at_subject("busy", "$weir.source.quiet.0")
-            return record is not None and decode_position(record.payload) == 1
-
-        await eventually(position_kept, 15, "the position record stored again")
+        stats = (await client.stream_info("busy")).stats.partitions[0]
+        assert (stats.first_seq, stats.last_seq, stats.msg_count) == (82, 101, 20)  # no record of the position
     sources_node.kill()
     sources_node.start(reuse_ports=True)
     async with NodeClient(sources_node.client_address) as client:
@@ -475,3 +518,94 @@ async def test_last_error_is_cleared_once_the_tail_appends_again(sources_node: N
         await eventually(healthy, 10, "the error cleared once the tail appended again")
         status = (await client.stream_info("follows-it")).sources_status[0]
         assert (status.last_error_ts_ms, status.last_sourced_seq) == (0, 3)
+
+
+async def test_a_stream_of_an_earlier_version_resumes_from_its_position_record_once(tmp_path: Path) -> None:
+    """The upgrade path: a sourcing stream an earlier version wrote keeps its position as a record at
+    `$weir.source.<source>.<partition>`. With no position stored beside the log, the tail reads that
+    record once and resumes after it (here past two messages the earlier version had filtered out,
+    which no scan of the sourced messages could tell), removes it after its first commit, and keeps
+    the position beside the log from then on: a restart resumes from there, with no record."""
+    data_dir = tmp_path / "data"
+    core = await Node.open(NodeSettings(node_id="upgraded", data_dir=data_dir))
+    try:
+        await core.admin.create_stream(stream_config("orders").to_proto())
+        await core.publisher.publish(
+            "orders",
+            [streams_pb2.PublishEntry(subject="order", payload=b"%d" % n) for n in range(1, 11)],
+            streams_pb2.ACK_LEVEL_LEADER,
+            batch=True,
+        )
+        await core.admin.create_stream(stream_config("audit", sources=[stream_source("orders")]).to_proto())
+        partition = core.hosted_stream("audit").partitions[0]  # type: ignore[union-attr]
+        earlier = [  # what an earlier version's tail stored: orders 1..4, then its position record at 6
+            PreparedEntry(
+                "order",
+                b"%d" % n,
+                [
+                    types_pb2.Header(key=key, value=value)
+                    for key, value in (
+                        ("waymaker-source-stream", "orders"),
+                        ("waymaker-source-partition", "0"),
+                        ("waymaker-source-seq", str(n)),
+                    )
+                ],
+                0,
+                None,
+            )
+            for n in range(1, 5)
+        ]
+        earlier.append(PreparedEntry(position_subject("orders", 0), encode_position(6), (), 0, None))
+        await partition.append(earlier, 100)
+        assert partition.log.source_positions() == {}
+    finally:
+        await core.close()
+    handle = start_node(data_dir, node_id="upgraded")
+    try:
+        async with NodeClient(handle.client_address) as client:
+            await wait_settled(client, "audit", {"orders": 10}, timeout_s=20)
+            found = await sourced(client, "audit")
+            assert source_seqs(found, "orders") == [1, 2, 3, 4, 7, 8, 9, 10]  # 5 and 6: settled before
+
+            async def record_removed() -> bool:
+                return await client.latest_at_subject("audit", position_subject("orders", 0)) is None
+
+            await eventually(record_removed, 10, "the earlier version's position record removed")
+            handle.kill()
+            handle.start(reuse_ports=True)
+            await client.publish("orders", "order", b"11")
+            await wait_settled(client, "audit", {"orders": 11}, timeout_s=20)
+            found = await sourced(client, "audit")
+            assert source_seqs(found, "orders") == [1, 2, 3, 4, 7, 8, 9, 10, 11]
+            info = await client.stream_info("audit")
+            assert info.stats.msg_count == 9 and not await client.list_subjects("audit", prefix="$weir.")
+    finally:
+        handle.kill()
+
+
+def replicated(seq: int, source_seq: int) -> BatchRecord:
+    """A sourced message of `orders`/0 as a secondary gets it from its primary."""
+    msg_id = source_msg_id("orders", 0, source_seq)
+    encoded = types_pb2.Message(seq=seq, ts_ms=1, subject="o", msg_id=msg_id).SerializeToString()
+    return BatchRecord(seq, 1, "o", encoded, zlib.crc32(encoded), msg_id=msg_id)
+
+
+async def test_a_copy_stores_the_position_its_sourced_records_settle(tmp_path: Path) -> None:
+    """A secondary learns the position from the msg_ids of the records it copies, in the commit
+    that stores them: it outlives their removal (a work-queue ack) and goes with a divergent tail."""
+    core = await Node.open(NodeSettings(node_id="copy", data_dir=tmp_path / "data"))
+    try:
+        await core.admin.create_stream(stream_config("mirror", sources=[stream_source("orders")]).to_proto())
+        partition = core.hosted_partition("mirror", 0)
+        partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+        assert await partition.replicate(0, [replicated(1, 3), replicated(2, 5)], 10) == ("ok", "")
+        assert partition.log.source_positions() == {("orders", 0): SourcePosition(5, 2)}
+        assert await partition.replica_edit(RemoveSeqs([1, 2], "work_queue")) == 0
+        assert partition.msg_count == 0
+        assert partition.log.source_positions() == {("orders", 0): SourcePosition(5, 2)}
+        assert await partition.replicate(2, [replicated(3, 9)], 10) == ("ok", "")
+        assert partition.log.source_positions() == {("orders", 0): SourcePosition(9, 3)}
+        await partition.replica_edit(TruncateTail(2))  # seq 3 was a deposed primary's: what it settled goes
+        assert partition.log.source_positions() == {("orders", 0): SourcePosition(5, 2)}
+    finally:
+        await core.close()

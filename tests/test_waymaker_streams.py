@@ -221,6 +221,46 @@ async def test_a_stream_sources_others_with_a_filter_and_a_transform(seed: SeedC
     assert {(entry.source_stream, entry.pulled_total) for entry in entries} == {(orders, 3), (refunds, 3)}
 
 
+async def test_a_sourced_stream_shows_no_internal_record_through_any_api(
+    seed: SeedClient, stream_name: str, router_addresses: list[str]
+) -> None:
+    """Issue 55: a stream with a source holds only what it sourced and what was published to it: the
+    source positions are kept beside its log, so no API (the door's subject listing, latest-at-
+    subject, stats and consumers; the SDK's reads, subjects and info) shows a `$weir.source` record,
+    the counts are the messages' and the seqs run 1..N with no gap."""
+    orders, mirror = f"{stream_name}-o", f"{stream_name}-m"
+    await seed.ok("CreateStream", config=limits_config(seed, orders))
+    for n in range(7):
+        await seed.ok("Publish", stream=orders, subject=f"orders.{n}", payload=b"o%d" % n)
+    config = seed.new("StreamConfigPb", name=mirror, subjects_filter=["orders.>", "direct.>"])
+    config.sources.add(source_stream=orders)
+    await seed.ok("CreateStream", config=config)
+
+    async def settled() -> bool:
+        info = await seed.ok("GetStreamInfo", name=mirror)
+        return [status.last_sourced_seq for status in info.sources_status] == [7]
+
+    await eventually(settled, 20, "7 orders sourced")
+    assert (await seed.ok("Publish", stream=mirror, subject="direct.x", payload=b"d")).seq == 8  # no gap before it
+    marker = f"$weir.source.{orders}.0"
+    subjects = (await seed.ok("ListSubjectsByPrefix", stream=mirror, prefix="")).subjects
+    assert sorted(subjects) == sorted([*(f"orders.{n}" for n in range(7)), "direct.x"])
+    assert not (await seed.ok("ListSubjectsByPrefix", stream=mirror, prefix="$weir.")).subjects
+    assert not (await seed.ok("ReadLatestAtSubject", stream=mirror, subject=marker)).HasField("latest")
+    await seed.ok("CreateConsumer", stream=mirror, config=seed.new("ConsumerConfigPb", name="all", ack_wait_ms=30_000))
+    fetched = (await seed.ok("Fetch", stream=mirror, consumer="all", batch_size=100)).messages
+    assert [message.seq for message in fetched] == list(range(1, 9))
+    stats = (await seed.ok("GetStreamInfo", name=mirror)).stats
+    async with Client(router_addresses) as weir:
+        read = await weir.on_leader(mirror, 0, lambda node: node.read_messages(mirror, 0, 0, max_messages=100))
+        assert [message.seq for message in read.messages] == list(range(1, 9))
+        assert not await weir.on_leader(mirror, 0, lambda node: node.list_subjects(mirror, prefix="$weir."))
+        assert await weir.on_leader(mirror, 0, lambda node: node.latest_at_subject(mirror, marker)) is None
+        info = await weir.stream_info(mirror)
+    assert (stats.last_seq, stats.msg_count) == (8, 8) == (info.partitions[0].last_seq, info.msg_count)
+    assert stats.bytes == info.bytes == sum(message.ByteSize() for message in read.messages)
+
+
 async def test_cluster_admin_through_the_seed(seed: SeedClient, stream_name: str) -> None:
     """GetClusterStreamStats, GetStreamInfo's routing view, SetStreamPinned, ClearStreamAuthority,
     MigrateStream, RebalanceStreams and ListStreamAuthorityOverrides, with their result codes; a

@@ -1,5 +1,6 @@
-"""Cross-stream sources as pure rules: config validation, subject transforms, provenance headers and
-the position records a sourcing stream keeps in its own log.
+"""Cross-stream sources as pure rules: config validation, subject transforms, provenance headers,
+the msg_id of a sourced message (which says the source position it settles) and the position
+records that sourcing streams of earlier versions kept in their own log.
 
 Shared by the router (which validates a config before it places anything) and the partition node
 (whose tails apply them). Source: the streams seed's `StreamSourceConfigPb` / `SubjectTransformPb`
@@ -18,6 +19,9 @@ from weir.v1 import types_pb2
 
 MAX_SOURCES = 16
 SOURCE_POSITION_PREFIX = f"{RESERVED_SUBJECT_PREFIX}source."
+# A sourced message's msg_id: `$weir.source/<source stream>/<source partition>/<source seq>`. Stream
+# names have no "/" (validate_name). Publishers may not use msg_ids beginning with `$weir.`.
+SOURCE_MSG_ID_PREFIX = f"{RESERVED_SUBJECT_PREFIX}source/"
 HEADER_SOURCE_STREAM = "waymaker-source-stream"  # the seed's provenance headers
 HEADER_SOURCE_SEQ = "waymaker-source-seq"
 HEADER_SOURCE_PARTITION = "waymaker-source-partition"
@@ -109,17 +113,40 @@ class SubjectRewrite:
         return _WILDCARD.sub(lambda match: values[int(match.group(1)) - 1], self.destination)
 
 
+def source_msg_id(source_stream: str, source_partition: int, source_seq: int) -> str:
+    """The msg_id of the message sourced from `source_seq` of a source partition: the duplicate
+    window's key, and the position the message settles (`parse_source_msg_id`)."""
+    return f"{SOURCE_MSG_ID_PREFIX}{source_stream}/{source_partition}/{source_seq}"
+
+
+def parse_source_msg_id(msg_id: str) -> tuple[str, int, int] | None:
+    """(source stream, source partition, source seq) of a `source_msg_id`; None for any other id."""
+    if not msg_id.startswith(SOURCE_MSG_ID_PREFIX):
+        return None
+    parts = msg_id[len(SOURCE_MSG_ID_PREFIX) :].split("/")
+    if len(parts) != 3 or not parts[0] or not all(_is_seq(part) for part in parts[1:]):
+        return None
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+def _is_seq(text: str) -> bool:
+    """ASCII digits of a uint64 that fits a signed 64-bit integer (what a log stores)."""
+    return 0 < len(text) <= 19 and text.isascii() and text.isdigit() and int(text) < 2**63
+
+
 def position_subject(source_stream: str, source_partition: int) -> str:
-    """The reserved subject of the record holding how far a source partition has been read."""
+    """The reserved subject of the position record a sourcing stream of an earlier version kept in
+    its own log (read once to resume, then removed: sources.py)."""
     return f"{SOURCE_POSITION_PREFIX}{source_stream}.{source_partition}"
 
 
 def encode_position(last_sourced_seq: int) -> bytes:
+    """An earlier version's position record payload (tests make one to check the upgrade)."""
     return json.dumps({"last_sourced_seq": last_sourced_seq}).encode()
 
 
 def decode_position(payload: bytes) -> int:
-    """The last_sourced_seq a position record holds; 0 for one that cannot be read."""
+    """The last_sourced_seq a position record of an earlier version holds; 0 for one that cannot be read."""
     try:
         value = json.loads(payload).get("last_sourced_seq", 0)
     except (ValueError, AttributeError):
@@ -147,17 +174,3 @@ def initial_position(source: types_pb2.StreamSource, first_seq: int, last_seq: i
     if source.max_initial_backfill:
         return max(0, last_seq - source.max_initial_backfill)
     return max(0, first_seq - 1)
-
-
-def position_at_risk(
-    marker_seq: int, marker_ts_ms: int, *, first_seq: int, last_seq: int, max_age_ms: int, now_ms: int
-) -> bool:
-    """Whether a tail should store its position record again although it read nothing new: the
-    record is in the older half of the stored seqs (direct publishes are pushing it towards a
-    max_msgs / max_bytes removal) or past half of max_age_ms (0 = none) old. A record written
-    again replaces the old one (rollup), so this costs one record when it says yes."""
-    if marker_seq < first_seq:
-        return True
-    if marker_seq - first_seq < (last_seq - first_seq) // 2:
-        return True
-    return bool(max_age_ms) and now_ms - marker_ts_ms > max_age_ms // 2

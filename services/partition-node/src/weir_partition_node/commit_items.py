@@ -72,11 +72,14 @@ class CommitLimits:
 
 @dataclass(slots=True)
 class AppendItem:
-    """Publish `entries` (primary only); the future gets one outcome per entry."""
+    """Publish `entries` (primary only); the future gets one outcome per entry. A source tail's
+    append also stores `source_positions`, (source stream, source partition, last_sourced_seq), in
+    the same commit (sources.py); it may have no entries (messages that were all filtered out)."""
 
     entries: list[PreparedEntry]
     future: asyncio.Future[list[AppendOutcome]]
     size: int
+    source_positions: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -271,6 +274,9 @@ class CommitContext:
     rollups: dict[str, int] = field(default_factory=dict)
     # Per-message TTLs of this commit's records: (seq, expires_at_ms).
     expiries: list[tuple[int, int]] = field(default_factory=list)
+    # Primary: the source positions a tail's append settles, (source stream, partition) ->
+    # last_sourced_seq; the plan adds those its sourced records' msg_ids say (commit_plan.py).
+    source_positions: dict[tuple[str, int], int] = field(default_factory=dict)
     # PurgePartition with seqs (primary only): these go, reason "deleted".
     deleted_seqs: list[int] = field(default_factory=list)
     # A primary with followers notes, by seq, each appended record's (msg_id, scheduled_seq,

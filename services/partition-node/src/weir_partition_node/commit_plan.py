@@ -4,18 +4,21 @@ the decisions call for, and the change-feed entries that describe it.
 Pure: `data_changes` turns a commit's appended records and its retention plan into the change
 protos (DESIGN §4's change feed: one append, one remove per reason, one truncate) and is
 unit-tested directly; the consumer-state changes are added by the partition, which owns the cursors.
+`source_position_rows` gives the source positions the commit stores (sources.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from weir.v1 import types_pb2
+from weir_server.sources import SOURCE_MSG_ID_PREFIX, parse_source_msg_id
 
 from weir_partition_node import consumers
 from weir_partition_node.consumers import ConsumerCursor
 from weir_partition_node.retention import RetentionPlan
-from weir_partition_node.storage.base import CommitBatch, Record
+from weir_partition_node.storage.base import CommitBatch, Record, SourcePositionRow
 
 # The reason of the removals `plan_retention` decides by itself (RetentionPlan.remove_seqs).
 MAX_MSGS_PER_SUBJECT_REASON = "max_msgs_per_subject"
@@ -49,7 +52,28 @@ class CommitPlan:
             or batch.drop_changes_before
             or batch.consumer_deletes
             or batch.msg_ids_after is not None
+            or batch.source_positions
         )
+
+
+def source_position_rows(
+    msg_ids: Iterable[tuple[int, str, int]], settled: dict[tuple[str, int], int], at_seq: int
+) -> list[SourcePositionRow]:
+    """The source positions a commit stores, each at `at_seq` (the log's end after the commit):
+    what a source tail's append settled (`settled`, the primary's: filtered-over messages
+    included), raised to the source seq named by each sourced record's msg_id (`msg_ids`: (seq,
+    msg_id, stored_at_ms) of the commit's records). A secondary's commits carry no `settled`: the
+    msg_ids of the records it copies give it the position they settle, in the commit that stores
+    them, whatever retention later removes."""
+    positions = dict(settled)
+    prefix = SOURCE_MSG_ID_PREFIX
+    for _, msg_id, _ in msg_ids:
+        if msg_id[:1] == "$" and msg_id.startswith(prefix):
+            where = parse_source_msg_id(msg_id)
+            if where is not None:
+                key = where[:2]
+                positions[key] = max(positions.get(key, 0), where[2])
+    return [(stream, partition, at_seq, seq) for (stream, partition), seq in positions.items()]
 
 
 def data_changes(

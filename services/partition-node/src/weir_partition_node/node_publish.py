@@ -121,8 +121,16 @@ class NodePublisher:
         self._replication_timeout_ms = replication_timeout_ms
 
     def _prepare(self, stream: Stream, fields: PublishFields, index: int | None) -> tuple[int, PreparedEntry, int]:
-        """Validate one entry and choose its partition. Errors name `entries[index]` in a batch."""
+        """Validate one entry and choose its partition. Errors name `entries[index]` in a batch; a
+        msg_id beginning with `$weir.` is InvalidArgumentError (a sourced message's id says the
+        source position it settles: storage/source_positions.py)."""
         try:
+            if fields.msg_id[:1] == "$" and fields.msg_id.startswith(RESERVED_SUBJECT_PREFIX):
+                raise InvalidArgumentError(
+                    f"msg_id {fields.msg_id[:80]!r}: ids beginning with {RESERVED_SUBJECT_PREFIX!r} are Weir's own "
+                    "(a sourced message's)",
+                    stream=stream.name,
+                )
             return self._prepare_entry(stream, fields)
         except WeirError as error:
             if index is None:

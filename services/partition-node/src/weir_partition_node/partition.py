@@ -73,6 +73,8 @@ from weir_partition_node.waiters import PartitionWaits, wait_on, wake
 from weir_partition_node.watermark import PartitionReplication
 
 logger = logging.getLogger(__name__)
+AppendFuture = asyncio.Future[list[AppendOutcome]]
+Settled = Sequence[tuple[str, int, int]]  # a source tail's positions (AppendItem.source_positions)
 
 
 @dataclass(slots=True)
@@ -189,10 +191,9 @@ class Partition:
 
     # -- public API (event loop) -----------------------------------------------------------------
 
-    async def append(self, entries: list[PreparedEntry], size: int) -> list[AppendOutcome]:
-        """Queue `entries` for the next group commit and wait until they are durable."""
-        future = await self._enqueue_append(entries, size)
-        return await future
+    async def append(self, entries: list[PreparedEntry], size: int, positions: Settled = ()) -> list[AppendOutcome]:
+        """Queue `entries` for the next group commit, wait until durable; AppendItem says what `positions` are."""
+        return await (await self._enqueue_append(entries, size, positions))
 
     async def append_nowait(self, entries: list[PreparedEntry], size: int) -> None:
         """Queue `entries` and return without waiting for the commit (ack level NONE)."""
@@ -440,9 +441,9 @@ class Partition:
 
     # -- internals -------------------------------------------------------------------------------
 
-    async def _enqueue_append(self, entries: list[PreparedEntry], size: int) -> asyncio.Future[list[AppendOutcome]]:
-        future: asyncio.Future[list[AppendOutcome]] = asyncio.get_running_loop().create_future()
-        await self._put(AppendItem(entries, future, size))
+    async def _enqueue_append(self, entries: list[PreparedEntry], size: int, positions: Settled = ()) -> AppendFuture:
+        future: AppendFuture = asyncio.get_running_loop().create_future()
+        await self._put(AppendItem(entries, future, size, list(positions)))
         return future
 
     async def _put(self, item: CommitItem) -> None:

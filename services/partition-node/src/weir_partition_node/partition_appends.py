@@ -47,7 +47,7 @@ class AppendDecisions:
     def decide(self, item: AppendItem, context: CommitContext) -> list[AppendOutcome]:
         """One outcome per entry, in order: appended (its seq), a duplicate of a msg_id in the window
         (the original's seq), wrong_revision (expected_last_seq not the subject's last), or stored
-        as a schedule record. Appended records go into `context`."""
+        as a schedule record. Appended records and a tail's source positions go into `context`."""
         outcomes: list[AppendOutcome] = []
         subject_last = context.subject_last
         now_ms = context.now_ms
@@ -93,6 +93,9 @@ class AppendDecisions:
             outcomes.append(AppendOutcome(seq, leader_epoch=epoch))
         if window is not None:
             window.close_group(len(context.msg_ids) - claimed, context.seq)
+        for stream, source_partition, last_sourced_seq in item.source_positions:
+            key = (stream, source_partition)
+            context.source_positions[key] = max(context.source_positions.get(key, 0), last_sourced_seq)
         return outcomes
 
     def _wrong_revision(self, entry: PreparedEntry, subject_last: dict[str, int]) -> AppendOutcome | None:

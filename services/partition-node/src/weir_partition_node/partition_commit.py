@@ -42,7 +42,7 @@ from weir_partition_node.commit_items import (
     ReplicaEditItem,
     SweepItem,
 )
-from weir_partition_node.commit_plan import CommitPlan, data_changes
+from weir_partition_node.commit_plan import CommitPlan, data_changes, source_position_rows
 from weir_partition_node.commit_retention import plan_commit_retention
 from weir_partition_node.consumers import ConsumerCursor
 from weir_partition_node.storage.base import CommitBatch
@@ -221,6 +221,7 @@ class CommitLoop:
             repairs=context.repairs,
             reseal_batches=context.reseal_batches,
             expiries=context.expiries,
+            source_positions=source_position_rows(context.msg_ids, context.source_positions, context.seq),
             sync=not all(defers_sync(item) for item in items),
         )
         prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= MSG_ID_PRUNE_INTERVAL_MS

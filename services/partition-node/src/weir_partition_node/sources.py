@@ -3,13 +3,21 @@
 For each source stream and each of its partitions, a tail reads the source partition over the
 client API (ReadMessages, long-polling, from whichever node leads it) and appends what passes the
 source's filter, with its subject transformed and the provenance headers added, to the sourcing
-stream's one partition. Every append carries, in the same commit, the position record
-`$weir.source.<source_stream>.<source_partition>` (rolled up: one is kept) holding how far that
-source partition was read, filtered-over messages included. So the position is exactly as durable
-and replicated as what was appended: a restarted or newly promoted primary reads it back from its
-own log and goes on after it; nothing is skipped and nothing doubled. Each sourced message also
-carries a msg_id naming its origin, so even a commit a new primary holds only part of is not
-appended twice (within the stream's duplicate window).
+stream's one partition.
+
+How far a tail has read (its position: the last source seq settled, filtered-over messages
+included) is partition state beside the log, never a record in it: no subject, seq, count, byte,
+read, consumer or change shows it. Every append stores it in the same commit as what it appended
+(`Partition.append`'s positions; storage/source_positions.py), so it is exactly as durable as those
+records. Each sourced message's msg_id names its origin (`source_msg_id`), and every copy, the
+secondaries included, stores the position that msg_id settles in the commit that stores the
+message (commit_plan.source_position_rows): a newly promoted primary resumes after the last
+sourced message it holds, whatever retention removed since, so nothing is skipped and nothing
+doubled (the duplicate window catches a repeat too). Progress over filtered-out messages after the
+last sourced one is the primary's own: a new primary reads those again and filters them out again.
+A stream of an earlier version kept the position as a record at `$weir.source.<source>.<partition>`:
+a tail that finds no position beside the log reads that record once, and removes it after its first
+commit.
 
 Errors a tail meets are reported in its status (GetStreamInfo's sources_status) and, when the
 source names one, as a JSON record on its dead-letter stream. Source: the streams seed's
@@ -37,11 +45,10 @@ from weir_server.sources import (
     HEADER_SOURCE_STREAM,
     SubjectRewrite,
     decode_position,
-    encode_position,
     initial_position,
-    position_at_risk,
     position_subject,
     provenance,
+    source_msg_id,
 )
 
 from weir_partition_node.commit_items import PreparedEntry
@@ -57,7 +64,7 @@ READ_WAIT_MS = 2000  # a tail's long poll
 RECONCILE_INTERVAL_S = 0.5  # how often the supervisor looks at which sourcing streams this node leads
 BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)  # waits after consecutive failures of one tail
 CALL_TIMEOUT_S = 10.0
-RESUME_SCAN_RECORDS = 100_000  # records a tail without a position record looks through for its provenance
+RESUME_SCAN_RECORDS = 100_000  # records a tail without a stored position looks through for its provenance
 RESUME_SCAN_CHUNK = 2000
 
 
@@ -105,7 +112,7 @@ class NotLeading(Exception):
 
 @dataclass(slots=True)
 class Batch:
-    """What one tail step appends: the sourced entries and the position record, in one commit."""
+    """What one tail step appends: the sourced entries and, in the same commit, the position."""
 
     entries: list[PreparedEntry]
     size: int
@@ -138,12 +145,11 @@ class PartitionTail:
         self.status = status
         self.rewrite = SubjectRewrite.of(source.subject_transform) if source.HasField("subject_transform") else None
         self.accepts = SubjectFilter([source.filter_subject]).accepts if source.filter_subject else None
-        self.marker = position_subject(source.source_stream, self.source_partition)
+        self.key = (source.source_stream, self.source_partition)
         self.position: int | None = None  # the last settled source seq, once resumed
         # A failure or a lasting condition was reported and no step has appended since (run).
         self.unhealthy = False
-        self.marker_seq = 0  # where the position record is stored, and when (0: none yet)
-        self.marker_ts_ms = 0
+        self.legacy_seq = 0  # an earlier version's position record, removed after the next commit (0: none)
 
     def _stream(self) -> Stream:
         stream = self.node.hosted_stream(self.sourcing)
@@ -152,13 +158,16 @@ class PartitionTail:
         return stream
 
     def stored_position(self) -> int | None:
-        """The position record in the sourcing stream's own log (None when there is none)."""
-        record = self._stream().partitions[0].log.latest_at_subject(self.marker)
-        if record is None:
-            return None
-        stored = types_pb2.Message.FromString(record)
-        self.marker_seq, self.marker_ts_ms = stored.seq, stored.ts_ms
-        return decode_position(stored.payload)
+        """The position stored beside the sourcing stream's log, else the position record a stream
+        of an earlier version kept in it (noted in `legacy_seq`, to remove); None when neither."""
+        log = self._stream().partitions[0].log
+        record = log.latest_at_subject(position_subject(*self.key))
+        legacy = types_pb2.Message.FromString(record) if record is not None else None
+        self.legacy_seq = legacy.seq if legacy is not None else 0
+        stored = log.source_positions().get(self.key)
+        if stored is not None:
+            return stored.last_sourced_seq
+        return decode_position(legacy.payload) if legacy is not None else None
 
     async def run(self) -> None:
         """Step until this node stops leading, the stream goes, or on_drop HALT fires; failures are
@@ -189,8 +198,8 @@ class PartitionTail:
 
     async def logged_position(self) -> int | None:
         """The newest provenance of this source partition among the sourcing stream's last
-        RESUME_SCAN_RECORDS records (None when none carries it): where a tail resumes when its
-        position record is gone (retention took it before the tail stored it again)."""
+        RESUME_SCAN_RECORDS records (None when none carries it): where a tail resumes when no
+        position is stored (a stream of an earlier version whose position record retention took)."""
         partition = self._stream().partitions[0]
         seq = max(partition.first_seq, partition.last_seq - RESUME_SCAN_RECORDS + 1)
         found: int | None = None
@@ -237,26 +246,9 @@ class PartitionTail:
                     f"below the position {position} (was it deleted and created again?); waiting for seq {position + 1}"
                 )
                 self.unhealthy = True
-            await self._keep_position(position)
             return False
         await self._append(self.plan(records, position))
         return True
-
-    async def _keep_position(self, position: int) -> None:
-        """Store the position record again when retention could soon remove it (position_at_risk)."""
-        partition = self._stream().partitions[0]
-        max_age_ms = partition.stream.bounds.max_age_ms
-        now_ms = self.node.clock.now_ms()
-        if position_at_risk(
-            self.marker_seq,
-            self.marker_ts_ms,
-            first_seq=partition.first_seq,
-            last_seq=partition.last_seq,
-            max_age_ms=max_age_ms,
-            now_ms=now_ms,
-        ):
-            marker = self._marker_entry(position)
-            await self._append(Batch([marker], len(self.marker) + len(marker.payload), position))
 
     async def _dropped(self, start: int, first_seq: int) -> int:
         """The source's retention removed seqs start..first_seq-1 before they were read: skip them
@@ -276,13 +268,13 @@ class PartitionTail:
 
     def plan(self, records: list[types_pb2.Message], position: int) -> Batch:
         """The entries for `records` (those passing the filter, transformed, validated as a publish
-        to the sourcing stream is) and the position record settling everything through `position`."""
+        to the sourcing stream is), settling everything through `position` (none may pass)."""
         stream = self._stream()
         batch = Batch([], 0, position)
         origin = f"{self.source.source_stream}"
         for message in records:
             if message.subject.startswith(RESERVED_SUBJECT_PREFIX):
-                continue  # the source's own records (schedules, positions): not messages
+                continue  # the source's own records (schedules, an earlier version's positions)
             if self.accepts is not None and not self.accepts(message.subject):
                 continue
             subject = self.rewrite.apply(message.subject) if self.rewrite is not None else message.subject
@@ -302,7 +294,7 @@ class PartitionTail:
                 subject=subject,
                 payload=message.payload,
                 headers=headers,
-                msg_id=f"$weir.source/{origin}/{self.source_partition}/{message.seq}",
+                msg_id=source_msg_id(origin, self.source_partition, message.seq),
             )
             if message.HasField("key"):
                 fields.key = message.key
@@ -313,23 +305,21 @@ class PartitionTail:
                 continue
             batch.entries.append(entry)
             batch.size += size
-        marker = self._marker_entry(position)
-        batch.entries.append(marker)
-        batch.size += len(self.marker) + len(marker.payload)
         return batch
 
-    def _marker_entry(self, position: int) -> PreparedEntry:
-        """The position record settling everything through `position` (rolled up: one is kept)."""
-        return PreparedEntry(self.marker, encode_position(position), (), 0, None, rollup=True)
-
     async def _append(self, batch: Batch) -> None:
-        outcomes = await self._stream().partitions[0].append(batch.entries, batch.size)
+        """Append `batch` with its position in one commit; then remove an earlier version's
+        position record, if the stream still holds one (the position is beside the log now)."""
+        partition = self._stream().partitions[0]
+        outcomes = await partition.append(batch.entries, batch.size, [(*self.key, batch.position)])
         failed = [outcome for outcome in outcomes if outcome.result_code != "ok"]
         if failed:  # nothing a tail sends can be refused per entry; say so if it ever is
             raise InternalError(f"append refused: {failed[0].result_code}: {failed[0].message}")
         self.position = self.status.last_sourced_seq = batch.position
-        self.marker_seq, self.marker_ts_ms = outcomes[-1].seq, self.node.clock.now_ms()
-        self.status.pulled_total += sum(1 for outcome in outcomes[:-1] if not outcome.duplicate)
+        self.status.pulled_total += sum(1 for outcome in outcomes if not outcome.duplicate)
+        if self.legacy_seq:
+            await partition.purge(None, [self.legacy_seq])
+            self.legacy_seq = 0
         if not batch.errors:
             return
         for source_seq, error in batch.errors[:MAX_REPORTED_PER_STEP]:
