@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import ssl
 import time
 import urllib.request
 import uuid
@@ -163,6 +164,20 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float, wha
 def http_get(url: str) -> str:
     """The body of a plain HTTP GET (a /metrics page, a Prometheus API answer)."""
     with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
+def metrics_page(address: str) -> str:
+    """The /metrics page of the service whose metrics port is `address` ("host:port"): plain HTTP, or,
+    against an external cluster with WEIR_TLS_CA_FILE set (the compose stack, which runs an auth
+    file), HTTPS with that CA and the WEIR_TOKEN / WEIR_TOKEN_FILE token (a user with the metrics
+    grant, as compose's admin)."""
+    ca_file = os.environ.get("WEIR_TLS_CA_FILE", "")
+    if not (external_routers() and ca_file):
+        return http_get(f"http://{address}/metrics")
+    token = os.environ.get("WEIR_TOKEN") or Path(os.environ["WEIR_TOKEN_FILE"]).read_text().strip()
+    request = urllib.request.Request(f"https://{address}/metrics", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=5, context=ssl.create_default_context(cafile=ca_file)) as response:
         return str(response.read().decode())
 
 

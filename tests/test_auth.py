@@ -9,9 +9,12 @@ import asyncio
 import contextlib
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,7 @@ PRODUCER, WORKER, ADMIN, DASHBOARD = "producer-token-1", "worker-token-2", "admi
 LIMITED = "limited-token-5"
 LIMITED_RATE = {"requests_per_second": 20, "request_burst": 5}
 PAYER = "payer-token-6"
+SCRAPER = "scraper-token-7"  # a Prometheus: the metrics grant only
 PAYER_KEYS = {"access_key": "payer-ak", "secret_key": "payer-sk"}
 
 
@@ -95,6 +99,9 @@ def users(*, producer: bool = True, worker: bool = True) -> dict[str, Any]:
             **LIMITED_RATE,
         }
     )
+    entries.append(
+        {"name": "scraper", "token_sha256": token_hash(SCRAPER), "allow": [{"actions": ["metrics"], "streams": ["*"]}]}
+    )
     if producer:
         grant = {"actions": ["publish"], "streams": ["orders"], "subjects": ["orders.>"]}
         entries.append({"name": "producer", "token_sha256": token_hash(PRODUCER), "allow": [grant]})
@@ -128,6 +135,12 @@ def users(*, producer: bool = True, worker: bool = True) -> dict[str, Any]:
             '{"users": [{"name": "x", "token_sha256": "' + HASH + '"}, {"name": "y", "token_sha256": "' + HASH + '"}]}',
             "users[1]: the same token_sha256 as user 'x'",
         ),
+        (
+            '{"users": [{"name": "x", "token_sha256": "'
+            + HASH
+            + '", "allow": [{"actions": ["read", "metrics"], "streams": ["orders"]}]}]}',
+            "users[0].allow[0].streams: a metrics grant covers every stream: give it",
+        ),
     ],
 )
 def test_a_bad_auth_file_is_refused_saying_where(document: str, complaint: str) -> None:
@@ -151,6 +164,10 @@ def test_grants_cover_streams_by_glob_and_publishes_by_subject_pattern() -> None
     assert producer.may("cluster")  # listing streams: any known caller
     assert producer.may(ANY, "orders") and not producer.may(ANY, "payments")  # a route: some grant on it
     assert Principal("weir-service", service=True).may("admin", "anything")
+    scraper = principal("scraper")  # the metrics grant: /metrics, and no stream at all
+    assert scraper.may_read_metrics() and not principal("ops").may_read_metrics()
+    assert not scraper.may(ANY, "orders") and not scraper.may("read", "orders")
+    assert Principal("weir-service", service=True).may_read_metrics()
 
 
 def test_every_call_of_the_public_api_needs_a_named_permission() -> None:
@@ -660,6 +677,8 @@ async def test_a_gateway_serves_only_known_users_within_their_grants(cluster: Lo
                 "worker streams": "PERMISSION_DENIED",
                 "ops deletes obj:media": "ok",
             }
+        # its metrics port, with the auth file: /metrics over TLS only
+        assert (await asyncio.to_thread(metrics_answer, f"http://127.0.0.1:{gateway.metrics_port}/metrics"))[0] == 400
     finally:
         await asyncio.to_thread(gateway.stop)
     assert await message_count(cluster, "payments") == before + 3
@@ -701,6 +720,8 @@ async def test_the_invoker_serves_only_known_users_within_their_grants(cluster: 
                         outcomes[(who, what)] = "OK"
                     except grpc.aio.AioRpcError as error:
                         outcomes[(who, what)] = error.code().name
+        # its metrics port, with the auth file: /metrics over TLS only
+        assert (await asyncio.to_thread(metrics_answer, f"http://127.0.0.1:{invoker.metrics_port}/metrics"))[0] == 400
     finally:
         await asyncio.to_thread(invoker.stop)
     assert outcomes == {
@@ -714,6 +735,49 @@ async def test_the_invoker_serves_only_known_users_within_their_grants(cluster: 
         ("ops", "register a deployment"): "INVALID_ARGUMENT",  # allowed; the URL is then refused
         ("ops", "subscribe to orders"): "NOT_FOUND",  # allowed; no deployment serves s/h
     }
+
+
+def metrics_answer(url: str, ca_file: Path | None = None, token: str = "") -> tuple[int, str, str]:
+    """(status, body, WWW-Authenticate) of a GET of `url`, over TLS trusting `ca_file` when given."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    context = ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else None
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            return response.status, response.read().decode(), ""
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode(), error.headers.get("WWW-Authenticate", "")
+
+
+async def test_metrics_want_tls_and_a_token_with_the_metrics_grant(cluster: LocalCluster, orders: str) -> None:
+    """With an auth file a router's, a node's and the replicator's metrics port serves /metrics over
+    TLS only (plain HTTP: 400), to a known token (none or an unknown one: 401 asking for a Bearer
+    token) of a user with the metrics grant (ops, admin and read on every stream: 403) or the
+    services' token (200, the Prometheus page); /healthz and /readyz answer anyone, plain or TLS."""
+    assert cluster.tls_dir is not None
+    ca_file = cluster.tls_dir / "ca.pem"
+    service_token = (cluster.tls_dir / "service.token").read_text().strip()
+    ports = {
+        "router-1": cluster.routers[0].metrics_port,
+        "node-1": cluster.nodes[0].metrics_port,
+        "replicator-1": cluster.replicators[0].metrics_port,
+    }
+    for name, port in ports.items():
+        plain, secure = f"http://127.0.0.1:{port}", f"https://127.0.0.1:{port}"
+        status, body, _ = await asyncio.to_thread(metrics_answer, f"{plain}/metrics")
+        assert (status, "# HELP" in body) == (400, False), (name, body)
+        answers = {
+            who: await asyncio.to_thread(metrics_answer, f"{secure}/metrics", ca_file, token)
+            for who, token in (("anonymous", ""), ("unknown", "not-a-known-token"), ("ops", ADMIN))
+        }
+        assert {who: answer[0] for who, answer in answers.items()} == {"anonymous": 401, "unknown": 401, "ops": 403}
+        assert answers["anonymous"][2].startswith("Bearer") and "# HELP" not in answers["anonymous"][1]
+        assert "user 'ops' has no metrics grant" in answers["ops"][1] and "# HELP" not in answers["ops"][1]
+        for token in (SCRAPER, service_token):
+            status, body, _ = await asyncio.to_thread(metrics_answer, f"{secure}/metrics", ca_file, token)
+            assert status == 200 and "# HELP" in body, (name, status, body[:200])
+        for probe, trusted in ((f"{plain}/healthz", None), (f"{plain}/readyz", None), (f"{secure}/readyz", ca_file)):
+            status, body, _ = await asyncio.to_thread(metrics_answer, probe, trusted)
+            assert status == 200 and body.strip() in {"ok", "ready"}, (probe, body)
 
 
 async def reflected_services(address: str, credentials: grpc.ChannelCredentials, token: str) -> list[str] | str:
@@ -919,8 +983,9 @@ async def test_each_router_operation_refuses_unknown_and_unpermitted_callers(
 
 def test_the_compose_certs_service_makes_an_admin_user_and_keeps_it(tmp_path: Path) -> None:
     """`python -m weir_server.devcerts DIR --admin-auth` (compose's certs service): an auth file
-    whose admin token (owner-only) authenticates as a user allowed everything; a second run keeps
-    both files, so a restarted stack keeps its token."""
+    whose admin token (owner-only) authenticates as a user allowed everything, and whose prometheus
+    token as a user allowed only /metrics; a second run keeps the files, so a restarted stack keeps
+    its tokens."""
     from weir_server import devcerts
 
     assert devcerts.main([str(tmp_path), "--admin-auth"]) == 0
@@ -928,7 +993,12 @@ def test_the_compose_certs_service_makes_an_admin_user_and_keeps_it(tmp_path: Pa
     assert (tmp_path / "admin.token").stat().st_mode & 0o077 == 0
     admin = Authenticator(tmp_path / "auth.json", tmp_path / "service.token").authenticate(token)
     assert admin is not None and admin.name == "admin" and admin.may("admin", "any-stream")
-    assert devcerts.main([str(tmp_path), "--admin-auth"]) == 0
+    assert admin.may_read_metrics()
+    # and a Prometheus's user: the metrics grant only, its token given to the Prometheus image's user
+    assert devcerts.main([str(tmp_path), "--admin-auth", "--prometheus-owner", str(os.getuid())]) == 0
+    scraper = Authenticator(tmp_path / "auth.json").authenticate((tmp_path / "prometheus.token").read_text().strip())
+    assert scraper is not None and scraper.name == "prometheus" and scraper.may_read_metrics()
+    assert not scraper.may("read", "any-stream") and (tmp_path / "prometheus.token").stat().st_mode & 0o077 == 0
     assert (tmp_path / "admin.token").read_text().strip() == token
 
 

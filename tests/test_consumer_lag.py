@@ -16,7 +16,7 @@ from weir.client import NodeClient, consumer_config, stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import NodeHandle
 
-from tests.conftest import ClusterAddresses, eventually, http_get
+from tests.conftest import ClusterAddresses, eventually, metrics_page
 
 LAG_METRIC = "weir_consumer_lag_messages"
 
@@ -36,7 +36,7 @@ def lag_samples(body: str, stream: str) -> dict[tuple[str, int], float]:
 
 
 async def scrape_lags(metrics_address: str, stream: str) -> dict[tuple[str, int], float]:
-    body = await asyncio.to_thread(http_get, f"http://{metrics_address}/metrics")
+    body = await asyncio.to_thread(metrics_page, metrics_address)
     return lag_samples(body, stream)
 
 

@@ -572,7 +572,8 @@ class LocalCluster:
         replicator. `tls`: every gRPC port with TLS and the internal ports with mutual TLS, from a
         development CA made under `<data_dir>/tls` (kept across restarts); else every process runs with
         its explicit plaintext setting. `auth_file` (needs `tls`): the routers' and nodes' client ports
-        serve only its users, within their grants (weir_server.auth). `stable_ports` (`weir cluster
+        serve only its users, within their grants (weir_server.auth), and the services' /metrics only
+        over TLS to a user with the metrics grant (weir_server.metrics_server). `stable_ports` (`weir cluster
         up`): every process binds the ports recorded under `data_dir` by the last start, else the
         well-known ones, when free (weir_cli.ports). `placements`: where each process runs, by name."""
         say = progress or (lambda _message: None)
@@ -706,9 +707,8 @@ class LocalCluster:
     def _add_replicators(
         self, count: int, access: Mapping[str, str], env: Mapping[str, str] | None, die_with_parent: bool
     ) -> list[ReplicatorHandle]:
-        # a replicator serves no client port: no auth file
-        redis_access = {name: value for name, value in access.items() if name.startswith("REDIS_")}
-        shared = self._service_env("WEIR_REPLICATOR_", redis_access, env)
+        # a replicator serves no client port: its auth file guards its /metrics only
+        shared = self._service_env("WEIR_REPLICATOR_", access, env)
         for index in range(1, count + 1):
             self.replicators.append(
                 ReplicatorHandle(

@@ -15,13 +15,15 @@ permissions rotate without a restart) names the users:
 Streams are glob patterns (`*`, `?`); subjects (publish only; none = any) are NATS patterns. The
 actions: `publish`, `consume` (fetch, ack, nak, term, in progress, subscribe, group membership),
 `read` (messages, subjects, stream and consumer info), `admin` (create, update, delete and purge
-streams; create, delete and seek consumers). Listing streams and cluster figures needs any known
-identity. The file holds token hashes, never tokens; tokens are never logged. A user may set
-`"requests_per_second"` (0 = no limit) and `"request_burst"`; without them the service's
-`requests_per_second` / `request_burst` settings apply (weir_server.ratelimit). A user may also hold
-RocketMQ keys, `"rocketmq": {"access_key": ..., "secret_key": ...}`, for the gateway's RocketMQ front
-door, whose clients sign each call with them (RocketMQ keeps the secret key, not a hash, on its
-side too: the signature is an HMAC of it, so keep the file readable by the services only).
+streams; create, delete and seek consumers), `metrics` (every service's /metrics page, which covers
+every stream: its grant must name the streams `["*"]`; it gives no stream action, not even a route).
+Listing streams and cluster figures needs any known identity. The file holds token hashes, never
+tokens; tokens are never logged. A user may set `"requests_per_second"` (0 = no limit) and
+`"request_burst"`; without them the service's `requests_per_second` / `request_burst` settings apply
+(weir_server.ratelimit). A user may also hold RocketMQ keys, `"rocketmq": {"access_key": ...,
+"secret_key": ...}`, for the gateway's RocketMQ front door, whose clients sign each call with them
+(RocketMQ keeps the secret key, not a hash, on its side too: the signature is an HMAC of it, so keep
+the file readable by the services only).
 
 The cluster's own services that call client ports (a gateway, the Numaflow source, the analytics
 job) present the service token (`service_token_file`) and may do everything; or, for least
@@ -50,7 +52,9 @@ from weir_server.ratelimit import Rate
 
 logger = logging.getLogger(__name__)
 
-ACTIONS = ("publish", "consume", "read", "admin")
+METRICS = "metrics"  # the services' /metrics pages (weir_server.metrics_server), which cover every stream
+ACTIONS = ("publish", "consume", "read", "admin", METRICS)
+EVERY_STREAM = ("*",)  # the only streams a metrics grant may name
 CLUSTER = "cluster"  # what any known identity may do: list streams, cluster figures and info
 ANY = "any"  # any action on the stream: what learning its route needs (no grant: permission denied)
 
@@ -68,8 +72,8 @@ class Grant:
     def covers(self, action: str, stream: str, subjects: Sequence[str]) -> bool:
         if not any(fnmatch.fnmatchcase(stream, pattern) for pattern in self.streams):
             return False
-        if action == ANY:
-            return bool(self.actions)
+        if action == ANY:  # a stream action: metrics is none
+            return bool(self.actions - {METRICS})
         if action not in self.actions:
             return False
         if action != "publish" or not self.subjects:
@@ -91,6 +95,11 @@ class Principal:
         if self.service or action == CLUSTER:
             return True
         return any(grant.covers(action, stream, subjects) for grant in self.grants)
+
+    def may_read_metrics(self) -> bool:
+        """Whether it may read the services' /metrics pages: the services, or a user with a metrics
+        grant (on every stream: the parser allows no other)."""
+        return self.service or any(METRICS in grant.actions for grant in self.grants)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +133,10 @@ def _grant(entry: Any, where: str) -> Grant:
     if unknown:
         raise AuthFileError(f"{where}.actions: unknown {unknown} (known: {', '.join(ACTIONS)})")
     subjects = _strings(entry["subjects"], f"{where}.subjects") if "subjects" in entry else ()
-    return Grant(frozenset(actions), _strings(entry.get("streams"), f"{where}.streams"), subjects)
+    streams = _strings(entry.get("streams"), f"{where}.streams")
+    if METRICS in actions and streams != EVERY_STREAM:
+        raise AuthFileError(f'{where}.streams: a metrics grant covers every stream: give it "streams": ["*"]')
+    return Grant(frozenset(actions), streams, subjects)
 
 
 def parse_auth_file(text: str) -> list[User]:

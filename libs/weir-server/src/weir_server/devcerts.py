@@ -39,6 +39,7 @@ LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 CA, SERVICE, CLIENT = "ca", "service", "client"
 SERVICE_TOKEN = "service.token"
 ADMIN_TOKEN, AUTH_FILE = "admin.token", "auth.json"
+PROMETHEUS_TOKEN = "prometheus.token"  # the `prometheus` user's: the metrics grant only
 REDIS_PASSWORD = "redis.password"
 
 
@@ -146,18 +147,25 @@ def make_dev_certificates(directory: Path, names: Sequence[str] = ()) -> Path:
 
 
 def make_admin_auth(directory: Path) -> Path:
-    """Create (or keep) `auth.json` with one user, `admin`, allowed everything on every stream, and
-    its token in `admin.token`; returns the auth file."""
-    token_path, auth_path = directory / ADMIN_TOKEN, directory / AUTH_FILE
-    if not token_path.exists():
-        _write(token_path, secrets.token_urlsafe(32).encode() + b"\n", secret=True)
+    """Create (or keep) `auth.json` with two users: `admin`, allowed everything on every stream, its
+    token in `admin.token`, and `prometheus`, allowed only the services' /metrics (the metrics grant),
+    its token in `prometheus.token` (a scraper's credentials_file); returns the auth file."""
+    auth_path = directory / AUTH_FILE
+    tokens = {name: directory / file for name, file in (("admin", ADMIN_TOKEN), ("prometheus", PROMETHEUS_TOKEN))}
+    for token_path in tokens.values():
+        if not token_path.exists():
+            _write(token_path, secrets.token_urlsafe(32).encode() + b"\n", secret=True)
     if not auth_path.exists():
-        admin = {
-            "name": "admin",
-            "token_sha256": auth.token_hash(auth.read_token(token_path)),
-            "allow": [{"actions": list(auth.ACTIONS), "streams": ["*"]}],
-        }
-        _write(auth_path, json.dumps({"users": [admin]}, indent=2).encode() + b"\n", secret=False)
+        grants = {"admin": list(auth.ACTIONS), "prometheus": [auth.METRICS]}
+        users = [
+            {
+                "name": name,
+                "token_sha256": auth.token_hash(auth.read_token(tokens[name])),
+                "allow": [{"actions": grants[name], "streams": ["*"]}],
+            }
+            for name in tokens
+        ]
+        _write(auth_path, json.dumps({"users": users}, indent=2).encode() + b"\n", secret=False)
     return auth_path
 
 
@@ -207,7 +215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", action="append", default=[], help="a host name or address the services answer on")
     parser.add_argument("--owner", type=int, help="give the files to this user id (run as root in a container)")
     parser.add_argument(
-        "--admin-auth", action="store_true", help=f"also {AUTH_FILE} with one user, admin, and its {ADMIN_TOKEN}"
+        "--admin-auth",
+        action="store_true",
+        help=f"also {AUTH_FILE} with two users: admin ({ADMIN_TOKEN}), prometheus ({PROMETHEUS_TOKEN}, metrics)",
+    )
+    parser.add_argument(
+        "--prometheus-owner", type=int, help=f"give {PROMETHEUS_TOKEN} to this user id (the Prometheus image's user)"
     )
     parser.add_argument(
         "--redis-owner",
@@ -225,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         pems = [path for path in args.directory.glob("*.pem") if path.name != "redis-key.pem"]  # Redis's own
         for path in [*pems, *(path for path in made if path.exists())]:
             os.chown(path, args.owner, -1)
+    if args.prometheus_owner is not None and (args.directory / PROMETHEUS_TOKEN).exists():
+        os.chown(args.directory / PROMETHEUS_TOKEN, args.prometheus_owner, -1)
     print(f"development CA and certificates in {args.directory}")
     return 0
 

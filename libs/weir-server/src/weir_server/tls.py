@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings
 from weir import tls as sdk_tls
 
 from weir_server import auth
+from weir_server.metrics_server import MetricsAccess
 from weir_server.ratelimit import Rate
 
 logger = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ def refuse_unless_startable(settings: object, prog: str) -> None:
         unreadable.append(password_file)
     if unreadable:
         problem = f"cannot read {', '.join(str(path) for path in unreadable)}"
-    elif isinstance(settings, AccessSettings) and settings.auth_file is not None:
+    elif isinstance(settings, AuthFileSettings) and settings.auth_file is not None:
         try:
             auth.Authenticator(settings.auth_file, settings.service_token_file)
         except auth.AuthFileError as error:
@@ -190,14 +191,17 @@ def add_port(server: grpc.aio.Server, address: str, settings: TlsSettings, *, re
     return int(server.add_secure_port(address, credentials))
 
 
-class AccessSettings(TlsSettings):
-    """TLS plus who may call a service's client port: the auth file and the services' token (the
-    node's and the router's settings; their env prefix applies: WEIR_NODE_AUTH_FILE, ...)."""
+class AuthFileSettings(TlsSettings):
+    """TLS plus the auth file and the services' token: who may read the service's /metrics (with an
+    auth file: over TLS, a bearer token of a user with the metrics grant or the services' token;
+    weir_server.metrics_server) and, in AccessSettings, call its client port."""
 
     auth_file: Path | None = Field(
         None,
         description="JSON file of the users (token hashes) and what each may do on which "
-        "streams; read again when it changes. Unset = any caller that passes TLS may do everything. Needs TLS.",
+        "streams; read again when it changes. Unset = any caller that passes TLS may do everything. Needs TLS. "
+        "With it the metrics port serves /metrics over TLS (this service's certificate) only to a user with the "
+        "metrics grant (Authorization: Bearer) or the services' token.",
     )
     service_token_file: Path | None = Field(
         None,
@@ -205,6 +209,36 @@ class AccessSettings(TlsSettings):
         "everything (the gateways, the Numaflow source and the analytics job send it: their token_file). Read "
         "again when it changes.",
     )
+
+    @model_validator(mode="after")
+    def _auth_needs_tls(self) -> AuthFileSettings:
+        if self.auth_file is not None and self.plaintext:
+            raise ValueError("auth_file needs TLS: tokens would cross the network in clear")
+        return self
+
+    def unreadable_files(self) -> list[Path]:
+        unreadable = super().unreadable_files()
+        for path in (self.auth_file, self.service_token_file):
+            if path is not None and not os.access(path, os.R_OK):
+                unreadable.append(path)
+        return unreadable
+
+    def metrics_access(self) -> MetricsAccess | None:
+        """How the metrics port guards /metrics: None without an auth file (plain HTTP, open), else
+        TLS with this service's certificate and the auth file's users (weir_server.metrics_server).
+        Errors: ValueError without this service's certificate; AuthFileError, OSError (the files are
+        checked at start: `refuse_unless_startable`)."""
+        if self.auth_file is None:
+            return None
+        if self.tls_cert_file is None or self.tls_key_file is None:
+            raise ValueError("auth_file needs this service's certificate (tls_cert_file, tls_key_file)")
+        return MetricsAccess.of(self.tls_cert_file, self.tls_key_file, self.auth_file, self.service_token_file)
+
+
+class AccessSettings(AuthFileSettings):
+    """AuthFileSettings plus what the service's client port serves the auth file's users: request
+    rates and streams a connection (the node's, router's, gateway's and invoker's settings; their env
+    prefix applies: WEIR_NODE_AUTH_FILE, ...)."""
 
     requests_per_second: float = Field(
         0,
@@ -227,16 +261,3 @@ class AccessSettings(TlsSettings):
     def default_rate(self) -> Rate | None:
         """The request rate of users whose auth-file entry sets none (None = no limit)."""
         return Rate.of(self.requests_per_second, self.request_burst)
-
-    @model_validator(mode="after")
-    def _auth_needs_tls(self) -> AccessSettings:
-        if self.auth_file is not None and self.plaintext:
-            raise ValueError("auth_file needs TLS: tokens would cross the network in clear")
-        return self
-
-    def unreadable_files(self) -> list[Path]:
-        unreadable = super().unreadable_files()
-        for path in (self.auth_file, self.service_token_file):
-            if path is not None and not os.access(path, os.R_OK):
-                unreadable.append(path)
-        return unreadable

@@ -101,7 +101,11 @@ class GatewayProcess:
         client, kafka_pixy, rocketmq = self._build_cores()
         self._bind_front_doors(client, kafka_pixy, rocketmq)
         httpd = start_metrics_server(
-            settings.metrics_port, settings.host, lambda: self._serving, loop=asyncio.get_running_loop()
+            settings.metrics_port,
+            settings.host,
+            lambda: self._serving,
+            loop=asyncio.get_running_loop(),
+            access=settings.metrics_access(),
         )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port

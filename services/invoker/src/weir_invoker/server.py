@@ -91,7 +91,11 @@ class InvokerProcess:
         invoker_pb2_grpc.add_InvokerServicer_to_server(InvokerServicer(operations), self._server)
         self.port = tls.add_port(self._server, f"{settings.host}:{settings.port}", settings, require_client_cert=False)
         httpd = start_metrics_server(
-            settings.metrics_port, settings.host, lambda: self._serving, loop=asyncio.get_running_loop()
+            settings.metrics_port,
+            settings.host,
+            lambda: self._serving,
+            loop=asyncio.get_running_loop(),
+            access=settings.metrics_access(),
         )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port

@@ -228,7 +228,10 @@ class NodeProcess:
         internal_address = f"{settings.host}:{settings.internal_port}"
         self.client_port = tls.add_port(self._client_server, client_address, settings, require_client_cert=False)
         self.internal_port = tls.add_port(self._internal_server, internal_address, settings, require_client_cert=True)
-        httpd = start_metrics_server(settings.metrics_port, settings.host, self.ready, loop=asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        httpd = start_metrics_server(
+            settings.metrics_port, settings.host, self.ready, loop=loop, access=settings.metrics_access()
+        )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port
 

@@ -175,9 +175,12 @@ async def serve(settings: ReplicatorSettings) -> None:
     """Run a replicator until SIGTERM or SIGINT."""
     tls.configure(settings, f"replicator {settings.replicator_id}")
     running = asyncio.Event()  # /readyz: from the ready file until the stop signal
-    httpd = start_metrics_server(settings.metrics_port, settings.host, running.is_set, loop=asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    httpd = start_metrics_server(
+        settings.metrics_port, settings.host, running.is_set, loop=loop, access=settings.metrics_access()
+    )
     replicator = Replicator(settings)
-    task = asyncio.get_running_loop().create_task(replicator.run(), name="replicator")
+    task = loop.create_task(replicator.run(), name="replicator")
     tune_garbage_collector()
     logger.info(
         "replicator %s running: metadata %s, metrics %s:%d",

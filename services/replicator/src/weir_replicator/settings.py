@@ -8,10 +8,10 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 from weir_server.metadata_redis import MetadataRedisSettings
 from weir_server.service_settings import LogFormat, LogLevel
-from weir_server.tls import TlsSettings
+from weir_server.tls import AuthFileSettings
 
 
-class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
+class ReplicatorSettings(MetadataRedisSettings, AuthFileSettings):
     """Every setting is the flag --<setting-in-kebab-case> or the environment variable WEIR_REPLICATOR_<SETTING>
     (case-insensitive); a flag wins over the variable."""
 
@@ -20,6 +20,12 @@ class ReplicatorSettings(MetadataRedisSettings, TlsSettings):
     replicator_id: str = Field("replicator-1", description="Unique id of this replicator instance.")
     host: str = Field("127.0.0.1", description="Address the metrics server binds to.")
     metrics_port: int = Field(7603, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
+    auth_file: Path | None = Field(
+        None,
+        description="The cluster's auth file (users and grants): with it the metrics port serves /metrics over TLS "
+        "(this service's certificate) only to a user with the metrics grant (Authorization: Bearer) or the "
+        "services' token. The replicator serves no client port. Read again when it changes. Needs TLS.",
+    )
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="The cluster metadata Redis.")
     metadata_prefix: str = Field("weir", description="Prefix of the cluster's Redis keys (one cluster per prefix).")
     tick_ms: int = Field(
