@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import redis.asyncio
 from weir.client import NodeClient
 from weir.cluster import WeirClient
 from weir.errors import WeirError
@@ -104,7 +103,7 @@ class Faults:
 
 
 async def stream_record(cluster: LocalCluster) -> types_pb2.StreamRecord:
-    client = redis.asyncio.from_url(cluster.redis.url)
+    client = cluster.metadata_access().client()  # through the sentinels with `ha`
     try:
         raw = await client.get(Keys().stream(STREAM))
     finally:

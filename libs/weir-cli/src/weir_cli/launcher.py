@@ -10,6 +10,7 @@ directory (and the same ports, when they are still free).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ from typing import Any, ClassVar, Self
 
 from weir.tls import ChannelSecurity
 from weir_server import devcerts
+from weir_server.metadata_redis import RedisAccess
 
 from weir_cli.files import write_atomically
 from weir_cli.metadata_store import (
@@ -41,6 +43,7 @@ from weir_cli.process_basics import (
     owner_only_secret,
     with_parent_death,
 )
+from weir_cli.redis_ha import SentinelHandle, sentinel_url, start_replica_set
 
 READY_TIMEOUT_S = 30.0
 
@@ -528,6 +531,19 @@ class LocalCluster:
     memory_limit_bytes: int | None = None
     # Where each process runs, by name ("redis", "router-1", "node-2", ...); loopback when absent.
     placements: dict[str, Placement] = field(default_factory=dict)
+    # With `ha`: the metadata Redis's replicas and the sentinels that fail it over (weir_cli.redis_ha).
+    redis_replicas: list[RedisHandle] = field(default_factory=list)
+    sentinels: list[SentinelHandle] = field(default_factory=list)
+
+    def metadata_access(self) -> RedisAccess:
+        """How a client in this process reaches the metadata store (with `ha`, through the sentinels,
+        following their failovers)."""
+        return dataclasses.replace(self.redis.access(), url=self.metadata_address)
+
+    @property
+    def metadata_address(self) -> str:
+        """How the services reach the metadata store: the Redis URL, or with `ha` its sentinels'."""
+        return sentinel_url(self.sentinels) if self.sentinels else self.redis.address
 
     @property
     def router_addresses(self) -> list[str]:
@@ -562,6 +578,7 @@ class LocalCluster:
         auth_file: Path | None = None,
         stable_ports: bool = False,
         placements: Mapping[str, Placement] | None = None,
+        ha: bool = False,
     ) -> LocalCluster:
         """Start Redis, then the routers, the nodes (which register with Redis) and the replicators
         together, then the gateways and the invokers together, then (with `analytics`) the
@@ -575,16 +592,16 @@ class LocalCluster:
         serve only its users, within their grants (weir_server.auth), and the services' /metrics only
         over TLS to a user with the metrics grant (weir_server.metrics_server). `stable_ports` (`weir cluster
         up`): every process binds the ports recorded under `data_dir` by the last start, else the
-        well-known ones, when free (weir_cli.ports). `placements`: where each process runs, by name."""
+        well-known ones, when free (weir_cli.ports). `placements`: where each process runs, by name.
+        `ha`: the metadata Redis with two replicas and three sentinels (weir_cli.redis_ha)."""
         say = progress or (lambda _message: None)
-        if auth_file is not None and not tls:
-            raise LaunchError("an auth file needs TLS (tls=True)")
+        _check_options(tls=tls, auth_file=auth_file, ha=ha)
         access = {"AUTH_FILE": str(auth_file.resolve())} if auth_file is not None else {}
         cluster = cls._prepared(data_dir.resolve(), die_with_parent, tls, say, placements or {})
         cluster.auth_file, cluster.memory_limit_bytes = auth_file and auth_file.resolve(), memory_limit_bytes
         plan = _port_plan(cluster.data_dir, say) if stable_ports else {}
         try:
-            cluster._start_redis(access, say, plan.get("redis", {}).get("port", 0))
+            cluster._start_redis(access, say, plan.get("redis", {}).get("port", 0), ha=ha)
             # Routers, nodes and replicators need only Redis: they start together; then the front
             # doors and invokers, which need the routers' addresses.
             started = [
@@ -593,16 +610,13 @@ class LocalCluster:
                 *cluster._add_replicators(replicators, access, replicator_env, die_with_parent),
             ]
             cluster._start_planned(started, plan, say)
-            invoker_shared = _invoker_env(nodes, replicators, invoker_env)
             front = [
                 *cluster._add_front_doors(gateways, gateway_env, die_with_parent),
-                *cluster._add_invokers(invokers, invoker_shared, die_with_parent),
+                *cluster._add_invokers(invokers, _invoker_env(nodes, replicators, invoker_env), die_with_parent),
             ]
             cluster._start_planned(front, plan, say)
             if analytics:
-                say("starting spark-analytics (a Spark session takes 15-30 s to start)")
-                cluster.analytics = cluster.start_analytics(analytics_env, die_with_parent=die_with_parent)
-                say(f"spark-analytics running (metrics port {cluster.analytics.metrics_port})")
+                cluster._start_analytics_job(analytics_env, die_with_parent, say)
         except BaseException:
             cluster.stop()
             raise
@@ -652,7 +666,7 @@ class LocalCluster:
         """A service's shared settings: the metadata Redis URL and `access` (its password file, the
         auth file) under the service's `prefix` (WEIR_NODE_ …), then `env` over them."""
         return {
-            f"{prefix}REDIS_URL": self.redis.address,
+            f"{prefix}REDIS_URL": self.metadata_address,
             **{f"{prefix}{name}": value for name, value in access.items()},
             **(env or {}),
         }
@@ -676,12 +690,17 @@ class LocalCluster:
             self.invokers.append(self._invoker_handle(f"invoker-{index}", env, die_with_parent))
         return self.invokers[-count:] if count else []
 
-    def _start_redis(self, access: dict[str, str], say: ProgressCallback, port: int = 0) -> None:
+    def _start_analytics_job(self, env: Mapping[str, str] | None, die_with_parent: bool, say: ProgressCallback) -> None:
+        say("starting spark-analytics (a Spark session takes 15-30 s to start)")
+        self.analytics = self.start_analytics(env, die_with_parent=die_with_parent)
+        say(f"spark-analytics running (metrics port {self.analytics.metrics_port})")
+
+    def _start_redis(self, access: dict[str, str], say: ProgressCallback, port: int = 0, *, ha: bool = False) -> None:
         """Start the metadata Redis (on `port`, else a free one: `cluster up` keeps its port too, as a
         random one could take a port its plan gives another process); `access` gets its password
-        file for every service."""
+        file for every service. With `ha`, then its replicas and sentinels (weir_cli.redis_ha)."""
         redis = self.redis
-        redis.port = port
+        redis.port, redis.in_replica_set = port, ha
         binary, origin = redis_server_binary()
         embedded = "embedded, " if origin == EMBEDDED_REDIS_ORIGIN else ""
         say(f"starting redis-server ({embedded}from {origin}: {binary})")
@@ -690,6 +709,10 @@ class LocalCluster:
         if redis.tls_dir is not None and not redis.tls:
             say(f"this redis-server was built without TLS: it serves {redis.address} with a password on loopback")
         say(f"redis at {redis.address} (password in {redis.password_file})")
+        if ha:
+            self.redis_replicas, self.sentinels = start_replica_set(redis, self.placements)
+            say(f"redis replicas at {', '.join(replica.address for replica in self.redis_replicas)}")
+            say(f"redis sentinels watching them: {self.metadata_address}")
 
     def _add_routers(
         self, count: int, access: Mapping[str, str], env: Mapping[str, str] | None, die_with_parent: bool
@@ -801,10 +824,15 @@ class LocalCluster:
         return {
             "data_dir": str(self.data_dir),
             "redis": {
-                "url": self.redis.address,
+                "url": self.metadata_address,
                 "password_file": str(self.redis.password_file),
                 "pid": self.redis.process.pid if self.redis.process else 0,
             },
+            # with `ha`: the replicas and sentinels, stopped by `weir cluster down` before the primary
+            "metadata_processes": [
+                *({"name": s.data_dir.name, "pid": s.process.pid if s.process else 0} for s in self.sentinels),
+                *({"name": r.data_dir.name, "pid": r.process.pid if r.process else 0} for r in self.redis_replicas),
+            ],
             "routers": [
                 {"router_id": r.name, "address": r.address, "metrics_port": r.metrics_port, "pid": r.pid}
                 for r in self.routers
@@ -872,8 +900,20 @@ class LocalCluster:
             router.stop()
         for node in self.nodes:
             node.stop()
+        for sentinel in self.sentinels:  # first: no failover while the servers stop
+            sentinel.stop()
+        for replica in self.redis_replicas:
+            replica.stop()
         self.redis.stop()
         (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
+
+
+def _check_options(*, tls: bool, auth_file: Path | None, ha: bool) -> None:
+    """Errors: LaunchError for options that do not go together."""
+    if auth_file is not None and not tls:
+        raise LaunchError("an auth file needs TLS (tls=True)")
+    if ha and tls:
+        raise LaunchError("a metadata Redis with Sentinel (ha) is not supported with TLS yet")
 
 
 def _port_plan(data_dir: Path, say: ProgressCallback) -> Ports:

@@ -95,6 +95,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         analytics=args.analytics,
         tls=args.tls or bool(args.auth_file),
         auth_file=Path(args.auth_file) if args.auth_file else None,
+        ha=args.ha,
         die_with_parent=False,  # the processes outlive this command; `weir cluster down` stops them
         progress=progress,
         stable_ports=True,  # the ports of its last start, else the well-known ones (weir_cli.ports)
@@ -136,8 +137,15 @@ def _pids(state: dict[str, Any], groups: tuple[str, ...] = _PROCESS_GROUPS) -> l
     return ([int(analytics["pid"])] if analytics else []) + pids
 
 
+def _metadata_pids(state: dict[str, Any]) -> list[int]:
+    """The metadata store's processes, in stopping order: with `--ha` the sentinels and the
+    replicas, then the Redis primary."""
+    extra = [int(entry["pid"]) for entry in state.get("metadata_processes", []) or []]
+    return [*extra, int(state.get("redis", {}).get("pid", 0))]
+
+
 def _live_pids(state: dict[str, Any]) -> list[int]:
-    pids = [*_pids(state), int(state.get("redis", {}).get("pid", 0))]
+    pids = [*_pids(state), *_metadata_pids(state)]
     return [pid for pid in pids if pid_alive(pid)]
 
 
@@ -166,10 +174,10 @@ async def cluster_down(args: argparse.Namespace) -> int:
     order = _pids(state)  # analytics, invokers, gateways, replicators, routers, nodes; Redis last
     progress(f"stopping {len(order)} cluster process(es) (SIGTERM: drain, flush, close) ...")
     killed = await asyncio.to_thread(stop_pids, order)
-    redis_pid = int(state.get("redis", {}).get("pid", 0))
-    killed += await asyncio.to_thread(stop_pids, [redis_pid])
+    metadata = _metadata_pids(state)
+    killed += await asyncio.to_thread(stop_pids, metadata)
     (data_dir / "cluster.json").unlink(missing_ok=True)
-    result = {"stopped": len(order) + 1, "killed_after_timeout": killed, "data_dir": str(data_dir)}
+    result = {"stopped": len(order) + len(metadata), "killed_after_timeout": killed, "data_dir": str(data_dir)}
     emit(result, args.json, f"cluster under {data_dir} stopped (data kept)")
     return 0
 

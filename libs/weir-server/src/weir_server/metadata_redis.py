@@ -3,6 +3,11 @@ service's own certificate as the client certificate, the cluster CA), and a pass
 `requirepass`, or an ACL user's) read from a file when a connection is made, so it rotates without
 a restart and never shows in a process listing or a log.
 
+A Redis with replicas watched by Redis Sentinel (no single point of failure) is reached through
+its sentinels: `redis+sentinel://host:port,host:port,.../<master name>[/<db>]`. The client asks
+the sentinels which server is the primary, and again after a connection to it fails, so a Sentinel
+failover needs no restart (redis-py's Sentinel support). The sentinels take the same password.
+
 Settings (the routers', nodes' and replicators' prefixes apply: WEIR_NODE_REDIS_PASSWORD_FILE, ...):
 `redis_url` (each service's own), `redis_password_file`, `redis_username`.
 """
@@ -18,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis.asyncio as redis_asyncio
 from pydantic import Field
 from pydantic_settings import BaseSettings
+from redis.asyncio.sentinel import Sentinel
 from redis.credentials import CredentialProvider
 
 logger = logging.getLogger(__name__)
@@ -52,6 +58,18 @@ class RedisAccess:
     def tls(self) -> bool:
         return self.url.startswith("rediss://")
 
+    @property
+    def sentinel(self) -> SentinelTarget | None:
+        """The sentinels and master name of a `redis+sentinel://` URL; None for a plain Redis URL."""
+        return sentinel_target(self.url)
+
+    def hosts(self) -> list[str]:
+        """The host names the URL names (every sentinel's for a Sentinel URL)."""
+        target = self.sentinel
+        if target is None:
+            return [urlsplit(self.url).hostname or ""]
+        return [host for host, _ in target.sentinels]
+
     def shown(self) -> str:
         """The URL without a password it may carry (for logs and status)."""
         parts = urlsplit(self.url)
@@ -76,19 +94,63 @@ class RedisAccess:
         return options
 
     def client(self, **options: Any) -> redis_asyncio.Redis:
-        """An asyncio client (`options`: redis-py's, e.g. decode_responses, socket_timeout)."""
-        return redis_asyncio.Redis.from_url(self.url, **self.options(), **options)
+        """An asyncio client (`options`: redis-py's, e.g. decode_responses, socket_timeout); for a
+        Sentinel URL, one that follows the sentinels' primary."""
+        target = self.sentinel
+        if target is None:
+            return redis_asyncio.Redis.from_url(self.url, **self.options(), **options)
+        sentinels = Sentinel(  # type: ignore[no-untyped-call]
+            list(target.sentinels), sentinel_kwargs=self.options(), **self.options()
+        )
+        client: redis_asyncio.Redis = sentinels.master_for(target.master, db=target.db, **options)
+        return client
 
     def warn_if_exposed(self, service_uses_tls: bool) -> None:
         """Log a warning when a service with TLS reaches a Redis off this host without TLS, or
         without a password."""
-        host = urlsplit(self.url).hostname or ""
-        if not service_uses_tls or host in LOOPBACK:
+        if not service_uses_tls or all(host in LOOPBACK for host in self.hosts()):
             return
         if not self.tls:
             logger.warning("the metadata Redis %s is reached WITHOUT TLS (use rediss://)", self.shown())
         if self.password_file is None and urlsplit(self.url).password is None:
             logger.warning("the metadata Redis %s is reached WITHOUT a password (redis_password_file)", self.shown())
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelTarget:
+    sentinels: tuple[tuple[str, int], ...]
+    master: str
+    db: int = 0
+
+
+SENTINEL_SCHEME = "redis+sentinel"
+
+
+def sentinel_target(url: str) -> SentinelTarget | None:
+    """The parts of `redis+sentinel://host:port[,host:port...]/<master>[/<db>]` (pure); None for any
+    other scheme. Errors: ValueError naming what is wrong (no sentinel, a port that is not a
+    number, no master name, a db that is not a number, credentials in the URL, or TLS, which a
+    Sentinel deployment does not support here yet)."""
+    scheme, _, rest = url.partition("://")
+    if scheme == "rediss+sentinel":
+        raise ValueError(f"{url!r}: TLS to a Redis Sentinel deployment is not supported yet (use redis+sentinel://)")
+    if scheme != SENTINEL_SCHEME:
+        return None
+    netloc, _, path = rest.partition("/")
+    if "@" in netloc:
+        raise ValueError(f"{url!r}: give the password in a file (redis_password_file), not in the URL")
+    sentinels = []
+    for item in netloc.split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{url!r}: each sentinel is host:port, got {item!r}")
+        sentinels.append((host.strip("[]"), int(port)))
+    master, _, db = path.partition("/")
+    if not master:
+        raise ValueError(f"{url!r}: name the master the sentinels watch: {SENTINEL_SCHEME}://host:port/<master>")
+    if db and not db.isdigit():
+        raise ValueError(f"{url!r}: the db is a number, got {db!r}")
+    return SentinelTarget(tuple(sentinels), master, int(db or 0))
 
 
 class MetadataRedisSettings(BaseSettings):
