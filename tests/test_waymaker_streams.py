@@ -17,6 +17,8 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc  # type: ignore[import-untyped]
 from weir import Client, ObjectStore, stream_config
+from weir.client import NodeClient
+from weir.cluster import WeirClient
 from weir.v1 import streams_pb2, types_pb2
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.waymaker_streams import mapping, permissions
@@ -25,6 +27,7 @@ from weir_gateway.waymaker_streams.watch import LaggingBuffer, event_to_seed
 from weir_server.permissions import Requirement
 
 from tests.conftest import eventually, needs_own_processes
+from tests.test_partition_moves import IdempotentPublisher
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -308,9 +311,23 @@ async def test_cluster_admin_through_the_seed(seed: SeedClient, stream_name: str
     assert [message.payload for message in fetched.messages] == [b"%d" % n for n in range(5)]  # moved twice, intact
     overrides = await seed.ok("ListStreamAuthorityOverrides")
     assert all(entry.stream != stream_name for entry in overrides.entries)
-    with pytest.raises(grpc.aio.AioRpcError) as transfer:
-        await seed.events("TransferStream", name=stream_name)
-    assert transfer.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    for name, pinned, code, says in (
+        (f"{stream_name}-missing", False, grpc.StatusCode.NOT_FOUND, "missing"),
+        ("", False, grpc.StatusCode.INVALID_ARGUMENT, "name"),
+        (stream_name, True, grpc.StatusCode.FAILED_PRECONDITION, "pinned"),
+    ):
+        await seed.ok("SetStreamPinned", stream=stream_name, pinned=pinned)
+        with pytest.raises(grpc.aio.AioRpcError) as transfer:
+            await seed.events("TransferStream", name=name)
+        assert transfer.value.code() == code and says in str(transfer.value.details())
+        assert (await seed.ok("GetStreamInfo", name=stream_name)).ring_owner_node_id == owner  # nothing changed
+    await seed.ok("SetStreamPinned", stream=stream_name, pinned=False)
+    (summary,) = await seed.events("TransferStream", name=stream_name)  # one copy: it moves, leadership with it
+    assert (summary.WhichOneof("body"), summary.summary.total_bytes) == ("summary", 0)
+    assert summary.summary.stream_last_seq == 5
+    transferred = await seed.ok("GetStreamInfo", name=stream_name)
+    assert transferred.ring_owner_node_id not in (0, owner) and not transferred.HasField("authority_override")
+    assert (transferred.stats.msg_count, transferred.stats.last_seq) == (5, 5)
 
 
 async def test_watch_streams_merges_the_nodes_watches(seed: SeedClient, stream_name: str) -> None:
@@ -728,3 +745,192 @@ def test_object_calls_need_their_weir_namesakes_grants() -> None:
     assert permissions.first_item_names_it(path + "PutObjectStream")
     assert not permissions.first_item_names_it(path + "Publish")
     assert permissions.requirement(path + "ReplicateMessage", kept.ReplicateMessageRequest()) is None
+
+
+# -- TransferStream: a fenced leadership transfer ------------------------------------------------------
+
+
+@pytest.mark.timeout(240)
+async def test_transfer_stream_hands_leadership_over_under_ack_all_load_losing_nothing(
+    seed: SeedClient, stream_name: str, cluster: LocalCluster
+) -> None:
+    """TransferStream of a three-copy stream while four publishers publish with ack all (each retried
+    until acknowledged, its msg_id its payload): leadership moves to another copy, the old primary
+    keeps its copy, the summary names the log end the old primary fenced at, publishing goes on at
+    the new primary, and afterwards every copy holds every acknowledged message once, at its seq."""
+    async with WeirClient(cluster.router_addresses, retry_timeout_s=30) as client:
+        await client.create_stream(stream_config(stream_name, replicas=3))
+        publisher = IdempotentPublisher(client, stream_name).start()
+        try:
+            await publisher.wait_for(200, 60)
+            before = (await client.route(stream_name, refresh=True)).partitions[0].primary.node_id
+            (chunk,) = await seed.events("TransferStream", name=stream_name)
+            acked_before = len(publisher.acked)
+            await publisher.wait_for(acked_before + 200, 60)  # publishing goes on at the new primary
+        finally:
+            await publisher.stop()
+        route = (await client.route(stream_name, refresh=True)).partitions[0]
+        assert route.primary.node_id != before
+        assert before in {broker.node_id for broker in route.secondaries}  # leadership only: the copy stays
+        assert (chunk.WhichOneof("body"), chunk.summary.total_bytes) == ("summary", 0)
+        fenced_at = chunk.summary.stream_last_seq
+        seqs = sorted(publisher.acked.values())
+        assert seqs[0] <= fenced_at < seqs[-1], (fenced_at, seqs[0], seqs[-1])  # acknowledged on both sides
+
+        async def every_copy_holds_every_acknowledged_message() -> bool:
+            for node in cluster.nodes:
+                async with NodeClient(node.internal_address, timeout_s=10) as reader:
+                    stored = [(message.seq, message.payload) async for message in reader.read_all(stream_name)]
+                payloads = [payload for _, payload in stored]
+                assert len(payloads) == len(set(payloads)), f"{node.name} stored a message twice"
+                at = dict(stored)
+                if any(at.get(seq) != payload for payload, seq in publisher.acked.items()):
+                    return False
+            return True
+
+        await eventually(
+            every_copy_holds_every_acknowledged_message, 30, "every copy holds every acknowledged message at its seq"
+        )
+        print(
+            f"transferred {stream_name} {before} -> {route.primary.node_id} fenced at seq {fenced_at}; "
+            f"acknowledged {len(publisher.acked)}, 0 lost; longest publish {publisher.longest_s * 1000:.0f} ms; "
+            f"retries {dict(publisher.retries)}"
+        )
+
+
+# -- the client tour: every RPC of the seed's service ---------------------------------------------------
+
+REPLICATE_RPCS = frozenset(
+    {
+        "ReplicateConsumerState",
+        "ReplicateSourceTailState",
+        "ReplicateStreamCreate",
+        "ReplicateMessage",
+        "ReplicateStreamDelete",
+        "ReplicateTruncate",
+        "ReplicateStreamUpdate",
+        "ReplicateWorkQueueAck",
+    }
+)
+
+
+async def tour_request(seed: SeedClient, rpc: str, stream: str, bucket: str) -> Any:
+    """The request the tour sends to `rpc` (PutObjectStream: its frames); None for an RPC the
+    tour does not know, which fails it (so a seed RPC added later cannot be missed)."""
+    on_stream = {"stream": stream}
+    owner = (await seed.call("GetStreamInfo", name=stream)).ring_owner_node_id  # 0 once deleted
+    fields: dict[str, dict[str, Any]] = {
+        "CreateStream": {"config": limits_config(seed, stream)},
+        "DeleteStream": {"name": stream},
+        "GetStreamInfo": {"name": stream},
+        "ListStreams": {},
+        "GetStreamSources": {},
+        "UpdateStream": {"name": stream, "max_msgs": 1000},
+        "Publish": {**on_stream, "subject": "orders.tour", "payload": b"tour"},
+        "Fetch": {**on_stream, "consumer": "tour", "batch_size": 1},
+        "Ack": {**on_stream, "consumer": "tour", "seq": 1},
+        "Nak": {**on_stream, "consumer": "tour", "seq": 2},
+        "Term": {**on_stream, "consumer": "tour", "seq": 3},
+        "InProgress": {**on_stream, "consumer": "tour", "seq": 3},
+        "Subscribe": {**on_stream, "consumer": "tour", "batch_size": 10, "stop_when_empty": True},
+        "CreateConsumer": {**on_stream, "config": seed.new("ConsumerConfigPb", name="tour-2")},
+        "DeleteConsumer": {**on_stream, "consumer": "tour-2"},
+        "ListConsumers": on_stream,
+        "GetConsumerInfo": {**on_stream, "consumer": "tour"},
+        "TransferStream": {"name": stream},
+        "MigrateStream": {"name": stream, "source_node_id": owner},
+        "GetClusterStreamStats": {"include_per_stream": True},
+        "WatchStreams": {},
+        "ReadLatestAtSubject": {**on_stream, "subject": "orders.tour"},
+        "ListSubjectsByPrefix": {**on_stream, "prefix": "orders."},
+        "ScanExactAtSubject": {**on_stream, "subject": "orders.tour"},
+        "ClearStreamAuthority": on_stream,
+        "ListStreamAuthorityOverrides": {},
+        "SetStreamPinned": {**on_stream, "pinned": False},
+        "PutObject": {"bucket": bucket, "name": "tour", "payload": b"object"},
+        "GetObject": {"bucket": bucket, "name": "tour"},
+        "DeleteObject": {"bucket": bucket, "name": "tour"},
+        "GetObjectInfo": {"bucket": bucket, "name": "tour"},
+        "ListObjects": {"bucket": bucket},
+        "GetObjectStream": {"bucket": bucket, "name": "tour"},
+        "ListObjectRevisions": {"bucket": bucket, "name": "tour"},
+        "GetObjectRange": {"bucket": bucket, "name": "tour", "offset": 1, "len": 2},
+        "RebalanceStreams": {"plan": [seed.new("RebalancePlanEntry", name=stream, target_node_id=owner)]},
+    }
+    if rpc == "PutObjectStream":
+        return put_frames(seed, bucket, "tour-streamed", [b"str", b"eamed"])
+    if rpc in REPLICATE_RPCS:
+        return seed.new(seed.service.methods_by_name[rpc].input_type.name)
+    if rpc not in fields:
+        return None
+    return seed.new(seed.service.methods_by_name[rpc].input_type.name, **fields[rpc])
+
+
+async def tour_call(seed: SeedClient, rpc: str, request: Any) -> tuple[grpc.StatusCode, str, list[Any]]:
+    """Call `rpc` as its cardinality says: (status, details, the answers); a server stream is read
+    to its end, WatchStreams (which never ends) to its first event."""
+    method = seed.service.methods_by_name[rpc]
+    path, out = f"/{SERVICE}/{rpc}", seed.classes[method.output_type.name].FromString
+    serialize = lambda message: message.SerializeToString()  # noqa: E731
+    try:
+        if method.client_streaming:
+            return (
+                grpc.StatusCode.OK,
+                "",
+                [await seed.channel.stream_unary(path, serialize, out)(iter(request), timeout=30)],
+            )
+        if not method.server_streaming:
+            return grpc.StatusCode.OK, "", [await seed.channel.unary_unary(path, serialize, out)(request, timeout=30)]
+        call = seed.channel.unary_stream(path, serialize, out)(request, timeout=60)
+        answers = []
+        async for answer in call:
+            answers.append(answer)
+            if rpc == "WatchStreams":
+                call.cancel()
+                break
+        return grpc.StatusCode.OK, "", answers
+    except grpc.aio.AioRpcError as error:
+        return error.code(), str(error.details()), []
+
+
+async def update_later(seed: SeedClient, stream: str) -> None:
+    """An UpdateStream half a second from now: an event for a watch opened meanwhile."""
+    await asyncio.sleep(0.5)
+    await seed.ok("UpdateStream", name=stream, max_msgs=2000)
+
+
+async def test_the_client_tour_calls_every_rpc_of_the_seed(
+    seed: SeedClient, stream_name: str, object_bucket: str
+) -> None:
+    """Every RPC of the seed's service, enumerated from the seed's own descriptor: 37 served (none
+    UNIMPLEMENTED or refused), the 8 Replicate* refused with PERMISSION_DENIED saying why, and
+    TransferStream moving the stream's leadership."""
+    rpcs = [method.name for method in seed.service.methods]
+    assert len(rpcs) == 45 and set(rpcs) >= REPLICATE_RPCS
+    await seed.ok("CreateStream", config=limits_config(seed, stream_name))
+    for n in range(3):
+        await seed.ok("Publish", stream=stream_name, subject="orders.tour", payload=b"%d" % n)
+    await seed.ok("CreateConsumer", stream=stream_name, config=seed.new("ConsumerConfigPb", name="tour"))
+    await seed.ok("Fetch", stream=stream_name, consumer="tour", batch_size=3)
+    ordered = sorted(rpcs, key=lambda rpc: rpc.startswith("Delete"))  # deletes last, else the seed's order
+    served, refused = [], []
+    for rpc in ordered:
+        request = await tour_request(seed, rpc, stream_name, object_bucket)
+        assert request is not None, f"the tour does not call {rpc}: add it"
+        owner = (await seed.call("GetStreamInfo", name=stream_name)).ring_owner_node_id
+        trigger = asyncio.create_task(update_later(seed, stream_name)) if rpc == "WatchStreams" else None
+        code, details, answers = await tour_call(seed, rpc, request)
+        if trigger is not None:  # (the watch reports the update)
+            await trigger
+        if rpc in REPLICATE_RPCS:
+            assert code == grpc.StatusCode.PERMISSION_DENIED, (rpc, code, details)
+            assert "internal" in details, (rpc, details)
+            refused.append(rpc)
+            continue
+        assert code == grpc.StatusCode.OK and answers, (rpc, code, details)
+        served.append(rpc)
+        if rpc == "TransferStream":
+            assert [answer.WhichOneof("body") for answer in answers] == ["summary"]
+            moved_to = (await seed.ok("GetStreamInfo", name=stream_name)).ring_owner_node_id
+            assert moved_to not in (0, owner), (owner, moved_to)
+    assert (len(served), len(refused)) == (37, 8)

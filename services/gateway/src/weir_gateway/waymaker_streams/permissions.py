@@ -5,12 +5,13 @@ needs what that one needs (weir_server.permissions): CreateStream / DeleteStream
 CreateConsumer / DeleteConsumer admin on the stream, Publish publish with its subject, Fetch / Ack /
 Nak / Term / InProgress / Subscribe consume, the info and subject lookups read, ListStreams,
 GetStreamSources, GetClusterStreamStats, ListStreamAuthorityOverrides and WatchStreams any known caller;
-SetStreamPinned, ClearStreamAuthority and MigrateStream admin on the stream, RebalanceStreams admin
+SetStreamPinned, ClearStreamAuthority, MigrateStream and TransferStream admin on the stream (they move
+its copies or its leadership, as Router.MovePartition needs), RebalanceStreams admin
 on every stream ("*": its plan may name any). The object calls (PutObject ... GetObjectRange) carry
 the names and fields of their `weir.v1.ObjectStore` namesakes, so each needs what that one needs:
 publish on the bucket's stream `obj:<bucket>` to put or delete, read to get, list or look up; a
 PutObjectStream is checked frame by frame against its first frame's `start`. The seed's internal
-Replicate* calls and TransferStream need what no user holds (refused before they run).
+Replicate* calls need what no user holds (refused before they run).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def requirement(method: str, request: Any) -> Requirement | None:
         return Requirement(CLUSTER)
     if name in ("SetStreamPinned", "ClearStreamAuthority"):
         return Requirement("admin", request.stream)
-    if name == "MigrateStream":
+    if name in ("MigrateStream", "TransferStream"):
         return Requirement("admin", request.name)
     if name == "RebalanceStreams":  # its plan may name any stream
         return Requirement("admin", "*")

@@ -1,8 +1,8 @@
 """`/waymaker.streams.WaymakerStreamsService/*`, the streams seed's API verbatim, over the Weir SDK:
 decode, call the cluster through `weir.Client`, encode. Results are in the response bodies as the
 seed defines them (`success`, `result_code`, `message`, gRPC status OK); the seed's internal
-replication RPCs (and TransferStream, a node-to-node file copy) are refused with PERMISSION_DENIED.
-The cluster admin calls are in `cluster_admin`, the object store's in `objects`.
+replication RPCs (Replicate*) are refused with PERMISSION_DENIED. The cluster admin calls (TransferStream
+a fenced leadership transfer among them) are in `cluster_admin`, the object store's in `objects`.
 Translations are in `mapping`."""
 
 from __future__ import annotations
@@ -308,9 +308,3 @@ for _method in REPLICATION_METHODS:
             "internal API and does not accept it from clients",
         ),
     )
-WaymakerStreamsServicer.TransferStream = refusal(  # type: ignore[method-assign]
-    "TransferStream",
-    grpc.StatusCode.PERMISSION_DENIED,
-    "TransferStream ships one seed node's store file to another inside the seed's cluster; this broker moves "
-    "copies through its own replication: use MigrateStream or RebalanceStreams",
-)
