@@ -7,17 +7,38 @@ gateway over the real transport. Also: the kept protos are the protocol the clie
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf import descriptor_pb2
+from weir import Client, stream_config
+from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.rocketmq_v1.handles import Signer, Transaction
+from weir_gateway.rocketmq_v1.permissions import KNOWN_CALLER
+from weir_gateway.rocketmq_v2.pb import definition_pb2, service_pb2
+from weir_gateway.rocketmq_v2.permissions import SERVICE, RocketMQV2Permissions
+from weir_server.permissions import Requirement
 
+from tests.conftest import needs_own_processes
 from tests.rocketmq_client_env import client_python
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_NAMES = ("definition", "service", "admin")
 KEPT_PREFIX = "weir_gateway/rocketmq_v2/pb/"
+CLIENT_PROGRAM = ROOT / "tests" / "rocketmq_v2_client.py"
+CLIENT_TIMEOUT_S = 300
+DELAY_S = 4
+# Orphaned transactions checked after 2 s (scans every 200 ms), so the checker is asked in test time.
+GATEWAY_ENV = {
+    "WEIR_GATEWAY_ROCKETMQ_ORPHAN_SCAN_INTERVAL_MS": "200",
+    "WEIR_GATEWAY_ROCKETMQ_ORPHANED_TRANSACTION_RECOVERY_PERIOD_MS": "2000",
+    "WEIR_GATEWAY_ROCKETMQ_MULTIPLEXING_POLL_TIMEOUT_MS": "1500",
+}
 
 
 @pytest.fixture(scope="module")
@@ -85,3 +106,95 @@ def test_the_kept_protos_are_what_the_renderer_makes(rocketmq_python: Path) -> N
     kept = ROOT / "proto" / "gateway" / "weir_gateway" / "rocketmq_v2" / "pb"
     for name in PROTO_NAMES:
         assert rendered[name] == (kept / f"{name}.proto").read_text(), name
+
+
+def test_each_v2_call_needs_the_grant_on_the_topic_it_acts_on() -> None:
+    """With an auth file the RocketMQ port checks v2 calls too (rocketmq_v2.permissions)."""
+    signer = Signer(b"v2-permissions-test-secret-0123")
+    table = RocketMQV2Permissions(signer)
+    topic = definition_pb2.Resource(resource_namespace="ns", name="orders")
+    send = service_pb2.SendMessageRequest(messages=[definition_pb2.Message(topic=topic, body=b"x")])
+    assert table.requirement(f"/{SERVICE}/SendMessage", send) == Requirement("publish", "ns::orders", ("ns::orders",))
+    group = definition_pb2.Resource(resource_namespace="ns", name="g")
+    for method, request in (
+        ("AckMessage", service_pb2.AckMessageRequest(group=group, topic=topic)),
+        ("ChangeInvisibleDuration", service_pb2.ChangeInvisibleDurationRequest(group=group, topic=topic)),
+        ("ReceiveMessage", service_pb2.ReceiveMessageRequest(message_queue=definition_pb2.MessageQueue(topic=topic))),
+    ):
+        assert table.requirement(f"/{SERVICE}/{method}", request) == Requirement("consume", "ns::orders"), method
+    transaction_id = signer.transaction_id(Transaction("ns::orders", 0, 7, "m-1"))
+    end = service_pb2.EndTransactionRequest(transaction_id=transaction_id)
+    assert table.requirement(f"/{SERVICE}/EndTransaction", end) == Requirement("publish", "ns::orders", ("ns::orders",))
+    assert table.requirement(f"/{SERVICE}/QueryRoute", service_pb2.QueryRouteRequest()) == KNOWN_CALLER
+    assert table.requirement(f"/{SERVICE}/SendMessage", service_pb2.SendMessageRequest()) == KNOWN_CALLER
+    assert table.requirement("/apache.rocketmq.v1.MessagingService/SendMessage", send) is None
+
+
+# -- the official client against a real cluster and gateway ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway(cluster: LocalCluster) -> Iterator[GatewayHandle]:
+    needs_own_processes()
+    handle = cluster.start_gateway("rocketmq-v2-gateway", GATEWAY_ENV)
+    yield handle
+    handle.stop()
+
+
+def run_client(python: Path, plan: dict[str, Any], home: Path) -> dict[str, Any]:
+    """Run tests/rocketmq_v2_client.py in the client's env (its log files under `home`)."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    completed = subprocess.run(
+        [str(python), str(CLIENT_PROGRAM), json.dumps(plan)],
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        check=False,
+        env={**environ, "HOME": str(home)},
+    )
+    logs = "\n".join(path.read_text()[-6000:] for path in home.glob("logs/rocketmq_python/*.log"))
+    assert completed.returncode == 0, f"{completed.stderr[-6000:]}\n--- client log ---\n{logs}"
+    return json.loads(completed.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+async def test_the_official_client_produces_and_consumes_every_message_type(
+    rocketmq_python: Path, gateway: GatewayHandle, cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """rocketmq-python-client 5.1.2's Producer sends NORMAL, FIFO, DELAY and TRANSACTION messages
+    (one committed, one rolled back, one left open for its transaction checker, which the gateway
+    asks over Telemetry and which commits it); its SimpleConsumer receives them, acks, changes an
+    invisible duration and sees an unacknowledged message redelivered as delivery attempt 2."""
+    suffix = uuid.uuid4().hex[:8]
+    topics = {kind: f"rmq2-{kind}-{suffix}" for kind in ("normal", "fifo", "delay", "transaction")}
+    async with Client(cluster.router_addresses) as sdk:
+        for topic in topics.values():
+            await sdk.create_stream(stream_config(topic, partitions=2, replicas=1, allow_scheduled_messages=True))
+    plan = {"endpoints": gateway.rocketmq_address, "topics": topics, "delay_s": DELAY_S}
+    report = run_client(rocketmq_python, plan, tmp_path)
+    sent = report["sent"]
+
+    normal = report["normal"]
+    assert sorted(entry["body"] for entry in normal["first"]) == ["normal-0", "normal-1", "normal-2"]
+    assert {entry["message_id"] for entry in normal["first"]} == set(sent["normal"])
+    first = {entry["body"]: entry for entry in normal["first"]}
+    assert first["normal-1"]["tag"] == "TagA" and first["normal-1"]["keys"] == ["k1"]
+    assert first["normal-1"]["properties"] == {"n": "1"} and first["normal-1"]["delivery_attempt"] == 1
+    # Acked (0) and made invisible for 30 s (1): only the unacknowledged 2 comes back, as attempt 2.
+    assert [(entry["body"], entry["delivery_attempt"]) for entry in normal["redelivered"]] == [("normal-2", 2)]
+    assert normal["after"] == []
+
+    fifo = report["fifo"]
+    assert [entry["body"] for entry in fifo] == [f"fifo-{index}" for index in range(5)]
+    assert {entry["message_group"] for entry in fifo} == {"order-1"}
+    assert report["fifo_after"] == []
+
+    (delayed,) = report["delay"]
+    assert delayed["message_id"] == sent["delay"]
+    assert delayed["delivery_timestamp_ms"] == sent["delay_deliver_at_ms"]
+    assert delayed["received_at_ms"] >= sent["delay_deliver_at_ms"] - 50  # clocks may differ a little
+
+    assert sent["checked"] in sent["checker_asked"]
+    assert sent["committed"] not in sent["checker_asked"]
+    received = {entry["body"]: entry["message_id"] for entry in report["transaction"]}
+    assert received == {"committed": sent["committed"], "checked": sent["checked"]}
+    assert report["transaction_after"] == []

@@ -10,6 +10,8 @@ credentials and permission table), then acts on the cluster with its own (servic
 - RocketMQ v1: RocketMQ's own signature (weir_gateway.rocketmq_v1.signature) with the access key
   and secret key of a user's `"rocketmq"` entry, or a Weir bearer token
   (weir_gateway.rocketmq_v1.permissions).
+- RocketMQ v2 (on the same port): the same credentials as v1 (RocketMQ 5's clients sign the same
+  way), its own table (weir_gateway.rocketmq_v2.permissions).
 
 Unknown callers get UNAUTHENTICATED, known ones without the grant PERMISSION_DENIED, callers past
 their request rate RESOURCE_EXHAUSTED; each before the call runs. Server reflection needs a known
@@ -19,10 +21,12 @@ caller (the door's own credentials, any user); health stays open.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import grpc
 from weir_server.access import AuthInterceptor, Metadata, identify_by_bearer_token
 from weir_server.auth import Authenticator, Principal
+from weir_server.permissions import Requirement
 from weir_server.ratelimit import RequestBuckets
 
 from weir_gateway.kafka_pixy import permissions as kafka_pixy_permissions
@@ -30,6 +34,8 @@ from weir_gateway.rocketmq_v1 import signature
 from weir_gateway.rocketmq_v1.handles import Signer
 from weir_gateway.rocketmq_v1.permissions import SERVICE as ROCKETMQ_SERVICE
 from weir_gateway.rocketmq_v1.permissions import RocketMQPermissions
+from weir_gateway.rocketmq_v2.permissions import SERVICE as ROCKETMQ_V2_SERVICE
+from weir_gateway.rocketmq_v2.permissions import RocketMQV2Permissions
 from weir_gateway.waymaker_streams import permissions as waymaker_streams_permissions
 
 
@@ -65,13 +71,19 @@ def front_door_interceptors(
         requirement=kafka_pixy_permissions.requirement,
         prefixes=(f"/{kafka_pixy_permissions.SERVICE}/",),
     )
-    rocketmq_permissions = RocketMQPermissions(signer)
+    v1_permissions, v2_permissions = RocketMQPermissions(signer), RocketMQV2Permissions(signer)
+
+    def rocketmq_requirement(method: str, request: Any) -> Requirement | None:
+        if method.startswith(f"/{ROCKETMQ_V2_SERVICE}/"):
+            return v2_permissions.requirement(method, request)
+        return v1_permissions.requirement(method, request)
+
     rocketmq = AuthInterceptor(
         authenticator,
         buckets,
         identify=identify_rocketmq_caller,
-        requirement=rocketmq_permissions.requirement,
-        prefixes=(f"/{ROCKETMQ_SERVICE}/",),
+        requirement=rocketmq_requirement,
+        prefixes=(f"/{ROCKETMQ_SERVICE}/", f"/{ROCKETMQ_V2_SERVICE}/"),
     )
     waymaker_streams = AuthInterceptor(
         authenticator,

@@ -1,8 +1,8 @@
 """The gateway process: one grpc.aio server per protocol, each on its own port with health and
-reflection (kafka-pixy's `KafkaPixy`, RocketMQ v1's `apache.rocketmq.v1.MessagingService`, the
-streams seed's `waymaker.streams.WaymakerStreamsService`), a
-Prometheus /metrics endpoint, one SDK client of the cluster, and clean shutdown on SIGTERM/SIGINT
-(groups are left and buffered messages handed back)."""
+reflection (kafka-pixy's `KafkaPixy`, RocketMQ's `apache.rocketmq.v1.MessagingService` and, on the
+same port, RocketMQ 5's `apache.rocketmq.v2.MessagingService`, the streams seed's
+`waymaker.streams.WaymakerStreamsService`), a Prometheus /metrics endpoint, one SDK client of the
+cluster, and clean shutdown on SIGTERM/SIGINT (groups are left and buffered messages handed back)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ from weir_gateway.rocketmq_v1.handles import Signer
 from weir_gateway.rocketmq_v1.pb import service_pb2, service_pb2_grpc
 from weir_gateway.rocketmq_v1.servicer import RocketMQServicer
 from weir_gateway.rocketmq_v1.transactions import TransactionSettings
+from weir_gateway.rocketmq_v2.pb import service_pb2 as v2_service_pb2
+from weir_gateway.rocketmq_v2.pb import service_pb2_grpc as v2_service_pb2_grpc
+from weir_gateway.rocketmq_v2.servicer import RocketMQV2Servicer
 from weir_gateway.settings import GatewaySettings, retry_delays_of
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2, waymaker_streams_pb2_grpc
 from weir_gateway.waymaker_streams.servicer import WaymakerStreamsServicer
@@ -40,8 +43,9 @@ from weir_gateway.waymaker_streams.servicer import WaymakerStreamsServicer
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
 ROCKETMQ_SERVICE = service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
+ROCKETMQ_V2_SERVICE = v2_service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
 WAYMAKER_STREAMS_SERVICE = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
-SERVICES = ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE, WAYMAKER_STREAMS_SERVICE)
+SERVICES = ("", KAFKA_PIXY_SERVICE, ROCKETMQ_SERVICE, ROCKETMQ_V2_SERVICE, WAYMAKER_STREAMS_SERVICE)
 # Deadlines of the shutdown steps (seconds). With the default 3 s grace they add up to 12 s, under
 # STOP_DEADLINE_S, where the watchdog ends the process (and that under the launcher's 20 s).
 STOP_STEP_TIMEOUTS_S = {"servers_after_grace": 2.0, "close": 2.0, "metrics": 1.0}
@@ -49,19 +53,19 @@ STOP_DEADLINE_S = 15.0
 
 
 def _protocol_server(
-    service: str,
+    services: tuple[str, ...],
     health_servicer: health.aio.HealthServicer,
     settings: GatewaySettings,
     access: list[grpc.aio.ServerInterceptor],
 ) -> grpc.aio.Server:
-    """A server for one protocol's port, with grpc.health.v1 and server reflection beside it;
+    """A server for one protocol's port (its `services`), with grpc.health.v1 and server reflection beside it;
     `access`: its auth interceptors (after decoding: they read the request)."""
     server = grpc.aio.server(
         options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
         interceptors=[UndecodableRequestInterceptor(), *access],
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection([service, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    reflection.enable_server_reflection([*services, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
     return server
 
 
@@ -82,10 +86,12 @@ class GatewayProcess:
             kafka_pixy_access, rocketmq_access, waymaker_streams_access = front_door_interceptors(
                 authenticator, self.signer
             )
-        self._kafka_pixy_server = _protocol_server(KAFKA_PIXY_SERVICE, self._health, settings, kafka_pixy_access)
-        self._rocketmq_server = _protocol_server(ROCKETMQ_SERVICE, self._health, settings, rocketmq_access)
+        self._kafka_pixy_server = _protocol_server((KAFKA_PIXY_SERVICE,), self._health, settings, kafka_pixy_access)
+        self._rocketmq_server = _protocol_server(
+            (ROCKETMQ_SERVICE, ROCKETMQ_V2_SERVICE), self._health, settings, rocketmq_access
+        )
         self._waymaker_streams_server = _protocol_server(
-            WAYMAKER_STREAMS_SERVICE, self._health, settings, waymaker_streams_access
+            (WAYMAKER_STREAMS_SERVICE,), self._health, settings, waymaker_streams_access
         )
         self._metrics_httpd: MetricsServer | None = None
         self._serving = False  # /readyz: from the ready file until the stop begins
@@ -116,8 +122,8 @@ class GatewayProcess:
             await self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
         tune_garbage_collector()  # as the node and replicator: startup state frozen, rarer young passes
         logger.info(
-            "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 on %s:%d, waymaker.streams on %s:%d (metrics %d), "
-            "cluster %r at %s",
+            "gateway %s serving kafka-pixy on %s:%d, RocketMQ v1 and v2 on %s:%d, waymaker.streams on %s:%d "
+            "(metrics %d), cluster %r at %s",
             settings.gateway_id,
             settings.host,
             self.kafka_pixy_port,
@@ -170,7 +176,7 @@ class GatewayProcess:
         return client, kafka_pixy, rocketmq
 
     def _bind_front_doors(self, client: Client, kafka_pixy: KafkaPixyCore, rocketmq: RocketMQCore) -> None:
-        """Each protocol's servicer on its own port (kafka-pixy, RocketMQ v1, waymaker.streams)."""
+        """Each protocol's servicer on its own port (kafka-pixy, RocketMQ v1 and v2, waymaker.streams)."""
         settings = self.settings
         metrics.GROUPS_SERVED.labels("kafka_pixy").set_function(lambda: len(kafka_pixy.feeds))
         self.kafka_pixy_port = tls.add_port(
@@ -181,6 +187,7 @@ class GatewayProcess:
             self._rocketmq_server, f"{settings.host}:{settings.rocketmq_port}", settings, require_client_cert=False
         )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQServicer(rocketmq), self._rocketmq_server)
+        v2_service_pb2_grpc.add_MessagingServiceServicer_to_server(RocketMQV2Servicer(rocketmq), self._rocketmq_server)
         self.waymaker_streams_port = tls.add_port(
             self._waymaker_streams_server,
             f"{settings.host}:{settings.waymaker_streams_port}",

@@ -501,6 +501,31 @@ class Receiver:
             raise stale(receipt, error.message) from None
         metrics.ROCKETMQ_DEAD_LETTERS.labels("forward").inc()
 
+    async def change_invisible_duration(self, request: SettleRequest, invisible_ms: int) -> str:
+        """ChangeInvisibleDuration (RocketMQ v2's service.proto; v1 has no such RPC): the received
+        message stays invisible to the group for `invisible_ms` from now (1 ms to 12 h), then is
+        delivered again as the next delivery attempt, as when a receive's invisible duration passes.
+        Returns the receipt handle to settle it with until then (this delivery's: it stays valid).
+        Errors: InvalidArgumentError (bad handle, a duration out of range), StaleReceiptError
+        (INVALID_ARGUMENT: settled, or delivered again since)."""
+        if not 0 < invisible_ms <= MAX_INVISIBLE_MS:
+            raise InvalidArgumentError(
+                f"invisible_duration: from 1 ms to {MAX_INVISIBLE_MS} ms (12 h), got {invisible_ms} ms"
+            )
+        receipt = self._receipt_of(request)
+        try:
+            await self.client.nak(
+                receipt.stream,
+                receipt.group,
+                receipt.partition,
+                receipt.seq,
+                invisible_ms,
+                deliver_count=receipt.deliver_count,
+            )
+        except NotPendingError as error:
+            raise stale(receipt, error.message) from None
+        return request.receipt_handle
+
     def _group_max_attempts(self, receipt: Receipt) -> int:
         config = self.groups.known(receipt.stream, receipt.group)
         if config is not None and config.max_deliver:

@@ -1,0 +1,172 @@
+"""A program run with RocketMQ's official Python client (`rocketmq-python-client`), in the client's own
+virtualenv (tests/rocketmq_client_env.py), never in the workspace: tests/test_rocketmq_v2.py starts it
+as `python rocketmq_v2_client.py '<json plan>'` against a Weir gateway's RocketMQ port and reads the one
+JSON object it prints (what it sent, received, acknowledged and was asked). It asserts nothing itself
+beyond what it must to go on; the test judges the observations.
+
+The plan: {"endpoints": "host:port", "topics": {"normal": ..., "fifo": ..., "delay": ..., "transaction":
+...}, "delay_s": N}. Each topic is a stream the test created (with allow_scheduled_messages).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from rocketmq import (  # type: ignore[import-not-found]  # installed only in the client's virtualenv
+    ClientConfiguration,
+    Credentials,
+    FilterExpression,
+    Message,
+    Producer,
+    SimpleConsumer,
+    TransactionChecker,
+    TransactionResolution,
+)
+
+RECEIVE_WAIT_S = 3  # the consumers' long polling (await_duration)
+COLLECT_DEADLINE_S = 30.0
+
+
+class CommitMarked(TransactionChecker):  # type: ignore[misc]
+    """The transaction checker: COMMIT a message whose "resolve" property says commit, else ROLLBACK."""
+
+    def __init__(self) -> None:
+        self.checked: list[str] = []
+
+    def check(self, message: Any) -> Any:
+        self.checked.append(message.message_id)
+        if message.properties.get("resolve") == "commit":
+            return TransactionResolution.COMMIT
+        return TransactionResolution.ROLLBACK
+
+
+def message(topic: str, body: str, **attributes: Any) -> Any:
+    built = Message()
+    built.topic = topic
+    built.body = body.encode()
+    for key, value in attributes.pop("properties", {}).items():
+        built.add_property(key, value)
+    for name, value in attributes.items():  # keys: one key as a string (the client's setter takes *keys)
+        setattr(built, name, value)
+    return built
+
+
+def described(received: Any) -> dict[str, Any]:
+    return {
+        "body": received.body.decode(),
+        "message_id": received.message_id,
+        "tag": received.tag,
+        "keys": sorted(received.keys),
+        "properties": dict(received.properties),
+        "message_group": received.message_group,
+        "delivery_attempt": received.delivery_attempt,
+        "delivery_timestamp_ms": received.delivery_timestamp,
+        "received_at_ms": int(time.time() * 1000),
+    }
+
+
+def produce(config: Any, topics: dict[str, str], delay_s: int) -> dict[str, Any]:
+    """NORMAL, FIFO, DELAY and TRANSACTION sends; one transaction left open for the checker."""
+    checker = CommitMarked()
+    producer = Producer(config, list(topics.values()), checker)
+    producer.startup()
+    sent: dict[str, Any] = {}
+    try:
+        sent["normal"] = [
+            producer.send(
+                message(topics["normal"], f"normal-{index}", tag="TagA", keys=f"k{index}", properties={"n": str(index)})
+            ).message_id
+            for index in range(3)
+        ]
+        sent["fifo"] = [
+            producer.send(message(topics["fifo"], f"fifo-{index}", message_group="order-1")).message_id
+            for index in range(5)
+        ]
+        deliver_at_s = int(time.time()) + delay_s
+        sent["delay_deliver_at_ms"] = deliver_at_s * 1000
+        sent["delay"] = producer.send(message(topics["delay"], "delayed", delivery_timestamp=deliver_at_s)).message_id
+        for name, resolve in (("committed", "commit"), ("rolled_back", "rollback")):
+            transaction = producer.begin_transaction()
+            receipt = producer.send(message(topics["transaction"], name), transaction)
+            if resolve == "commit":
+                transaction.commit()
+            else:
+                transaction.rollback()
+            sent[name] = receipt.message_id
+        open_transaction = producer.begin_transaction()
+        orphan = message(topics["transaction"], "checked", properties={"resolve": "commit"})
+        sent["checked"] = producer.send(orphan, open_transaction).message_id  # never ended by the client
+        deadline = time.monotonic() + COLLECT_DEADLINE_S
+        while sent["checked"] not in checker.checked and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)  # the checker's EndTransaction goes out on the client's own threads
+        sent["checker_asked"] = checker.checked
+    finally:
+        producer.shutdown()
+    return sent
+
+
+def consumer_of(config: Any, group: str, topic: str) -> Any:
+    consumer = SimpleConsumer(config, group, {topic: FilterExpression()}, await_duration=RECEIVE_WAIT_S)
+    consumer.startup()
+    return consumer
+
+
+def collect(consumer: Any, count: int, invisible_s: int = 30) -> list[Any]:
+    """Receive until `count` messages came (acknowledging each) or COLLECT_DEADLINE_S passed."""
+    got: list[Any] = []
+    deadline = time.monotonic() + COLLECT_DEADLINE_S
+    while len(got) < count and time.monotonic() < deadline:
+        for received in consumer.receive(16, invisible_s):
+            got.append(received)
+            consumer.ack(received)
+    return got
+
+
+def consume_normal(config: Any, topic: str) -> dict[str, Any]:
+    """Receive the 3 NORMAL messages invisible for 3 s: ack the first, change the second's invisible
+    duration to 30 s (then ack it after the first 3 s passed), leave the third to be redelivered."""
+    consumer = consumer_of(config, "normal-readers", topic)
+    seen: dict[str, Any] = {"first": [], "redelivered": [], "after": []}
+    try:
+        deadline = time.monotonic() + COLLECT_DEADLINE_S
+        while len(seen["first"]) < 3 and time.monotonic() < deadline:
+            seen["first"].extend(consumer.receive(3 - len(seen["first"]), 3))
+        first = sorted(seen["first"], key=lambda received: received.body)
+        consumer.ack(first[0])
+        consumer.change_invisible_duration(first[1], 30)
+        deadline = time.monotonic() + COLLECT_DEADLINE_S
+        while not seen["redelivered"] and time.monotonic() < deadline:
+            seen["redelivered"].extend(consumer.receive(16, 30))
+        consumer.ack(first[1])  # with the handle ChangeInvisibleDuration answered, after the first 3 s
+        for received in seen["redelivered"]:
+            consumer.ack(received)
+        seen["after"] = consumer.receive(16, 30)
+        return {key: [described(received) for received in value] for key, value in seen.items()}
+    finally:
+        consumer.shutdown()
+
+
+def main() -> int:
+    plan = json.loads(sys.argv[1])
+    config = ClientConfiguration(plan["endpoints"], Credentials("weir-test", "weir-test-secret"), request_timeout=10)
+    topics = plan["topics"]
+    report: dict[str, Any] = {"sent": produce(config, topics, plan["delay_s"])}
+    report["normal"] = consume_normal(config, topics["normal"])
+    for kind, count in (("fifo", 5), ("delay", 1), ("transaction", 2)):
+        consumer = consumer_of(config, f"{kind}-readers", topics[kind])
+        try:
+            report[kind] = [described(received) for received in collect(consumer, count)]
+            report[kind + "_after"] = [described(received) for received in consumer.receive(16, 30)]
+        finally:
+            consumer.shutdown()
+    print(json.dumps(report))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
