@@ -1,8 +1,10 @@
 """The network fault matrix (issue 54): no loss, no duplicate, no divergence, no ack from a fenced
 primary, when links fail rather than processes.
 
-Every process of a cluster with the product's default timings (Redis, 2 routers, 3 nodes, 1
-replicator) runs on a host of its own in a Linux network namespace (tests/network_namespaces.py);
+Every process of a cluster with the product's default timings (the metadata Redis with two
+replicas and three sentinels, as `weir cluster up --ha` runs it, each sentinel on a redis-server's
+host; 2 routers, 3 nodes, 1 replicator) runs on a host of its own in a Linux network namespace
+(tests/network_namespaces.py);
 the SDK clients run in the test process, outside every host. The load of the process fault matrix
 (tests/fault_matrix.py: ack-all publishes with msg_ids to 2 partitions x 3 replicas, the SDK's own
 per-attempt and retry timeouts) runs while, one after the other, nftables rules:
@@ -11,9 +13,13 @@ per-attempt and retry timeouts) runs while, one after the other, nftables rules:
 - cut a primary from Redis and both routers, while clients and the replicator still reach it; a
   client that still holds the old route keeps publishing to it directly, and every ack it gets
   after another node was promoted is counted as "acknowledged by a fenced primary";
-- isolate a secondary, the replicator, the controller router and Redis, each in turn;
+- isolate a secondary, the replicator and the controller router, each in turn;
 - drop 30 % of the packets a primary sends (one-way loss), and 10 % each way;
-- flap a primary's links (1 s down, 1 s up, five times).
+- flap a primary's links (1 s down, 1 s up, five times);
+- isolate the Redis primary, SIGKILL it (and restart it), and cut it from its replicas and their
+  sentinels while the services still reach it: each time the sentinels promote a replica, and in
+  the last the old primary may take writes the failover discards (it refuses them once it has had
+  no replica for 2 s).
 
 After each fault heals, the test waits until every replica is back in the in-sync set and every
 partition is led by its preferred leader ("time to heal", from the end of the fault). Then every
@@ -58,7 +64,9 @@ from tests.system_tools import needs_tool
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-HOSTS = ["redis", "router-1", "router-2", "node-1", "node-2", "node-3", "replicator-1"]
+# The metadata store as `weir cluster up --ha` runs it: three redis-servers, each host with a sentinel.
+REDIS_HOSTS = ["redis", "redis-2", "redis-3"]
+HOSTS = [*REDIS_HOSTS, "router-1", "router-2", "node-1", "node-2", "node-3", "replicator-1"]
 HOLD_S = 6.0
 HEALED_WITHIN_S = 60.0
 REPORT_ENV = "WEIR_RELIABILITY_REPORT"
@@ -146,6 +154,47 @@ class NetworkFaults:
             self.network.heal(host)
             await asyncio.sleep(1.0)
 
+    async def redis_primary(self) -> str:
+        """The host of the Redis primary, as the sentinels that answer name it."""
+        by_address = {address: host for host, address in self.network.addresses.items()}
+        for sentinel in self.cluster.sentinels:
+            named = await asyncio.to_thread(sentinel.primary_address)
+            if named is not None:
+                return by_address[named[0]]
+        raise AssertionError("no sentinel answers")
+
+    async def promoted_away_from(self, host: str) -> None:
+        async def moved() -> bool:
+            return await self.redis_primary() != host
+
+        await eventually(moved, 30, f"the sentinels promoted a replica in place of {host}")
+
+    async def isolate_redis_primary(self) -> None:
+        host = await self.redis_primary()
+        self.network.isolate(host)
+        await self.promoted_away_from(host)
+        await asyncio.sleep(HOLD_S)
+        self.network.heal(host)
+
+    async def kill_redis_primary(self) -> None:
+        host = await self.redis_primary()
+        handle = next(
+            handle
+            for handle in [self.cluster.redis, *self.cluster.redis_replicas]
+            if handle.placement.host == self.network.addresses[host]
+        )
+        handle.kill()
+        await self.promoted_away_from(host)
+        await asyncio.sleep(HOLD_S)
+        await asyncio.to_thread(handle.start)  # the sentinels make it a replica of the new primary
+
+    async def cut_redis_primary_from_replicas(self) -> None:
+        host = await self.redis_primary()
+        self.network.cut(host, [other for other in REDIS_HOSTS if other != host])
+        await self.promoted_away_from(host)
+        await asyncio.sleep(HOLD_S)
+        self.network.heal(host)
+
     async def isolate_controller(self) -> None:
         controller = (await self.admin.cluster_info()).controller_id
         await self.hold(controller, lambda: self.network.isolate(controller))
@@ -180,14 +229,22 @@ class NetworkFaults:
                 lambda: self.hold("replicator-1", lambda: network.isolate("replicator-1")),
             ),
             (f"the controller router isolated, {held}", self.isolate_controller),
-            (f"Redis isolated, {held}", lambda: self.hold("redis", lambda: network.isolate("redis"))),
+            (f"the Redis primary isolated, {held} (Sentinel promotes a replica)", self.isolate_redis_primary),
+            ("the Redis primary SIGKILLed, restarted after 6 s", self.kill_redis_primary),
+            (
+                f"the Redis primary cut from its replicas and their sentinels, {held}: a failover that discards "
+                "the writes it took meanwhile",
+                self.cut_redis_primary_from_replicas,
+            ),
         ]
 
 
 async def test_network_faults_lose_nothing_and_fenced_primaries_acknowledge_nothing(
     tmp_path: Path, network: Network
 ) -> None:
-    cluster = LocalCluster.start(tmp_path / "cluster", placements={host: network.placement(host) for host in HOSTS})
+    placements = {host: network.placement(host) for host in HOSTS}
+    placements.update({f"sentinel-{number}": network.placement(host) for number, host in enumerate(REDIS_HOSTS, 1)})
+    cluster = LocalCluster.start(tmp_path / "cluster", placements=placements, ha=True)
     rows: list[Row] = [Row("steady state (no fault)")]
     heal_s: dict[str, float] = {}
     load = Load(cluster.router_addresses, timeout_s=30.0, retry_timeout_s=60.0)
@@ -236,10 +293,10 @@ async def test_network_faults_lose_nothing_and_fenced_primaries_acknowledge_noth
             await load.stop()
         cluster.stop()
 
-    for line in lines:
+    for row, line in zip(rows, lines, strict=True):
         assert (line["lost"], line["duplicated"], line["divergent"], line["fenced"]) == (0, 0, 0, 0), line
         assert line["acknowledged"], line
-        assert line["failed"] == 0, line
+        assert line["failed"] == 0, (line, sorted({publish.error for publish in row.publishes if publish.error}))
 
 
 async def eventually_promoted(cluster: LocalCluster, partition: int, *, away_from: str, within_s: float) -> float:
@@ -268,17 +325,19 @@ def report(lines: list[dict[str, object]]) -> str:
     return "\n".join([header, rule, *body])
 
 
-NETWORK_INTRO = """What runs: every process of a cluster with the product's default timings (Redis, 2 routers,
-3 partition nodes, 1 replicator) on a host of its own, a Linux network namespace with one interface
-on a shared bridge (`tests/network_namespaces.py`); the SDK clients run outside every host. The same
-load as above (ack all, msg_ids, 2 partitions x 3 replicas, min_insync_replicas 2) with the SDK's
-default timeouts runs while nftables rules in one host's namespace drop its packets: a fault is
-silence, not a refused connection. Each fault lasts 6 s and is then healed; **time to heal** runs
-from then until every replica is back in the in-sync set and every partition is led by its
-preferred leader. **Acknowledged by a fenced primary**: while a primary is cut from Redis and the
-routers, a client with the old route publishes to it directly; every ack it gets after another
-node was promoted would be a write the new primary does not have. This kernel has no `netem`, so
-the faults are drops (all, some, one way, flapping), not added latency."""
+NETWORK_INTRO = """What runs: every process of a cluster with the product's default timings (the metadata
+Redis as `weir cluster up --ha` runs it: a primary, two replicas and three sentinels, each
+sentinel on a redis-server's host; 2 routers, 3 partition nodes, 1 replicator) on a host of its
+own, a Linux network namespace with one interface on a shared bridge
+(`tests/network_namespaces.py`); the SDK clients run outside every host. The same load as above
+(ack all, msg_ids, 2 partitions x 3 replicas, min_insync_replicas 2) with the SDK's default
+timeouts runs while nftables rules in one host's namespace drop its packets: a fault is silence,
+not a refused connection. Each fault lasts 6 s and is then healed; **time to heal** runs from then
+until every replica is back in the in-sync set and every partition is led by its preferred
+leader. **Acknowledged by a fenced primary**: while a primary is cut from Redis and the routers, a
+client with the old route publishes to it directly; every ack it gets after another node was
+promoted would be a write the new primary does not have. This kernel has no `netem`, so the
+faults are drops (all, some, one way, flapping), not added latency."""
 
 
 def write_report(table: str) -> None:

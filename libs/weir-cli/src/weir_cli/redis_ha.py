@@ -86,6 +86,7 @@ def start_replica_set(
             )
             sentinels.append(sentinel.start())
         wait_for_replication(primary, len(replicas))
+        wait_for_quorum(sentinels)
     except BaseException:
         for sentinel in sentinels:
             sentinel.kill()
@@ -114,6 +115,17 @@ def wait_for_replication(primary: RedisHandle, replicas: int, timeout_s: float =
     finally:
         client.close()
     raise LaunchError(f"the metadata Redis's {replicas} replicas did not connect within {timeout_s:.0f} s")
+
+
+def wait_for_quorum(sentinels: list[SentinelHandle], timeout_s: float = 20.0) -> None:
+    """Wait until every sentinel sees all the others (Sentinel's hello messages, every 2 s): the
+    services heed only a sentinel that sees another one. Errors: LaunchError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(sentinel.other_sentinels() >= len(sentinels) - 1 for sentinel in sentinels):
+            return
+        time.sleep(0.1)
+    raise LaunchError(f"the {len(sentinels)} sentinels did not find each other within {timeout_s:.0f} s")
 
 
 def _online(entry: object) -> bool:
@@ -191,9 +203,7 @@ class SentinelHandle:
 
     def primary_address(self) -> tuple[str, int] | None:
         """(host, port) of the primary this sentinel names now; None when it does not answer."""
-        client = redis.Redis(
-            self.placement.host, self.port, password=owner_only_secret(self.password_file), socket_timeout=0.5
-        )
+        client = self._client()
         try:
             answer = client.execute_command(  # type: ignore[no-untyped-call]
                 "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME
@@ -206,6 +216,23 @@ class SentinelHandle:
             return None
         host, port = (item.decode() if isinstance(item, bytes) else str(item) for item in answer)
         return host, int(port)
+
+    def other_sentinels(self) -> int:
+        """How many other sentinels watching the primary this one knows of (-1: no answer)."""
+        client = self._client()
+        try:
+            state = client.execute_command("SENTINEL", "MASTER", MASTER_NAME)  # type: ignore[no-untyped-call]
+        except (redis.RedisError, OSError):
+            return -1
+        finally:
+            client.close()
+        values = dict(zip(state[::2], state[1::2], strict=True)) if isinstance(state, list) else dict(state)
+        found = values.get(b"num-other-sentinels", values.get("num-other-sentinels"))
+        return -1 if found is None else int(found)
+
+    def _client(self) -> redis.Redis:
+        password = owner_only_secret(self.password_file)
+        return redis.Redis(self.placement.host, self.port, password=password, socket_timeout=0.5)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -23,11 +23,18 @@ from urllib.parse import urlsplit, urlunsplit
 import redis.asyncio as redis_asyncio
 from pydantic import Field
 from pydantic_settings import BaseSettings
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
+from redis.backoff import ConstantBackoff, NoBackoff
 from redis.credentials import CredentialProvider
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 
 logger = logging.getLogger(__name__)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# How long a metadata call waits for its Redis, and a question to a sentinel for its answer.
+REDIS_TIMEOUT_S = 2.0
+SENTINEL_TIMEOUT_S = 0.5
 
 
 class PasswordFileCredentials(CredentialProvider):
@@ -40,6 +47,10 @@ class PasswordFileCredentials(CredentialProvider):
     def get_credentials(self) -> tuple[str] | tuple[str, str]:
         password = self.password_file.read_text().strip()
         return (self.username, password) if self.username else (password,)
+
+    async def get_credentials_async(self) -> tuple[str] | tuple[str, str]:
+        # redis-py's asyncio client asks this; its default logs a warning at every connection
+        return self.get_credentials()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,15 +105,39 @@ class RedisAccess:
         return options
 
     def client(self, **options: Any) -> redis_asyncio.Redis:
-        """An asyncio client (`options`: redis-py's, e.g. decode_responses, socket_timeout); for a
-        Sentinel URL, one that follows the sentinels' primary."""
+        """An asyncio client (`options`: redis-py's, e.g. decode_responses, socket_timeout; a call
+        waits at most REDIS_TIMEOUT_S unless `options` say otherwise, so a Redis cut off by the
+        network fails the call instead of holding it for TCP's minutes); for a Sentinel URL, one that
+        follows the sentinels' primary: it asks them again after a connection error, a READONLY
+        answer (the primary it knew was made a replica) or a NOREPLICAS one (it lost its replicas,
+        which have likely promoted another), and heeds only a sentinel that sees another sentinel,
+        so one cut off with the old primary is not believed."""
+        options = {
+            "socket_timeout": REDIS_TIMEOUT_S,
+            "socket_connect_timeout": REDIS_TIMEOUT_S,
+            # one quick retry (after a failover, onto the new primary), not redis-py's default of three
+            # with backoff up to 10 s: the callers' own loops (heartbeats, controller ticks) retry
+            "retry": Retry(ConstantBackoff(0.05), 1),
+            **options,
+        }
         target = self.sentinel
         if target is None:
             return redis_asyncio.Redis.from_url(self.url, **self.options(), **options)
+        asking = {  # a sentinel that does not answer at once is skipped for the next (no retries)
+            **self.options(),
+            "socket_timeout": SENTINEL_TIMEOUT_S,
+            "socket_connect_timeout": SENTINEL_TIMEOUT_S,
+            "retry": Retry(NoBackoff(), 0),
+        }
         sentinels = Sentinel(  # type: ignore[no-untyped-call]
-            list(target.sentinels), sentinel_kwargs=self.options(), **self.options()
+            list(target.sentinels),
+            min_other_sentinels=1 if len(target.sentinels) > 1 else 0,
+            sentinel_kwargs=asking,
+            **self.options(),
         )
-        client: redis_asyncio.Redis = sentinels.master_for(target.master, db=target.db, **options)
+        client: redis_asyncio.Redis = sentinels.master_for(
+            target.master, db=target.db, connection_class=FollowingPrimaryConnection, **options
+        )
         return client
 
     def warn_if_exposed(self, service_uses_tls: bool) -> None:
@@ -114,6 +149,29 @@ class RedisAccess:
             logger.warning("the metadata Redis %s is reached WITHOUT TLS (use rediss://)", self.shown())
         if self.password_file is None and urlsplit(self.url).password is None:
             logger.warning("the metadata Redis %s is reached WITHOUT a password (redis_password_file)", self.shown())
+
+
+class FollowingPrimaryConnection(SentinelManagedConnection):
+    """A connection to the Sentinel-named primary that also treats NOREPLICAS (a primary that lost
+    every replica refuses writes: `min-replicas-to-write`) as the sign of a failover: it disconnects,
+    so the next attempt asks the sentinels again, as redis-py does for READONLY. A RuntimeError
+    while asking the sentinels (uvloop's, for a sentinel connection that broke) is a connection
+    error, which the services answer as UNAVAILABLE (retryable), not as an internal error."""
+
+    async def connect(self) -> None:
+        try:
+            await super().connect()  # type: ignore[no-untyped-call]
+        except RuntimeError as error:  # uvloop: asking a sentinel over a connection closed under it
+            raise RedisConnectionError(f"asking the sentinels for the primary: {error}") from error
+
+    async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super().read_response(*args, **kwargs)
+        except ResponseError as error:
+            if not str(error).startswith("NOREPLICAS"):
+                raise
+            await self.disconnect()
+            raise RedisConnectionError("the metadata Redis primary lost its replicas: asking the sentinels") from error
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,9 @@ class MetadataStore:
         self.keys = Keys(prefix)
         access = redis if isinstance(redis, RedisAccess) else RedisAccess(redis)
         self.redis_shown = access.shown()
-        self.redis: redis_asyncio.Redis = access.client(socket_timeout=5, socket_connect_timeout=5)
+        # RedisAccess's timeouts (2 s): below the controller lease, so a controller cut from Redis
+        # gives the role up before its lease could be taken over, and follows a Sentinel failover soon
+        self.redis: redis_asyncio.Redis = access.client()
         self._renew = self.redis.register_script(_RENEW)
         self._release = self.redis.register_script(_RELEASE)
 
