@@ -111,3 +111,9 @@ async def test_a_forged_record_on_a_secondary_is_cut_and_the_copy_rejoins_in_syn
     healed_after = sum(metric(r.metrics_port, "weir_replicator_divergences_healed_total") for r in cluster.replicators)
     assert healed_after > healed_before
     assert metric(forged_on.metrics_port, "weir_partition_divergent_truncated_total") >= 1
+
+    async def doctor_shows_it() -> bool:  # `weir doctor`'s figures, from the node's heartbeat
+        nodes = {node.node_id: node for node in (await weir_client.cluster_info()).nodes}
+        return nodes[forged_on.name].diverged_tails_cut >= 1
+
+    await eventually(doctor_shows_it, 5, f"cluster info (weir doctor) shows {forged_on.name}'s healed tail")

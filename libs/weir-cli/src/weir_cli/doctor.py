@@ -1,8 +1,9 @@
 """`weir doctor`: each node's health as its background scrub sees it (issue 32): alive or not, the
 scrub's complete passes and when the last one ended, the records whose stored bytes failed their
 checksum in the last pass (reads of them answer DATA_LOSS), what SQLite's own check of the
-partition files found, and the partitions it rebuilds from another copy because their file was
-unreadable at start-up. Exit status 1 when a node is dead or anything was found. `--scrub` first
+partition files found, the partitions it rebuilds from another copy because their file was
+unreadable at start-up, and the diverged tails it cut and copied again from the primary since it
+started (healed: not a problem). Exit status 1 when a node is dead or anything was found. `--scrub` first
 starts a pass on every node and waits until each ended (instead of the scrub's own interval)."""
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ async def doctor(args: argparse.Namespace) -> int:
             "corrupt_records": node.corrupt_records,
             "integrity": node.integrity or "ok",
             "rebuilding_partitions": list(node.rebuilding_partitions),
+            # healed, not a problem: a copy that diverged from its primary was cut and copied again
+            "diverged_tails_cut": node.diverged_tails_cut,
         }
         for node in info.nodes
     ]
@@ -84,6 +87,7 @@ async def doctor(args: argparse.Namespace) -> int:
             node["corrupt_records"],
             node["integrity"],
             ", ".join(node["rebuilding_partitions"]) or "-",
+            node["diverged_tails_cut"],
         )
         for node in nodes
     ]
@@ -92,7 +96,16 @@ async def doctor(args: argparse.Namespace) -> int:
         if healthy
         else "PROBLEMS FOUND: corrupt records answer DATA_LOSS when read; rebuilding partitions catch up from a primary"
     )
-    columns = ["node", "state", "scrub passes", "last pass", "corrupt records", "storage check", "rebuilding"]
+    columns = [
+        "node",
+        "state",
+        "scrub passes",
+        "last pass",
+        "corrupt records",
+        "storage check",
+        "rebuilding",
+        "diverged tails healed",
+    ]
     human = "\n".join([table(columns, rows), verdict])
     emit({"nodes": nodes, "healthy": healthy}, args.json, human)
     return 0 if healthy else 1

@@ -201,6 +201,8 @@ class NodeRecord:
     # stream record's: the metadata store lost writes (a Redis restarted without its last writes).
     # The controller restores the newest placement the nodes hold before deciding anything else.
     ahead_partitions: tuple[tuple[str, int, int], ...] = ()
+    # Diverged tails the node cut from its copies since it started, each copied again (healed).
+    diverged_tails_cut: int = 0
     # The number the cluster gave the node at its first registration (1, 2, ...; never reused): the
     # streams seed's uint64 node ids (`assign_node_number`). 0 = not known.
     number: int = 0
@@ -230,6 +232,7 @@ class NodeRecord:
             "ahead_partitions": json.dumps(
                 [f"{stream}/{partition}@{epoch}" for stream, partition, epoch in self.ahead_partitions]
             ),
+            "diverged_tails_cut": str(self.diverged_tails_cut),
             "number": str(self.number),
         }
 
@@ -253,6 +256,7 @@ class NodeRecord:
             damaged_partitions=_partitions_of(values.get("damaged_partitions", "")),
             rebuilding_partitions=_partitions_of(values.get("rebuilding_partitions", "")),
             ahead_partitions=_epochs_of(values.get("ahead_partitions", "")),
+            diverged_tails_cut=int(values.get("diverged_tails_cut") or 0),
             number=int(values.get("number") or 0),
         )
 

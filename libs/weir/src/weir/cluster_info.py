@@ -125,8 +125,9 @@ class NodeInfo(ProtoMirror):
     `capacity` (0 = 1), `alive`, `registered_at_ms` and `last_heartbeat_ms` (ms since the Unix
     epoch); its background scrub: complete `scrub_passes`, `scrub_last_pass_ms` (0 = none yet),
     `corrupt_records` found in the last pass, SQLite's `integrity` check ("ok" when clean), the
-    `rebuilding_partitions` ("stream/partition") it rebuilds from another copy; and `number`, the
-    cluster's number for it (1, 2, ...; never reused)."""
+    `rebuilding_partitions` ("stream/partition") it rebuilds from another copy; `number`, the
+    cluster's number for it (1, 2, ...; never reused); and `diverged_tails_cut`, the diverged tails
+    it cut from its copies since it started, each copied again from the primary (healed)."""
 
     _proto = router_pb2.NodeInfo
 
@@ -145,6 +146,7 @@ class NodeInfo(ProtoMirror):
     integrity: str = ""
     rebuilding_partitions: tuple[str, ...] = ()
     number: int = 0
+    diverged_tails_cut: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,8 @@ class Membership:
         self.rebuilding: Callable[[], tuple[tuple[str, int], ...]] = tuple
         # (stream, partition, leader epoch) held under a newer epoch than the metadata store records.
         self.ahead: Callable[[], tuple[tuple[str, int, int], ...]] = tuple
+        # Diverged tails cut from this node's copies since it started (healed: `weir doctor`).
+        self.diverged_tails_cut: Callable[[], int] = int
         self.record = NodeRecord(
             node_id=settings.node_id,
             client_address=client_address,
@@ -89,7 +91,10 @@ class Membership:
         sent = time.monotonic()
         now_ms = int(time.time() * 1000)
         values = dataclasses.replace(
-            self.record, rebuilding_partitions=self.rebuilding(), ahead_partitions=self.ahead()
+            self.record,
+            rebuilding_partitions=self.rebuilding(),
+            ahead_partitions=self.ahead(),
+            diverged_tails_cut=self.diverged_tails_cut(),
         ).to_hash()
         values["last_heartbeat_ms"] = str(now_ms)
         values["state"] = "alive"

@@ -55,6 +55,8 @@ class SecondaryReplication:
         self._node = node
         self._refresh_stream = refresh_stream
         self._check_epoch = check_epoch
+        # Diverged tails cut since the node started (its heartbeat carries it to `weir doctor`).
+        self.diverged_tails_cut = 0
 
     async def _follower(
         self, stream: str, index: int, epoch: int
@@ -173,6 +175,7 @@ class SecondaryReplication:
             dropped = await partition.replica_edit(TruncateTail(keep))
             partition.replication.clamp(partition.last_seq)
             metrics.DIVERGENT_TRUNCATED.labels(request.stream, str(request.partition)).inc(dropped)
+            self.diverged_tails_cut += 1
             logger.warning(
                 "%s/%d: cut a diverged tail of %d message(s) after seq %d, to be copied again from the primary",
                 request.stream,

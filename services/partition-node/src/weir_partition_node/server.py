@@ -252,6 +252,7 @@ class NodeProcess:
         membership.rebuilding = node.rebuilding_partitions
         replicas = self.replicas
         membership.ahead = lambda: tuple(sorted((*key, epoch) for key, epoch in replicas.ahead.items()))
+        membership.diverged_tails_cut = lambda: replicas.secondary.diverged_tails_cut
         # Self-fencing: never act as primary without a live lease, nor before the placement in
         # Redis was adopted at start (a failover may have happened while this node was down).
         node.lease_valid = lambda: self._replicas_ready and membership.lease_valid()

@@ -53,6 +53,7 @@ class ClusterViews:
                 integrity=record.integrity,
                 rebuilding_partitions=[f"{stream}/{index}" for stream, index in record.rebuilding_partitions],
                 number=record.number,
+                diverged_tails_cut=record.diverged_tails_cut,
             )
         return response
 

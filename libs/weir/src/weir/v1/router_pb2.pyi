@@ -302,7 +302,7 @@ class GetClusterStreamStatsResponse(_message.Message):
     def __init__(self, nodes: _Optional[_Iterable[_Union[PerNodeSummary, _Mapping]]] = ..., streams: _Optional[_Iterable[_Union[PerStreamStats, _Mapping]]] = ..., total_stream_count: _Optional[int] = ..., total_msg_count: _Optional[int] = ..., total_bytes: _Optional[int] = ..., skew_partitions: _Optional[int] = ..., skew_msg_count: _Optional[int] = ..., skew_bytes: _Optional[int] = ..., analytics: _Optional[_Union[_types_pb2.ClusterAnalytics, _Mapping]] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms", "scrub_passes", "scrub_last_pass_ms", "corrupt_records", "integrity", "rebuilding_partitions", "number")
+    __slots__ = ("node_id", "client_address", "internal_address", "metrics_address", "zone", "capacity", "alive", "registered_at_ms", "last_heartbeat_ms", "scrub_passes", "scrub_last_pass_ms", "corrupt_records", "integrity", "rebuilding_partitions", "number", "diverged_tails_cut")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     INTERNAL_ADDRESS_FIELD_NUMBER: _ClassVar[int]
@@ -318,6 +318,7 @@ class NodeInfo(_message.Message):
     INTEGRITY_FIELD_NUMBER: _ClassVar[int]
     REBUILDING_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     NUMBER_FIELD_NUMBER: _ClassVar[int]
+    DIVERGED_TAILS_CUT_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     client_address: str
     internal_address: str
@@ -333,7 +334,8 @@ class NodeInfo(_message.Message):
     integrity: str
     rebuilding_partitions: _containers.RepeatedScalarFieldContainer[str]
     number: int
-    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: bool = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., scrub_passes: _Optional[int] = ..., scrub_last_pass_ms: _Optional[int] = ..., corrupt_records: _Optional[int] = ..., integrity: _Optional[str] = ..., rebuilding_partitions: _Optional[_Iterable[str]] = ..., number: _Optional[int] = ...) -> None: ...
+    diverged_tails_cut: int
+    def __init__(self, node_id: _Optional[str] = ..., client_address: _Optional[str] = ..., internal_address: _Optional[str] = ..., metrics_address: _Optional[str] = ..., zone: _Optional[str] = ..., capacity: _Optional[int] = ..., alive: bool = ..., registered_at_ms: _Optional[int] = ..., last_heartbeat_ms: _Optional[int] = ..., scrub_passes: _Optional[int] = ..., scrub_last_pass_ms: _Optional[int] = ..., corrupt_records: _Optional[int] = ..., integrity: _Optional[str] = ..., rebuilding_partitions: _Optional[_Iterable[str]] = ..., number: _Optional[int] = ..., diverged_tails_cut: _Optional[int] = ...) -> None: ...
 
 class GetClusterInfoRequest(_message.Message):
     __slots__ = ()
