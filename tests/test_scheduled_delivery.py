@@ -14,6 +14,7 @@ import pytest
 from weir import Client, Message
 from weir.client import NodeClient, consumer_config, stream_config
 from weir.errors import (
+    AlreadyResolvedError,
     InvalidArgumentError,
     InvalidSubjectError,
     NoSuchMessageError,
@@ -21,6 +22,7 @@ from weir.errors import (
 )
 from weir.v1 import streams_pb2, types_pb2
 from weir_partition_node.clock import ManualClock
+from weir_partition_node.commit_items import RemoveSeqs
 from weir_partition_node.node import Node
 from weir_partition_node.record_batch import BatchRecord
 from weir_partition_node.scheduled import (
@@ -406,13 +408,88 @@ async def test_held_messages_wait_for_a_release_that_delivers_or_discards_them(c
         "tx-1",
         commit_seq,
     )
-    for seq in (commit_seq, rollback_seq, delayed_seq, new_seq, 999):
+    for seq in (delayed_seq, new_seq, 999):  # a held message's second release: see the next test
         with pytest.raises(NoSuchMessageError, match="no scheduled or held message"):
             await core.admin.release_scheduled("tx", 0, seq, discard=True)
     assert [subject for _, subject in stored(core, "tx")] == ["tx.order", "tx.order"]
     records, _, _ = await core.changes.read_changes(0, 10_000)
     reasons = [c.remove.reason for c in map(types_pb2.Change.FromString, records) if c.HasField("remove")]
     assert sorted(reasons) == ["discarded", "scheduled", "scheduled"]
+
+
+@pytest.mark.parametrize("storage", ["file", "memory"])
+async def test_a_held_message_resolved_once_answers_a_repeat_alike_and_refuses_the_other(
+    tmp_path: Path, storage: str
+) -> None:
+    """RocketMQ's EndTransaction over ReleaseScheduled: once a held message is committed (delivered)
+    or rolled back (discarded), the same release again answers as the first did and changes nothing,
+    and the other one is refused (AlreadyResolvedError, FAILED_PRECONDITION) and changes nothing; the
+    resolution is stored with the log, so a restart keeps the answer (file storage)."""
+    clock = ManualClock(T0)
+    core = await Node.open(settings(tmp_path), clock=clock)
+    try:
+        await create(core, "tx", storage=storage)
+        commit_seq, _ = await publish_one(core, "tx", entry("tx.order", b"commit me", hold=True))
+        rollback_seq, _ = await publish_one(core, "tx", entry("tx.order", b"roll me back", hold=True))
+        delivered_seq = await core.admin.release_scheduled("tx", 0, commit_seq, discard=False)
+        clock.advance(1_000)
+        assert await core.admin.release_scheduled("tx", 0, rollback_seq, discard=True) == 0
+        before = stored(core, "tx")
+        for _ in range(2):
+            assert await core.admin.release_scheduled("tx", 0, commit_seq, discard=False) == delivered_seq
+            assert await core.admin.release_scheduled("tx", 0, rollback_seq, discard=True) == 0
+            with pytest.raises(AlreadyResolvedError, match=f"commit \\(delivered at seq {delivered_seq}\\)") as late:
+                await core.admin.release_scheduled("tx", 0, commit_seq, discard=True)
+            assert late.value.status_code.name == "FAILED_PRECONDITION"
+            assert late.value.metadata == {
+                "stream": "tx",
+                "partition": "0",
+                "seq": str(commit_seq),
+                "resolution": "commit",
+                "delivered_seq": str(delivered_seq),
+                "resolved_at_ms": str(T0),
+            }
+            with pytest.raises(AlreadyResolvedError, match="by a rollback") as late:
+                await core.admin.release_scheduled("tx", 0, rollback_seq, discard=False)
+            assert late.value.metadata["resolved_at_ms"] == str(T0 + 1_000)
+            assert stored(core, "tx") == before  # nothing changed
+            if storage == "memory":
+                break
+            await core.close()  # the resolutions are in the log: a restarted node answers alike
+            core = await Node.open(settings(tmp_path), clock=clock)
+        assert [m.payload for m in await fetch_messages(core, "tx")] == [b"commit me"]  # delivered once
+    finally:
+        await core.close()
+
+
+async def test_a_secondary_stores_the_resolutions_it_copies_and_answers_alike_once_promoted(
+    core: Node, clock: ManualClock
+) -> None:
+    """A copy notes a held record's commit when it copies the delivered record (its scheduled_seq
+    names the held one) and its rollback when it applies the primary's "discarded" removal, in the
+    same commit; promoted, it answers a second EndTransaction as the old primary would."""
+    await core.admin.create_stream(stream_config("copy", allow_scheduled_messages=True).to_proto())
+    partition = core.hosted_partition("copy", 0)
+    partition.set_role(leading=False, leader_epoch=2, tracker=None, min_insync=1)
+    halves = [
+        types_pb2.Message(seq=seq, ts_ms=T0, subject=f"$weir.held.{seq}", payload=b"h%d" % seq, scheduled_subject="t")
+        for seq in (1, 2, 3)
+    ]
+    delivered = types_pb2.Message(seq=4, ts_ms=T0, subject="t", payload=b"h1", scheduled_seq=1)
+    assert await partition.replicate(0, [replicated(m) for m in halves], 100) == ("ok", "")
+    assert await partition.replicate(3, [replicated(delivered)], 100) == ("ok", "")
+    await partition.replica_edit(RemoveSeqs([2], "discarded"))
+    assert [seq for seq, _ in stored(core, "copy")] == [3, 4]
+
+    partition.set_role(leading=True, leader_epoch=3, tracker=None, min_insync=1)
+    assert await core.admin.release_scheduled("copy", 0, 1, discard=False) == 4
+    assert await core.admin.release_scheduled("copy", 0, 2, discard=True) == 0
+    with pytest.raises(AlreadyResolvedError, match="by a commit"):
+        await core.admin.release_scheduled("copy", 0, 1, discard=True)
+    with pytest.raises(AlreadyResolvedError, match="by a rollback"):
+        await core.admin.release_scheduled("copy", 0, 2, discard=False)
+    assert await core.admin.release_scheduled("copy", 0, 3, discard=True) == 0  # still held: resolved now
+    assert [seq for seq, _ in stored(core, "copy")] == [4]
 
 
 async def test_held_messages_survive_a_restart_and_bad_holds_are_refused(tmp_path: Path) -> None:

@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the names as type checkers see them; at run time each loads
     from weir.consuming import GroupConsumer, Subscription
     from weir.errors import (
         AlreadyExistsError,
+        AlreadyResolvedError,
         BeingDeletedError,
         ChangeFeedTruncatedError,
         ConsumerBoundError,
@@ -175,6 +176,7 @@ _FROM = {
     "GroupConsumer": "weir.consuming",
     "Subscription": "weir.consuming",
     "AlreadyExistsError": "weir.errors",
+    "AlreadyResolvedError": "weir.errors",
     "BeingDeletedError": "weir.errors",
     "ChangeFeedTruncatedError": "weir.errors",
     "ConsumerBoundError": "weir.errors",
@@ -263,6 +265,7 @@ __version__ = "0.1.0"  # the distribution's version (tests/test_sdk.py checks th
 __all__ = [
     "AckLevel",
     "AlreadyExistsError",
+    "AlreadyResolvedError",
     "AnalyticsConsumer",
     "AnalyticsFeedPosition",
     "AnalyticsNode",

@@ -637,9 +637,9 @@ class NodeClient(GrpcClient):
         await self._call(self.stub.Term, request)
 
     async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
-        """Deliver now (or discard) the scheduled or held message at `seq` (a PublishAck with
-        `scheduled`); returns the delivered message's seq, 0 when discarded. Errors:
-        SchedulingDisabledError, NoSuchMessageError (delivered, discarded, or never one), NotLeaderError."""
+        """Deliver now (or discard) the scheduled or held message at `seq`; returns the delivered seq, 0 when
+        discarded; a held message's repeated release answers as the first (Streams.ReleaseScheduled). Errors:
+        SchedulingDisabledError, AlreadyResolvedError (contradicts the first), NoSuchMessageError, NotLeaderError."""
         request = streams_pb2.ReleaseScheduledRequest(stream=stream, partition=partition, seq=seq, discard=discard)
         response = await self._call(self.stub.ReleaseScheduled, request)
         return int(response.delivered_seq)

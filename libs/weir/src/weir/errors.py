@@ -68,6 +68,7 @@ class ResultCode(StrEnum):
     LEADER_LEASE_EXPIRED = "leader_lease_expired"
     NO_MESSAGE = "no_message"
     SCHEDULING_DISABLED = "scheduling_disabled"
+    ALREADY_RESOLVED = "already_resolved"
     STILL_PLACED = "still_placed"
     RATE_LIMITED = "rate_limited"
     BEING_DELETED = "being_deleted"
@@ -561,6 +562,17 @@ class SchedulingDisabledError(WeirError):
     allow_scheduled_messages: nothing was stored. Create the stream with it (the setting is immutable)."""
 
     result_code = ResultCode.SCHEDULING_DISABLED
+    status_code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class AlreadyResolvedError(FailedPreconditionError):
+    """A ReleaseScheduled that contradicts how the held message at `seq` was resolved already: a
+    delivery (RocketMQ's EndTransaction COMMIT) of one that was discarded, or a discard (ROLLBACK) of
+    one that was delivered. Nothing changed; the first resolution stands. Metadata: stream,
+    partition, seq, `resolution` ("commit" | "rollback"), `delivered_seq` (0 for a rollback) and
+    `resolved_at_ms`. Repeating the first resolution is no error: it answers as the first did."""
+
+    result_code = ResultCode.ALREADY_RESOLVED
     status_code = grpc.StatusCode.FAILED_PRECONDITION
 
 

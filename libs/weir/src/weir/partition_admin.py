@@ -36,7 +36,9 @@ class PartitionAdmin:
 
     async def release_scheduled(self, stream: str, partition: int, seq: int, *, discard: bool = False) -> int:
         """Deliver now (or discard) a scheduled or held message on its partition's primary; returns
-        the delivered seq (0 when discarded). Errors: as NodeClient.release_scheduled."""
+        the delivered seq (0 when discarded); a held message's resolution repeated answers as the
+        first did. Errors: as NodeClient.release_scheduled (AlreadyResolvedError for a resolution
+        that contradicts the first)."""
         return await self.on_leader(
             stream, partition, lambda client: client.release_scheduled(stream, partition, seq, discard=discard)
         )

@@ -265,6 +265,9 @@ class CommitContext:
     # secondary mirrors a delivery through replica_removals["scheduled"] when it replicates).
     scheduled_delivered: list[int] = field(default_factory=list)
     scheduled_discarded: list[int] = field(default_factory=list)
+    # How this commit resolves held records: held_seq -> (delivered_seq, resolved_at_ms), delivered_seq
+    # 0 for a discard (the primary's ReleaseScheduled; a secondary's copy of the delivery or removal).
+    held_resolutions: dict[int, tuple[int, int]] = field(default_factory=dict)
     # Records whose stored bytes the scrub found damaged, put back from another copy.
     repairs: list[tuple[int, int, bytes]] = field(default_factory=list)
     # Stored batches the scrub found damaged outside their records, rewritten from those records.

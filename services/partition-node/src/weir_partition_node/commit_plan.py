@@ -53,6 +53,7 @@ class CommitPlan:
             or batch.consumer_deletes
             or batch.msg_ids_after is not None
             or batch.source_positions
+            or batch.held_resolutions
         )
 
 

@@ -222,6 +222,7 @@ class CommitLoop:
             reseal_batches=context.reseal_batches,
             expiries=context.expiries,
             source_positions=source_position_rows(context.msg_ids, context.source_positions, context.seq),
+            held_resolutions=[(held, *resolution) for held, resolution in context.held_resolutions.items()],
             sync=not all(defers_sync(item) for item in items),
         )
         prune_msg_ids = bool(context.msg_ids) and now_ms - self._msg_ids_pruned_ms >= MSG_ID_PRUNE_INTERVAL_MS

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from weir_server.replication import ReplicationResult
 
-from weir_partition_node import consumers
+from weir_partition_node import consumers, scheduled
 from weir_partition_node.commit_items import (
     CommitContext,
     RemoveSeqs,
@@ -28,12 +28,14 @@ from weir_partition_node.commit_items import (
     TruncateTail,
 )
 from weir_partition_node.consumers import ConsumerCursor, Counters, Pending
+from weir_partition_node.storage.held_resolutions import UNRESOLVED
 
 if TYPE_CHECKING:
     from weir_partition_node.partition import Partition
 
 # Stored rows one read of a divergent tail looks at.
 TAIL_SCAN_ROWS = 4096
+DISCARDED_REASON = "discarded"  # the removal reason of a schedule or held record ReleaseScheduled discarded
 
 
 class ReplicaDecisions:
@@ -72,10 +74,13 @@ class ReplicaDecisions:
         for seq, ts_ms, subject, record, crc32, msg_id, scheduled_seq, expires_at_ms in item.records:
             if seq > end:
                 context.append_record(seq, ts_ms, subject, record, crc32)
+                if subject.startswith(scheduled.HELD_SUBJECT_PREFIX):  # unresolved, as on the primary
+                    context.held_resolutions[seq] = (UNRESOLVED, context.now_ms)
                 if expires_at_ms:  # indexed as on the primary: a copy that takes over expires it
                     context.expiries.append((seq, expires_at_ms))
                 if scheduled_seq:  # a delivered schedule record: it goes in this commit, as on the primary
                     context.replica_removals.setdefault("scheduled", []).append(scheduled_seq)
+                    self._note_held_resolution(scheduled_seq, seq, context)
                 elif msg_id:  # (a delivered message's msg_id is its schedule record's, already indexed)
                     context.msg_ids.append((seq, msg_id, context.now_ms))
         return ReplicationResult.OK, ""
@@ -91,6 +96,9 @@ class ReplicaDecisions:
             return 0
         if isinstance(edit, RemoveSeqs):
             context.replica_removals.setdefault(edit.reason or "replicated", []).extend(edit.seqs)
+            if edit.reason == DISCARDED_REASON:  # the primary's rollbacks of held records (and recalls)
+                for seq in edit.seqs:
+                    self._note_held_resolution(seq, 0, context)
             return 0
         if isinstance(edit, RepairRecords):
             context.repairs.extend(edit.repairs)
@@ -102,6 +110,25 @@ class ReplicaDecisions:
             return self._truncate_tail(edit.last_seq, context)
         self._replace_consumer(edit, context)
         return 0
+
+    def _note_held_resolution(self, held_seq: int, delivered_seq: int, context: CommitContext) -> None:
+        """Note in `context` that the primary resolved the record at `held_seq` (delivered at
+        `delivered_seq`, or discarded when 0), when this copy knows it as a held record: by the
+        unresolved row it stored with it (which outlives the record, so the answer is right even
+        when a prefix cut took the record before its delivery or removal came), else by its subject.
+        The same row as the primary's, so a new primary answers alike."""
+        noted = context.held_resolutions.get(held_seq)  # stored or resolved earlier in this commit
+        row = (noted[0], noted[1]) if noted is not None else None
+        if row is None:
+            stored = self._partition.log.held_resolution(held_seq)
+            row = (stored.delivered_seq, stored.resolved_at_ms) if stored is not None else None
+        if row is not None:
+            held = row[0] == UNRESOLVED  # resolved already: the first resolution stands
+        else:  # a held record stored before the rows existed
+            record = self._partition.held_record(held_seq) if held_seq <= self._partition.last_seq else None
+            held = record is not None and scheduled.is_held(record)
+        if held:
+            context.held_resolutions[held_seq] = (delivered_seq, context.now_ms)
 
     def _truncate_tail(self, keep: int, context: CommitContext) -> int:
         """Cut the log (and this commit's own records) after `keep`; consumers forget what they

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
-from weir.errors import NoSuchMessageError, NotLeaderError, SchedulingDisabledError, WeirError
+from weir.errors import AlreadyResolvedError, NoSuchMessageError, NotLeaderError, SchedulingDisabledError, WeirError
 from weir.subjects import RESERVED_SUBJECT_PREFIX
 from weir.v1 import types_pb2
 
@@ -22,7 +22,8 @@ from weir_partition_node import scheduled
 from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import CommitContext, CommitItem, DeliverItem, PreparedEntry, ReleaseItem
 from weir_partition_node.scheduled import ScheduleIndex
-from weir_partition_node.storage.base import Record
+from weir_partition_node.storage.base import HeldResolution, Record
+from weir_partition_node.storage.held_resolutions import UNRESOLVED
 
 if TYPE_CHECKING:
     from weir_partition_node.partition import Partition
@@ -150,7 +151,10 @@ class DelayedDelivery:
         )
         if entry.key is not None:
             message.key = entry.key
-        return context.append(subject, entry.ts_ms or context.now_ms, message)
+        appended = context.append(subject, entry.ts_ms or context.now_ms, message)
+        if held:  # its row, unresolved: every copy stores one (storage/held_resolutions.py)
+            context.held_resolutions[appended] = (UNRESOLVED, context.now_ms)
+        return appended
 
     def decide_deliver(self, context: CommitContext) -> int:
         """Append the message of every schedule record due now (at most FIRE_BATCH_MESSAGES) on its
@@ -171,26 +175,60 @@ class DelayedDelivery:
 
     def decide_release(self, item: ReleaseItem, context: CommitContext) -> int:
         """ReleaseScheduled's decision: deliver (or discard) the record at `item.seq`; returns the
-        delivered message's seq (0 when discarded). Errors: SchedulingDisabledError,
-        NoSuchMessageError, NotLeaderError."""
+        delivered message's seq (0 when discarded). A held record's resolution is noted in
+        `context` (stored with it); a release of a held record resolved already answers as the
+        first one did, or raises AlreadyResolvedError when it contradicts it. Errors:
+        SchedulingDisabledError, NoSuchMessageError, AlreadyResolvedError, NotLeaderError."""
         partition = self._partition
         index = self.require()
         record = partition.log.get(item.seq) if item.seq in index else None
         if record is None:
-            raise NoSuchMessageError(
-                f"stream {partition.stream.name!r} partition {partition.index}: seq {item.seq} holds no scheduled "
-                "or held message (delivered, discarded, or never one)",
-                stream=partition.stream.name,
-                partition=partition.index,
-                seq=item.seq,
-            )
+            return self._resolved_already(item, context)
         index.discard([item.seq])
+        held = scheduled.is_held(record)
         if item.discard:
             context.scheduled_discarded.append(item.seq)
+            if held:
+                context.held_resolutions[item.seq] = (0, context.now_ms)
             return 0
         message = scheduled.delivered_message(record, item.seq, partition.index)
         context.scheduled_delivered.append(item.seq)
-        return context.append(message.subject, context.now_ms, message)
+        delivered_seq = context.append(message.subject, context.now_ms, message)
+        if held:
+            context.held_resolutions[item.seq] = (delivered_seq, context.now_ms)
+        return delivered_seq
+
+    def _resolved_already(self, item: ReleaseItem, context: CommitContext) -> int:
+        """The answer to a release of a seq this partition holds no schedule record at: the first
+        answer when it repeats a held record's resolution (delivered seq, or 0 for a discard).
+        Errors: AlreadyResolvedError (it contradicts that resolution), NoSuchMessageError (no
+        resolution of it is known: delivered on time, never one, or forgotten)."""
+        partition = self._partition
+        name = partition.stream.name
+        noted = context.held_resolutions.get(item.seq)  # resolved earlier in this very commit
+        resolution = HeldResolution(*noted) if noted is not None else partition.log.held_resolution(item.seq)
+        if resolution is None or resolution.delivered_seq == UNRESOLVED:
+            raise NoSuchMessageError(
+                f"stream {name!r} partition {partition.index}: seq {item.seq} holds no scheduled "
+                "or held message (delivered, discarded, or never one)",
+                stream=name,
+                partition=partition.index,
+                seq=item.seq,
+            )
+        if resolution.committed == item.discard:
+            first, asked = ("commit", "rollback") if resolution.committed else ("rollback", "commit")
+            delivered = f" (delivered at seq {resolution.delivered_seq})" if resolution.committed else ""
+            raise AlreadyResolvedError(
+                f"stream {name!r} partition {partition.index}: the held message at seq {item.seq} was resolved "
+                f"already by a {first}{delivered} at {resolution.resolved_at_ms} ms; a {asked} cannot undo it",
+                stream=name,
+                partition=partition.index,
+                seq=item.seq,
+                resolution=first,
+                delivered_seq=resolution.delivered_seq,
+                resolved_at_ms=resolution.resolved_at_ms,
+            )
+        return resolution.delivered_seq
 
     def pending(self, from_seq: int, limit: int, *, held_only: bool) -> tuple[list[bytes], int]:
         """The scheduled (or only held) records still to deliver, from `from_seq` in seq order, at

@@ -15,7 +15,8 @@ timer messages (stored at once, visible at their time).
 
 A *held* record (`hold`, a transaction's half message, subject `$weir.held.<seq>`) is the same
 without a time: it waits for ReleaseScheduled to deliver or discard it, which also recalls a delayed
-record.
+record. Every copy remembers how each held record was resolved (storage/held_resolutions.py): the
+same resolution again answers as the first did, the other one is refused (AlreadyResolvedError).
 
 Everything here is pure (no I/O, no clock): the partition feeds it what it commits and asks it what
 is due.
@@ -48,6 +49,11 @@ def scheduled_subject(deliver_at_ms: int, seq: int) -> str:
 def held_subject(seq: int) -> str:
     """The reserved subject of the held record at `seq`."""
     return f"{HELD_SUBJECT_PREFIX}{seq}"
+
+
+def is_held(record: bytes) -> bool:
+    """Whether a stored record is a held one (its subject `$weir.held.<seq>`)."""
+    return types_pb2.Message.FromString(record).subject.startswith(HELD_SUBJECT_PREFIX)
 
 
 def parse_scheduled_subject(subject: str) -> tuple[int, int] | None:

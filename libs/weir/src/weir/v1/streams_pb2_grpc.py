@@ -455,8 +455,12 @@ class StreamsServicer(object):
         """--- Scheduled and held messages (StreamConfig.allow_scheduled_messages) ---
         Deliver a scheduled or held message now (on its own subject, under a new seq, its record
         removed in the same commit), or discard it (RocketMQ's EndTransaction commit / rollback of a
-        half message; recalling a delayed one). Errors: scheduling_disabled, no_such_message (NOT_FOUND:
-        `seq` holds no scheduled or held message: delivered, discarded, or never one), not_leader.
+        half message; recalling a delayed one). Every copy remembers how a held message was resolved
+        (its newest 65,536 per partition, through failovers): the same release again answers as the
+        first did (delivered_seq, 0 for a discard) and changes nothing. Errors: scheduling_disabled,
+        already_resolved (FAILED_PRECONDITION: a held message delivered already cannot be discarded, nor
+        a discarded one delivered; nothing changes), no_such_message (NOT_FOUND: `seq` holds no scheduled
+        or held message: delivered, discarded, or never one), not_leader.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

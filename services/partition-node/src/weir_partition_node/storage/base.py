@@ -13,7 +13,8 @@ The same log is the partition's consumer store (`ConsumerStore`): each consumer'
 last delivered, totals) and pending set are rows committed in the same `CommitBatch` as the appends
 and removals they cause, so a dead letter, a work-queue removal and the ack behind it are atomic.
 It also keeps a sourcing stream's source positions (`source_positions`, storage/source_positions.py)
-beside the records, committed with the records they describe.
+beside the records, committed with the records they describe, and how each held record was resolved
+(`held_resolution`, storage/held_resolutions.py), committed with the delivery or removal it records.
 """
 
 from __future__ import annotations
@@ -75,6 +76,25 @@ class SourcePosition:
     at_seq: int
 
 
+# (held_seq, delivered_seq, resolved_at_ms): the held record at held_seq (a transaction's half
+# message) was delivered at delivered_seq (committed), or removed undelivered when 0 (rolled back),
+# at resolved_at_ms (ms since the Unix epoch, the resolving copy's clock); -1 while it is unresolved.
+HeldResolutionRow = tuple[int, int, int]
+
+
+@dataclass(slots=True, frozen=True)
+class HeldResolution:
+    """How a held record was resolved: `delivered_seq` > 0 = committed (delivered at that seq),
+    0 = rolled back (discarded); `resolved_at_ms` when (ms since the Unix epoch)."""
+
+    delivered_seq: int
+    resolved_at_ms: int
+
+    @property
+    def committed(self) -> bool:
+        return self.delivered_seq > 0
+
+
 @dataclass(slots=True)
 class StoredConsumer:
     """One consumer's stored state in a partition; `pending` ordered by seq as
@@ -131,6 +151,10 @@ class CommitBatch:
     # window: drop the rows with at_seq above `msg_ids_after` (a divergent tail), then store these.
     # Never records: no seq, no count, no API shows them.
     source_positions: list[SourcePositionRow] = field(default_factory=list)
+    # Held records' rows (storage/held_resolutions.py), applied with the duplicate window: drop the
+    # rows a cut after `msg_ids_after` takes (a divergent tail), then store these (unresolved rows
+    # take a resolution; a resolved one keeps its first). Never records.
+    held_resolutions: list[HeldResolutionRow] = field(default_factory=list)
     # False: the commit may return before it reaches the disk (no fsync under fsync=always); the
     # log's next synced commit takes it there, and a SQLite log syncs at least every
     # MAX_DEFERRED_SYNC_S (storage/sqlite.py) all the same. Only for what another copy holds and
@@ -287,6 +311,11 @@ class PartitionLog(Protocol):
     def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
         """The newest stored position of each source partition, by (source stream, source partition);
         empty for a stream without sources."""
+        ...
+
+    def held_resolution(self, held_seq: int) -> HeldResolution | None:
+        """The row of the held record at `held_seq` (delivered_seq -1 while unresolved); None when
+        this copy has none (never held, or older than the newest held_resolutions.KEPT_ROWS)."""
         ...
 
     def recent_msg_ids(self, stored_since_ms: int, limit: int) -> list[tuple[str, int, int]]:

@@ -10,9 +10,10 @@ import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from weir_partition_node.storage import msgids, source_positions
+from weir_partition_node.storage import held_resolutions, msgids, source_positions
 from weir_partition_node.storage.base import (
     CommitBatch,
+    HeldResolution,
     LogState,
     Record,
     RowInfo,
@@ -48,6 +49,7 @@ class MemoryPartitionLog:
         self._msg_id_rows: list[msgids.MsgIdRow] = []  # ascending by seq, as the SQLite log keeps them
         self._expiries: dict[int, int] = {}  # seq -> expires_at_ms, for stored messages with a TTL
         self._source_positions: dict[tuple[str, int], dict[int, int]] = {}  # as storage/source_positions.py
+        self._held_resolutions: dict[int, tuple[int, int]] = {}  # as storage/held_resolutions.py
 
     def commit(self, batch: CommitBatch) -> None:
         self._check(batch)  # first, so a failing batch changes nothing (atomicity)
@@ -74,6 +76,10 @@ class MemoryPartitionLog:
         if batch.source_positions or batch.msg_ids_after is not None:
             self._source_positions = source_positions.merged(
                 self._source_positions, batch.source_positions, batch.msg_ids_after
+            )
+        if batch.held_resolutions or batch.msg_ids_after is not None:
+            self._held_resolutions = held_resolutions.merged(
+                self._held_resolutions, batch.held_resolutions, batch.msg_ids_after
             )
         self._last_seq = batch.last_seq
 
@@ -309,6 +315,10 @@ class MemoryPartitionLog:
     def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
         return source_positions.newest(self._source_positions)
 
+    def held_resolution(self, held_seq: int) -> HeldResolution | None:
+        row = self._held_resolutions.get(held_seq)
+        return None if row is None else HeldResolution(*row)
+
     def keep_tail(self, enabled: bool) -> None:
         pass  # everything is in memory already
 
@@ -328,3 +338,4 @@ class MemoryPartitionLog:
         self._pending.clear()
         self._msg_id_rows.clear()
         self._source_positions.clear()
+        self._held_resolutions.clear()

@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from weir_partition_node.storage import layout_upgrade, source_positions, sqlite_batches
+from weir_partition_node.storage import held_resolutions, layout_upgrade, source_positions, sqlite_batches
 from weir_partition_node.storage.base import (
     CommitBatch,
+    HeldResolution,
     LogState,
     RowInfo,
     ScrubPage,
@@ -100,6 +101,7 @@ CREATE TABLE IF NOT EXISTS msg_id_rows (
     ids BLOB NOT NULL
 );
 {source_positions.TABLE};
+{held_resolutions.TABLE};
 """
 
 
@@ -204,6 +206,7 @@ class SqlitePartitionLog(SqliteConsumerReads):
             self._checkpointer_db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._msg_ids = SqliteMsgIdRows()  # the duplicate window's rows (commit thread only)
         self._source_positions = source_positions.SqliteSourcePositions()  # a sourcing stream's (commit thread)
+        self._held_resolutions = held_resolutions.SqliteHeldResolutions()  # held records' (commit thread)
         self.tail_cache_bytes = tail_cache_bytes
         self._tail: TailCache | None = None
         self._tail_wanted = tail_cache_bytes > 0
@@ -263,6 +266,7 @@ class SqlitePartitionLog(SqliteConsumerReads):
             if batch.msg_ids or batch.msg_ids_after is not None or batch.msg_id_retention is not None:
                 self._msg_ids.store(db, batch)
             self._source_positions.store(db, batch)
+            self._held_resolutions.store(db, batch)
             if batch.truncate_before > 0 or batch.remove_seqs:
                 # max(seq) stops being the last seq only when messages are removed: record it then.
                 db.execute(
@@ -445,6 +449,9 @@ class SqlitePartitionLog(SqliteConsumerReads):
 
     def source_positions(self) -> dict[tuple[str, int], SourcePosition]:
         return source_positions.newest(source_positions.SqliteSourcePositions.load(self._reader))
+
+    def held_resolution(self, held_seq: int) -> HeldResolution | None:
+        return held_resolutions.SqliteHeldResolutions.get(self._reader, held_seq)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
