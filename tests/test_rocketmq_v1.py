@@ -22,6 +22,7 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_tools import protoc  # type: ignore[import-untyped]
 from weir import Client, Message, consumer_config, stream_config
+from weir.client import NodeClient
 from weir.errors import InvalidArgumentError
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.rocketmq_v1 import mapping, sql_filter
@@ -1069,10 +1070,28 @@ def end_transaction(
     )
 
 
+async def second_resolutions_answer_from_the_first(rocketmq: RocketMQClient, commit: Any, rollback: Any) -> None:
+    """`commit` (message TX-C) was committed and `rollback` (TX-R) rolled back: a repeat of either
+    answers OK, the contradicting one FAILED_PRECONDITION saying what came first."""
+    for _ in range(2):
+        for sent, message_id, resolution in ((commit, "TX-C", "COMMIT"), (rollback, "TX-R", "ROLLBACK")):
+            again = await rocketmq.call("EndTransaction", end_transaction(rocketmq, sent, message_id, resolution))
+            assert status_of(again) == (CODE_OK, ""), (message_id, resolution)
+        late_rollback = await rocketmq.call("EndTransaction", end_transaction(rocketmq, commit, "TX-C", "ROLLBACK"))
+        code, message = status_of(late_rollback)
+        assert code == CODE_FAILED_PRECONDITION and "by a commit" in message and "rollback cannot undo" in message
+        late_commit = await rocketmq.call(
+            "EndTransaction", end_transaction(rocketmq, rollback, "TX-R", "COMMIT", source="SERVER_CHECK")
+        )
+        code, message = status_of(late_commit)
+        assert code == CODE_FAILED_PRECONDITION and "by a rollback" in message and "commit cannot undo" in message
+
+
 async def test_transactional_commit_and_rollback(rocketmq: RocketMQClient, sdk: Client) -> None:
     """A TRANSACTION message is invisible until EndTransaction: COMMIT delivers it, ROLLBACK discards
-    it; a second resolution answers OK and changes nothing; a forged transaction id or another
-    message's id is INVALID_ARGUMENT."""
+    it; the same resolution again answers OK and changes nothing, the other one FAILED_PRECONDITION
+    naming the first, changing nothing; a forged transaction id or another message's id is
+    INVALID_ARGUMENT."""
     topic = topic_name()
     await sdk.create_stream(stream_config(topic, replicas=1, allow_scheduled_messages=True))
     transaction = rocketmq.enum("MessageType", "TRANSACTION")
@@ -1095,14 +1114,65 @@ async def test_transactional_commit_and_rollback(rocketmq: RocketMQClient, sdk: 
         status_of(await rocketmq.call("EndTransaction", end_transaction(rocketmq, rollback, "TX-R", "ROLLBACK")))[0]
         == 0
     )
-    again = await rocketmq.call("EndTransaction", end_transaction(rocketmq, commit, "TX-C", "COMMIT"))
-    assert status_of(again) == (CODE_OK, "")
+    await second_resolutions_answer_from_the_first(rocketmq, commit, rollback)
 
     (delivered,) = await receive_until(rocketmq, topic, "tx-readers", 1, 1)
     assert (delivered.body, delivered.system_attribute.message_id) == (b"commit me", "TX-C")
     assert delivered.system_attribute.message_type == transaction
     assert list((await rocketmq.receive(topic, "tx-readers", 0, await_ms=500)).messages) == []
     assert (await sdk.list_scheduled(topic, 0, held_only=True)).messages == ()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_a_failover_between_two_end_transactions_keeps_the_answer(reference_pool: Any, tmp_path: Path) -> None:
+    """A three-copy topic: one transaction committed, one rolled back; once every copy has copied
+    the resolutions, the primary is SIGKILLed; the new primary answers a repeat OK and a
+    contradicting EndTransaction FAILED_PRECONDITION, as the old one did, and its log holds the
+    committed message once and the rolled back one nowhere (a cluster of its own)."""
+    local = start_cluster(tmp_path / "cluster", nodes=3, routers=1)
+    gateway = local.start_gateway("rocketmq-failover", GATEWAY_ENV)
+    rocketmq = RocketMQClient(reference_pool, gateway.rocketmq_address, "10.0.0.7@failover#1")
+    try:
+        async with Client(local.router_addresses, retry_timeout_s=30) as sdk:
+            topic = topic_name()
+            await sdk.create_stream(stream_config(topic, replicas=3, allow_scheduled_messages=True))
+            transaction, resource = rocketmq.enum("MessageType", "TRANSACTION"), rocketmq.resource(topic)
+            commit = await rocketmq.send(
+                rocketmq.message(resource, b"commit me", message_id="TX-C", message_type=transaction)
+            )
+            rollback = await rocketmq.send(
+                rocketmq.message(resource, b"roll back", message_id="TX-R", message_type=transaction)
+            )
+            for sent, message_id, resolution in ((commit, "TX-C", "COMMIT"), (rollback, "TX-R", "ROLLBACK")):
+                ended = await rocketmq.call("EndTransaction", end_transaction(rocketmq, sent, message_id, resolution))
+                assert status_of(ended) == (CODE_OK, "")
+            await second_resolutions_answer_from_the_first(rocketmq, commit, rollback)
+
+            async def every_copy_resolved_both() -> bool:  # no held record left, the commit's delivery copied
+                for node in local.nodes:
+                    async with NodeClient(node.internal_address, timeout_s=5) as reader:
+                        subjects = [message.subject async for message in reader.read_all(topic)]
+                    if len(subjects) != 1 or subjects[0].startswith("$weir."):
+                        return False
+                return True
+
+            await eventually(every_copy_resolved_both, 30, "every copy copied both resolutions")
+            old_primary = (await sdk.route(topic, refresh=True)).partitions[0].primary.node_id
+            next(node for node in local.nodes if node.name == old_primary).kill()
+
+            async def failed_over() -> bool:
+                return (await sdk.route(topic, refresh=True)).partitions[0].primary.node_id not in ("", old_primary)
+
+            await eventually(failed_over, 30, "a new primary")
+            await second_resolutions_answer_from_the_first(rocketmq, commit, rollback)
+            primary = (await sdk.route(topic, refresh=True)).partitions[0].primary
+            async with NodeClient(primary.address, timeout_s=5) as reader:  # nothing changed: one message
+                assert [message.payload async for message in reader.read_all(topic)] == [b"commit me"]
+    finally:
+        await rocketmq.channel.close()
+        gateway.stop()
+        local.stop()
 
 
 async def test_an_orphaned_transaction_is_resolved_through_multiplexing_call(

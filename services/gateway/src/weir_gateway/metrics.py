@@ -34,7 +34,8 @@ ROCKETMQ_DEAD_LETTERS = Counter(
 ROCKETMQ_TRANSACTIONS = Counter(
     "weir_gateway_rocketmq_transactions_total",
     "EndTransaction calls by resolution (commit, rollback), source (client, server_check) and outcome "
-    "(resolved, already_resolved).",
+    "(resolved: applied, or a repeat of the first resolution; conflicting: refused, the other came first; "
+    "unknown: no record of its resolution is left, answered ok).",
     ["resolution", "source", "outcome"],
 )
 ROCKETMQ_ORPHAN_CHECKS = Counter(

@@ -8,10 +8,15 @@ unresolved after the check period, and the producer answers with EndTransaction,
 
 A TRANSACTION message is stored held (`client.publish(..., hold=True)`, the stream needs
 allow_scheduled_messages); its transaction id (`handles.Signer.transaction_id`) names the held record.
-COMMIT delivers it (ReleaseScheduled), ROLLBACK discards it. A second resolution of a transaction
-(an EndTransaction retried after a lost answer, a SERVER_CHECK answer racing the client's own) finds
-no held record and answers OK without changing anything: Weir keeps no record of which resolution
-came first, so the answer cannot say, and the first one stands.
+COMMIT delivers it (ReleaseScheduled), ROLLBACK discards it. Every copy of the partition records
+how each held message was resolved (replicated with the delivery or removal, so a failover keeps it),
+and a second EndTransaction is answered from that record: the same resolution again (one retried
+after a lost answer, a SERVER_CHECK answer agreeing with the client's own) is OK and changes nothing;
+the other one (a commit after a rollback, a rollback after a commit) is FAILED_PRECONDITION
+(`already_resolved`, ErrorInfo metadata `resolution` = the first one) and changes nothing: the first
+stands, and the client learns that its resolution was not applied. A transaction whose resolution is
+no longer known (more than 65,536 resolutions of its partition since, or resolved before the record
+existed) answers OK, as the repeat it most likely is.
 
 Orphans: each MultiplexingCall poll waits (at most `poll_timeout_ms`; at most `max_waiting_polls` at
 once on this instance) with its producer group and topics. While polls wait, a scan every
@@ -34,7 +39,7 @@ from dataclasses import dataclass
 
 from weir import Client
 from weir.client import NodeClient
-from weir.errors import InvalidArgumentError, NoSuchMessageError, WeirError
+from weir.errors import AlreadyResolvedError, InvalidArgumentError, NoSuchMessageError, WeirError
 from weir.v1 import streams_pb2, types_pb2
 
 from weir_gateway import metrics
@@ -102,10 +107,11 @@ class Transactions:
 
     async def end(self, transaction_id: str, message_id: str, commit: bool, source: str) -> bool:
         """Commit (deliver) or roll back (discard) the half message `transaction_id` names; returns
-        False when it was resolved already (answered OK all the same, see the module docstring).
-        `source` ("CLIENT" | "SERVER_CHECK") is only counted. Errors: InvalidArgumentError (a
-        malformed or forged transaction id, or one of another message_id), NotLeaderError /
-        UnavailableError after the SDK's retries."""
+        False when its resolution was no longer known (answered OK all the same, see the module
+        docstring). `source` ("CLIENT" | "SERVER_CHECK") is only counted. Errors:
+        InvalidArgumentError (a malformed or forged transaction id, or one of another message_id),
+        AlreadyResolvedError (FAILED_PRECONDITION: the other resolution came first; nothing
+        changed), NotLeaderError / UnavailableError after the SDK's retries."""
         transaction = self.signer.transaction(transaction_id)
         if message_id and message_id != transaction.message_id:
             raise InvalidArgumentError(
@@ -116,10 +122,14 @@ class Transactions:
             await self.client.release_scheduled(
                 transaction.stream, transaction.partition, transaction.seq, discard=not commit
             )
+        except AlreadyResolvedError as error:
+            metrics.ROCKETMQ_TRANSACTIONS.labels(resolution, source.lower(), "conflicting").inc()
+            logger.info("transaction %s of %r: %s refused: %s", transaction.seq, transaction.stream, resolution, error)
+            raise
         except NoSuchMessageError:
-            metrics.ROCKETMQ_TRANSACTIONS.labels(resolution, source.lower(), "already_resolved").inc()
+            metrics.ROCKETMQ_TRANSACTIONS.labels(resolution, source.lower(), "unknown").inc()
             logger.info(
-                "transaction %s of %r was resolved already (%s ignored)",
+                "transaction %s of %r: no record of its resolution (%s answered ok, nothing changed)",
                 transaction.seq,
                 transaction.stream,
                 resolution,
