@@ -185,7 +185,8 @@ async def test_fault_matrix_loses_nothing_duplicates_nothing_and_rebalances(tmp_
 REPORT_INTRO = """# Reliability: the fault matrix
 
 Written by the slow test tier, not by hand: `make reliability` runs `tests/test_reliability.py`
-with `WEIR_RELIABILITY_REPORT=docs/reliability.md` (CI runs the same test and prints the table).
+and `tests/test_network_faults.py` with `WEIR_RELIABILITY_REPORT=docs/reliability.md` (CI runs the
+same tests and prints the tables).
 Power loss and damaged stored bytes are in [durability.md](durability.md).
 
 What runs: a local cluster (redis-server, 2 routers, 3 partition nodes, 1 replicator; every
