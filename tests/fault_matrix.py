@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from weir.client import NodeClient
+from weir.client import NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
 from weir.v1 import types_pb2
@@ -25,6 +25,7 @@ STREAM = "matrix"
 PARTITIONS = 2
 CLIENTS = 3
 WORKERS_PER_CLIENT = 4
+SETTLE_WITHIN_S = 30.0
 
 
 @dataclass
@@ -229,3 +230,19 @@ async def assert_repeats_are_duplicates(
     again = await asyncio.gather(*futures)
     answers = [(ack.seq, ack.duplicate) for ack in again]
     assert answers == [(p.seq, True) for p in acked], explain_repeats(acked, answers, rows, stored)
+
+
+async def create_matrix_stream(admin: WeirClient, cluster: LocalCluster) -> tuple[list[str], str]:
+    """Create the matrix's stream (PARTITIONS x 3 replicas, min_insync_replicas 2, a 15-minute
+    duplicate window) and wait until every copy is equal and in sync. Returns (the primary of each
+    partition, a node that leads none)."""
+    await admin.create_stream(
+        stream_config(STREAM, partitions=PARTITIONS, replicas=3, min_insync_replicas=2, duplicate_window_ms=900_000)
+    )
+    started = time.monotonic()
+    while not await settled(cluster, equal_copies=True):
+        assert time.monotonic() - started < SETTLE_WITHIN_S, "the new stream did not settle"
+        await asyncio.sleep(0.05)
+    record = await stream_record(cluster)
+    leaders = [entry.primary_node_id for entry in record.placement.partitions]
+    return leaders, next(node.name for node in cluster.nodes if node.name not in leaders)

@@ -30,6 +30,7 @@ import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 
+from weir_cli.launcher import pid_alive
 from weir_cli.process_basics import Placement
 
 PREFIX = "weirnet"
@@ -53,16 +54,6 @@ def namespaces() -> list[str]:
     return [line.split()[0] for line in run("ip", "netns", "list").splitlines() if line.strip()]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def delete_namespace(name: str) -> None:
     """SIGKILL every process still in namespace `name`, then delete it (its interfaces go with it)."""
     with contextlib.suppress(NetworkError):
@@ -77,7 +68,7 @@ def remove_orphans() -> None:
     """Delete the namespaces of earlier runs whose process is gone (a run killed before `close`)."""
     for name in namespaces():
         match = re.fullmatch(rf"{PREFIX}-(\d+)-.+", name)
-        if match and int(match.group(1)) != os.getpid() and not _pid_alive(int(match.group(1))):
+        if match and int(match.group(1)) != os.getpid() and not pid_alive(int(match.group(1))):
             delete_namespace(name)
 
 

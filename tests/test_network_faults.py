@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from weir.client import NodeClient, stream_config
+from weir.client import NodeClient
 from weir.cluster import WeirClient
 from weir.errors import WeirError
 from weir_cli.launcher import LocalCluster
@@ -55,6 +55,7 @@ from tests.fault_matrix import (
     assign_to_rows,
     balanced,
     copies,
+    create_matrix_stream,
     settled,
     stream_record,
     tabulate,
@@ -250,15 +251,7 @@ async def test_network_faults_lose_nothing_and_fenced_primaries_acknowledge_noth
     load = Load(cluster.router_addresses, timeout_s=30.0, retry_timeout_s=60.0)
     try:
         async with WeirClient(cluster.router_addresses) as admin:
-            await admin.create_stream(
-                stream_config(
-                    STREAM, partitions=PARTITIONS, replicas=3, min_insync_replicas=2, duplicate_window_ms=900_000
-                )
-            )
-            await eventually(lambda: settled(cluster, equal_copies=True), 30, "the new stream settled")
-            record = await stream_record(cluster)
-            leaders = [entry.primary_node_id for entry in record.placement.partitions]
-            follower_only = next(node.name for node in cluster.nodes if node.name not in leaders)
+            leaders, follower_only = await create_matrix_stream(admin, cluster)
             faults = NetworkFaults(cluster, network, admin, rows)
             rows[0].started = time.monotonic()
             await load.start()

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-from weir.client import stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
 
@@ -30,13 +29,13 @@ from tests.conftest import (
 )
 from tests.fault_matrix import (
     PARTITIONS,
-    STREAM,
     Load,
     Row,
     assert_repeats_are_duplicates,
     assign_to_rows,
     by_name,
     copies,
+    create_matrix_stream,
     settled,
     stream_record,
     tabulate,
@@ -60,12 +59,7 @@ async def test_the_cluster_fails_over_nodes_after_its_redis_primary_was_killed(t
     try:
         assert cluster.metadata_address.startswith("redis+sentinel://")
         async with WeirClient(cluster.router_addresses) as admin:
-            await admin.create_stream(
-                stream_config(
-                    STREAM, partitions=PARTITIONS, replicas=3, min_insync_replicas=2, duplicate_window_ms=600_000
-                )
-            )
-            await eventually(lambda: settled(cluster, equal_copies=True), 30, "the new stream settled")
+            await create_matrix_stream(admin, cluster)
             rows[0].started = time.monotonic()
             await load.start()
             await asyncio.sleep(2)

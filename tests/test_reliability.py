@@ -35,14 +35,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from weir.client import stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, ProcessHandle
 
 from tests.conftest import eventually, needs_own_processes
 from tests.fault_matrix import (
     PARTITIONS,
-    STREAM,
     Faults,
     Load,
     Row,
@@ -51,8 +49,8 @@ from tests.fault_matrix import (
     balanced,
     by_name,
     copies,
+    create_matrix_stream,
     settled,
-    stream_record,
     tabulate,
 )
 
@@ -104,15 +102,7 @@ async def test_fault_matrix_loses_nothing_duplicates_nothing_and_rebalances(tmp_
     load = Load(cluster.router_addresses)
     try:
         async with WeirClient(cluster.router_addresses) as admin:
-            await admin.create_stream(
-                stream_config(
-                    STREAM, partitions=PARTITIONS, replicas=3, min_insync_replicas=2, duplicate_window_ms=900_000
-                )
-            )
-            await eventually(lambda: settled(cluster, equal_copies=True), 30, "the new stream settled")
-            record = await stream_record(cluster)
-            leaders = [entry.primary_node_id for entry in record.placement.partitions]
-            follower_only = next(node.name for node in cluster.nodes if node.name not in leaders)
+            leaders, follower_only = await create_matrix_stream(admin, cluster)
             rows[0].started = time.monotonic()
             await load.start()
             await asyncio.sleep(4)

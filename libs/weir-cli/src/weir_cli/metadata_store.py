@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import signal
 import subprocess
 import sysconfig
 import time
@@ -24,7 +23,9 @@ from weir_cli.process_basics import (
     LaunchError,
     Placement,
     free_port,
+    kill_process,
     owner_only_secret,
+    stop_process,
     with_parent_death,
 )
 
@@ -181,18 +182,10 @@ class RedisHandle:
             client.close()
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        kill_process(self.process)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        stop_process(self.process, timeout_s)
 
 
 def redis_supports_tls(binary: str) -> bool:

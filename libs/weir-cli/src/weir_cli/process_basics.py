@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import signal
 import socket
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,24 @@ if os.getppid() != int(sys.argv[1]):
     sys.exit(1)
 os.execvp(sys.argv[2], sys.argv[2:])
 """
+
+
+def kill_process(process: subprocess.Popen[bytes] | None) -> None:
+    """SIGKILL `process` (a crash with no chance to flush anything) and reap it, if it runs."""
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout_s: float = 10.0) -> None:
+    """SIGTERM `process` and wait for it; SIGKILL it if it does not exit within `timeout_s`."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_process(process)
 
 
 def with_parent_death(command: list[str]) -> list[str]:

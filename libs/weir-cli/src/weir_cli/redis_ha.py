@@ -17,7 +17,6 @@ placement: weir_router.failover.newest_placement).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -33,7 +32,9 @@ from weir_cli.process_basics import (
     LaunchError,
     Placement,
     free_port,
+    kill_process,
     owner_only_secret,
+    stop_process,
     with_parent_death,
 )
 
@@ -235,15 +236,7 @@ class SentinelHandle:
         return redis.Redis(self.placement.host, self.port, password=password, socket_timeout=0.5)
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        kill_process(self.process)
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        stop_process(self.process, timeout_s)
