@@ -26,7 +26,17 @@ if _version_not_supported:
 
 
 class MessagingServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """For all the RPCs in MessagingService, the following error handling policies
+    apply:
+
+    If the request doesn't bear a valid authentication credential, return a
+    response with common.status.code == `UNAUTHENTICATED`. If the authenticated
+    user is not granted with sufficient permission to execute the requested
+    operation, return a response with common.status.code == `PERMISSION_DENIED`.
+    If the per-user-resource-based quota is exhausted, return a response with
+    common.status.code == `RESOURCE_EXHAUSTED`. If any unexpected server-side
+    errors raise, return a response with common.status.code == `INTERNAL`.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -122,106 +132,197 @@ class MessagingServiceStub:
 
 
 class MessagingServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """For all the RPCs in MessagingService, the following error handling policies
+    apply:
+
+    If the request doesn't bear a valid authentication credential, return a
+    response with common.status.code == `UNAUTHENTICATED`. If the authenticated
+    user is not granted with sufficient permission to execute the requested
+    operation, return a response with common.status.code == `PERMISSION_DENIED`.
+    If the per-user-resource-based quota is exhausted, return a response with
+    common.status.code == `RESOURCE_EXHAUSTED`. If any unexpected server-side
+    errors raise, return a response with common.status.code == `INTERNAL`.
+    """
 
     def QueryRoute(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Queries the route entries of the requested topic in the perspective of the
+        given endpoints. On success, servers should return a collection of
+        addressable message-queues. Note servers may return customized route
+        entries based on endpoints provided.
+
+        If the requested topic doesn't exist, returns `NOT_FOUND`.
+        If the specific endpoints is empty, returns `INVALID_ARGUMENT`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Heartbeat(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Producer or consumer sends HeartbeatRequest to servers periodically to
+        keep-alive. Additionally, it also reports client-side configuration,
+        including topic subscription, load-balancing group name, etc.
+
+        Returns `OK` if success.
+
+        If a client specifies a language that is not yet supported by servers,
+        returns `INVALID_ARGUMENT`
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SendMessage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Delivers messages to brokers.
+        Clients may further:
+        1. Refine a message destination to message-queues which fulfills parts of
+        FIFO semantic;
+        2. Flag a message as transactional, which keeps it invisible to consumers
+        until it commits;
+        3. Time a message, making it invisible to consumers till specified
+        time-point;
+        4. And more...
+
+        Returns message-id or transaction-id with status `OK` on success.
+
+        If the destination topic doesn't exist, returns `NOT_FOUND`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def QueryAssignment(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Queries the assigned route info of a topic for current consumer,
+        the returned assignment result is decided by server-side load balancer.
+
+        If the corresponding topic doesn't exist, returns `NOT_FOUND`.
+        If the specific endpoints is empty, returns `INVALID_ARGUMENT`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ReceiveMessage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Receives messages from the server in batch manner, returns a set of
+        messages if success. The received messages should be acked or redelivered
+        after processed.
+
+        If the pending concurrent receive requests exceed the quota of the given
+        consumer group, returns `UNAVAILABLE`. If the upstream store server hangs,
+        return `DEADLINE_EXCEEDED` in a timely manner. If the corresponding topic
+        or consumer group doesn't exist, returns `NOT_FOUND`. If there is no new
+        message in the specific topic, returns `OK` with an empty message set.
+        Please note that client may suffer from false empty responses.
+
+        If failed to receive message from remote, server must return only one
+        `ReceiveMessageResponse` as the reply to the request, whose `Status` indicates
+        the specific reason of failure, otherwise, the reply is considered successful.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AckMessage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Acknowledges the message associated with the `receipt_handle` or `offset`
+        in the `AckMessageRequest`, it means the message has been successfully
+        processed. Returns `OK` if the message server remove the relevant message
+        successfully.
+
+        If the given receipt_handle is illegal or out of date, returns
+        `INVALID_ARGUMENT`.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ForwardMessageToDeadLetterQueue(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Forwards one message to dead letter queue if the max delivery attempts is
+        exceeded by this message at client-side, return `OK` if success.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PullMessage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """PullMessage and ReceiveMessage RPCs serve a similar purpose,
+        which is to attempt to get messages from the server, but with different semantics.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateOffset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Update the consumption progress of the designated queue of the
+        consumer group to the remote.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetOffset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Query the consumption progress of the designated queue of the
+        consumer group to the remote.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def QueryOffset(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Query the offset of the designated queue by the query offset policy.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def EndTransaction(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Commits or rollback one transactional message.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Telemetry(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """Once a client starts, it would immediately establishes bi-lateral stream
+        RPCs with brokers, reporting its settings as the initiative command.
+
+        When servers have need of inspecting client status, they would issue
+        telemetry commands to clients. After executing received instructions,
+        clients shall report command execution results through client-side streams.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def NotifyClientTermination(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Notify the server that the client is terminated.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ChangeInvisibleDuration(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Once a message is retrieved from consume queue on behalf of the group, it
+        will be kept invisible to other clients of the same group for a period of
+        time. The message is supposed to be processed within the invisible
+        duration. If the client, which is in charge of the invisible message, is
+        not capable of processing the message timely, it may use
+        ChangeInvisibleDuration to lengthen invisible duration.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RecallMessage(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Recall a message,
+        for delay message, should recall before delivery time, like the rollback operation of transaction message,
+        for normal message, not supported for now.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def SyncLiteSubscription(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Sync lite subscription info, lite push consumer only
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -323,7 +424,17 @@ def add_MessagingServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class MessagingService:
-    """Missing associated documentation comment in .proto file."""
+    """For all the RPCs in MessagingService, the following error handling policies
+    apply:
+
+    If the request doesn't bear a valid authentication credential, return a
+    response with common.status.code == `UNAUTHENTICATED`. If the authenticated
+    user is not granted with sufficient permission to execute the requested
+    operation, return a response with common.status.code == `PERMISSION_DENIED`.
+    If the per-user-resource-based quota is exhausted, return a response with
+    common.status.code == `RESOURCE_EXHAUSTED`. If any unexpected server-side
+    errors raise, return a response with common.status.code == `INTERNAL`.
+    """
 
     @staticmethod
     def QueryRoute(request,
