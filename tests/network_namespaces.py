@@ -8,10 +8,13 @@ their host with `placement(name)` (weir_cli.launcher.Placement: ``ip netns exec`
 address, and register it, so every byte between two of them crosses a real interface where a rule
 can stop it.
 
-Faults are nftables rules in the host's own namespace (`cut`, `isolate`, `lose`), removed by
-`heal`: dropped packets, so TCP sees silence rather than a refused connection, as on a real network
-partition. The kernel here has no `netem` (CONFIG_NET_SCH_NETEM is off), so loss comes from nft's
-`numgen random` and there is no added latency.
+Faults are nftables rules in the host's own namespace (`cut`, `isolate`, `lose`, `delay`), removed
+by `heal`: dropped packets, so TCP sees silence rather than a refused connection, as on a real
+network partition. The kernel here has no `netem` (CONFIG_NET_SCH_NETEM is off), so loss comes from
+nft's `numgen random`, and latency from NFQUEUE (an iptables rule: nft's `queue` is not in this
+kernel either): the packets a host sends wait in the kernel's queue
+until tests/netem_delay.py, running in the host, lets them go (in a virtualenv of its own with
+NetfilterQueue, built once per run; it needs Debian's libnetfilter-queue-dev).
 
 Needs root, `ip` (iproute2) and `nft` (nftables). Everything is made under names that carry this
 process's pid (``weirnet-<pid>-<host>``): `close` kills whatever still runs in the namespaces and
@@ -26,16 +29,24 @@ import ipaddress
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
+import pytest
 from weir_cli.launcher import pid_alive
 from weir_cli.process_basics import Placement
 
 PREFIX = "weirnet"
 FAULT_TABLE = "weirfault"
 FIRST_HOST = 10  # host addresses start at .10; .1 is the test process's own
+FIRST_QUEUE = 100  # NFQUEUE numbers of the hosts' delays (one per host)
+NFQUEUE_HEADER = Path("/usr/include/libnetfilter_queue/libnetfilter_queue.h")
+DELAY_PROGRAM = Path(__file__).with_name("netem_delay.py")
+DELAY_READY_S = 10.0
 
 
 class NetworkError(RuntimeError):
@@ -92,6 +103,8 @@ class Network:
         self.own_address = str(addresses[0])
         self.addresses = {host: str(addresses[FIRST_HOST + index]) for index, host in enumerate(hosts)}
         self._made: list[str] = []
+        self._delays: dict[str, subprocess.Popen[str]] = {}
+        self._delay_venv: Path | None = None
         try:
             self._build(hosts)
         except BaseException:
@@ -173,13 +186,80 @@ class Network:
         rule = "drop" if percent >= 100 else f"numgen random mod 100 < {percent} drop"
         self._rules(host, [rule] if inbound else [], [rule] if outbound else [])
 
+    def delay(self, host: str, delay_ms: int, loss_percent: int = 0) -> None:
+        """Added latency: each packet `host` sends waits `delay_ms` (its round trips grow by that
+        much), and `loss_percent` % of them are dropped first. Skips the test (fails it under
+        WEIR_PREFLIGHT_STRICT=1) without libnetfilter-queue's headers."""
+        queue = FIRST_QUEUE + list(self.addresses).index(host)
+        program = subprocess.Popen(
+            [
+                *self.placement(host).command_prefix,
+                str(self._delay_python()),
+                str(DELAY_PROGRAM),
+                str(queue),
+                str(delay_ms),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._delays[host] = program
+        assert program.stdout is not None
+        ready = program.stdout.readline().strip()  # "ready", or why not (its output ends with the error)
+        if ready != "ready":
+            self.heal(host)
+            raise NetworkError(f"the delay queue of {host} did not start: {ready} {program.stdout.read()[-2000:]}")
+        if loss_percent:
+            self._rules(host, [], [f"numgen random mod 100 < {loss_percent} drop"])
+        # nft's own `queue` is not in this kernel (CONFIG_NFT_QUEUE off); xtables' NFQUEUE target is
+        namespace = ("ip", "netns", "exec", self.namespace(host))
+        run(
+            *namespace,
+            "iptables",
+            "-A",
+            "OUTPUT",
+            "-o",
+            "eth0",
+            "-j",
+            "NFQUEUE",
+            "--queue-num",
+            str(queue),
+            "--queue-bypass",
+        )
+
+    def _delay_python(self) -> Path:
+        """The python of a virtualenv with NetfilterQueue, made once per Network."""
+        if not NFQUEUE_HEADER.exists():
+            reason = (
+                "libnetfilter-queue-dev is missing (added latency needs NFQUEUE): "
+                "sudo apt-get install libnetfilter-queue-dev"
+            )
+            if os.environ.get("WEIR_PREFLIGHT_STRICT") == "1":
+                pytest.fail(reason)
+            pytest.skip(reason)
+        from tests.rocketmq_client_env import isolated_python
+
+        if self._delay_venv is None:
+            self._delay_venv = Path(tempfile.mkdtemp(prefix="weir-netem-"))
+        return isolated_python(self._delay_venv / "venv", "netfilterqueue==1.1.0")
+
     def heal(self, host: str) -> None:
-        """Remove every fault rule of `host`."""
+        """Remove every fault rule of `host`, and stop its delay queue."""
         with contextlib.suppress(NetworkError):
             run("ip", "netns", "exec", self.namespace(host), "nft", "delete", "table", "inet", FAULT_TABLE)
+        program = self._delays.pop(host, None)
+        if program is not None:
+            with contextlib.suppress(NetworkError):
+                run("ip", "netns", "exec", self.namespace(host), "iptables", "-F", "OUTPUT")
+            program.kill()
+            program.wait()
 
     def close(self) -> None:
         """Kill what still runs in the namespaces, delete them (and with them every interface)."""
+        for host in list(self._delays):
+            self.heal(host)
         for name in reversed(self._made):
             delete_namespace(name)
         self._made.clear()
+        if self._delay_venv is not None:
+            shutil.rmtree(self._delay_venv, ignore_errors=True)

@@ -34,10 +34,16 @@ def client_python(directory: Path) -> Path:
     """The python of a virtualenv in `directory` holding rocketmq-python-client==CLIENT_VERSION (and
     only what it pulls in), made now. Fails the test when uv is missing or the install fails
     (with uv's own words: a resolution conflict shows as such, nothing overrides it)."""
+    return isolated_python(directory / "rocketmq-client-venv", f"{CLIENT_PACKAGE}=={CLIENT_VERSION}")
+
+
+def isolated_python(venv: Path, requirement: str) -> Path:
+    """The python of a virtualenv at `venv` holding `requirement` (and only what it pulls in), made
+    now unless it exists, with `uv venv` + `uv pip install` (uv's cache makes a second build quick).
+    Fails the test when uv is missing or the install fails, with uv's own words."""
     uv = uv_binary()
     if uv is None:
-        pytest.fail("uv is needed to build the RocketMQ client's virtualenv: python3 -m pip install 'uv>=0.9'")
-    venv = directory / "rocketmq-client-venv"
+        pytest.fail(f"uv is needed to build a virtualenv for {requirement}: python3 -m pip install 'uv>=0.9'")
     python = venv / "bin" / "python"
     if python.exists():
         return python
@@ -45,7 +51,7 @@ def client_python(directory: Path) -> Path:
     environ = {key: value for key, value in os.environ.items() if not key.startswith(("VIRTUAL_ENV", "UV_PROJECT"))}
     commands = [
         [uv, "venv", "--quiet", "--python", f"{major}.{minor}", str(venv)],
-        [uv, "pip", "install", "--quiet", "--python", str(python), f"{CLIENT_PACKAGE}=={CLIENT_VERSION}"],
+        [uv, "pip", "install", "--quiet", "--python", str(python), requirement],
     ]
     for command in commands:
         completed = subprocess.run(

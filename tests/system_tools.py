@@ -31,6 +31,9 @@ PACKAGES = {
     "fusermount3": "fuse3",
     "nft": "nftables",
     "ip": "iproute2",
+    "pkg-config": "pkg-config",
+    "libnetfilter-queue": "libnetfilter-queue-dev",
+    "iptables": "iptables",
 }
 
 

@@ -15,6 +15,8 @@ per-attempt and retry timeouts) runs while, one after the other, nftables rules:
   after another node was promoted is counted as "acknowledged by a fenced primary";
 - isolate a secondary, the replicator and the controller router, each in turn;
 - drop 30 % of the packets a primary sends (one-way loss), and 10 % each way;
+- add 200 ms to every packet a primary sends and drop 5 % of them (an NFQUEUE delay: this kernel
+  has no netem);
 - flap a primary's links (1 s down, 1 s up, five times);
 - isolate the Redis primary, SIGKILL it (and restart it), and cut it from its replicas and their
   sentinels while the services still reach it: each time the sentinels promote a replica, and in
@@ -224,6 +226,10 @@ class NetworkFaults:
                 f"10 % of a primary's packets lost each way, {held} ({leaders[0]})",
                 lambda: self.hold(leaders[0], lambda: network.lose(leaders[0], 10, inbound=True)),
             ),
+            (
+                f"200 ms added to every packet a primary sends and 5 % of them lost, {held} ({leaders[1]})",
+                lambda: self.hold(leaders[1], lambda: network.delay(leaders[1], 200, loss_percent=5)),
+            ),
             (f"a primary's links flapping, 1 s down / 1 s up x 5 ({leaders[1]})", lambda: self.flap(leaders[1])),
             (
                 f"the replicator isolated, {held}",
@@ -329,8 +335,9 @@ not a refused connection. Each fault lasts 6 s and is then healed; **time to hea
 until every replica is back in the in-sync set and every partition is led by its preferred
 leader. **Acknowledged by a fenced primary**: while a primary is cut from Redis and the routers, a
 client with the old route publishes to it directly; every ack it gets after another node was
-promoted would be a write the new primary does not have. This kernel has no `netem`, so the
-faults are drops (all, some, one way, flapping), not added latency."""
+promoted would be a write the new primary does not have. This kernel has no `netem`: loss is
+nft's `numgen`, and added latency holds a host's outgoing packets in an NFQUEUE
+(`tests/netem_delay.py`)."""
 
 
 def write_report(table: str) -> None:

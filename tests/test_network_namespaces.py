@@ -1,6 +1,6 @@
 """The network fault harness itself (tests/network_namespaces.py): hosts reach each other, a fault
-silences exactly the links it names, `heal` restores them, and `close` leaves no namespace and no
-process behind."""
+silences exactly the links it names, an added delay slows a host's packets by that much, `heal`
+restores them, and `close` leaves no namespace and no process behind."""
 
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ def connect_from_here(address: str) -> str:
         return "silent"
 
 
+def timed_connect(address: str) -> float:
+    """Seconds from a TCP connect to `address` until its greeting arrived (one round trip and more)."""
+    started = time.monotonic()
+    assert connect_from_here(address) == "ok"
+    return time.monotonic() - started
+
+
 def connect_from(network: Network, host: str, address: str) -> str:
     command = [*network.placement(host).command_prefix, sys.executable, "-c", CONNECT, address]
     return subprocess.run(command, capture_output=True, text=True, timeout=10, check=True).stdout.strip()
@@ -95,6 +102,11 @@ def test_faults_silence_exactly_the_links_they_name_and_heal_restores_them(netwo
         assert connect_from_here(a) == "silent"
         network.heal("a")
         assert connect_from_here(a) == "ok"
+
+        network.delay("a", 300)  # every packet a sends waits 300 ms in an NFQUEUE
+        assert timed_connect(a) >= 0.3
+        network.heal("a")
+        assert timed_connect(a) < 0.1
     finally:
         network.close()
         listener.wait(timeout=10)  # killed with its namespace
