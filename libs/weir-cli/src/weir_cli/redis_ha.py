@@ -43,7 +43,7 @@ SENTINELS = 3
 QUORUM = 2
 # How long the sentinels wait for a silent primary before they agree it is down and fail over, and
 # how long one failover may take before another is tried (Sentinel's defaults: 30 s and 3 min, for
-# WAN links; a metadata store that fails the cluster's failovers over must be quicker).
+# WAN links; the store the cluster's own failovers depend on must fail over in seconds).
 SENTINEL_DOWN_AFTER_MS = 1000
 SENTINEL_FAILOVER_TIMEOUT_MS = 5000
 
@@ -56,8 +56,8 @@ def start_replica_set(
 ) -> tuple[list[RedisHandle], list[SentinelHandle]]:
     """Beside the started `primary` (named "redis"), start its replicas ("redis-2", "redis-3") and
     the sentinels ("sentinel-1" ... "sentinel-3", each where `placements` puts it: beside its
-    redis-server in the network fault tests), and wait until every sentinel names the primary and
-    the replicas are in sync. Returns (replicas, sentinels); on failure stops what it started and
+    redis-server in the network fault tests), and wait until the replicas are in sync and every
+    sentinel sees the others. Returns (replicas, sentinels); on failure stops what it started and
     raises LaunchError."""
     root = primary.data_dir.parent
     address = (primary.placement.host, primary.port)
