@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from weir.v1 import collections_pb2, internal_pb2, invoker_pb2, kv_pb2, objects_pb2, router_pb2, streams_pb2
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2
 from weir_gateway.rocketmq_v1.pb import service_pb2 as rocketmq_service_pb2
+from weir_gateway.rocketmq_v2.pb import service_pb2 as rocketmq_v2_service_pb2
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2
 
 # -- what is served where ------------------------------------------------------------------------------
@@ -42,6 +43,7 @@ COLLECTIONS = collections_pb2.DESCRIPTOR.services_by_name["Collections"].full_na
 OBJECTS = objects_pb2.DESCRIPTOR.services_by_name["ObjectStore"].full_name
 KAFKA_PIXY = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
 ROCKETMQ = rocketmq_service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
+ROCKETMQ_V2 = rocketmq_v2_service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
 WAYMAKER_STREAMS = waymaker_streams_pb2.DESCRIPTOR.services_by_name["WaymakerStreamsService"].full_name
 INVOKER = invoker_pb2.DESCRIPTOR.services_by_name["Invoker"].full_name
 
@@ -61,7 +63,7 @@ PORT_SERVICES: dict[str, tuple[str, ...]] = {
     NODE_INTERNAL: (STREAMS, CHANGE_FEED, REPLICATION, HEALTH, REFLECTION),
     ROUTER_PORT: (ROUTER, KEY_VALUE, COLLECTIONS, OBJECTS, HEALTH, REFLECTION),
     KAFKA_PIXY_PORT: (KAFKA_PIXY, HEALTH, REFLECTION),
-    ROCKETMQ_PORT: (ROCKETMQ, HEALTH, REFLECTION),
+    ROCKETMQ_PORT: (ROCKETMQ, ROCKETMQ_V2, HEALTH, REFLECTION),
     WAYMAKER_STREAMS_PORT: (WAYMAKER_STREAMS, HEALTH, REFLECTION),
     INVOKER_PORT: (INVOKER, HEALTH, REFLECTION),
 }
