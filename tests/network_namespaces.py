@@ -98,6 +98,13 @@ class Network:
     def __init__(self, hosts: Sequence[str]) -> None:
         remove_orphans()
         self.tag = f"{PREFIX}-{os.getpid()}"
+        # What an earlier Network of this pid left (a process reusing a pid, or one whose namespaces
+        # the kernel still tears down: that is asynchronous): its namespaces, and its interface here
+        for name in namespaces():
+            if name.startswith(f"{self.tag}-"):
+                delete_namespace(name)
+        with contextlib.suppress(NetworkError):
+            run("ip", "link", "del", f"wn{os.getpid()}r")
         self.subnet = free_subnet()
         addresses = list(self.subnet.hosts())
         self.own_address = str(addresses[0])
@@ -258,6 +265,9 @@ class Network:
         """Kill what still runs in the namespaces, delete them (and with them every interface)."""
         for host in list(self._delays):
             self.heal(host)
+        if self._made:  # at once: a namespace's own teardown is asynchronous, and the next Network of
+            with contextlib.suppress(NetworkError):  # this process wants the same interface name
+                run("ip", "link", "del", f"wn{os.getpid()}r")
         for name in reversed(self._made):
             delete_namespace(name)
         self._made.clear()

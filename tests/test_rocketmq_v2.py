@@ -177,7 +177,7 @@ async def test_the_official_client_produces_and_consumes_every_message_type(
     first = {entry["body"]: entry for entry in normal["first"]}
     assert first["normal-1"]["tag"] == "TagA" and first["normal-1"]["keys"] == ["k1"]
     assert first["normal-1"]["properties"] == {"n": "1"} and first["normal-1"]["delivery_attempt"] == 1
-    # Acked (0) and made invisible for 30 s (1): only the unacknowledged 2 comes back, as attempt 2.
+    # Acked (0) and made invisible for 60 s (1): only the unacknowledged 2 comes back, as attempt 2.
     assert [(entry["body"], entry["delivery_attempt"]) for entry in normal["redelivered"]] == [("normal-2", 2)]
     assert normal["after"] == []
 
