@@ -25,9 +25,8 @@ from typing import Any
 from weir.errors import WeirError
 from weir_server.permissions import Requirement
 
-from weir_gateway.rocketmq_v1 import mapping
 from weir_gateway.rocketmq_v1.handles import Signer
-from weir_gateway.rocketmq_v1.permissions import KNOWN_CALLER
+from weir_gateway.rocketmq_v1.permissions import KNOWN_CALLER, topic_rule
 from weir_gateway.rocketmq_v2.pb import service_pb2
 
 SERVICE = service_pb2.DESCRIPTOR.services_by_name["MessagingService"].full_name
@@ -46,26 +45,17 @@ _ANY_KNOWN = (
 )
 
 
-def _on_topic(action: str, topic_of: Callable[[Any], Any]) -> Callable[[Any], Requirement]:
-    def rule(request: Any) -> Requirement:
-        topic = topic_of(request)
-        stream = mapping.weir_name_of(topic.resource_namespace, topic.name)
-        return Requirement(action, stream, (stream,) if action == "publish" else ())
-
-    return rule
-
-
 class RocketMQV2Permissions:
     """`requirement(method, request)` for apache.rocketmq.v2.MessagingService; `signer` opens
     transaction ids (they name their stream)."""
 
     def __init__(self, signer: Signer) -> None:
         self.signer = signer
-        consume_on_topic = _on_topic("consume", lambda request: request.topic)
+        consume_on_topic = topic_rule("consume", lambda request: request.topic)
         self._rules: dict[str, Callable[[Any], Requirement]] = {
             "SendMessage": self._send,
             "EndTransaction": self._transaction,
-            "ReceiveMessage": _on_topic("consume", lambda request: request.message_queue.topic),
+            "ReceiveMessage": topic_rule("consume", lambda request: request.message_queue.topic),
             "AckMessage": consume_on_topic,
             "ChangeInvisibleDuration": consume_on_topic,
             "ForwardMessageToDeadLetterQueue": consume_on_topic,
@@ -76,7 +66,7 @@ class RocketMQV2Permissions:
     def _send(request: Any) -> Requirement:
         if not request.messages:  # refused by the servicer
             return KNOWN_CALLER
-        return _on_topic("publish", lambda request: request.messages[0].topic)(request)
+        return topic_rule("publish", lambda request: request.messages[0].topic)(request)
 
     def _transaction(self, request: Any) -> Requirement:
         stream = self.signer.transaction(request.transaction_id).stream
