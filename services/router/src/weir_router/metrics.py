@@ -30,5 +30,6 @@ LEADER_ELECTIONS = Counter(
 LOST_EPOCHS_RESTORED = Counter(
     "weir_router_lost_epochs_restored_total",
     "Partition placements the metadata store had lost (nodes held a newer leader epoch) that the controller "
-    "restored from the nodes' copies",
+    "decided to restore from the nodes' copies (counted when decided; a write the store refused as stale is "
+    "decided again at the next tick)",
 )
