@@ -45,12 +45,13 @@ numaflow-lock:  ## re-resolve the Numaflow sidecar image's lock (services/numafl
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
 	UV=$(UV) bash scripts/numaflow_lock.sh
 
-lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ceilings (scripts/check_sizes.py)
+lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ceilings (scripts/check_sizes.py) + the layer contracts (.importlinter)
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run python scripts/check_sizes.py
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
+	$(UV) run lint-imports --no-cache
 
 install-check:  ## every package installs on its own into a clean virtualenv (the SDK also at its lowest protobuf and grpcio), the Numaflow sidecar from its image lock (fresh, protobuf 6), the CLI with uv tool install (scripts/check_install.sh)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
