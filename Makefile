@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
+.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -52,6 +52,9 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ce
 	$(UV) run mypy libs/weir/src libs/weir-server/src libs/weir-cli/src services/partition-node/src services/router/src services/replicator/src \
 		services/spark-analytics/src services/gateway/src services/numaflow-source/src services/invoker/src tests bench
 	$(UV) run lint-imports --no-cache
+
+layers: setup  ## print the packages by floor and every import cycle, from the imports alone (scripts/layers.py; FLOORS=package also lists its modules by floor)
+	$(UV) run python scripts/layers.py $(if $(FLOORS),--floors $(FLOORS))
 
 install-check:  ## every package installs on its own into a clean virtualenv (the SDK also at its lowest protobuf and grpcio), the Numaflow sidecar from its image lock (fresh, protobuf 6), the CLI with uv tool install (scripts/check_install.sh)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"

@@ -1,13 +1,16 @@
 """The layer contracts `make lint` checks (.importlinter, issue 57): the tree keeps them, and a
-forbidden import added to a temp copy of the packages breaks the contract it should."""
+forbidden import added to a temp copy of the packages breaks the contract it should; plus
+scripts/layers.py, which prints the floors and cycles `make layers` shows."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -66,3 +69,35 @@ def test_a_forbidden_import_in_a_copy_breaks_its_contract(
             name,
             result.stdout,
         )
+
+
+def _script() -> ModuleType:
+    path = ROOT / "scripts" / "layers.py"
+    spec = importlib.util.spec_from_file_location("layers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_floors_stack_a_graph_and_a_cycle_shares_one_floor() -> None:
+    layers = _script()
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"b", "d"}, "d": set(), "e": {"d"}}
+    assert layers.floors(graph) == [["d"], ["b", "c", "e"], ["a"]]
+    assert layers.cycles(graph) == [[("b", "c"), ("c", "b")]]
+    assert layers.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_report_names_packages_by_floor_and_each_cycle() -> None:
+    layers = _script()
+    modules = {
+        "tool": {"svc.x"},
+        "svc": set(),
+        "svc.x": {"svc.y", "lib"},
+        "svc.y": {"svc.x"},
+        "lib": set(),
+    }
+    lines = layers.report(modules, None)
+    assert lines[1:4] == ["  2  tool", "  1  svc", "  0  lib"]
+    assert "    cycle of 2 modules, 2 arrows:" in lines
+    assert lines[-1] == "Import cycles: 1"
