@@ -157,18 +157,25 @@ class NetworkFaults:
             self.network.heal(host)
             await asyncio.sleep(1.0)
 
-    async def redis_primary(self) -> str:
-        """The host of the Redis primary, as the sentinels that answer name it."""
+    async def redis_primary(self, asked_outside: str | None = None) -> str:
+        """The host of the Redis primary, as most of the sentinels that answer name it; with
+        `asked_outside`, only the sentinels on other hosts are asked. A sentinel cut off with its
+        primary keeps naming it, so a promotion is seen by the others only."""
         by_address = {address: host for host, address in self.network.addresses.items()}
+        named_hosts: list[str] = []
         for sentinel in self.cluster.sentinels:
+            if asked_outside is not None and sentinel.placement.host == self.network.addresses[asked_outside]:
+                continue
             named = await asyncio.to_thread(sentinel.primary_address)
             if named is not None:
-                return by_address[named[0]]
-        raise AssertionError("no sentinel answers")
+                named_hosts.append(by_address[named[0]])
+        if not named_hosts:
+            raise AssertionError("no sentinel answers")
+        return max(set(named_hosts), key=named_hosts.count)
 
     async def promoted_away_from(self, host: str) -> None:
         async def moved() -> bool:
-            return await self.redis_primary() != host
+            return await self.redis_primary(asked_outside=host) != host
 
         await eventually(moved, 30, f"the sentinels promoted a replica in place of {host}")
 
