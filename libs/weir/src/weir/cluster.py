@@ -468,6 +468,7 @@ class Client(RouterAdmin, PartitionAdmin):
             stream,
             group,
             max_buffered=max_buffered or 2 * batch_size,
+            forget=self._subscriptions.discard,
             client_id=client_id,
             consumer_config=consumer_config,
             batch_size=batch_size,
@@ -475,9 +476,6 @@ class Client(RouterAdmin, PartitionAdmin):
         )
         self._subscriptions.add(subscription)
         return subscription
-
-    def _forget_subscription(self, subscription: Subscription) -> None:
-        self._subscriptions.discard(subscription)
 
 
 WeirClient = Client  # the name before the public SDK (issue 24); kept for existing code

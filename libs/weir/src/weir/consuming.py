@@ -15,20 +15,34 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from weir.client import endpoints_of
 from weir.errors import InvalidArgumentError, WeirError
 from weir.info import ConsumerConfig
-from weir.message import Message
+from weir.message import Message, Settler
+from weir.router_client import RouterClient
 from weir.v1 import router_pb2, types_pb2
-
-if TYPE_CHECKING:
-    from weir.cluster import Client
 
 logger = logging.getLogger(__name__)
 
 _BUFFER_FULL_RECHECK_S = 0.05  # a fetch loop whose subscription buffer is full looks again this often
+
+
+class MemberClient(Settler, Protocol):
+    """What a group member calls on (the cluster client, weir.cluster's `Client`, is one): the
+    router, for QueryAssignment with retries and LeaveGroup once, and fetch and settle on a
+    partition's primary. A protocol, so that this module does not import the client that makes
+    its members (an import cycle)."""
+
+    @property
+    def router(self) -> RouterClient: ...
+
+    async def _router_call(self, method: str, request: Any, timeout_s: float | None = None) -> Any: ...
+
+    async def fetch(
+        self, stream: str, consumer: str, partition: int, *, batch_size: int = 0, max_wait_ms: int = 0
+    ) -> list[Message]: ...
 
 
 class GroupConsumer:
@@ -47,7 +61,7 @@ class GroupConsumer:
 
     def __init__(
         self,
-        client: Client,
+        client: MemberClient,
         stream: str,
         group: str,
         handler: Callable[[Message], Awaitable[None]] | None,
@@ -220,15 +234,27 @@ class Subscription:
     """`async for message in subscription`: the messages of one consumer-group membership, each to be
     settled by the caller (`await message.ack()`, `nak()`, `term()`, `in_progress()`).
 
-    Made by `Client.consume`. The membership starts on the first iteration (or `async with`);
-    fetched messages wait in a buffer of at most `max_buffered` (the fetch loops wait while it is
-    full). `stop()` leaves the group and naks the buffered messages not yet handed out, so they are
-    redelivered at once instead of after ack_wait; iteration then ends. A non-retryable error of
-    the membership (NoSuchStreamError for a stream that does not exist, ...) is raised by the loop.
+    Made by `Client.consume`, which gives `forget`, called with the subscription once it stopped
+    (the client stops only the subscriptions still running at close). The membership starts on the
+    first iteration (or `async with`); fetched messages wait in a buffer of at most `max_buffered`
+    (the fetch loops wait while it is full). `stop()` leaves the group and naks the buffered
+    messages not yet handed out, so they are redelivered at once instead of after ack_wait;
+    iteration then ends. A non-retryable error of the membership (NoSuchStreamError for a stream
+    that does not exist, ...) is raised by the loop.
     """
 
-    def __init__(self, client: Client, stream: str, group: str, *, max_buffered: int, **options: Any) -> None:
+    def __init__(
+        self,
+        client: MemberClient,
+        stream: str,
+        group: str,
+        *,
+        max_buffered: int,
+        forget: Callable[[Subscription], None] = lambda subscription: None,
+        **options: Any,
+    ) -> None:
         self.client = client
+        self._forget = forget
         self.stream = stream
         self.group = group
         self._buffer: asyncio.Queue[Message] = asyncio.Queue(max_buffered)
@@ -312,7 +338,7 @@ class Subscription:
         await self._hand_back()
         if task is not None and not task.cancelled():
             task.exception()  # retrieved: a failed membership has nothing more to say at stop
-        self.client._forget_subscription(self)
+        self._forget(self)
 
     async def _hand_back(self) -> None:
         while self._front:
