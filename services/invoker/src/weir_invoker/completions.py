@@ -9,13 +9,34 @@ import asyncio
 import contextlib
 
 from weir.errors import FailedPreconditionError, NoSuchInvocationError
+from weir.v1 import invoker_pb2
 
 from weir_invoker.active import Active, completed_indexes, input_frame
 from weir_invoker.attempt import now_ms
-from weir_invoker.entries import empty
 from weir_invoker.protocol import COMPLETABLE, MessageType, encode
 from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import JournalStore
+
+
+def failure(code: int, message: str) -> pb.CompletionMessage:
+    return pb.CompletionMessage(failure=pb.Failure(code=code, message=message))
+
+
+def empty() -> pb.CompletionMessage:
+    completion = pb.CompletionMessage()
+    completion.empty.SetInParent()
+    return completion
+
+
+def value(data: bytes) -> pb.CompletionMessage:
+    return pb.CompletionMessage(value=data)
+
+
+def completion_of(record: invoker_pb2.Invocation) -> pb.CompletionMessage:
+    """A finished invocation's result as its caller's Call completion."""
+    if record.WhichOneof("result") == "failure":
+        return failure(record.failure.code, record.failure.message)
+    return value(record.output)
 
 
 class Completions:

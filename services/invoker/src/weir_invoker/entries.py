@@ -20,49 +20,44 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from weir.errors import InvalidArgumentError, NoSuchHandlerError, WeirError
 from weir.v1 import invoker_pb2, types_pb2
 
 from weir_invoker import ids
+from weir_invoker.active import Active
+from weir_invoker.completions import Completions, empty, failure, value
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, encode
+from weir_invoker.registry import Registry
 from weir_invoker.restate.pb import protocol_pb2 as pb
-from weir_invoker.store import StateStore
-
-if TYPE_CHECKING:
-    from weir_invoker.active import Active
-    from weir_invoker.runtime import Invoker
+from weir_invoker.store import JournalStore, StateStore
 
 logger = logging.getLogger(__name__)
 
 STATE_MUTATIONS = (MessageType.SET_STATE, MessageType.CLEAR_STATE, MessageType.CLEAR_ALL_STATE)
 
 
-def failure(code: int, message: str) -> pb.CompletionMessage:
-    return pb.CompletionMessage(failure=pb.Failure(code=code, message=message))
-
-
-def empty() -> pb.CompletionMessage:
-    completion = pb.CompletionMessage()
-    completion.empty.SetInParent()
-    return completion
-
-
-def value(data: bytes) -> pb.CompletionMessage:
-    return pb.CompletionMessage(value=data)
-
-
-def completion_of(record: invoker_pb2.Invocation) -> pb.CompletionMessage:
-    """A finished invocation's result as its caller's Call completion."""
-    if record.WhichOneof("result") == "failure":
-        return failure(record.failure.code, record.failure.message)
-    return value(record.output)
-
-
 class EntryActions:
-    def __init__(self, invoker: Invoker, state: StateStore, promises: StateStore) -> None:
-        self.invoker = invoker
+    """Acts on the entries an SDK sends (see the module docstring). It gets what it calls on from
+    the runtime that makes it, never the runtime itself: the journals to store an entry in, the
+    completions to complete one with, the registry to look a call's target up in, and `admit` to
+    start a child invocation (the runtime's)."""
+
+    def __init__(
+        self,
+        *,
+        journals: JournalStore,
+        completions: Completions,
+        registry: Registry,
+        admit: Callable[[invoker_pb2.Invocation], Awaitable[object]],
+        state: StateStore,
+        promises: StateStore,
+    ) -> None:
+        self.journals = journals
+        self.completions = completions
+        self.registry = registry
+        self.admit = admit
         self.state = state
         self.promises = promises
 
@@ -75,7 +70,7 @@ class EntryActions:
             # The Output is kept only in memory: End follows it, and the invocation's record then
             # stores the output; an attempt cut between the two runs again (its Run results replayed)
             # and gives the same output. A trivial handler's journal so costs no write at all.
-            await self.invoker.journals.append_entry(active.journal, active.record.id, index, frame)
+            await self.journals.append_entry(active.journal, active.record.id, index, frame)
         active.journal.entries.append(frame)
         active.last_stored_ms = int(time.time() * 1000)
         if frame.completed or frame.type not in COMPLETABLE:
@@ -95,14 +90,14 @@ class EntryActions:
         elif kind == MessageType.GET_STATE:
             assert isinstance(entry, pb.GetStateEntryMessage)
             stored = await self.state.get(record.service, record.key, entry.key)
-            await self.invoker.completions.complete(record.id, index, empty() if stored is None else value(stored))
+            await self.completions.complete(record.id, index, empty() if stored is None else value(stored))
         elif kind == MessageType.GET_STATE_KEYS:
             keys = sorted(await self.state.get_all(record.service, record.key))
             result = pb.GetStateKeysEntryMessage.StateKeys(keys=keys).SerializeToString()
-            await self.invoker.completions.complete(record.id, index, value(result))
+            await self.completions.complete(record.id, index, value(result))
         elif kind == MessageType.SLEEP:
             assert isinstance(entry, pb.SleepEntryMessage)
-            self.invoker.completions.arm_timer(record.id, index, entry.wake_up_time)
+            self.completions.arm_timer(record.id, index, entry.wake_up_time)
         elif kind == MessageType.CALL:
             assert isinstance(entry, pb.CallEntryMessage)
             await self.call(active, index, entry)
@@ -142,7 +137,7 @@ class EntryActions:
                 continue
             entry = frame.decode()
             if isinstance(entry, pb.SleepEntryMessage):
-                self.invoker.completions.arm_timer(record.id, index, entry.wake_up_time)
+                self.completions.arm_timer(record.id, index, entry.wake_up_time)
             elif isinstance(entry, pb.CallEntryMessage):
                 await self.call(active, index, entry)
             elif isinstance(entry, pb.GetPromiseEntryMessage):
@@ -157,12 +152,12 @@ class EntryActions:
         not_before_ms = 0 if isinstance(entry, pb.CallEntryMessage) else entry.invoke_time
         service, handler, key = entry.service_name, entry.handler_name, entry.key
         try:
-            target = self.invoker.registry.target(service, handler)
+            target = self.registry.target(service, handler)
             if target.keyed != bool(key):
                 raise InvalidArgumentError(f"{service}/{handler} {'needs' if target.keyed else 'takes no'} key")
         except (NoSuchHandlerError, InvalidArgumentError) as error:
             if awaits:
-                await self.invoker.completions.complete(parent.record.id, index, failure(404, error.message))
+                await self.completions.complete(parent.record.id, index, failure(404, error.message))
             else:
                 logger.warning("invocation %s: one-way call dropped: %s", parent.record.id, error.message)
             return
@@ -178,7 +173,7 @@ class EntryActions:
             parent_awaits=awaits,
             not_before_ms=not_before_ms,
         )
-        await self.invoker.admit(record)
+        await self.admit(record)
 
     async def complete_awakeable(self, entry: pb.CompleteAwakeableEntryMessage) -> None:
         try:
@@ -186,7 +181,7 @@ class EntryActions:
             result = (
                 failure(entry.failure.code, entry.failure.message) if entry.HasField("failure") else value(entry.value)
             )
-            await self.invoker.completions.complete_awakeable(invocation_id, index, result)
+            await self.completions.complete_awakeable(invocation_id, index, result)
         except WeirError as error:  # an unknown or finished target: nothing to complete
             logger.warning("CompleteAwakeable %s ignored: %s", entry.id, error.message)
 
@@ -202,13 +197,13 @@ class EntryActions:
         if kind == MessageType.GET_PROMISE:
             # waiting first, then looking: a CompletePromise landing in between is not missed
             # (completing an entry twice is a no-op)
-            self.invoker.completions.wait_for_promise(record.service, record.key, key, record.id, index)
+            self.completions.wait_for_promise(record.service, record.key, key, record.id, index)
         stored = await self.promises.get(record.service, record.key, key.encode())
         result = None if stored is None else pb.CompletionMessage.FromString(stored)
         if kind == MessageType.COMPLETE_PROMISE:
             assert isinstance(entry, pb.CompletePromiseEntryMessage)
             if result is not None:
-                await self.invoker.completions.complete(
+                await self.completions.complete(
                     record.id, index, failure(409, f"promise {key!r} was already completed")
                 )
                 return
@@ -217,9 +212,9 @@ class EntryActions:
             else:
                 given = value(entry.completion_value)
             await self.promises.set(record.service, record.key, key.encode(), given.SerializeToString())
-            await self.invoker.completions.complete(record.id, index, empty())
-            await self.invoker.completions.promise_completed(record.service, record.key, key, given)
+            await self.completions.complete(record.id, index, empty())
+            await self.completions.promise_completed(record.service, record.key, key, given)
         elif result is not None:
-            await self.invoker.completions.complete(record.id, index, result)
+            await self.completions.complete(record.id, index, result)
         elif kind == MessageType.PEEK_PROMISE:
-            await self.invoker.completions.complete(record.id, index, empty())
+            await self.completions.complete(record.id, index, empty())

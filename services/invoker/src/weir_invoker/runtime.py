@@ -44,9 +44,9 @@ from weir_invoker.active import (
     input_frame,
 )
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
-from weir_invoker.completions import Completions
+from weir_invoker.completions import Completions, completion_of
 from weir_invoker.connections import ConnectionPool
-from weir_invoker.entries import EntryActions, completion_of
+from weir_invoker.entries import EntryActions
 from weir_invoker.http2 import DeploymentUnreachable
 from weir_invoker.protocol import MessageType, ProtocolViolation
 from weir_invoker.registry import Registry, Target
@@ -94,15 +94,18 @@ class Invoker:
         self.journals = JournalStore(client, settings.replicas, settings.journal_partitions, self.fence)
         self.invocations = InvocationStore(client, settings.replicas, self.fence)
         self.registry = Registry(RegistryStore(client, settings.replicas))
-        self.entries = EntryActions(
-            self,
-            StateStore(client, STATE_STORE, settings.replicas, self.fence),
-            StateStore(client, PROMISE_STORE, settings.replicas, self.fence),
-        )
         self.active: dict[str, Active] = {}
+        self.completions = Completions(self.active, self.journals)
+        self.entries = EntryActions(
+            journals=self.journals,
+            completions=self.completions,
+            registry=self.registry,
+            admit=self.admit,
+            state=StateStore(client, STATE_STORE, settings.replicas, self.fence),
+            promises=StateStore(client, PROMISE_STORE, settings.replicas, self.fence),
+        )
         self.on_finished: list[Callable[[invoker_pb2.Invocation], object]] = []  # ingress: dead letters, replies
         self._keys: dict[tuple[str, str], collections.deque[Active]] = {}
-        self.completions = Completions(self.active, self.journals)
         self.connections = ConnectionPool(MAX_STREAMS_PER_CONNECTION)
         self._attempt_slots = asyncio.Semaphore(settings.max_concurrent_attempts)
         self._room = asyncio.Condition()
