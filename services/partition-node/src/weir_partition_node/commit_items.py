@@ -18,6 +18,7 @@ from weir.v1 import internal_pb2, types_pb2
 from weir_server.replication import ReplicationResult
 
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec
+from weir_partition_node.delivery_horizon import NO_HORIZON, DeliveryHorizon
 from weir_partition_node.record_batch import BatchRecord
 from weir_partition_node.storage.base import Record, make_record
 
@@ -205,6 +206,8 @@ class ReplaceConsumerState:
     snapshot: internal_pb2.ConsumerSnapshot
     spec: ConsumerSpec | None
     defer_sync: bool = False  # ReplicateConsumerStateRequest.defer_sync
+    # the snapshot's delivery horizon under the sender's leader epoch (delivery_horizon.py)
+    horizon: DeliveryHorizon = NO_HORIZON
 
 
 @dataclass(slots=True, frozen=True)

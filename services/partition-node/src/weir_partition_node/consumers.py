@@ -30,6 +30,7 @@ from weir.subjects import (
 )
 from weir.v1 import types_pb2
 
+from weir_partition_node.delivery_horizon import NO_HORIZON, DeliveryHorizon
 from weir_partition_node.scheduled import visible_to_consumers
 
 DEFAULT_ACK_WAIT_MS = 30_000
@@ -184,6 +185,11 @@ class ConsumerCursor:
     # DELIVER_POLICY_LAST_PER_SUBJECT: the partition's last seq at creation; at or below it only the
     # newest message of each subject is delivered (0 = every policy else). Stored and replicated.
     last_per_subject_until: int = 0
+    # delivery_horizon.py: the highest seq that may have been delivered for the first time, as the
+    # in-sync replicas know it (in memory; snapshots carry it) ...
+    horizon: DeliveryHorizon = NO_HORIZON
+    # ... and, on a replica that became primary, the highest seq it delivers as a redelivery.
+    maybe_delivered_until: int = 0
 
     @property
     def dirty(self) -> bool:
@@ -269,14 +275,22 @@ def has_exhausted_due(cursor: ConsumerCursor, now_ms: int) -> bool:
     )
 
 
-def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 0) -> None:
-    """Record the first delivery of `seq`, invisible for `ack_wait_ms` (0 = the consumer's)."""
+def deliver_new(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 0) -> int:
+    """Record the first delivery of `seq` by this node, invisible for `ack_wait_ms` (0 = the
+    consumer's); returns its deliver_count: 1, or 2 (counted as a redelivery) at or below
+    `maybe_delivered_until`, where an earlier primary may have delivered it (delivery_horizon.py)."""
     redeliver_at_ms = now_ms + (ack_wait_ms or cursor.spec.ack_wait_ms)
-    cursor.pending[seq] = Pending(now_ms, 1, redeliver_at_ms)
+    deliver_count = 2 if seq <= cursor.maybe_delivered_until else 1
+    cursor.pending[seq] = Pending(now_ms, deliver_count, redeliver_at_ms)
     cursor.touched.add(seq)
+    counts = cursor.commit_counts()
     cursor.totals.delivered += 1
-    cursor.commit_counts().delivered += 1
+    counts.delivered += 1
+    if deliver_count > 1:
+        cursor.totals.redelivered += 1
+        counts.redelivered += 1
     _lower_earliest(cursor, redeliver_at_ms)
+    return deliver_count
 
 
 def redeliver(cursor: ConsumerCursor, seq: int, now_ms: int, ack_wait_ms: int = 0) -> int:

@@ -29,6 +29,7 @@ from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import CommitLimits
+from weir_partition_node.delivery_horizon import DeliveryHorizon, PushHorizon
 from weir_partition_node.node_consumers import Consumer
 from weir_partition_node.partition import Partition, StreamView
 from weir_partition_node.settings import NodeSettings
@@ -139,6 +140,15 @@ class PartitionFiles:
         self.findings_at_open: list[tuple[str, int, str, str]] = []
         # Woken when any partition opened here appends or removes records (Partition.wake_waiters).
         self.append_waiters: set[asyncio.Future[None]] = set()
+        # Clustered: raises a consumer's delivery horizon on replicas (set by the server once it
+        # joined the cluster: horizon_push.HorizonPusher); None standalone.
+        self.push_horizon: PushHorizon | None = None
+
+    async def _push_horizon(
+        self, stream: str, partition: int, consumer: str, horizon: DeliveryHorizon, node_ids: list[str]
+    ) -> bool:
+        push = self.push_horizon
+        return True if push is None else await push(stream, partition, consumer, horizon, node_ids)
 
     async def close(self) -> None:
         """Stop the storage threads and the checkpointer, off the event loop: a commit thread that
@@ -218,6 +228,7 @@ class PartitionFiles:
             lease_refusal=self._lease_refusal,
             rebuilding=rebuilding,
             node_append_waiters=self.append_waiters,
+            push_horizon=self._push_horizon,
         )
         if isinstance(log, SqlitePartitionLog) and rebuilding:
             logger.warning("%s/%d: rebuilding from another copy (marker in %s)", config.name, index, log.directory)

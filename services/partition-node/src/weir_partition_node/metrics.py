@@ -94,8 +94,12 @@ CONSUMER_DELIVERED = Counter(
 )
 CONSUMER_REDELIVERED = Counter(
     "weir_consumer_redelivered_messages_total",
-    "Redeliveries (ack_wait passed or nak) of messages to a consumer",
+    "Redeliveries: ack_wait passed, a nak, or a message an earlier primary may have delivered (after a failover)",
     ["stream", "consumer"],
+)
+HORIZON_PUSH_FAILURES = Counter(
+    "weir_consumer_horizon_push_failures_total",
+    "Delivery horizon pushes an in-sync replica did not confirm in time (the fetch was answered anyway)",
 )
 CONSUMER_ACKED = Counter(
     "weir_consumer_acked_messages_total", "Messages a consumer acknowledged", ["stream", "consumer"]

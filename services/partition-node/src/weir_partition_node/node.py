@@ -43,6 +43,7 @@ from weir_partition_node import metrics
 from weir_partition_node.catalog import Catalog
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock, ManualClock, SystemClock, monotonic_ms
+from weir_partition_node.delivery_horizon import PushHorizon
 from weir_partition_node.feed_reads import ChangeFeedReader
 from weir_partition_node.hosted import PartitionFiles, Stream
 from weir_partition_node.node_admin import NodeStreamAdmin, lifecycle_change
@@ -188,6 +189,11 @@ class Node:
             placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
             epochs = await self._catalog.replica_epochs(name) if placement is not None else None
             self._streams[name] = self._files.open_stream(config, created_at_ms, placement, epochs, check=True)
+
+    def use_horizon_pusher(self, push: PushHorizon) -> None:
+        """Clustered: how every partition raises a consumer's delivery horizon on its in-sync
+        replicas before it answers a fetch (delivery_horizon.py)."""
+        self._files.push_horizon = push
 
     def begin_shutdown(self) -> None:
         """Refuse new requests with `ShuttingDownError` and end change-feed tails and watches; work

@@ -59,6 +59,7 @@ from weir_partition_node.commit_items import (
     SweepItem,
 )
 from weir_partition_node.consumers import ConsumerCursor
+from weir_partition_node.delivery_horizon import PushHorizon
 from weir_partition_node.partition_appends import AppendDecisions
 from weir_partition_node.partition_commit import CommitLoop
 from weir_partition_node.partition_consumer_ops import PartitionConsumerOps
@@ -104,6 +105,7 @@ class Partition:
         lease_refusal: Callable[[], WeirError | None] | None = None,
         rebuilding: bool = False,
         node_append_waiters: set[asyncio.Future[None]] | None = None,
+        push_horizon: PushHorizon | None = None,
     ) -> None:
         self.stream = stream
         self.index = index
@@ -144,15 +146,22 @@ class Partition:
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
-        self._start_sections(feed=feed, clock=clock, executor=executor, limits=limits)
+        self._clock = clock
+        self._start_sections(feed=feed, clock=clock, executor=executor, limits=limits, push_horizon=push_horizon)
 
     def _start_sections(
-        self, *, feed: ChangeFeedClock, clock: Clock, executor: Executor | None, limits: CommitLimits
+        self,
+        *,
+        feed: ChangeFeedClock,
+        clock: Clock,
+        executor: Executor | None,
+        limits: CommitLimits,
+        push_horizon: PushHorizon | None,
     ) -> None:
         """Build each section of the partition over it and start its commit loop."""
         # Consumer registration and ops (partition_consumer_ops.py); each op's decision, the cursor
         # rows a commit stores and the consumer metrics (partition_consumers.py).
-        self.consumer_ops = PartitionConsumerOps(self, put=self._put)
+        self.consumer_ops = PartitionConsumerOps(self, put=self._put, push_horizon=push_horizon)
         consumer_decisions = ConsumerDecisions(self)
         self._forget_consumer_metrics = consumer_decisions.forget_all_metrics
         # Delayed delivery (partition_schedule.py): the primary's schedule index and delivery timer.
@@ -266,6 +275,8 @@ class Partition:
             # What an earlier primary may have acknowledged ends at most here: point reads of a
             # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
             self.epoch_start_seq = self.last_seq
+            # deliveries an earlier primary may have made count as redeliveries here (delivery_horizon.py)
+            self.consumer_ops.take_over(leader_epoch, self._clock.now_ms())
         if leading != was_leading or leader_epoch != previous_epoch:
             self.batch_cache.clear()
         self.leader_epoch = leader_epoch

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from weir.errors import WeirError
 
-from weir_partition_node import consumers
+from weir_partition_node import consumers, delivery_horizon
 from weir_partition_node.commit_items import CommitItem, ConsumerOp, ConsumerOpKind, Delivery
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
+from weir_partition_node.delivery_horizon import DeliveryHorizon, PushHorizon
 from weir_partition_node.storage.base import StoredConsumer
 
 if TYPE_CHECKING:
@@ -32,9 +33,17 @@ logger = logging.getLogger(__name__)
 class PartitionConsumerOps:
     """The consumer calls of one partition; the cursors live in `Partition.consumers`."""
 
-    def __init__(self, partition: Partition, *, put: Callable[[CommitItem], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        partition: Partition,
+        *,
+        put: Callable[[CommitItem], Awaitable[None]],
+        push_horizon: PushHorizon | None = None,
+    ) -> None:
         self._partition = partition
         self._put = put  # onto the partition's commit queue
+        # raises a consumer's delivery horizon on the in-sync replicas (None: standalone, no replicas)
+        self._push_horizon = push_horizon
         self._take_backs: set[asyncio.Task[None]] = set()
 
     def restore(
@@ -58,7 +67,22 @@ class PartitionConsumerOps:
             cursor.earliest_redeliver_ms = min((entry[3] for entry in stored.pending), default=consumers.NEVER)
         else:
             cursor = ConsumerCursor(spec, start_last_delivered, last_per_subject_until=last_per_subject_until)
+        previous = self._partition.consumers.get(spec.name)
+        if previous is not None and previous.spec.incarnation == spec.incarnation:
+            cursor.horizon, cursor.maybe_delivered_until = previous.horizon, previous.maybe_delivered_until
         self._partition.consumers[spec.name] = cursor
+
+    def take_over(self, leader_epoch: int, now_ms: int) -> None:
+        """This copy now leads under `leader_epoch`: what each consumer's horizon covers beyond its
+        last delivery (up to the log's end here) is delivered as redeliveries, and each horizon
+        starts anew (delivery_horizon.py)."""
+        log_end = self._partition.last_seq
+        for cursor in self._partition.consumers.values():
+            held = cursor.horizon
+            until = min(delivery_horizon.maybe_delivered_until(held, cursor.last_delivered), log_end)
+            cursor.maybe_delivered_until = max(cursor.maybe_delivered_until, until)
+            start = max(held.seq, cursor.last_delivered, cursor.maybe_delivered_until)
+            cursor.horizon = delivery_horizon.restarted(held, start, leader_epoch, now_ms)
 
     def ready_for(self, name: str, now_ms: int) -> bool:
         """Whether a fetch could deliver something now (cheap, in memory: no queue round trip)."""
@@ -90,7 +114,35 @@ class PartitionConsumerOps:
             op.abandoned = True
             op.future.add_done_callback(functools.partial(self._take_back, name))
             raise
+        try:
+            await self._announce(name, deliveries, now_ms)
+        except asyncio.CancelledError:  # gone while the horizon was pushed: they never reached the caller
+            self._take_back(name, op.future)
+            raise
         return deliveries
+
+    async def _announce(self, name: str, deliveries: list[Delivery], now_ms: int) -> None:
+        """Before a fetch answers: raise the consumer's delivery horizon on the in-sync replicas
+        when `deliveries` go above it (delivery_horizon.py). A replica that does not confirm in
+        time is logged and counted, and the fetch is answered anyway."""
+        partition = self._partition
+        tracker = partition.replication.tracker
+        cursor = partition.consumers.get(name)
+        if self._push_horizon is None or tracker is None or cursor is None or not partition.leading:
+            return
+        seq = delivery_horizon.to_announce(cursor.horizon, (delivery.seq for delivery in deliveries))
+        if not seq:
+            return
+        held = cursor.horizon
+        if held.leader_epoch != partition.leader_epoch:  # a consumer registered before this node led
+            held = delivery_horizon.restarted(held, held.seq, partition.leader_epoch, now_ms)
+        raised = DeliveryHorizon(seq, held.leader_epoch, held.since_ms)
+        replicas = sorted(tracker.in_sync - {tracker.leader_id})
+        if replicas and not await self._push_horizon(partition.stream.name, partition.index, name, raised, replicas):
+            return  # not confirmed: the next fetch above the horizon pushes again
+        cursor = partition.consumers.get(name)
+        if cursor is not None:
+            cursor.horizon = delivery_horizon.merged(cursor.horizon, raised)
 
     async def run(self, kind: ConsumerOpKind, consumer: str, **fields: Any) -> Any:
         """Queue one consumer op (`fields`: commit_items.ConsumerOp's) and wait for its answer once

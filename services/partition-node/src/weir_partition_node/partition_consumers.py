@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from weir.errors import NoSuchConsumerError, NotPendingError, PositionOutOfRangeError
 from weir.v1 import types_pb2
 
-from weir_partition_node import consumers, metrics, reads
+from weir_partition_node import consumers, delivery_horizon, metrics, reads
 from weir_partition_node.commit_items import CommitContext, ConsumerOp, ConsumerOpKind, Delivery
 from weir_partition_node.consumers import ConsumerCursor
 from weir_partition_node.storage.base import CommitBatch
@@ -182,8 +182,8 @@ class ConsumerDecisions:
             last_per_subject_until=cursor.last_per_subject_until,
         )
         for seq, record in read.records:
-            consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
-            deliveries.append(Delivery(seq, record, 1, self._partition.index))
+            deliver_count = consumers.deliver_new(cursor, seq, context.now_ms, ack_wait_ms)
+            deliveries.append(Delivery(seq, record, deliver_count, self._partition.index))
         if read.next_seq - 1 > cursor.last_delivered:  # delivered, or passed over (filter, superseded)
             cursor.last_delivered = read.next_seq - 1
             cursor.commit_counts()
@@ -202,6 +202,11 @@ class ConsumerDecisions:
             )
         next_seq = end if seq == 0 else max(seq, partition.first_seq)
         dropped = consumers.seek(cursor, next_seq)
+        # what follows a seek are first deliveries: the horizon starts anew there (delivery_horizon.py)
+        cursor.horizon = delivery_horizon.restarted(
+            cursor.horizon, next_seq - 1, partition.leader_epoch, context.now_ms
+        )
+        cursor.maybe_delivered_until = 0
         context.touched_cursors[cursor.spec.name] = cursor
         return next_seq, dropped
 

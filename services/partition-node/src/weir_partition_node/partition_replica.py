@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from weir_server.replication import ReplicationResult
 
-from weir_partition_node import consumers, scheduled
+from weir_partition_node import consumers, delivery_horizon, scheduled
 from weir_partition_node.commit_items import (
     CommitContext,
     RemoveSeqs,
@@ -186,6 +186,11 @@ class ReplicaDecisions:
         cursor.earliest_redeliver_ms = min(
             (entry.redeliver_at_ms for entry in pending.values()), default=consumers.NEVER
         )
+        held = self._partition.consumers.get(name)
+        if held is not None and held.spec.incarnation == edit.spec.incarnation:
+            cursor.horizon = delivery_horizon.merged(held.horizon, edit.horizon)
+        else:
+            cursor.horizon = edit.horizon
         cursor.touched = set(pending)
         cursor.commit_counts()
         self._partition.consumers[name] = cursor

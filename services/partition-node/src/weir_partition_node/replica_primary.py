@@ -21,7 +21,7 @@ from weir.errors import InvalidArgumentError, WeirError
 from weir.v1 import internal_pb2
 from weir_server.replication import InSyncTracker, ReplicationResult
 
-from weir_partition_node import metrics
+from weir_partition_node import delivery_horizon, metrics
 from weir_partition_node.clock import monotonic_ms
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
@@ -314,6 +314,12 @@ class PrimaryReplication:
                 termed=termed,
                 last_per_subject_until=stored.last_per_subject_until,
             )
+            cursor = partition.consumers.get(name)
+            if cursor is not None:  # the in-memory horizon (delivery_horizon.py)
+                for field_name, value in delivery_horizon.as_snapshot_fields(
+                    cursor.horizon, stored.last_delivered
+                ).items():
+                    setattr(snapshot, field_name, value)
             for seq, delivered_at_ms, deliver_count, redeliver_at_ms in stored.pending:
                 snapshot.pending.add(
                     seq=seq,

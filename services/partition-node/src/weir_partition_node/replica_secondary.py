@@ -20,14 +20,16 @@ from weir.errors import (
     NoSuchConsumerError,
     NoSuchPartitionError,
     NoSuchStreamError,
+    ResultCode,
     WeirError,
 )
 from weir.v1 import internal_pb2
 from weir_server.replication import ReplicationResult
 
-from weir_partition_node import metrics
+from weir_partition_node import delivery_horizon, metrics
 from weir_partition_node.commit_items import RemoveSeqs, ReplaceConsumerState, TruncatePrefix, TruncateTail
 from weir_partition_node.consumers import pending_problem
+from weir_partition_node.delivery_horizon import DeliveryHorizon
 from weir_partition_node.node import Node
 from weir_partition_node.partition import Partition
 from weir_partition_node.replication_batches import records_of_batches, records_of_list
@@ -245,13 +247,22 @@ class SecondaryReplication:
             )
             response.result_code, response.message = error.result_code.value, error.message
             return self._fill(response, partition)
+        horizon = DeliveryHorizon(snapshot.delivery_horizon, request.leader_epoch, snapshot.horizon_since_ms)
+        if request.horizon_only:  # raised in memory only: no commit, no disk (delivery_horizon.py)
+            cursor = partition.consumers.get(snapshot.consumer)
+            if cursor is not None:
+                cursor.horizon = delivery_horizon.merged(cursor.horizon, horizon)
+            response.result_code = ReplicationResult.OK if cursor is not None else ResultCode.NO_SUCH_CONSUMER.value
+            return self._fill(response, partition)
         problem = (
             None if snapshot.tombstone else pending_problem(snapshot.last_delivered, (e.seq for e in snapshot.pending))
         )
         if problem is not None:  # a torn or damaged snapshot: refused before it reaches the commit loop
             raise InvalidArgumentError(f"snapshot of consumer {snapshot.consumer!r}: {problem}; nothing stored")
         await partition.replica_edit(
-            ReplaceConsumerState(snapshot, consumer.spec if consumer is not None else None, request.defer_sync)
+            ReplaceConsumerState(
+                snapshot, consumer.spec if consumer is not None else None, request.defer_sync, horizon=horizon
+            )
         )
         response.result_code = ReplicationResult.OK
         return self._fill(response, partition)

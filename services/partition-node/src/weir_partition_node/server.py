@@ -37,6 +37,7 @@ from weir_server.shutdown import bounded_step, stop_metrics_server
 from weir_partition_node import metrics
 from weir_partition_node.clock import ManualClock
 from weir_partition_node.handover import ConsumerStateShipper
+from weir_partition_node.horizon_push import HorizonPusher
 from weir_partition_node.membership import Membership
 from weir_partition_node.node import Node
 from weir_partition_node.repair import RepairFromPrimary
@@ -102,6 +103,7 @@ class NodeProcess:
         self._lag_collector: metrics.ConsumerLagCollector | None = None
         self.membership: Membership | None = None
         self.replicas: ReplicaManager | None = None
+        self.horizon_pusher: HorizonPusher | None = None
         self._replicas_ready = False
         self.scrubber: Scrubber | None = None
         self._scrub_task: asyncio.Task[None] | None = None
@@ -248,6 +250,8 @@ class NodeProcess:
         )
         self.membership = membership
         self.replicas = ReplicaManager(node, membership)
+        self.horizon_pusher = HorizonPusher(membership.internal_address, security=self._service_security())
+        node.use_horizon_pusher(self.horizon_pusher)
         membership.on_lease_regained = self.replicas.refresh
         membership.rebuilding = node.rebuilding_partitions
         replicas = self.replicas
@@ -323,6 +327,10 @@ class NodeProcess:
         )
         if self.replicas is not None:
             clean &= await bounded_step("close replication", self.replicas.close(), STOP_STEP_TIMEOUTS_S["replicas"])
+        if self.horizon_pusher is not None:
+            clean &= await bounded_step(
+                "close the horizon channels", self.horizon_pusher.close(), STOP_STEP_TIMEOUTS_S["replicas"]
+            )
         if self.membership is not None:
             clean &= await bounded_step(
                 "withdraw the heartbeat", self.membership.close(), STOP_STEP_TIMEOUTS_S["membership"]

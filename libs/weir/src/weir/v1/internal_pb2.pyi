@@ -171,7 +171,7 @@ class GetConsumerSnapshotsResponse(_message.Message):
     def __init__(self, result_code: _Optional[str] = ..., message: _Optional[str] = ..., snapshots: _Optional[_Iterable[_Union[ConsumerSnapshot, _Mapping]]] = ...) -> None: ...
 
 class ConsumerSnapshot(_message.Message):
-    __slots__ = ("consumer", "partition", "ack_floor", "last_delivered", "pending", "delivered", "acked", "redelivered", "dead_lettered", "dropped", "termed", "tombstone", "last_per_subject_until")
+    __slots__ = ("consumer", "partition", "ack_floor", "last_delivered", "pending", "delivered", "acked", "redelivered", "dead_lettered", "dropped", "termed", "tombstone", "last_per_subject_until", "delivery_horizon", "horizon_since_ms")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ACK_FLOOR_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +185,8 @@ class ConsumerSnapshot(_message.Message):
     TERMED_FIELD_NUMBER: _ClassVar[int]
     TOMBSTONE_FIELD_NUMBER: _ClassVar[int]
     LAST_PER_SUBJECT_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_HORIZON_FIELD_NUMBER: _ClassVar[int]
+    HORIZON_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     consumer: str
     partition: int
     ack_floor: int
@@ -198,7 +200,9 @@ class ConsumerSnapshot(_message.Message):
     termed: int
     tombstone: bool
     last_per_subject_until: int
-    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: bool = ..., last_per_subject_until: _Optional[int] = ...) -> None: ...
+    delivery_horizon: int
+    horizon_since_ms: int
+    def __init__(self, consumer: _Optional[str] = ..., partition: _Optional[int] = ..., ack_floor: _Optional[int] = ..., last_delivered: _Optional[int] = ..., pending: _Optional[_Iterable[_Union[_types_pb2.PendingDelivery, _Mapping]]] = ..., delivered: _Optional[int] = ..., acked: _Optional[int] = ..., redelivered: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dropped: _Optional[int] = ..., termed: _Optional[int] = ..., tombstone: bool = ..., last_per_subject_until: _Optional[int] = ..., delivery_horizon: _Optional[int] = ..., horizon_since_ms: _Optional[int] = ...) -> None: ...
 
 class ReplicateResponse(_message.Message):
     __slots__ = ("success", "result_code", "message", "first_seq", "last_seq", "leader_epoch", "dropped")
@@ -317,16 +321,18 @@ class ReplicateWorkQueueAckRequest(_message.Message):
     def __init__(self, stream: _Optional[str] = ..., partition: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., seqs: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReplicateConsumerStateRequest(_message.Message):
-    __slots__ = ("stream", "leader_epoch", "snapshot", "defer_sync")
+    __slots__ = ("stream", "leader_epoch", "snapshot", "defer_sync", "horizon_only")
     STREAM_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
     DEFER_SYNC_FIELD_NUMBER: _ClassVar[int]
+    HORIZON_ONLY_FIELD_NUMBER: _ClassVar[int]
     stream: str
     leader_epoch: int
     snapshot: ConsumerSnapshot
     defer_sync: bool
-    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ..., defer_sync: bool = ...) -> None: ...
+    horizon_only: bool
+    def __init__(self, stream: _Optional[str] = ..., leader_epoch: _Optional[int] = ..., snapshot: _Optional[_Union[ConsumerSnapshot, _Mapping]] = ..., defer_sync: bool = ..., horizon_only: bool = ...) -> None: ...
 
 class ReplicateStreamDeleteRequest(_message.Message):
     __slots__ = ("stream",)
