@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
+.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint docs layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -55,6 +55,9 @@ lint: setup  ## ruff + mypy on our code (generated stubs excluded) + the size ce
 
 layers: setup  ## print the packages by floor and every import cycle, from the imports alone (scripts/layers.py; FLOORS=package also lists its modules by floor)
 	$(UV) run python scripts/layers.py $(if $(FLOORS),--floors $(FLOORS))
+
+docs: setup  ## the documentation site (mkdocs-material, strict: a broken link or a missing page fails) into site/: open site/index.html, no server needed; the Reference pages (settings, CLI, gRPC APIs, SDK) are generated from the code at build time
+	NO_MKDOCS_2_WARNING=1 $(UV) run mkdocs build --strict
 
 install-check:  ## every package installs on its own into a clean virtualenv (the SDK also at its lowest protobuf and grpcio), the Numaflow sidecar from its image lock (fresh, protobuf 6), the CLI with uv tool install (scripts/check_install.sh)
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -182,4 +185,4 @@ bench-node-commit: setup  ## one node's commit tick for K partitions: per-partit
 	$(UV) run python -m bench.node_commit
 
 clean:
-	rm -rf .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .pytest_cache .mypy_cache .ruff_cache site
