@@ -69,7 +69,7 @@ def _bench(argv: list[str]) -> int:
 def bench_arguments(arguments: list[str]) -> list[str] | None:
     """The harness's arguments when the verb is `bench` (after any global options: `weir --router A
     bench` passes `--router A` on), else None."""
-    from weir_cli.parser import GLOBAL_WITH_VALUE
+    from weir_cli.tree import GLOBAL_WITH_VALUE
 
     index, router = 0, None
     while index < len(arguments):
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     import argcomplete
     from argcomplete.shell_integration import shellcode
 
-    from weir_cli.parser import GLOBAL_DEFAULTS, Parser, build_parser
+    from weir_cli.parser import Parser, build_parser
+    from weir_cli.tree import GLOBAL_DEFAULTS
 
     Parser.json_errors = "--json" in arguments
     parser = build_parser(version())

@@ -23,8 +23,8 @@ def attach(action: argparse.Action, completer: Callable[..., list[str]]) -> None
 
 
 def _ask(parsed_args: argparse.Namespace, call: Callable[[Target], Awaitable[list[str]]]) -> list[str]:
-    from weir_cli.parser import GLOBAL_DEFAULTS
     from weir_cli.streams import target  # the SDK only once TAB asks the cluster
+    from weir_cli.tree import GLOBAL_DEFAULTS
 
     args = argparse.Namespace(**{**GLOBAL_DEFAULTS, **vars(parsed_args)})
     args.timeout = min(args.timeout or COMPLETION_TIMEOUT_S, COMPLETION_TIMEOUT_S)

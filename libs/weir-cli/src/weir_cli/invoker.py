@@ -37,7 +37,7 @@ from weir_cli.output import emit, proto_dict, show_payload, table, text_or_size,
 from weir_cli.target import Routers, _reason, cluster_dir, configure_tls, timeout_s, with_progress
 
 if TYPE_CHECKING:
-    from weir_cli.parser import Commands, _Tree
+    from weir_cli.tree import Commands, Tree
 
 INVOKER_VARIABLE = "WEIR_INVOKER"
 INVOKER_HINT = (
@@ -554,7 +554,7 @@ async def awakeable_reject(args: argparse.Namespace) -> int:
 
 
 def _complete(parsed_args: argparse.Namespace, call: Callable[[InvokerClient], Awaitable[list[str]]]) -> list[str]:
-    from weir_cli.parser import GLOBAL_DEFAULTS
+    from weir_cli.tree import GLOBAL_DEFAULTS
 
     args = argparse.Namespace(**{**GLOBAL_DEFAULTS, **vars(parsed_args)})
     args.timeout = min(args.timeout or COMPLETION_TIMEOUT_S, COMPLETION_TIMEOUT_S)
@@ -624,7 +624,7 @@ def add_invoker_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _command(
-    tree: _Tree,
+    tree: Tree,
     parent: Commands,
     name: str,
     help_text: str,
@@ -635,14 +635,14 @@ def _command(
     return parser
 
 
-def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
+def add_commands(tree: Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
     _deployment_commands(tree, commands)
     _subscription_commands(tree, commands)
     _invocation_commands(tree, commands)
     _awakeable_commands(tree, commands, positive_int)
 
 
-def _deployment_commands(tree: _Tree, commands: Commands) -> None:
+def _deployment_commands(tree: Tree, commands: Commands) -> None:
     group = tree.group(commands, "deployments", "handler deployments the invoker calls (Restate SDK endpoints)")
     register = _command(
         tree, group, "register", "discover a deployment's handlers and register it", deployment_register
@@ -653,7 +653,7 @@ def _deployment_commands(tree: _Tree, commands: Commands) -> None:
     attach(remove.add_argument("id", help="the deployment's id (dp_...)"), deployment_ids)
 
 
-def _subscription_commands(tree: _Tree, commands: Commands) -> None:
+def _subscription_commands(tree: Tree, commands: Commands) -> None:
     group = tree.group(commands, "subscriptions", "bindings of a stream's messages to a handler")
     create = _command(tree, group, "create", "invoke a handler for every message of a stream", subscription_create)
     attach(create.add_argument("stream", help="the stream"), stream_names)
@@ -677,7 +677,7 @@ def _subscription_commands(tree: _Tree, commands: Commands) -> None:
     attach(delete.add_argument("id", help="the subscription's id"), subscription_ids)
 
 
-def _invocation_commands(tree: _Tree, commands: Commands) -> None:
+def _invocation_commands(tree: Tree, commands: Commands) -> None:
     from typing import get_args
 
     from weir.options import InvocationStatusName
@@ -719,7 +719,7 @@ def _invocation_commands(tree: _Tree, commands: Commands) -> None:
         attach(command.add_argument("id", help="the invocation's id (inv_...)"), invocation_ids)
 
 
-def _awakeable_commands(tree: _Tree, commands: Commands, positive_int: Any) -> None:
+def _awakeable_commands(tree: Tree, commands: Commands, positive_int: Any) -> None:
     from weir.options import DEFAULT_FAILURE_CODE
 
     group = tree.group(commands, "awakeables", "complete a handler's awakeable (ctx.awakeable())")

@@ -17,7 +17,7 @@ from weir_cli.output import emit, proto_dict, table, text_or_size
 from weir_cli.target import cluster_client, with_progress
 
 if TYPE_CHECKING:
-    from weir_cli.parser import Commands, _Tree
+    from weir_cli.tree import Commands, Tree
 
 MAX_VALUE_FILE_BYTES = 64 * 1024 * 1024  # a value file larger than this is refused before it is read
 BUCKET_HELP = "the bucket's name"
@@ -180,7 +180,7 @@ async def watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
+def add_commands(tree: Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
     kv = tree.group(commands, "kv", "key-value buckets: put, get, del, purge, touch, keys, history, watch")
     create = tree.command(kv, "create", "create a bucket (idempotent for the same settings)", bucket_create)
     create.add_argument("bucket", help="1..64 characters of A-Z a-z 0-9 - _")

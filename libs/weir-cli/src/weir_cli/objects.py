@@ -19,7 +19,7 @@ from weir_cli.output import emit, table
 from weir_cli.target import cluster_client
 
 if TYPE_CHECKING:
-    from weir_cli.parser import Commands, _Tree
+    from weir_cli.tree import Commands, Tree
 
 READ_BYTES = 1024 * 1024  # a file is read in pieces of this size
 
@@ -186,7 +186,7 @@ async def collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
+def add_commands(tree: Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
     from weir.options import OBJECT_GC_GRACE_MS as GC_GRACE_MS
     from weir.options import OBJECT_MAX_CHUNK_BYTES as MAX_CHUNK_BYTES
 

@@ -19,40 +19,10 @@ from weir.options import DeliverPolicy, SourceDropPolicy
 from weir_cli import invoker, kv, objects, stores
 from weir_cli.completers import attach, consumer_names, stream_names
 from weir_cli.target import DEFAULT_TIMEOUT_S
+from weir_cli.tree import Commands, Tree
 
 if TYPE_CHECKING:
     from weir.info import StreamSource
-
-    Commands = argparse._SubParsersAction[Any]  # a command group
-else:
-    Commands = argparse._SubParsersAction
-GLOBAL_DEFAULTS = {
-    "json": False,
-    "router": None,
-    "data_dir": None,
-    "server": None,
-    "timeout": None,
-    "verbose": False,
-    "tls_ca": None,
-    "tls_cert": None,
-    "tls_key": None,
-    "token_file": None,
-    "invoker": None,
-    "context": None,
-}
-# the global options that take a value
-GLOBAL_WITH_VALUE = {
-    "--router",
-    "--data-dir",
-    "--server",
-    "--timeout",
-    "--tls-ca",
-    "--tls-cert",
-    "--tls-key",
-    "--token-file",
-    "--invoker",
-    "--context",
-}
 
 
 class Parser(argparse.ArgumentParser):
@@ -240,40 +210,13 @@ def _global_options() -> argparse.ArgumentParser:
     return options
 
 
-class _Tree:
-    """Adds commands that all take the global options."""
-
-    def __init__(self, options: argparse.ArgumentParser) -> None:
-        self.options = options
-
-    def command(
-        self,
-        parent: Commands,
-        name: str,
-        help_text: str,
-        handler: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
-    ) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = parent.add_parser(
-            name, help=help_text, description=help_text, parents=[self.options]
-        )
-        parser.set_defaults(handler=handler)
-        return parser
-
-    def group(self, parent: Commands, name: str, help_text: str) -> Commands:
-        parser: argparse.ArgumentParser = parent.add_parser(
-            name, help=help_text, description=help_text, parents=[self.options]
-        )
-        commands: Commands = parser.add_subparsers(dest=f"{name}_command", required=True, metavar="COMMAND")
-        return commands
-
-
 def build_parser(version: str) -> argparse.ArgumentParser:
     options = _global_options()
     parser = Parser(prog="weir", description="The Weir command line.", parents=[options])
     parser.add_argument("--version", action="version", version=f"weir {version}", help="print the version and exit")
     invoker.add_invoker_option(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    tree = _Tree(options)
+    tree = Tree(options)
     _local_commands(tree, commands)
     _context_commands(tree, commands)
     _stream_commands(tree, commands)
@@ -308,7 +251,7 @@ def _name_numbers(parser: argparse.ArgumentParser) -> None:
             action.metavar = "N"
 
 
-def _local_commands(tree: _Tree, commands: Commands) -> None:
+def _local_commands(tree: Tree, commands: Commands) -> None:
     demo = tree.command(
         commands,
         "demo",
@@ -369,7 +312,7 @@ def _local_commands(tree: _Tree, commands: Commands) -> None:
     changes.add_argument("--follow", action="store_true", help="keep printing new changes until Ctrl-C")
 
 
-def _context_commands(tree: _Tree, commands: Commands) -> None:
+def _context_commands(tree: Tree, commands: Commands) -> None:
     """weir context save|use|ls|show|rm (weir_cli.contexts)."""
     context = tree.group(commands, "context", "saved connection profiles: routers, TLS files, token file")
     save = tree.command(
@@ -391,7 +334,7 @@ def _context_commands(tree: _Tree, commands: Commands) -> None:
     rm.add_argument("name", help="the context")
 
 
-def _cluster_up_command(tree: _Tree, cluster: Commands) -> None:
+def _cluster_up_command(tree: Tree, cluster: Commands) -> None:
     up = tree.command(
         cluster,
         "up",
@@ -443,7 +386,7 @@ def _catch_up_flag(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _stream_commands(tree: _Tree, commands: Commands) -> None:
+def _stream_commands(tree: Tree, commands: Commands) -> None:
     stream = tree.group(commands, "stream", "stream admin")
     _stream_create_command(tree, stream)
     update = tree.command(
@@ -464,7 +407,7 @@ def _stream_commands(tree: _Tree, commands: Commands) -> None:
     _partition_commands(tree, stream)
 
 
-def _stream_create_command(tree: _Tree, stream: Commands) -> None:
+def _stream_create_command(tree: Tree, stream: Commands) -> None:
     create = tree.command(stream, "create", "create a stream (placed by the router)", lazy("streams", "stream_create"))
     create.add_argument("name", help="the stream's name")
     create.add_argument("--subjects", nargs="*", help="subject patterns it accepts (default: any subject)")
@@ -501,7 +444,7 @@ def _stream_create_command(tree: _Tree, stream: Commands) -> None:
     _limit_flags(create)
 
 
-def _partition_commands(tree: _Tree, stream: Commands) -> None:
+def _partition_commands(tree: Tree, stream: Commands) -> None:
     """A partition's copies and contents: move, pin, unpin, purge."""
     move = tree.command(
         stream, "move", "move a partition's copy to another node while it serves", lazy("moves", "stream_move")
@@ -537,7 +480,7 @@ def _force_flag(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _message_commands(tree: _Tree, commands: Commands) -> None:
+def _message_commands(tree: Tree, commands: Commands) -> None:
     """pub and read."""
     pub = tree.command(
         commands, "pub", "publish: DATA (--count times), or one message per line of stdin", lazy("streams", "pub")
@@ -583,7 +526,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _scheduled_commands(tree: _Tree, commands: Commands) -> None:
+def _scheduled_commands(tree: Tree, commands: Commands) -> None:
     group = tree.group(commands, "scheduled", "delayed and held messages (streams with --allow-scheduled-messages)")
     listing = tree.command(
         group, "list", "the messages still to deliver, in seq order", lazy("scheduled", "scheduled_list")
@@ -601,7 +544,7 @@ def _scheduled_commands(tree: _Tree, commands: Commands) -> None:
     release.add_argument("--discard", action="store_true", help="remove it undelivered (a rollback)")
 
 
-def _consumer_commands(tree: _Tree, commands: Commands) -> None:
+def _consumer_commands(tree: Tree, commands: Commands) -> None:
     consumer = tree.group(commands, "consumer", "durable consumer admin")
     create = tree.command(consumer, "create", "create a durable consumer", lazy("consumers", "consumer_create"))
     attach(create.add_argument("stream", help="the stream"), stream_names)
@@ -645,7 +588,7 @@ def _consumer_commands(tree: _Tree, commands: Commands) -> None:
     _fetch_and_sub_commands(tree, commands)
 
 
-def _fetch_and_sub_commands(tree: _Tree, commands: Commands) -> None:
+def _fetch_and_sub_commands(tree: Tree, commands: Commands) -> None:
     fetch = tree.command(
         commands, "fetch", "fetch a batch for a consumer from every partition (or one)", lazy("consumers", "fetch")
     )

@@ -15,7 +15,7 @@ from weir_cli.output import emit, table, text_or_size
 from weir_cli.target import cluster_client
 
 if TYPE_CHECKING:
-    from weir_cli.parser import Commands, _Tree
+    from weir_cli.tree import Commands, Tree
 
 STORE_HELP = "the store's name (1..64 characters of A-Z a-z 0-9 - _)"
 
@@ -88,7 +88,7 @@ def _print_entries(args: argparse.Namespace, entries: list[pb.HashFieldEntry]) -
         print(table(["FIELD", "REVISION", "VALUE"], rows))
 
 
-def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
+def add_commands(tree: Tree, commands: Commands, *, positive_int: Any, non_negative_int: Any) -> None:
     groups: dict[str, Commands] = {}
     for kind, help_text in (
         ("hash", "hash stores: set, get, del, getall, len (fields of a key)"),
@@ -114,7 +114,7 @@ def add_commands(tree: _Tree, commands: Commands, *, positive_int: Any, non_nega
     _queue_commands(tree, groups["queue"], non_negative_int)
 
 
-def _subcommand(tree: _Tree, parent: Commands, name: str, help_text: str, arguments: tuple[str, ...]) -> Any:
+def _subcommand(tree: Tree, parent: Commands, name: str, help_text: str, arguments: tuple[str, ...]) -> Any:
     parser = tree.command(parent, name, help_text, command)
     parser.add_argument("name", help=STORE_HELP)
     for argument in arguments:
@@ -122,7 +122,7 @@ def _subcommand(tree: _Tree, parent: Commands, name: str, help_text: str, argume
     return parser
 
 
-def _hash_commands(tree: _Tree, group: Commands) -> None:
+def _hash_commands(tree: Tree, group: Commands) -> None:
     _subcommand(tree, group, "set", "set a field of a key", ("key", "field", "value")).set_defaults(
         operation=lambda c, a: c.hash_set(a.name, a.key, a.field, a.value.encode()),
         show=lambda a, revision: emit({"revision": revision}, a.json, f"revision {revision}"),
@@ -142,7 +142,7 @@ def _hash_commands(tree: _Tree, group: Commands) -> None:
     )
 
 
-def _set_commands(tree: _Tree, group: Commands) -> None:
+def _set_commands(tree: Tree, group: Commands) -> None:
     _subcommand(tree, group, "add", "add a member to a key's set", ("key", "member")).set_defaults(
         operation=lambda c, a: c.set_add(a.name, a.key, a.member), show=_done("added")
     )
@@ -167,7 +167,7 @@ def _print_membership(args: argparse.Namespace, member: bool) -> None:
     emit({"is_member": True}, args.json, "yes")
 
 
-def _queue_commands(tree: _Tree, group: Commands, non_negative_int: Any) -> None:
+def _queue_commands(tree: Tree, group: Commands, non_negative_int: Any) -> None:
     _subcommand(tree, group, "push", "append an element", ("value",)).set_defaults(
         operation=lambda c, a: c.queue_push(a.name, a.value.encode()),
         show=lambda a, sequence: emit({"sequence": sequence}, a.json, f"sequence {sequence}"),
