@@ -16,6 +16,8 @@ def test_a_sentinel_url_names_every_sentinel_the_master_and_the_db() -> None:
     access = RedisAccess("redis+sentinel://a:1,b:2/weir/0")
     assert access.hosts() == ["a", "b"] and not access.tls
     assert RedisAccess("redis://127.0.0.1:6379/0").hosts() == ["127.0.0.1"]
+    tls = RedisAccess("rediss+sentinel://a:1,b:2/weir/3")  # TLS to the sentinels and the servers
+    assert tls.tls and tls.hosts() == ["a", "b"] and sentinel_target(tls.url) == SentinelTarget((("a", 1), ("b", 2)), "weir", 3)
 
 
 @pytest.mark.parametrize(
@@ -26,7 +28,7 @@ def test_a_sentinel_url_names_every_sentinel_the_master_and_the_db() -> None:
         ("redis+sentinel://a:1", "name the master"),
         ("redis+sentinel://a:1/weir/zero", "the db is a number"),
         ("redis+sentinel://:secret@a:1/weir", "not in the URL"),
-        ("rediss+sentinel://a:1/weir", "TLS to a Redis Sentinel deployment is not supported"),
+        ("rediss+sentinel://a:1,b:x/weir", "each sentinel is host:port"),
     ],
 )
 def test_a_bad_sentinel_url_says_what_is_wrong(url: str, problem: str) -> None:

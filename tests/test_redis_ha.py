@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from weir.client import stream_config
 from weir.cluster import WeirClient
 from weir_cli.launcher import LocalCluster, pid_alive, read_cluster_state, stop_pids
 
@@ -140,3 +141,49 @@ def test_cluster_up_ha_runs_sentinels_and_cluster_down_stops_every_process(tmp_p
             stop_pids(leftover, timeout_s=5)
     assert down.returncode == 0, down.stderr
     assert leftover == [], f"processes still running after weir cluster down: {leftover}"
+
+
+async def test_a_tls_cluster_reaches_its_sentinels_over_tls_and_survives_a_redis_failover(tmp_path: Path) -> None:
+    """`weir cluster up --ha --tls`, as the compose deployment runs it: every redis-server and
+    sentinel serves TLS only (a plaintext client is refused), the services reach them through
+    `rediss+sentinel://`, and after the Redis primary's SIGKILL the sentinels promote a replica over
+    TLS and a metadata write (a new stream) and a publish succeed."""
+    import redis as redis_sync
+
+    needs_own_processes()
+    cluster = LocalCluster.start(
+        tmp_path / "cluster",
+        tls=True,
+        ha=True,
+        node_env=CLUSTER_NODE_ENV,
+        router_env=CLUSTER_ROUTER_ENV,
+        replicator_env=CLUSTER_REPLICATOR_ENV,
+    )
+    try:
+        assert cluster.redis.tls, "this redis-server was built without TLS"
+        assert cluster.metadata_address.startswith("rediss+sentinel://")
+        password = cluster.redis.password_file.read_text().strip()
+        for port in [cluster.sentinels[0].port, cluster.redis_replicas[0].port]:
+            plain = redis_sync.Redis("127.0.0.1", port, password=password, socket_timeout=1)
+            with pytest.raises((redis_sync.ConnectionError, redis_sync.TimeoutError)):
+                plain.ping()
+            plain.close()
+        async with WeirClient(cluster.router_addresses, tls=cluster.client_security()) as client:
+            await client.create_stream(stream_config("before", replicas=3))
+            primary = cluster.sentinels[0].primary_address()
+            cluster.redis.kill()
+
+            async def promoted() -> bool:
+                return all(sentinel.primary_address() not in (None, primary) for sentinel in cluster.sentinels)
+
+            await eventually(promoted, 30, "the sentinels promoted a replica over TLS")
+
+            async def every_node_alive() -> bool:  # their heartbeats lapsed while no primary took them
+                return sum(node.alive for node in (await client.cluster_info()).nodes) == 3
+
+            await eventually(every_node_alive, 30, "the nodes heartbeating to the promoted Redis")
+            await client.create_stream(stream_config("after", replicas=3))
+            ack = await client.publish("after", "s", b"x", ack_level="all")
+            assert ack.seq == 1
+    finally:
+        cluster.stop()

@@ -595,7 +595,7 @@ class LocalCluster:
         well-known ones, when free (weir_cli.ports). `placements`: where each process runs, by name.
         `ha`: the metadata Redis with two replicas and three sentinels (weir_cli.redis_ha)."""
         say = progress or (lambda _message: None)
-        _check_options(tls=tls, auth_file=auth_file, ha=ha)
+        _check_options(tls=tls, auth_file=auth_file)
         access = {"AUTH_FILE": str(auth_file.resolve())} if auth_file is not None else {}
         cluster = cls._prepared(data_dir.resolve(), die_with_parent, tls, say, placements or {})
         cluster.auth_file, cluster.memory_limit_bytes = auth_file and auth_file.resolve(), memory_limit_bytes
@@ -908,12 +908,10 @@ class LocalCluster:
         (self.data_dir / CLUSTER_STATE_FILE).unlink(missing_ok=True)
 
 
-def _check_options(*, tls: bool, auth_file: Path | None, ha: bool) -> None:
+def _check_options(*, tls: bool, auth_file: Path | None) -> None:
     """Errors: LaunchError for options that do not go together."""
     if auth_file is not None and not tls:
         raise LaunchError("an auth file needs TLS (tls=True)")
-    if ha and tls:
-        raise LaunchError("a metadata Redis with Sentinel (ha) is not supported with TLS yet")
 
 
 def _port_plan(data_dir: Path, say: ProgressCallback) -> Ports:

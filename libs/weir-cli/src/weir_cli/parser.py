@@ -373,7 +373,7 @@ def _cluster_up_command(tree: Tree, cluster: Commands) -> None:
         "--ha",
         action="store_true",
         help="the metadata Redis with two replicas and three Redis Sentinels that fail it over, so it is no "
-        "single point of failure (the services reach it through the sentinels; not with --tls yet)",
+        "single point of failure (the services reach it through the sentinels; with --tls, all of them over TLS)",
     )
 
 

@@ -7,7 +7,10 @@ when the primary stops answering for `SENTINEL_DOWN_AFTER_MS`, the sentinels tha
 to each other promote a replica, and the services, which reach Redis through the sentinels
 (`redis+sentinel://...`: weir_server.metadata_redis), follow. Every server and sentinel takes the
 cluster's one Redis password (`requirepass`, `masterauth`, `sentinel auth-pass`,
-`sentinel sentinel-pass`), given in owner-only config files.
+`sentinel sentinel-pass`), given in owner-only config files. With the development certificates
+(`weir cluster up --ha --tls`) every server and sentinel serves TLS only, requiring a client
+certificate of the cluster CA, and replicates and talks to the others over TLS
+(`rediss+sentinel://...`), as the compose deployment does.
 
 Replication is asynchronous, so a failover can lose the primary's last writes; the cluster does not
 depend on them (the nodes keep the newest leader epochs and the controller restores a lost
@@ -70,6 +73,7 @@ def start_replica_set(
                 root / name,
                 root / f"{name}.log",
                 die_with_parent=primary.die_with_parent,
+                tls_dir=primary.tls_dir if primary.tls else None,
                 placement=placements.get(name, LOCAL),
                 replica_of=address,
                 in_replica_set=True,
@@ -84,6 +88,7 @@ def start_replica_set(
                 address,
                 die_with_parent=primary.die_with_parent,
                 placement=placements.get(name, LOCAL),
+                tls_dir=primary.tls_dir if primary.tls else None,
             )
             sentinels.append(sentinel.start())
         wait_for_replication(primary, len(replicas))
@@ -135,9 +140,11 @@ def _online(entry: object) -> bool:
 
 
 def sentinel_url(sentinels: list[SentinelHandle], master: str = MASTER_NAME) -> str:
-    """How the services reach the metadata store: `redis+sentinel://host:port,.../<master>/0`."""
+    """How the services reach the metadata store: `redis+sentinel://host:port,.../<master>/0`
+    (`rediss+sentinel://` when the sentinels serve TLS)."""
     hosts = ",".join(f"{sentinel.placement.host}:{sentinel.port}" for sentinel in sentinels)
-    return f"redis+sentinel://{hosts}/{master}/0"
+    scheme = "rediss+sentinel" if any(sentinel.tls_dir is not None for sentinel in sentinels) else "redis+sentinel"
+    return f"{scheme}://{hosts}/{master}/0"
 
 
 @dataclass
@@ -154,6 +161,8 @@ class SentinelHandle:
     port: int = 0
     placement: Placement = LOCAL
     process: subprocess.Popen[bytes] | None = None
+    # the development certificates: TLS only, to clients, other sentinels and the servers (None: plaintext)
+    tls_dir: Path | None = None
 
     @property
     def config_file(self) -> Path:
@@ -163,7 +172,7 @@ class SentinelHandle:
         password = owner_only_secret(self.password_file)
         host, port = self.primary
         lines = [
-            f"port {self.port}",
+            *self._listener(),
             f"bind {self.placement.host}",
             f"dir {self.data_dir}",
             f"logfile {self.log_path}",
@@ -180,6 +189,21 @@ class SentinelHandle:
         descriptor = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write("\n".join(lines) + "\n")
+
+    def _listener(self) -> list[str]:
+        """The port lines: plaintext, or TLS only (clients with a certificate of the CA), and TLS to
+        the servers and the other sentinels, with the service certificate (devcerts)."""
+        if self.tls_dir is None:
+            return [f"port {self.port}"]
+        return [
+            "port 0",
+            f"tls-port {self.port}",
+            f"tls-cert-file {self.tls_dir / 'service.pem'}",
+            f"tls-key-file {self.tls_dir / 'service-key.pem'}",
+            f"tls-ca-cert-file {self.tls_dir / 'ca.pem'}",
+            "tls-auth-clients yes",
+            "tls-replication yes",
+        ]
 
     def start(self) -> SentinelHandle:
         """Start the sentinel and wait until it answers (raises LaunchError with its log if not)."""
@@ -233,7 +257,15 @@ class SentinelHandle:
 
     def _client(self) -> redis.Redis:
         password = owner_only_secret(self.password_file)
-        return redis.Redis(self.placement.host, self.port, password=password, socket_timeout=0.5)
+        tls: dict[str, object] = {}
+        if self.tls_dir is not None:
+            tls = {
+                "ssl": True,
+                "ssl_ca_certs": str(self.tls_dir / "ca.pem"),
+                "ssl_certfile": str(self.tls_dir / "service.pem"),
+                "ssl_keyfile": str(self.tls_dir / "service-key.pem"),
+            }
+        return redis.Redis(self.placement.host, self.port, password=password, socket_timeout=0.5, **tls)  # type: ignore[arg-type]
 
     def kill(self) -> None:
         kill_process(self.process)

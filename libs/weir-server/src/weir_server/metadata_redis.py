@@ -23,6 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 import redis.asyncio as redis_asyncio
 from pydantic import Field
 from pydantic_settings import BaseSettings
+from redis.asyncio.connection import SSLConnection
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
 from redis.backoff import ConstantBackoff, NoBackoff
@@ -67,7 +68,7 @@ class RedisAccess:
 
     @property
     def tls(self) -> bool:
-        return self.url.startswith("rediss://")
+        return self.url.startswith(("rediss://", f"{SENTINEL_TLS_SCHEME}://"))
 
     @property
     def sentinel(self) -> SentinelTarget | None:
@@ -123,8 +124,10 @@ class RedisAccess:
         target = self.sentinel
         if target is None:
             return redis_asyncio.Redis.from_url(self.url, **self.options(), **options)
+        tls = {"ssl": True} if self.tls else {}  # the sentinels and the servers both serve TLS only
         asking = {  # a sentinel that does not answer at once is skipped for the next (no retries)
             **self.options(),
+            **tls,
             "socket_timeout": SENTINEL_TIMEOUT_S,
             "socket_connect_timeout": SENTINEL_TIMEOUT_S,
             "retry": Retry(NoBackoff(), 0),
@@ -135,8 +138,9 @@ class RedisAccess:
             sentinel_kwargs=asking,
             **self.options(),
         )
+        connection_class = FollowingPrimaryTLSConnection if self.tls else FollowingPrimaryConnection
         client: redis_asyncio.Redis = sentinels.master_for(
-            target.master, db=target.db, connection_class=FollowingPrimaryConnection, **options
+            target.master, db=target.db, connection_class=connection_class, **options
         )
         return client
 
@@ -174,6 +178,11 @@ class FollowingPrimaryConnection(SentinelManagedConnection):
             raise RedisConnectionError("the metadata Redis primary lost its replicas: asking the sentinels") from error
 
 
+class FollowingPrimaryTLSConnection(FollowingPrimaryConnection, SSLConnection):
+    """FollowingPrimaryConnection over TLS (a `rediss+sentinel://` URL), as redis-py's
+    SentinelManagedSSLConnection is SentinelManagedConnection's."""
+
+
 @dataclass(frozen=True, slots=True)
 class SentinelTarget:
     sentinels: tuple[tuple[str, int], ...]
@@ -182,17 +191,16 @@ class SentinelTarget:
 
 
 SENTINEL_SCHEME = "redis+sentinel"
+SENTINEL_TLS_SCHEME = "rediss+sentinel"  # every sentinel and server serves TLS only (the compose deployment)
 
 
 def sentinel_target(url: str) -> SentinelTarget | None:
-    """The parts of `redis+sentinel://host:port[,host:port...]/<master>[/<db>]` (pure); None for any
-    other scheme. Errors: ValueError naming what is wrong (no sentinel, a port that is not a
-    number, no master name, a db that is not a number, credentials in the URL, or TLS, which a
-    Sentinel deployment does not support here yet)."""
+    """The parts of `redis+sentinel://host:port[,host:port...]/<master>[/<db>]`, or of the same with
+    `rediss+sentinel://` (TLS to the sentinels and the servers), (pure); None for any other scheme.
+    Errors: ValueError naming what is wrong (no sentinel, a port that is not a number, no master
+    name, a db that is not a number, credentials in the URL)."""
     scheme, _, rest = url.partition("://")
-    if scheme == "rediss+sentinel":
-        raise ValueError(f"{url!r}: TLS to a Redis Sentinel deployment is not supported yet (use redis+sentinel://)")
-    if scheme != SENTINEL_SCHEME:
+    if scheme not in (SENTINEL_SCHEME, SENTINEL_TLS_SCHEME):
         return None
     netloc, _, path = rest.partition("/")
     if "@" in netloc:
