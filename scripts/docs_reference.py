@@ -118,7 +118,9 @@ def _argument_rows(parser: argparse.ArgumentParser, shared: set[int]) -> list[st
         value = "" if action.nargs == 0 else (action.metavar or action.dest.upper())
         choices = f" (one of {', '.join(map(str, action.choices))})" if action.choices else ""
         help_text = _expand(action.help or "", action, parser)
-        rows.append(f"| {names} | {inline(str(value))} | {inline(help_text + choices)} |")
+        unset = action.default is None or action.default is False or action.default in ("", argparse.SUPPRESS)
+        default = "" if unset else f"`{action.default}`"
+        rows.append(f"| {names} | {inline(str(value))} | {default} | {inline(help_text + choices)} |")
     return rows
 
 
@@ -155,7 +157,10 @@ def cli_page() -> Page:
         rows = _argument_rows(parser, set() if parser is root else shared)
         if rows:
             title = "Global options (every command takes them, before or after its verb)" if parser is root else ""
-            lines += [title, "", "| argument | value | description |", "|---|---|---|", *rows]
+            lines += [title, "", "| argument | value | default | description |", "|---|---|---|---|", *rows]
+        children = [child for child, _ in commands if child.rsplit(" ", 1)[0] == command]
+        if children and parser is not root:
+            lines += ["", "Commands: " + ", ".join(f"[`{child}`](#{_anchor(child)})" for child in children)]
     return Page("reference/cli.md", "CLI", "weir CLI", "\n".join(lines) + "\n")
 
 
