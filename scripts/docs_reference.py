@@ -65,13 +65,25 @@ def _type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "").replace("pathlib.", "")
 
 
+_BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+
+
+def _bounds(metadata: list[Any]) -> str:
+    """A field's numeric bounds from its constraints, as `>= 1000, <= 43200000` ('' without any)."""
+    found = [f"{sign} {getattr(item, name)}" for item in metadata for name, sign in _BOUNDS if hasattr(item, name)]
+    return ", ".join(found)
+
+
 def _default(cls: type[BaseSettings], name: str) -> str:
     field = cls.model_fields[name]
     if field.default_factory is not None:
         return "computed at start (see description)"
     if field.default is PydanticUndefined:
         return "**required**"
-    return f"`{field.default!r}`" if field.default not in (None, "") else f"`{field.default!r}` (unset)"
+    if field.default is None or field.default == "":
+        return "unset"
+    value = field.default if isinstance(field.default, bool | int | float) else str(field.default)
+    return f"`{value}`"
 
 
 def settings_page(program: str, cls: type[BaseSettings]) -> Page:
@@ -90,10 +102,9 @@ def settings_page(program: str, cls: type[BaseSettings]) -> Page:
     for name, field in cls.model_fields.items():
         variable = f"{prefix}{name}".upper()
         flag = "--" + name.replace("_", "-")
-        lines.append(
-            f"| `{name}` | `{variable}` | `{flag}` | {inline(_type_name(field.annotation))} "
-            f"| {_default(cls, name)} | {inline(field.description or '')} |"
-        )
+        kind = inline(f"{_type_name(field.annotation)} {_bounds(field.metadata)}".strip())
+        meaning = inline(field.description or "")
+        lines.append(f"| `{name}` | `{variable}` | `{flag}` | {kind} | {_default(cls, name)} | {meaning} |")
     slug = program.removeprefix("weir-")
     return Page(f"reference/settings/{slug}.md", "Settings", program, "\n".join(lines) + "\n")
 
