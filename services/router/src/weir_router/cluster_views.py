@@ -1,4 +1,4 @@
-"""Cluster-wide views (the router's section of RouterCore, core.py): GetClusterInfo (every
+"""Cluster-wide views (a section of the router, made by RouterCore in core.py): GetClusterInfo (every
 registered node with its heartbeat and integrity report), StartScrub (fanned out to the alive nodes)
 and GetClusterStreamStats (each node reports the partitions it leads; the latest analytics from
 spark-analytics ride along). Read-only: a node that does not answer is listed, not fatal.
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from google.protobuf.message import DecodeError
 from weir.errors import WeirError
@@ -17,25 +16,29 @@ from weir.v1 import router_pb2, streams_pb2, types_pb2
 from weir_server.analytics import STATS_SUBJECT
 
 from weir_router.admin import led_by
-
-if TYPE_CHECKING:
-    from weir_router.core import NodeView, RouterCore
+from weir_router.routing import NodeView, Routing
+from weir_router.settings import RouterSettings
 
 logger = logging.getLogger(__name__)
 
 
 class ClusterViews:
-    """See the module docstring; `core` gives the node registry, records and node clients."""
+    """See the module docstring; `routing` gives the node registry, records and node clients,
+    `lease_holder` (the controller's) the router holding the controller lease."""
 
-    def __init__(self, core: RouterCore) -> None:
-        self._core = core
+    def __init__(
+        self, routing: Routing, settings: RouterSettings, lease_holder: Callable[[], Awaitable[tuple[str, str]]]
+    ) -> None:
+        self._routing = routing
+        self._settings = settings
+        self._lease_holder = lease_holder
 
     async def cluster_info(self) -> router_pb2.GetClusterInfoResponse:
-        controller_id, controller_address = await self._core.controller.lease_holder()
+        controller_id, controller_address = await self._lease_holder()
         response = router_pb2.GetClusterInfoResponse(
-            controller_id=controller_id, controller_address=controller_address, router_id=self._core.settings.router_id
+            controller_id=controller_id, controller_address=controller_address, router_id=self._settings.router_id
         )
-        for view in await self._core.node_views():
+        for view in await self._routing.node_views():
             record = view.record
             response.nodes.add(
                 node_id=record.node_id,
@@ -60,12 +63,12 @@ class ClusterViews:
     async def start_scrub(self) -> router_pb2.StartScrubResponse:
         """Ask every alive node to start a scrub pass now (in parallel); a node that does not answer
         or whose scrub is off is listed with the reason."""
-        views = [view for view in await self._core.node_views() if view.alive]
+        views = [view for view in await self._routing.node_views() if view.alive]
 
         async def start(view: NodeView) -> router_pb2.NodeScrubStart:
             node_id = view.record.node_id
             try:
-                answer = await self._core.nodes.replication(view.record.internal_address).start_scrub()
+                answer = await self._routing.nodes.replication(view.record.internal_address).start_scrub()
             except WeirError as error:
                 return router_pb2.NodeScrubStart(node_id=node_id, error=str(error))
             reason = "" if answer.enabled else "its scrub is off (WEIR_NODE_SCRUB_BYTES_PER_SECOND=0)"
@@ -78,8 +81,8 @@ class ClusterViews:
     async def cluster_stats(self, include_per_stream: bool) -> router_pb2.GetClusterStreamStatsResponse:
         """Fan out over the nodes: each node reports the partitions it leads (seed
         GetClusterStreamStats; skew = max - min over the nodes that answered)."""
-        records = await self._core.store.streams()
-        views = await self._core.node_views()
+        records = await self._routing.store.streams()
+        views = await self._routing.node_views()
         nodes = {view.record.node_id: view for view in views}
         led_by_node: dict[str, dict[str, set[int]]] = {view.record.node_id: {} for view in views}
         for record in records:
@@ -87,7 +90,7 @@ class ClusterViews:
                 led_by_node.setdefault(node_id, {})[record.config.name] = partitions
 
         async def node_stats(node_id: str) -> dict[str, streams_pb2.GetStreamInfoResponse]:
-            client = self._core.internal_client(node_id, nodes)
+            client = self._routing.internal_client(node_id, nodes)
             names = sorted(led_by_node[node_id])
             infos = await asyncio.gather(*(client.stream_info(name) for name in names))
             return dict(zip(names, infos, strict=True))
@@ -109,12 +112,12 @@ class ClusterViews:
         """The latest ClusterAnalytics spark-analytics published to the stats stream (subject
         `stats`, partition 0), read from that partition's primary; None when there is no stats
         stream or message yet, or its primary does not answer (the rest of the stats still go out)."""
-        name = self._core.settings.analytics_stream
+        name = self._settings.analytics_stream
         record = next((record for record in records if record.config.name == name), None)
         if record is None or not record.placement.partitions:
             return None
         try:
-            client = self._core.internal_client(record.placement.partitions[0].primary_node_id, nodes)
+            client = self._routing.internal_client(record.placement.partitions[0].primary_node_id, nodes)
             message = await client.latest_at_subject(name, STATS_SUBJECT, 0)
         except WeirError as error:
             logger.warning("cluster stats: stats stream %s: %s", name, error)

@@ -1,4 +1,4 @@
-"""The controller role (the router's section of RouterCore, core.py): one router at a time holds
+"""The controller role (a section of the router, made by RouterCore in core.py): one router at a time holds
 the lease (SET NX PX in Redis, renewed every `controller_tick_ms`). The holder marks nodes whose
 heartbeat expired dead, fails their partitions over to the best alive in-sync replica
 (`failover.choose_leader`), and now and then moves leadership back to preferred leaders
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 from weir.errors import WeirError
@@ -18,9 +17,9 @@ from weir.v1 import internal_pb2, types_pb2
 from weir_server.metadata import InSyncRecord
 
 from weir_router import failover, metrics
-
-if TYPE_CHECKING:
-    from weir_router.core import NodeView, RouterCore
+from weir_router.leaders import LeaderRebalancer
+from weir_router.routing import NodeView, Routing
+from weir_router.settings import RouterSettings
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +27,21 @@ logger = logging.getLogger(__name__)
 class Controller:
     """The lease and what its holder does each tick; `held` says whether this router holds it."""
 
-    def __init__(self, core: RouterCore) -> None:
-        self._core = core
+    def __init__(
+        self,
+        routing: Routing,
+        settings: RouterSettings,
+        holder: str,
+        admin_lock: asyncio.Lock,
+        rebalancer: LeaderRebalancer,
+    ) -> None:
+        """`holder` names this router in the lease; the leader rebalancer runs under `admin_lock`
+        (RouterCore's: stream changes and leader rebalancing, one at a time)."""
+        self._routing = routing
+        self._settings = settings
+        self._holder = holder
+        self._admin_lock = admin_lock
+        self._rebalancer = rebalancer
         self.held = False
         self._task: asyncio.Task[None] | None = None
         self._unavailable_logged: set[tuple[str, int, int]] = set()
@@ -45,19 +57,18 @@ class Controller:
                 await self._task
         if self.held:
             with contextlib.suppress(RedisError, OSError):
-                await self._core.store.release_lease(self._core.holder)
+                await self._routing.store.release_lease(self._holder)
         self.held = False
         metrics.IS_CONTROLLER.set(0)
 
     async def lease_holder(self) -> tuple[str, str]:
         """(router id, address) of the lease holder; ("", "") while nobody holds it."""
-        holder = await self._core.store.lease_holder()
+        holder = await self._routing.store.lease_holder()
         router_id, _, address = holder.partition(" ")
         return router_id, address
 
     async def _loop(self) -> None:
-        core = self._core
-        interval_s = core.settings.controller_tick_ms / 1000
+        interval_s = self._settings.controller_tick_ms / 1000
         while True:
             try:
                 await self.tick()
@@ -66,7 +77,7 @@ class Controller:
                 if self.held:
                     logger.warning(
                         "router %s: Redis unreachable, giving up the controller role: %s",
-                        core.settings.router_id,
+                        self._settings.router_id,
                         error,
                     )
                 self._set_held(False)
@@ -75,7 +86,7 @@ class Controller:
             await asyncio.sleep(interval_s)
 
     def _set_held(self, value: bool) -> None:
-        router_id = self._core.settings.router_id
+        router_id = self._settings.router_id
         if value and not self.held:
             logger.info("router %s is now the controller", router_id)
             metrics.CONTROLLER_CHANGES.inc()
@@ -87,14 +98,13 @@ class Controller:
     async def tick(self) -> None:
         """Renew or seek the lease; as controller, mark nodes with an expired heartbeat dead, fail
         their partitions over, and now and then move leadership back to preferred leaders."""
-        core = self._core
-        lease_ms = core.settings.lease_ms
+        lease_ms = self._settings.lease_ms
         if self.held:
-            held = await core.store.renew_lease(core.holder, lease_ms)
+            held = await self._routing.store.renew_lease(self._holder, lease_ms)
         else:
-            held = await core.store.acquire_lease(core.holder, lease_ms)
+            held = await self._routing.store.acquire_lease(self._holder, lease_ms)
         self._set_held(held)
-        views = await core.node_views()
+        views = await self._routing.node_views()
         alive = sum(1 for view in views if view.alive)
         metrics.NODES.labels("alive").set(alive)
         metrics.NODES.labels("dead").set(len(views) - alive)
@@ -102,7 +112,7 @@ class Controller:
             return
         for view in views:
             if not view.alive and view.record.state == "alive":
-                await core.store.mark_dead(view.record.node_id)
+                await self._routing.store.mark_dead(view.record.node_id)
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
         nodes = {view.record.node_id: view for view in views}
@@ -110,9 +120,9 @@ class Controller:
             await self.restore_lost_epochs(nodes)
         if alive < len(views) or any(view.alive and view.record.rebuilding_partitions for view in views):
             await self.fail_over(nodes)
-        if core.rebalancer.due():
-            async with core.admin_lock:
-                await core.rebalancer.run(nodes)
+        if self._rebalancer.due():
+            async with self._admin_lock:
+                await self._rebalancer.run(nodes)
 
     async def fail_over(self, nodes: dict[str, NodeView]) -> None:
         """Replace the dead primary of every partition that has one by its best alive in-sync
@@ -122,7 +132,7 @@ class Controller:
         partition's history) counts as dead for that partition, and never as a candidate."""
         alive = {node_id for node_id, view in nodes.items() if view.alive}
         rebuilding = {node_id: set(view.record.rebuilding_partitions) for node_id, view in nodes.items()}
-        for record in await self._core.store.streams():
+        for record in await self._routing.store.streams():
             name = record.config.name
             orphaned = [
                 entry
@@ -142,7 +152,7 @@ class Controller:
         for node_id, view in nodes.items():
             for stream, partition, _epoch in view.record.ahead_partitions if view.alive else ():
                 reporters.setdefault((stream, partition), []).append(node_id)
-        store = self._core.store
+        store = self._routing.store
         for record in await store.streams():
             name = record.config.name
             updated = types_pb2.StreamRecord()
@@ -164,7 +174,7 @@ class Controller:
                 )
                 self._log_restored(name, entry, newest, asked)
             if expected and await store.replace_placement(updated, expected, restored, read_in_sync=read_in_sync):
-                await self._core.push_placement(updated, nodes)
+                await self._routing.push_placement(updated, nodes)
 
     async def _fail_over_stream(
         self,
@@ -176,7 +186,7 @@ class Controller:
     ) -> None:
         """Promote a replica for each of the stream's `orphaned` partitions that has one, and store
         the new record in one transaction guarded by the epochs and in-sync sets read here."""
-        store = self._core.store
+        store = self._routing.store
         updated = types_pb2.StreamRecord()
         updated.CopyFrom(record)
         expected: dict[int, int] = {}
@@ -211,7 +221,7 @@ class Controller:
             )
             return
         metrics.LEADER_ELECTIONS.inc(len(expected))
-        await self._core.push_placement(updated, nodes)
+        await self._routing.push_placement(updated, nodes)
 
     async def _promote(
         self,
@@ -277,7 +287,7 @@ class Controller:
         async def ask(node_id: str) -> internal_pb2.GetReplicaStateResponse | None:
             try:
                 address = nodes[node_id].record.internal_address
-                return await self._core.nodes.replication(address).replica_state(stream, partition)
+                return await self._routing.nodes.replication(address).replica_state(stream, partition)
             except WeirError as error:
                 logger.warning("%s/%d: replica %s did not answer: %s", stream, partition, node_id, error)
                 return None

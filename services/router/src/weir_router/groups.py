@@ -1,4 +1,4 @@
-"""Consumer groups (the router's section of RouterCore, core.py): QueryAssignment, GetGroupInfo and
+"""Consumer groups (a section of the router, made by RouterCore in core.py): QueryAssignment, GetGroupInfo and
 LeaveGroup. A group's membership and partition owners live in one Redis key per (stream, group),
 changed only inside a Redis transaction by the pure `assignment.step` (assignment.py): every
 QueryAssignment is a member's heartbeat and returns its partitions' routes. A member's first call
@@ -7,7 +7,7 @@ creates the group's consumer on the stream if it does not exist yet.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 from weir.errors import InvalidArgumentError, NoSuchConsumerError
 from weir.subjects import validate_name
@@ -15,10 +15,8 @@ from weir.v1 import router_pb2, types_pb2
 
 from weir_router import assignment, metrics
 from weir_router.endpoints import check_endpoints
-
-if TYPE_CHECKING:
-    from weir_router.core import RouterCore
-
+from weir_router.routing import Routing
+from weir_router.settings import RouterSettings
 
 MAX_CLIENT_ID_CHARS = 256
 
@@ -32,10 +30,21 @@ def check_client_id(client_id: str) -> None:
 
 
 class ConsumerGroups:
-    """See the module docstring; `core` gives the stream records, node routes and consumer admin."""
+    """See the module docstring; `routing` gives the stream records and node routes,
+    `consumer_info` and `create_consumer` (the stream admin's) the group's durable consumer."""
 
-    def __init__(self, core: RouterCore) -> None:
-        self._core = core
+    def __init__(
+        self,
+        routing: Routing,
+        settings: RouterSettings,
+        *,
+        consumer_info: Callable[[str, str], Awaitable[object]],
+        create_consumer: Callable[[str, types_pb2.ConsumerConfig], Awaitable[object]],
+    ) -> None:
+        self._routing = routing
+        self._settings = settings
+        self._consumer_info = consumer_info
+        self._create_consumer = create_consumer
 
     async def query_assignment(self, request: router_pb2.QueryAssignmentRequest) -> router_pb2.QueryAssignmentResponse:
         """One member's assignment (and heartbeat). Errors: InvalidArgumentError, NoSuchStreamError,
@@ -45,7 +54,7 @@ class ConsumerGroups:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(request.group, "group")
         check_client_id(request.client_id)
-        record = await self._core.record_of(request.stream)
+        record = await self._routing.record_of(request.stream)
         partitions = record.config.partitions
         if len(request.owned_partitions) > partitions:
             raise InvalidArgumentError(
@@ -55,7 +64,7 @@ class ConsumerGroups:
         if bad:
             raise InvalidArgumentError(f"owned_partitions: {bad} out of range (the stream has {partitions})")
         current = assignment.GroupState.from_json(
-            await self._core.store.redis.get(self._core.store.keys.group(request.stream, request.group))
+            await self._routing.store.redis.get(self._routing.store.keys.group(request.stream, request.group))
         )
         if request.client_id not in current.members:
             await self._ensure_group_consumer(record, request.group, request.consumer)
@@ -68,34 +77,34 @@ class ConsumerGroups:
                 client_id=request.client_id,
                 owned_partitions=request.owned_partitions,
                 now_ms=now_ms,
-                session_timeout_ms=self._core.settings.group_session_timeout_ms,
+                session_timeout_ms=self._settings.group_session_timeout_ms,
             )
             return new_state.to_json(), (view, new_state.generation != state.generation)
 
-        view, changed = await self._core.store.update_group(request.stream, request.group, update)
+        view, changed = await self._routing.store.update_group(request.stream, request.group, update)
         if changed:
             metrics.GROUP_REBALANCES.labels(request.stream, request.group).inc()
-        nodes = await self._core.nodes_by_id()
+        nodes = await self._routing.nodes_by_id()
         response = router_pb2.QueryAssignmentResponse(
             generation=view.generation, members=view.members, awaiting_partitions=view.awaiting
         )
-        listener = self._core.listener(request.endpoints)
+        listener = self._routing.listener(request.endpoints)
         for partition in view.assigned:
-            response.assignments.add(route=self._core.route(record.placement.partitions[partition], nodes, listener))
+            response.assignments.add(route=self._routing.route(record.placement.partitions[partition], nodes, listener))
         return response
 
     async def _ensure_group_consumer(
         self, record: types_pb2.StreamRecord, group: str, config: types_pb2.ConsumerConfig
     ) -> None:
         try:
-            await self._core.admin.consumer_info(record.config.name, group)
+            await self._consumer_info(record.config.name, group)
             return
         except NoSuchConsumerError:
             pass
         wanted = types_pb2.ConsumerConfig()
         wanted.CopyFrom(config)
         wanted.name = group
-        await self._core.admin.create_consumer(record.config.name, wanted)
+        await self._create_consumer(record.config.name, wanted)
 
     async def group_info(self, stream: str, group: str) -> router_pb2.GetGroupInfoResponse:
         """The group's live members (heartbeat within the session timeout) and their partitions.
@@ -103,11 +112,11 @@ class ConsumerGroups:
         if not group:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(group, "group")
-        await self._core.record_of(stream)
+        await self._routing.record_of(stream)
         state = assignment.GroupState.from_json(
-            await self._core.store.redis.get(self._core.store.keys.group(stream, group))
+            await self._routing.store.redis.get(self._routing.store.keys.group(stream, group))
         )
-        live_after = await self._core.store.now_ms() - self._core.settings.group_session_timeout_ms
+        live_after = await self._routing.store.now_ms() - self._settings.group_session_timeout_ms
         response = router_pb2.GetGroupInfoResponse(generation=state.generation)
         for client_id, heartbeat_ms in sorted(state.members.items()):
             if heartbeat_ms < live_after:
@@ -124,7 +133,7 @@ class ConsumerGroups:
             raise InvalidArgumentError("group: a consumer group name is required")
         validate_name(group, "group")
         check_client_id(client_id)
-        record = await self._core.record_of(stream)
+        record = await self._routing.record_of(stream)
 
         def update(raw: bytes | None, now_ms: int) -> tuple[str, None]:
             new_state, _ = assignment.step(
@@ -133,10 +142,10 @@ class ConsumerGroups:
                 client_id=client_id,
                 owned_partitions=(),
                 now_ms=now_ms,
-                session_timeout_ms=self._core.settings.group_session_timeout_ms,
+                session_timeout_ms=self._settings.group_session_timeout_ms,
                 leaving=True,
             )
             return new_state.to_json(), None
 
-        await self._core.store.update_group(stream, group, update)
+        await self._routing.store.update_group(stream, group, update)
         metrics.GROUP_REBALANCES.labels(stream, group).inc()

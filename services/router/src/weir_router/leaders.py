@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from weir.errors import WeirError
 from weir.v1 import types_pb2
@@ -22,20 +21,20 @@ from weir_server.metadata import InSyncRecord
 from weir_server.replication import ReplicationResult
 
 from weir_router import metrics, rebalance
-
-if TYPE_CHECKING:
-    from weir_router.core import NodeView, RouterCore
+from weir_router.routing import NodeView, Routing
+from weir_router.settings import RouterSettings
 
 logger = logging.getLogger(__name__)
 
 
 class LeaderRebalancer:
-    def __init__(self, core: RouterCore) -> None:
-        self.core = core
+    def __init__(self, routing: Routing, settings: RouterSettings) -> None:
+        self.routing = routing
+        self.settings = settings
         self._last_pass = 0.0
 
     def due(self) -> bool:
-        interval_ms = self.core.settings.leader_rebalance_interval_ms
+        interval_ms = self.settings.leader_rebalance_interval_ms
         return interval_ms > 0 and (time.monotonic() - self._last_pass) * 1000 >= interval_ms
 
     async def run(self, nodes: dict[str, NodeView]) -> int:
@@ -43,7 +42,7 @@ class LeaderRebalancer:
         self._last_pass = time.monotonic()
         alive = {node_id for node_id, view in nodes.items() if view.alive}
         damaged = {node_id: set(view.record.damaged_partitions) for node_id, view in nodes.items()}
-        records = await self.core.store.streams()
+        records = await self.routing.store.streams()
         in_sync: dict[tuple[str, int], list[str]] = {}
         read: dict[tuple[str, int], InSyncRecord | None] = {}
         for record in records:
@@ -52,7 +51,7 @@ class LeaderRebalancer:
                 if rebalance.preferred_leader(entry) != entry.primary_node_id or key in damaged.get(
                     entry.primary_node_id, ()
                 ):
-                    stored = read[key] = await self.core.store.in_sync(*key)
+                    stored = read[key] = await self.routing.store.in_sync(*key)
                     in_sync[key] = (
                         list(stored.in_sync)
                         if stored is not None and stored.leader_epoch == entry.leader_epoch
@@ -78,10 +77,10 @@ class LeaderRebalancer:
         store the new placement, only if neither the epoch nor the in-sync record changed since
         `in_sync` was read from `read_in_sync` (a set the old primary shrank meanwhile must not be
         handed on as the new primary's)."""
-        settings = self.core.settings
+        settings = self.settings
         primary = nodes[move.from_node_id].record.internal_address
         try:
-            answer = await self.core.nodes.replication(primary).transfer_leadership(
+            answer = await self.routing.nodes.replication(primary).transfer_leadership(
                 move.stream, move.partition, move.leader_epoch, move.to_node_id, settings.leader_transfer_timeout_ms
             )
         except WeirError as error:
@@ -100,7 +99,7 @@ class LeaderRebalancer:
         updated.CopyFrom(record)
         updated.placement.partitions[move.partition].CopyFrom(new_entry)
         value = InSyncRecord(new_entry.leader_epoch, move.to_node_id, tuple(new_entry.in_sync_node_ids))
-        if not await self.core.store.replace_placement(
+        if not await self.routing.store.replace_placement(
             updated,
             {move.partition: move.leader_epoch},
             {move.partition: value},
@@ -120,5 +119,5 @@ class LeaderRebalancer:
             answer.last_seq,
             new_entry.leader_epoch,
         )
-        await self.core.push_placement(updated, nodes)
+        await self.routing.push_placement(updated, nodes)
         return True

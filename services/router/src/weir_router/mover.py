@@ -16,7 +16,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from weir.errors import AlreadyExistsError, FailedPreconditionError, UnavailableError, WeirError
 from weir.v1 import router_pb2, types_pb2
@@ -25,9 +24,7 @@ from weir_server.replication import ReplicationResult
 
 from weir_router import moves, rebalance
 from weir_router.moves import MovePlan
-
-if TYPE_CHECKING:
-    from weir_router.core import NodeView, RouterCore
+from weir_router.routing import NodeView, Routing
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +41,8 @@ class MoveFailed(FailedPreconditionError):
 class PartitionMover:
     """One MovePartition call."""
 
-    def __init__(self, core: RouterCore, plan: MovePlan, catch_up_timeout_ms: int) -> None:
-        self.core = core
+    def __init__(self, routing: Routing, plan: MovePlan, catch_up_timeout_ms: int) -> None:
+        self.routing = routing
         self.plan = plan
         self.catch_up_timeout_ms = catch_up_timeout_ms or DEFAULT_CATCH_UP_TIMEOUT_MS
         self.started = time.monotonic()
@@ -106,12 +103,12 @@ class PartitionMover:
         yield self.progress("done", f"copies now on {', '.join(moves.replicas_of(entry))}", entry)
 
     async def _current(self) -> tuple[types_pb2.StreamRecord, dict[str, NodeView]]:
-        record = await self.core.record_of(self.plan.stream)
-        return record, await self.core.nodes_by_id()
+        record = await self.routing.record_of(self.plan.stream)
+        return record, await self.routing.nodes_by_id()
 
     async def _in_sync(self, entry: types_pb2.PartitionPlacement) -> tuple[list[str], InSyncRecord | None]:
         """The partition's live in-sync set for `entry`'s epoch, and the stored record it came from."""
-        stored = await self.core.store.in_sync(self.plan.stream, self.plan.partition)
+        stored = await self.routing.store.in_sync(self.plan.stream, self.plan.partition)
         if stored is not None and stored.leader_epoch == entry.leader_epoch:
             return list(stored.in_sync), stored
         return list(entry.in_sync_node_ids), stored
@@ -126,7 +123,7 @@ class PartitionMover:
                 f"{self.plan.stream}/{self.plan.partition}: its primary {entry.primary_node_id} is down; "
                 "retry after the failover"
             )
-        answer = await self.core.nodes.replication(view.record.internal_address).transfer_leadership(
+        answer = await self.routing.nodes.replication(view.record.internal_address).transfer_leadership(
             self.plan.stream, self.plan.partition, entry.leader_epoch, to_node_id, FENCE_TIMEOUT_MS
         )
         if answer.result_code != ReplicationResult.OK:
@@ -146,7 +143,7 @@ class PartitionMover:
     ) -> types_pb2.StreamRecord:
         index = self.plan.partition
         value = InSyncRecord(new_entry.leader_epoch, new_entry.primary_node_id, tuple(new_entry.in_sync_node_ids))
-        updated = await self.core.store.update_stream_record(
+        updated = await self.routing.store.update_stream_record(
             self.plan.stream,
             lambda current: current.placement.partitions[index].CopyFrom(new_entry),
             expected_epochs={index: old_epoch},
@@ -158,7 +155,7 @@ class PartitionMover:
                 f"{self.plan.stream}/{self.plan.partition}: the placement changed meanwhile (a failover?); "
                 "nothing was written: run the move again"
             )
-        await self.core.push_placement(updated, nodes)
+        await self.routing.push_placement(updated, nodes)
         self.longest_fence_ms = max(self.longest_fence_ms, (time.monotonic() - fenced_at) * 1000)
         return updated
 
@@ -188,10 +185,10 @@ class PartitionMover:
     async def _host_on_target(self, record: types_pb2.StreamRecord, nodes: dict[str, NodeView]) -> None:
         """The target hosts the stream (created there when it had no partition of it) with the
         stream's consumers, so their state can be replicated to it."""
-        target = self.core.internal_client(self.plan.to_node_id, nodes)
+        target = self.routing.internal_client(self.plan.to_node_id, nodes)
         with contextlib.suppress(AlreadyExistsError):  # it hosts other partitions: the pushed record gave it this one
             await target.create_stream(record.config, record.placement)
-        primary = self.core.internal_client(record.placement.partitions[0].primary_node_id, nodes)
+        primary = self.routing.internal_client(record.placement.partitions[0].primary_node_id, nodes)
         for info in await primary.list_consumers(self.plan.stream):
             await target.create_consumer(self.plan.stream, info.config)
 
@@ -233,7 +230,7 @@ class PartitionMover:
         for node_id in (self.plan.to_node_id, entry.primary_node_id):
             view = nodes.get(node_id)
             try:
-                state = await self.core.nodes.replication(view.record.internal_address).replica_state(  # type: ignore[union-attr]
+                state = await self.routing.nodes.replication(view.record.internal_address).replica_state(  # type: ignore[union-attr]
                     self.plan.stream, self.plan.partition
                 )
                 ends.append(int(state.last_seq))
@@ -248,7 +245,7 @@ class PartitionMover:
         if view is None or not view.alive:
             return
         try:
-            await self.core.nodes.replication(view.record.internal_address).apply_placement(record)
+            await self.routing.nodes.replication(view.record.internal_address).apply_placement(record)
         except WeirError as error:
             logger.warning(
                 "move %s/%d: %s did not adopt its removal yet: %s",

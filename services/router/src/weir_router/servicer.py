@@ -93,7 +93,7 @@ class RouterServicer(router_pb2_grpc.RouterServicer):
 
     @unary
     async def QueryRoute(self, request: router_pb2.QueryRouteRequest, context: Any) -> Any:
-        return await self.core.query_route(request.stream, request.endpoints)
+        return await self.core.routing.query_route(request.stream, request.endpoints)
 
     @unary
     async def QueryAssignment(self, request: router_pb2.QueryAssignmentRequest, context: Any) -> Any:
