@@ -3,7 +3,8 @@
 Reads the root packages from `.importlinter`, builds their import graph with grimp (the library
 import-linter checks the contracts with; `TYPE_CHECKING` imports count), and prints:
 - the packages by floor, top first: a package's floor is one above the highest floor it imports,
-  and packages that import each other share a floor (said beside it);
+  and packages that import each other share a floor (said beside it); then each package's arrows
+  to the others, with how many module imports each stands for;
 - for each package, how many floors its modules stack into and every import cycle among them, with
   the arrows that close it.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import configparser
 import sys
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -97,13 +99,19 @@ def cycles(graph: Graph) -> list[list[tuple[str, str]]]:
     return found
 
 
-def package_graph(modules: Graph) -> dict[str, set[str]]:
-    """The imports between top-level packages that a module graph implies (pure)."""
-    packages: dict[str, set[str]] = {}
+def package_arrows(modules: Graph) -> dict[str, Counter[str]]:
+    """For each top-level package, the other packages its modules import, with how many module
+    imports each arrow stands for (pure)."""
+    arrows: dict[str, Counter[str]] = {}
     for module, targets in modules.items():
         top = module.split(".")[0]
-        packages.setdefault(top, set()).update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
-    return packages
+        arrows.setdefault(top, Counter()).update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+    return arrows
+
+
+def package_graph(modules: Graph) -> dict[str, set[str]]:
+    """The imports between top-level packages that a module graph implies (pure)."""
+    return {package: set(imported) for package, imported in package_arrows(modules).items()}
 
 
 def within(modules: Graph, package: str) -> dict[str, set[str]]:
@@ -120,6 +128,12 @@ def report(modules: Graph, floors_of: str | None) -> list[str]:
     for number, floor in reversed(list(enumerate(floors(packages)))):
         note = "   (import each other)" if shared.intersection(floor) and len(floor) > 1 else ""
         lines.append(f"  {number}  {', '.join(floor)}{note}")
+    lines.append("Arrows between packages (the module imports each stands for):")
+    for package, imported in sorted(package_arrows(modules).items()):
+        if imported:
+            lines.append(
+                f"  {package} -> " + ", ".join(f"{name} ({count})" for name, count in sorted(imported.items()))
+            )
     total = 0
     lines.append("Modules of each package (floors, import cycles):")
     for package in sorted(packages):

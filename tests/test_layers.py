@@ -107,5 +107,6 @@ def test_the_report_names_packages_by_floor_and_each_cycle() -> None:
     }
     lines = layers.report(modules, None)
     assert lines[1:4] == ["  2  tool", "  1  svc", "  0  lib"]
+    assert "  svc -> lib (1)" in lines and "  tool -> svc (1)" in lines
     assert "    cycle of 2 modules, 2 arrows:" in lines
     assert lines[-1] == "Import cycles: 1"
