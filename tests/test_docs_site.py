@@ -253,6 +253,19 @@ def test_every_grpc_service_rpc_and_message_is_in_the_reference(site: Path) -> N
     assert not missing, "gRPC APIs missing from the reference:\n" + "\n".join(missing)
 
 
+def test_every_public_name_of_the_sdk_is_in_the_reference(site: Path) -> None:
+    """Each name `import weir` exports (`weir.__all__`) has its own entry (an id ending in
+    `.<name>`) on one of the SDK pages, documented or not."""
+    import weir
+
+    ids: set[str] = set()
+    for page in (site / "reference" / "sdk").glob("*.html"):
+        ids |= parse(page).ids
+    missing = [name for name in weir.__all__ if not any(anchor.endswith(f".{name}") for anchor in ids)]
+    assert len(weir.__all__) > 50
+    assert not missing, f"SDK names missing from the reference: {missing}"
+
+
 def test_user_pages_cite_no_internal_issue_numbers(site: Path) -> None:
     """The project's own issues are cited as 'issue 53' in code and notes; a reader of the site has
     no access to them. (Upstream projects' references, such as kafka-pixy's 'issue #182', stay.)"""
