@@ -274,7 +274,7 @@ def test_user_pages_cite_no_internal_issue_numbers(site: Path) -> None:
         relative = path.relative_to(site).as_posix()
         if relative.startswith(INTERNAL_PAGES) or relative.startswith("search"):
             continue
-        cited += [f"{relative}: {m.group(0)}" for m in re.finditer(r"\b[Ii]ssues? \d+", text_of(path))]
+        cited += [f"{relative}: {m.group(0)}" for m in re.finditer(r"\b[Ii]ssues?\s+\d+", text_of(path))]
     assert not cited, "internal issue numbers in user pages:\n" + "\n".join(cited)
 
 
