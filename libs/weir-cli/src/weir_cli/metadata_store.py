@@ -137,8 +137,6 @@ class RedisHandle:
             text += f"replicaof {self.replica_of[0]} {self.replica_of[1]}\n"
         if self.in_replica_set:
             text += f"min-replicas-to-write 1\nmin-replicas-max-lag {MIN_REPLICAS_MAX_LAG_S}\n"
-        if self.tls and (self.in_replica_set or self.replica_of is not None):
-            text += "tls-replication yes\n"  # a replica reaches its primary over TLS, with the service certificate
         config = self.data_dir / "redis.conf"
         descriptor = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:

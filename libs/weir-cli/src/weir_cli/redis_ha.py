@@ -3,7 +3,7 @@ Sentinel (`weir cluster up --ha`, the network fault tests).
 
 Three redis-servers (the primary and two replicas replicating from it) and three sentinels, each
 sentinel beside one redis-server (the same host in the network fault tests), with a quorum of two:
-when the primary stops answering for `SENTINEL_DOWN_AFTER_MS`, the sentinels that can still talk
+when the primary stops answering for `devcerts.SENTINEL_DOWN_AFTER_MS`, the sentinels that can still talk
 to each other promote a replica, and the services, which reach Redis through the sentinels
 (`redis+sentinel://...`: weir_server.metadata_redis), follow. Every server and sentinel takes the
 cluster's one Redis password (`requirepass`, `masterauth`, `sentinel auth-pass`,
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from weir_server import devcerts
 
 from weir_cli.metadata_store import RedisHandle, redis_server_binary
 from weir_cli.process_basics import (
@@ -41,14 +42,8 @@ from weir_cli.process_basics import (
     with_parent_death,
 )
 
-MASTER_NAME = "weir"
+MASTER_NAME = devcerts.SENTINEL_MASTER_NAME
 SENTINELS = 3
-QUORUM = 2
-# How long the sentinels wait for a silent primary before they agree it is down and fail over, and
-# how long one failover may take before another is tried (Sentinel's defaults: 30 s and 3 min, for
-# WAN links; the store the cluster's own failovers depend on must fail over in seconds).
-SENTINEL_DOWN_AFTER_MS = 1000
-SENTINEL_FAILOVER_TIMEOUT_MS = 5000
 
 
 REPLICAS = 2
@@ -169,41 +164,18 @@ class SentinelHandle:
         return self.data_dir / "sentinel.conf"
 
     def _write_config(self) -> None:
+        """devcerts.sentinel_config (as compose's sentinels run it), listening on this host only:
+        plaintext, or TLS only (clients with a certificate of the CA) and TLS to the servers and
+        the other sentinels, with the development certificates."""
         password = owner_only_secret(self.password_file)
-        host, port = self.primary
-        lines = [
-            *self._listener(),
-            f"bind {self.placement.host}",
-            f"dir {self.data_dir}",
-            f"logfile {self.log_path}",
-            f"requirepass {password}",
-            f"sentinel monitor {MASTER_NAME} {host} {port} {QUORUM}",
-            f"sentinel auth-pass {MASTER_NAME} {password}",
-            f"sentinel sentinel-pass {password}",
-            f"sentinel down-after-milliseconds {MASTER_NAME} {SENTINEL_DOWN_AFTER_MS}",
-            f"sentinel failover-timeout {MASTER_NAME} {SENTINEL_FAILOVER_TIMEOUT_MS}",
-            f"sentinel parallel-syncs {MASTER_NAME} 1",
-        ]
+        listener = devcerts.tls_listener(self.tls_dir, self.port) if self.tls_dir is not None else [f"port {self.port}"]
+        lines = [f"bind {self.placement.host}", f"dir {self.data_dir}", f"logfile {self.log_path}"]
         if self.placement.host != LOOPBACK:
             lines.append("protected-mode no")
+        text = devcerts.sentinel_config(password, self.primary, listener) + "\n".join(lines) + "\n"
         descriptor = os.open(self.config_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w") as file:
-            file.write("\n".join(lines) + "\n")
-
-    def _listener(self) -> list[str]:
-        """The port lines: plaintext, or TLS only (clients with a certificate of the CA), and TLS to
-        the servers and the other sentinels, with the service certificate (devcerts)."""
-        if self.tls_dir is None:
-            return [f"port {self.port}"]
-        return [
-            "port 0",
-            f"tls-port {self.port}",
-            f"tls-cert-file {self.tls_dir / 'service.pem'}",
-            f"tls-key-file {self.tls_dir / 'service-key.pem'}",
-            f"tls-ca-cert-file {self.tls_dir / 'ca.pem'}",
-            "tls-auth-clients yes",
-            "tls-replication yes",
-        ]
+            file.write(text)
 
     def start(self) -> SentinelHandle:
         """Start the sentinel and wait until it answers (raises LaunchError with its log if not)."""

@@ -10,9 +10,9 @@ certificate for users' tools), and `service.token` (the services' bearer token f
 auth file: their `token_file` and the routers' and nodes' `service_token_file`); with `--admin-auth`
 also `auth.json`, an auth file whose one user `admin` may do everything, and `admin.token`, its
 token (the compose stack runs with them); with `--redis-owner UID` also `redis.password`, and
-`redis.conf` and `redis-key.pem` for a metadata Redis serving TLS only with that password (the
-compose stack's). Keys, tokens and passwords are written owner-only. Existing files are
-kept, so a restarted cluster keeps its CA and tokens.
+`redis.conf`, `sentinel.conf` and `redis-key.pem` for a metadata Redis, its replicas and their
+sentinels serving TLS only with that password (the compose stack's). Keys, tokens and passwords
+are written owner-only. Existing files are kept, so a restarted cluster keeps its CA and tokens.
 """
 
 from __future__ import annotations
@@ -172,29 +172,76 @@ def make_admin_auth(directory: Path) -> Path:
 def redis_config(directory: Path, password: str, port: int, *, tls: bool, key_file: Path | None = None) -> str:
     """A redis-server config for the metadata Redis of a cluster with these certificates: the
     password (requirepass) and, with `tls`, TLS only on `port` with a client certificate of the CA
-    required (`key_file`: a copy of the service key the Redis process can read; default the
-    service's own)."""
-    lines = [f"requirepass {password}"]
-    if tls:
-        key = key_file or directory / f"{SERVICE}-key.pem"
-        lines += [
-            "port 0",
-            f"tls-port {port}",
-            f"tls-cert-file {directory / f'{SERVICE}.pem'}",
-            f"tls-key-file {key}",
-            f"tls-ca-cert-file {directory / f'{CA}.pem'}",
-            "tls-auth-clients yes",
-        ]
-    else:
-        lines.append(f"port {port}")
+    required, replicating over TLS too (`tls_listener`; `key_file`: a copy of the service key the
+    Redis process can read; default the service's own)."""
+    listener = tls_listener(directory, port, key_file) if tls else [f"port {port}"]
+    return "\n".join([f"requirepass {password}", *listener]) + "\n"
+
+
+def tls_listener(directory: Path, port: int, key_file: Path | None = None) -> list[str]:
+    """The config lines of a redis-server or sentinel serving TLS only on `port` with these
+    certificates, a client certificate of the CA required, and TLS to the servers it replicates
+    from or watches (`key_file`: a copy of the service key the Redis process can read)."""
+    key = key_file or directory / f"{SERVICE}-key.pem"
+    return [
+        "port 0",
+        f"tls-port {port}",
+        f"tls-cert-file {directory / f'{SERVICE}.pem'}",
+        f"tls-key-file {key}",
+        f"tls-ca-cert-file {directory / f'{CA}.pem'}",
+        "tls-auth-clients yes",
+        "tls-replication yes",
+    ]
+
+
+# Redis Sentinel for the metadata Redis (`weir cluster up --ha`, compose): the master's name, the
+# sentinels that must agree it is down, and how long they wait for a silent primary before they
+# agree and fail over, and one failover may take before another is tried (Sentinel's defaults: 30 s
+# and 3 min, for WAN links; the store the cluster's own failovers depend on must fail over in seconds).
+SENTINEL_MASTER_NAME = "weir"
+SENTINEL_QUORUM = 2
+SENTINEL_DOWN_AFTER_MS = 1000
+SENTINEL_FAILOVER_TIMEOUT_MS = 5000
+SENTINEL_PORT = 26379
+
+
+def sentinel_config(
+    password: str, primary: tuple[str, int], listener: Sequence[str], *, hostnames: bool = False
+) -> str:
+    """A Redis Sentinel config watching the metadata Redis at `primary` (host, port): `listener`'s
+    port lines (plaintext `port N`, or TLS lines as `redis_config` writes them, plus
+    `tls-replication yes` to reach the servers and the other sentinels over TLS), the one password
+    for clients, the servers and the other sentinels, a quorum of SENTINEL_QUORUM, and with
+    `hostnames` (compose: containers found by name) host names resolved and announced, so the
+    services get names their TLS certificate holds."""
+    host, port = primary
+    lines = [
+        *listener,
+        f"requirepass {password}",
+        f"sentinel monitor {SENTINEL_MASTER_NAME} {host} {port} {SENTINEL_QUORUM}",
+        f"sentinel auth-pass {SENTINEL_MASTER_NAME} {password}",
+        f"sentinel sentinel-pass {password}",
+        f"sentinel down-after-milliseconds {SENTINEL_MASTER_NAME} {SENTINEL_DOWN_AFTER_MS}",
+        f"sentinel failover-timeout {SENTINEL_MASTER_NAME} {SENTINEL_FAILOVER_TIMEOUT_MS}",
+        f"sentinel parallel-syncs {SENTINEL_MASTER_NAME} 1",
+    ]
+    if hostnames:
+        lines = [
+            *lines[: len(listener)],
+            "sentinel resolve-hostnames yes",
+            "sentinel announce-hostnames yes",
+            *lines[len(listener) :],
+        ]  # fmt: skip  (before `monitor`, which names a host)
     return "\n".join(lines) + "\n"
 
 
 def make_redis_files(directory: Path, owner: int | None, port: int = 6379) -> Path:
-    """For a metadata Redis in a container of its own: `redis.password` (kept; the services'
-    redis_password_file), `redis-key.pem` (a copy of the service key) and `redis.conf` (TLS only,
-    the password; see `redis_config`), the last two given to `owner` (the Redis image's user);
-    returns the config."""
+    """For a metadata Redis in containers of its own: `redis.password` (kept; the services'
+    redis_password_file), `redis-key.pem` (a copy of the service key), `redis.conf` (TLS only,
+    the password, which a replica also gives its primary: see `redis_config`) and `sentinel.conf`
+    (a sentinel watching `redis:port`, TLS only on SENTINEL_PORT, host names announced: see
+    `sentinel_config`; each sentinel copies it, since Sentinel rewrites its config), the last three
+    given to `owner` (the Redis image's user); returns the Redis config."""
     password_path = directory / REDIS_PASSWORD
     if not password_path.exists():
         _write(password_path, secrets.token_hex(32).encode() + b"\n", secret=True)
@@ -202,9 +249,13 @@ def make_redis_files(directory: Path, owner: int | None, port: int = 6379) -> Pa
     _write(key_copy, (directory / f"{SERVICE}-key.pem").read_bytes(), secret=True)
     password = password_path.read_text().strip()
     config = directory / "redis.conf"
-    _write(config, redis_config(directory, password, port, tls=True, key_file=key_copy).encode(), secret=True)
+    text = redis_config(directory, password, port, tls=True, key_file=key_copy)
+    _write(config, (text + f"masterauth {password}\n").encode(), secret=True)
+    sentinel = directory / "sentinel.conf"
+    listener = tls_listener(directory, SENTINEL_PORT, key_copy)
+    _write(sentinel, sentinel_config(password, ("redis", port), listener, hostnames=True).encode(), secret=True)
     if owner is not None:
-        for path in (key_copy, config):
+        for path in (key_copy, config, sentinel):
             os.chown(path, owner, -1)
     return config
 
@@ -225,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--redis-owner",
         type=int,
-        help=f"also {REDIS_PASSWORD}, redis.conf and redis-key.pem for a TLS metadata Redis run as this user id",
+        help=f"also {REDIS_PASSWORD}, redis.conf, sentinel.conf and redis-key.pem for a TLS metadata Redis "
+        "and its sentinels run as this user id",
     )
     args = parser.parse_args(argv)
     make_dev_certificates(args.directory, args.name)
