@@ -17,7 +17,8 @@ def test_a_sentinel_url_names_every_sentinel_the_master_and_the_db() -> None:
     assert access.hosts() == ["a", "b"] and not access.tls
     assert RedisAccess("redis://127.0.0.1:6379/0").hosts() == ["127.0.0.1"]
     tls = RedisAccess("rediss+sentinel://a:1,b:2/weir/3")  # TLS to the sentinels and the servers
-    assert tls.tls and tls.hosts() == ["a", "b"] and sentinel_target(tls.url) == SentinelTarget((("a", 1), ("b", 2)), "weir", 3)
+    assert tls.tls and tls.hosts() == ["a", "b"]
+    assert sentinel_target(tls.url) == SentinelTarget((("a", 1), ("b", 2)), "weir", 3)
 
 
 @pytest.mark.parametrize(

@@ -146,22 +146,14 @@ class Partition:
         self._last_seq_gauge = metrics.PARTITION_LAST_SEQ.labels(*self._labels)
         self._messages_gauge = metrics.PARTITION_MESSAGES.labels(*self._labels)
         self._bytes_gauge = metrics.PARTITION_BYTES.labels(*self._labels)
-        self._clock = clock
-        self._start_sections(feed=feed, clock=clock, executor=executor, limits=limits, push_horizon=push_horizon)
+        # Consumer registration and ops (partition_consumer_ops.py; decisions: partition_consumers.py).
+        self.consumer_ops = PartitionConsumerOps(self, put=self._put, clock=clock, push_horizon=push_horizon)
+        self._start_sections(feed=feed, clock=clock, executor=executor, limits=limits)
 
     def _start_sections(
-        self,
-        *,
-        feed: ChangeFeedClock,
-        clock: Clock,
-        executor: Executor | None,
-        limits: CommitLimits,
-        push_horizon: PushHorizon | None,
+        self, *, feed: ChangeFeedClock, clock: Clock, executor: Executor | None, limits: CommitLimits
     ) -> None:
         """Build each section of the partition over it and start its commit loop."""
-        # Consumer registration and ops (partition_consumer_ops.py); each op's decision, the cursor
-        # rows a commit stores and the consumer metrics (partition_consumers.py).
-        self.consumer_ops = PartitionConsumerOps(self, put=self._put, push_horizon=push_horizon)
         consumer_decisions = ConsumerDecisions(self)
         self._forget_consumer_metrics = consumer_decisions.forget_all_metrics
         # Delayed delivery (partition_schedule.py): the primary's schedule index and delivery timer.
@@ -275,8 +267,7 @@ class Partition:
             # What an earlier primary may have acknowledged ends at most here: point reads of a
             # high-watermark stream wait until the watermark of this epoch covers it (reads.py).
             self.epoch_start_seq = self.last_seq
-            # deliveries an earlier primary may have made count as redeliveries here (delivery_horizon.py)
-            self.consumer_ops.take_over(leader_epoch, self._clock.now_ms())
+            self.consumer_ops.take_over(leader_epoch)  # an earlier primary's deliveries: redeliveries here
         if leading != was_leading or leader_epoch != previous_epoch:
             self.batch_cache.clear()
         self.leader_epoch = leader_epoch

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from weir.errors import WeirError
 
 from weir_partition_node import consumers, delivery_horizon
+from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import CommitItem, ConsumerOp, ConsumerOpKind, Delivery
 from weir_partition_node.consumers import ConsumerCursor, ConsumerSpec, Counters, Pending
 from weir_partition_node.delivery_horizon import DeliveryHorizon, PushHorizon
@@ -38,10 +39,12 @@ class PartitionConsumerOps:
         partition: Partition,
         *,
         put: Callable[[CommitItem], Awaitable[None]],
+        clock: Clock,
         push_horizon: PushHorizon | None = None,
     ) -> None:
         self._partition = partition
         self._put = put  # onto the partition's commit queue
+        self._clock = clock
         # raises a consumer's delivery horizon on the in-sync replicas (None: standalone, no replicas)
         self._push_horizon = push_horizon
         self._take_backs: set[asyncio.Task[None]] = set()
@@ -72,7 +75,7 @@ class PartitionConsumerOps:
             cursor.horizon, cursor.maybe_delivered_until = previous.horizon, previous.maybe_delivered_until
         self._partition.consumers[spec.name] = cursor
 
-    def take_over(self, leader_epoch: int, now_ms: int) -> None:
+    def take_over(self, leader_epoch: int) -> None:
         """This copy now leads under `leader_epoch`: what each consumer's horizon covers beyond its
         last delivery (up to the log's end here) is delivered as redeliveries, and each horizon
         starts anew (delivery_horizon.py)."""
@@ -82,7 +85,7 @@ class PartitionConsumerOps:
             until = min(delivery_horizon.maybe_delivered_until(held, cursor.last_delivered), log_end)
             cursor.maybe_delivered_until = max(cursor.maybe_delivered_until, until)
             start = max(held.seq, cursor.last_delivered, cursor.maybe_delivered_until)
-            cursor.horizon = delivery_horizon.restarted(held, start, leader_epoch, now_ms)
+            cursor.horizon = delivery_horizon.restarted(held, start, leader_epoch, self._clock.now_ms())
 
     def ready_for(self, name: str, now_ms: int) -> bool:
         """Whether a fetch could deliver something now (cheap, in memory: no queue round trip)."""
