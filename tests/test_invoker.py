@@ -99,7 +99,12 @@ async def test_discovery_registers_what_the_deployment_serves(stub: invoker_pb2_
     assert (deployment.protocol_mode, deployment.http_version) == ("BIDI_STREAM", "HTTP/2")
     assert (deployment.min_protocol_version, deployment.max_protocol_version) == (2, 2)
     kinds = {service.name: service.kind for service in deployment.services}
-    assert kinds == {"counter": "VIRTUAL_OBJECT", "effects": "SERVICE", "order_flow": "WORKFLOW"}
+    assert kinds == {
+        "counter": "VIRTUAL_OBJECT",
+        "effects": "SERVICE",
+        "order_flow": "WORKFLOW",
+        "once_flow": "WORKFLOW",
+    }
     handlers = {(s.name, h.name): h.kind for s in deployment.services for h in s.handlers}
     assert handlers[("counter", "add")] == "EXCLUSIVE" and handlers[("counter", "current")] == "SHARED"
     assert deployment.server.startswith("restate-sdk-python/0.4")
@@ -252,6 +257,30 @@ async def test_a_workflow_waits_on_its_promise(stub: invoker_pb2_grpc.InvokerStu
     await invoke(stub, "order_flow/ship", "dhl", key="o-1")
     done = await wait_for_status(stub, run.invocation.id, FINISHED)
     assert json.loads(done.output) == "o-1 shipped by dhl"
+
+
+async def test_a_workflow_runs_once_per_key(stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment) -> None:
+    """Restate's workflows: a second submit of run for a key (an Invoke while it runs, a handler's
+    call, an Invoke after it finished) runs nothing; each gets the first run's result. The shared
+    handler go runs every time it is invoked."""
+    first = await stub.Invoke(invoker_pb2.InvokeRequest(service="once_flow", handler="run", key="wf1", input=b'"a"'))
+    await wait_for_status(stub, first.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    second = await stub.Invoke(invoker_pb2.InvokeRequest(service="once_flow", handler="run", key="wf1", input=b'"b"'))
+    assert second.invocation.id == first.invocation.id  # attached to the running one
+    assert second.invocation.status not in FINISHED
+    caller = await stub.Invoke(invoker_pb2.InvokeRequest(service="effects", handler="attach_to_flow", input=b'"wf1"'))
+    await wait_for_status(stub, caller.invocation.id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    await invoke(stub, "once_flow/go", "east", key="wf1")
+    done = await wait_for_status(stub, first.invocation.id, FINISHED)
+    assert json.loads(done.output) == "a went east"
+    called = await wait_for_status(stub, caller.invocation.id, FINISHED)
+    assert called.output == done.output
+    after = await stub.Invoke(invoker_pb2.InvokeRequest(service="once_flow", handler="run", key="wf1", input=b'"c"'))
+    assert (after.invocation.id, after.invocation.status) == (first.invocation.id, Status.INVOCATION_STATUS_COMPLETED)
+    assert after.invocation.output == done.output
+    again = await invoke(stub, "once_flow/go", "west", key="wf1")  # a shared handler still runs
+    assert again.status == Status.INVOCATION_STATUS_FAILED and again.failure.code == 409  # promise already set
+    assert deployment.lines("workflow-runs") == ["wf1 a"]  # the body's side effect ran once
 
 
 async def test_a_cancelled_invocation_ends_with_409(stub: invoker_pb2_grpc.InvokerStub) -> None:

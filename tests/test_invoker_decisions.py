@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import message_factory
 from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameError
 from weir.v1 import invoker_pb2, types_pb2
-from weir_invoker import ids
+from weir_invoker import ids, workflow
 from weir_invoker import permissions as invoker_permissions
 from weir_invoker.active import admission_chains, completed_indexes, earliest_wake_up_ms, final_result
 from weir_invoker.attempt import StartPlan, start_message
@@ -30,7 +30,7 @@ from weir_invoker.protocol import (
     entry_result,
     parse_header,
 )
-from weir_invoker.registry import normalized_subscription
+from weir_invoker.registry import Target, normalized_subscription
 from weir_invoker.restate.pb import protocol_pb2 as pb
 from weir_invoker.store import (
     COMPLETION_RECORD,
@@ -307,3 +307,36 @@ def test_an_ended_invocation_finishes_with_its_last_output_entry() -> None:
     failure = pb.Failure(code=422, message="no such account")
     assert final_result(Journal(entries=[first, output(pb.OutputEntryMessage(failure=failure))])) == (failed, failure)
     assert final_result(Journal(entries=[Frame(MessageType.INPUT, 0, b"")])) == (completed, b"")
+
+
+def _target(service_kind: str, handler_kind: str) -> Target:
+    service = invoker_pb2.DeployedService(name="flow", kind=service_kind)
+    handler = invoker_pb2.DeployedHandler(name="run", kind=handler_kind)
+    return Target(invoker_pb2.Deployment(id="dp_1"), service, handler)
+
+
+def test_only_a_workflows_run_handler_runs_once_per_key() -> None:
+    run = _target("WORKFLOW", "WORKFLOW")
+    assert workflow.runs_once_per_key(run)
+    assert not workflow.runs_once_per_key(_target("WORKFLOW", "SHARED"))
+    assert not workflow.runs_once_per_key(_target("VIRTUAL_OBJECT", "EXCLUSIVE"))
+    # every submit of run for one key names one invocation, whatever id it would have had otherwise
+    assert workflow.invocation_id(run, "wf1", "inv_a") == workflow.invocation_id(run, "wf1", "inv_b")
+    assert workflow.invocation_id(run, "wf1", "inv_a") == ids.for_workflow_run("flow", "wf1")
+    assert workflow.invocation_id(run, "wf1", "inv_a") != workflow.invocation_id(run, "wf2", "inv_a")
+    ids.raw_of(ids.for_workflow_run("flow", "wf1"))  # a valid invocation id
+    assert workflow.invocation_id(_target("WORKFLOW", "SHARED"), "wf1", "inv_a") == "inv_a"
+
+
+def test_a_caller_attaches_to_a_run_it_did_not_start() -> None:
+    Status = invoker_pb2.InvocationStatus
+    running = invoker_pb2.Invocation(id="inv_r", status=Status.INVOCATION_STATUS_SUSPENDED)
+    done = invoker_pb2.Invocation(id="inv_r", status=Status.INVOCATION_STATUS_COMPLETED, output=b'"x"')
+    mine = invoker_pb2.Invocation(
+        id="inv_r", status=Status.INVOCATION_STATUS_RUNNING, parent_id="inv_p", parent_entry_index=3, parent_awaits=True
+    )
+    assert workflow.attach(running, True, "inv_p", 3) == workflow.Attach.NOTHING  # it started the run
+    assert workflow.attach(mine, False, "inv_p", 3) == workflow.Attach.NOTHING  # its recorded caller (a replay)
+    assert workflow.attach(mine, False, "inv_p", 4) == workflow.Attach.WAIT
+    assert workflow.attach(running, False, "inv_p", 3) == workflow.Attach.WAIT
+    assert workflow.attach(done, False, "inv_p", 3) == workflow.Attach.RESULT_NOW

@@ -4,6 +4,7 @@ the journal's primary loses nothing, and every message's invocation takes effect
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 from collections.abc import Iterator
@@ -212,4 +213,59 @@ async def test_a_standby_takes_over_from_a_paused_invoker_which_then_stops(
         await standby_channel.close()
         first.kill()
         second.kill()
+        deployment.kill()
+
+
+async def test_a_workflow_runs_once_per_key_across_an_invoker_kill(cluster: LocalCluster, tmp_path: Path) -> None:
+    """The rule is kept in the store, not in the invoker's memory: two submits racing start one run;
+    after the invoker's SIGKILL its successor attaches a third submit to the same run, which runs
+    the body's side effect once."""
+    deployment = Deployment(APP, directory=tmp_path / "handlers").start()
+    env = {**INVOKER_ENV, "WEIR_INVOKER_LEASE_MS": "2000", "WEIR_INVOKER_INACTIVITY_TIMEOUT_MS": "500"}
+    invoker = cluster.start_invoker(env=env)
+    channel, stub = invoker_stub(invoker.address)
+    run = invoker_pb2.InvokeRequest(service="once_flow", handler="run", key="wf-k", input=b'"a"')
+    try:
+        await stub.RegisterDeployment(invoker_pb2.RegisterDeploymentRequest(url=deployment.url))
+        raced = await asyncio.gather(stub.Invoke(run), stub.Invoke(run))
+        assert raced[0].invocation.id == raced[1].invocation.id
+        run_id = raced[0].invocation.id
+
+        async def suspended() -> bool:
+            got = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=run_id))
+            return bool(got.invocation.status == Status.INVOCATION_STATUS_SUSPENDED)
+
+        await eventually(suspended, 30, "the run waiting on its promise")
+        invoker.process.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+        invoker.process.wait(10)  # type: ignore[union-attr]
+        await channel.close()
+        invoker = cluster.start_invoker("invoker-2", env=env)
+        channel, stub = invoker_stub(invoker.address)
+        submitted: list[invoker_pb2.InvokeResponse] = []
+
+        async def submitted_again() -> bool:  # refused (UNAVAILABLE) until invoker-2 holds the lease
+            try:
+                submitted.append(await stub.Invoke(run))
+            except grpc.aio.AioRpcError as error:
+                if error.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                return False
+            return True
+
+        await eventually(submitted_again, 60, "invoker-2 active")
+        assert submitted[0].invocation.id == run_id and submitted[0].invocation.status not in FINISHED
+        go = invoker_pb2.InvokeRequest(service="once_flow", handler="go", key="wf-k", input=b'"on"')
+        await stub.Invoke(go)
+
+        async def finished() -> bool:
+            got = await stub.GetInvocation(invoker_pb2.GetInvocationRequest(id=run_id))
+            return got.invocation.status in FINISHED
+
+        await eventually(finished, 60, "the run finished")
+        after = await stub.Invoke(run)
+        assert (after.invocation.id, json.loads(after.invocation.output)) == (run_id, "a went on")
+        assert deployment.lines("workflow-runs") == ["wf-k a"]
+    finally:
+        await channel.close()
+        invoker.kill()
         deployment.kill()

@@ -124,7 +124,34 @@ async def ship(ctx: WorkflowSharedContext, carrier: str) -> None:
     await ctx.promise("shipped").resolve(carrier)
 
 
-app = restate_app(services=[counter, effects, orders])
+once = Workflow("once_flow")  # type: ignore[no-untyped-call]
+
+
+@once.main(name="run")
+async def once_run(ctx: WorkflowContext, order: str) -> str:
+    """Records its start (a side effect through ctx.run), then waits for the promise `go`."""
+
+    async def started() -> str:
+        record("workflow-runs", f"{ctx.key()} {order}")
+        return order
+
+    first: str = await ctx.run("start", started)
+    go = await ctx.promise("go").value()
+    return f"{first} went {go}"
+
+
+@once.handler(name="go")
+async def once_go(ctx: WorkflowSharedContext, value: str) -> None:
+    await ctx.promise("go").resolve(value)
+
+
+@effects.handler()
+async def attach_to_flow(ctx: Context, key: str) -> str:
+    """Calls once_flow/run for `key` (a run that another submit started: the call attaches)."""
+    return await ctx.workflow_call(once_run, key=key, arg="from-a-call")
+
+
+app = restate_app(services=[counter, effects, orders, once])
 # The same services in REQUEST_RESPONSE mode (as a Lambda deployment runs): the SDK suspends
 # whenever it waits for a completion, and the invoker resumes it with the longer journal.
-app_request_response = restate_app(services=[counter, effects, orders], protocol="request_response")
+app_request_response = restate_app(services=[counter, effects, orders, once], protocol="request_response")

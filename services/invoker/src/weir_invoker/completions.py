@@ -45,6 +45,7 @@ class Completions:
         self.journals = journals
         self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._promise_waiters: dict[tuple[str, str, str], set[tuple[str, int]]] = {}
+        self._attached: dict[str, set[tuple[str, int]]] = {}  # workflow run -> callers' Call entries
 
     async def complete(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> bool:
         """Store the completion of entry `index` and hand it to the invocation (on its open stream,
@@ -105,6 +106,22 @@ class Completions:
         for invocation_id, index in self._promise_waiters.pop((service, key, name), set()):
             with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
                 await self.complete(invocation_id, index, result)
+
+    async def complete_quietly(self, invocation_id: str, index: int, completion: pb.CompletionMessage) -> None:
+        """`complete`, where an invocation that has ended or an entry completed already is no error."""
+        with contextlib.suppress(NoSuchInvocationError, FailedPreconditionError):
+            await self.complete(invocation_id, index, completion)
+
+    def attach(self, run_id: str, caller_id: str, index: int) -> None:
+        """Complete Call entry `index` of `caller_id` when the workflow run `run_id` ends
+        (`run_finished`). Kept in memory: a restarted invoker re-arms the caller's uncompleted Call
+        entry from its journal, which attaches it again."""
+        self._attached.setdefault(run_id, set()).add((caller_id, index))
+
+    async def run_finished(self, record: invoker_pb2.Invocation) -> None:
+        """Hand a finished invocation's result to the callers attached to it."""
+        for caller_id, index in self._attached.pop(record.id, set()):
+            await self.complete_quietly(caller_id, index, completion_of(record))
 
     def cancel_timers(self, invocation_id: str) -> None:
         """Forget an ended invocation's timers."""

@@ -11,7 +11,9 @@
 - GetState / GetStateKeys without a result: completed from the state store.
 - Sleep: a timer, completed (empty) at wake_up_time; armed again from the journal after a restart.
 - Call / OneWayCall: a child invocation (its id derived from the parent's id and the entry index,
-  so storing it twice is one child); a Call is completed with the child's output or failure.
+  so storing it twice is one child); a Call is completed with the child's output or failure. A
+  call of a workflow's run handler names the workflow's one run for that key (workflow.py): a
+  caller that did not start it attaches to it (gets its result when it ends, or at once if it has).
 - CompleteAwakeable: completes the named awakeable of another (or the same) invocation.
 - GetPromise / PeekPromise / CompletePromise: a workflow's durable promises, per workflow key.
 """
@@ -25,9 +27,9 @@ from collections.abc import Awaitable, Callable
 from weir.errors import InvalidArgumentError, NoSuchHandlerError, WeirError
 from weir.v1 import invoker_pb2, types_pb2
 
-from weir_invoker import ids
+from weir_invoker import ids, workflow
 from weir_invoker.active import Active
-from weir_invoker.completions import Completions, empty, failure, value
+from weir_invoker.completions import Completions, completion_of, empty, failure, value
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, encode
 from weir_invoker.registry import Registry
 from weir_invoker.restate.pb import protocol_pb2 as pb
@@ -50,7 +52,7 @@ class EntryActions:
         journals: JournalStore,
         completions: Completions,
         registry: Registry,
-        admit: Callable[[invoker_pb2.Invocation], Awaitable[object]],
+        admit: Callable[[invoker_pb2.Invocation], Awaitable[tuple[invoker_pb2.Invocation, bool]]],
         state: StateStore,
         promises: StateStore,
     ) -> None:
@@ -162,7 +164,7 @@ class EntryActions:
                 logger.warning("invocation %s: one-way call dropped: %s", parent.record.id, error.message)
             return
         record = invoker_pb2.Invocation(
-            id=ids.for_call(parent.record.id, index),
+            id=workflow.invocation_id(target, key, ids.for_call(parent.record.id, index)),
             service=service,
             handler=handler,
             key=key,
@@ -173,7 +175,12 @@ class EntryActions:
             parent_awaits=awaits,
             not_before_ms=not_before_ms,
         )
-        await self.admit(record)
+        once = awaits and workflow.runs_once_per_key(target)
+        if once:  # waiting first, then admitting: a run ending in between is not missed
+            self.completions.attach(record.id, parent.record.id, index)
+        stored, created = await self.admit(record)
+        if once and workflow.attach(stored, created, parent.record.id, index) == workflow.Attach.RESULT_NOW:
+            await self.completions.complete_quietly(parent.record.id, index, completion_of(stored))
 
     async def complete_awakeable(self, entry: pb.CompleteAwakeableEntryMessage) -> None:
         try:

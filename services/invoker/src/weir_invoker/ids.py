@@ -3,7 +3,8 @@
 An invocation id is 16 bytes (StartMessage.id), shown as `inv_<32 hex>`. It is derived from where
 the invocation comes from, so the same source is the same invocation: a subscription's message
 (subscription, stream, partition, seq), a parent's call (parent id, entry index), an Invoke call
-with an idempotency key (service, handler, key, idempotency key).
+with an idempotency key (service, handler, key, idempotency key), a workflow's run handler
+(service, workflow key: one run per key, whoever submits it).
 
 An awakeable id is what the SDK builds from StartMessage.id and the Awakeable entry's index
 (the specification's "Awakeable identifier"): `prom_1` + base64url(id + index as u32 big-endian).
@@ -57,6 +58,12 @@ def for_request(service: str, handler: str, key: str, idempotency_key: str) -> s
     if not idempotency_key:
         return show(secrets.token_bytes(ID_BYTES))
     return show(_derived("request", service, handler, key, idempotency_key))
+
+
+def for_workflow_run(service: str, key: str) -> str:
+    """The one invocation of workflow `service`'s run handler for workflow `key` (Restate runs a
+    workflow once per key: every submit of it, from Invoke, a subscription or a call, names it)."""
+    return show(_derived("workflow-run", service, key))
 
 
 def awakeable_id(invocation_id: str, entry_index: int) -> str:

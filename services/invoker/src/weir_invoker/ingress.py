@@ -4,10 +4,11 @@ Kafka subscriptions, over a Weir stream).
 A message is acknowledged once its invocation is admitted (its record stored); the invocation then
 lives in the invoker's own store, as Restate's ingress does. The invocation id is derived from
 (subscription, stream, partition, seq): a message delivered again (its ack was lost) is the same
-invocation, admitted once. For a virtual object or a workflow the invocation key is the message key
-(UTF-8), and admission keeps partition order, so one key's invocations run in partition order.
-Headers given to the handler: the message's own, plus `weir-stream`, `weir-partition`, `weir-seq`
-and `weir-subject`.
+invocation, admitted once; a message for a workflow's run handler names the workflow's one run for
+its key (workflow.py), so a second message of a key runs nothing. For a virtual object or a
+workflow the invocation key is the message key (UTF-8), and admission keeps partition order, so
+one key's invocations run in partition order. Headers given to the handler: the message's own,
+plus `weir-stream`, `weir-partition`, `weir-seq` and `weir-subject`.
 
 When an invocation of a subscription ends with a terminal failure and the subscription names a
 dead_letter_stream, the message is published there (same subject, key, payload and headers, plus
@@ -25,11 +26,11 @@ import logging
 from weir.client import consumer_config
 from weir.cluster import Client
 from weir.consuming import GroupConsumer
-from weir.errors import WeirError
+from weir.errors import NoSuchHandlerError, WeirError
 from weir.message import Message
 from weir.v1 import invoker_pb2, types_pb2
 
-from weir_invoker import ids, metrics
+from weir_invoker import ids, metrics, workflow
 from weir_invoker.runtime import Invoker
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,12 @@ class Ingress:
         retrying a store that is briefly unavailable, so the partition's order holds (a refused
         batch would be redelivered after later messages)."""
         records = [invocation_for(subscription, message) for message in messages]
+        try:
+            target = self.invoker.registry.target(subscription.service, subscription.handler)
+        except NoSuchHandlerError:
+            target = None  # no deployment serves it now: admitted all the same, run once one does
+        for record in records:
+            record.id = workflow.invocation_id(target, record.key, record.id) if target else record.id
         while True:
             try:
                 results = await self.invoker.admit_many(records)

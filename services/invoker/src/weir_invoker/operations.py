@@ -9,7 +9,7 @@ from weir.cluster import Client
 from weir.errors import InvalidArgumentError, NoSuchInvocationError, UnavailableError
 from weir.v1 import invoker_pb2
 
-from weir_invoker import discovery, ids, metrics
+from weir_invoker import discovery, ids, metrics, workflow
 from weir_invoker.active import input_frame
 from weir_invoker.http2 import Endpoint
 from weir_invoker.ingress import Ingress
@@ -73,7 +73,10 @@ class Operations:
         await self.ingress.stop(subscription_id)
 
     async def invoke(self, request: invoker_pb2.InvokeRequest) -> invoker_pb2.Invocation:
-        """Errors: NoSuchHandlerError, InvalidArgumentError, UnavailableError (a standby)."""
+        """Start an invocation (its record as stored). A workflow's run handler runs once per key
+        (workflow.py, Restate's workflows): a second submit returns the first run's record,
+        unfinished (a caller waits on it) or with its result, and runs nothing. Errors:
+        NoSuchHandlerError, InvalidArgumentError, UnavailableError (a standby)."""
         await self._require_active()
         target = self.invoker.registry.target(request.service, request.handler)
         if target.keyed and not request.key:
@@ -82,8 +85,9 @@ class Operations:
             raise InvalidArgumentError(f"{request.service} is a service: it takes no key")
         if len(request.input) > MAX_INPUT_BYTES:
             raise InvalidArgumentError(f"input of {len(request.input)} bytes: at most {MAX_INPUT_BYTES}")
+        requested_id = ids.for_request(request.service, request.handler, request.key, request.idempotency_key)
         record = invoker_pb2.Invocation(
-            id=ids.for_request(request.service, request.handler, request.key, request.idempotency_key),
+            id=workflow.invocation_id(target, request.key, requested_id),
             service=request.service,
             handler=request.handler,
             key=request.key,

@@ -435,6 +435,7 @@ class Invoker:
         record.ClearField("input")
         if record.parent_id and record.parent_awaits:
             await self._complete_parent(record)
+        await self.completions.run_finished(record)  # callers attached to a workflow run
         await self.invocations.put(record, ttl_ms=self.settings.completed_retention_ms)
         if active.journal is not None:
             self.journals.delete_later(active.journal)
