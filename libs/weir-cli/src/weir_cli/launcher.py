@@ -777,6 +777,10 @@ class LocalCluster:
     def _gateway_handle(self, name: str, env: Mapping[str, str] | None, die_with_parent: bool) -> GatewayHandle:
         settings = {
             "WEIR_GATEWAY_ROUTERS": ",".join(self.router_addresses),
+            # One process unless `env` says more: each worker takes ~3 s of CPU to import and start,
+            # which on a 2-core machine lands on the cluster's own start (the gateway's default is the
+            # CPU count; `weir cluster up --gateway-workers N`).
+            "WEIR_GATEWAY_WORKERS": "1",
             "WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET": gateway_secret(self.data_dir),
             **({"WEIR_GATEWAY_AUTH_FILE": str(self.auth_file)} if self.auth_file is not None else {}),
             **(env or {}),

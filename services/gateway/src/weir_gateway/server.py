@@ -39,6 +39,7 @@ from weir_gateway.rocketmq_v2.servicer import RocketMQV2Servicer
 from weir_gateway.settings import GatewaySettings, retry_delays_of
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2, waymaker_streams_pb2_grpc
 from weir_gateway.waymaker_streams.servicer import WaymakerStreamsServicer
+from weir_gateway.workers import supervisor_pid
 
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
@@ -59,9 +60,12 @@ def _protocol_server(
     access: list[grpc.aio.ServerInterceptor],
 ) -> grpc.aio.Server:
     """A server for one protocol's port (its `services`), with grpc.health.v1 and server reflection beside it;
-    `access`: its auth interceptors (after decoding: they read the request)."""
+    `access`: its auth interceptors (after decoding: they read the request). SO_REUSEPORT (on by default in
+    grpc.aio) only in a worker of `--workers N`, which shares the port with the others; a lone gateway
+    refuses a port another process holds."""
+    reuse_port = 1 if supervisor_pid() is not None else 0
     server = grpc.aio.server(
-        options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
+        options=[("grpc.so_reuseport", reuse_port), ("grpc.max_concurrent_streams", settings.max_concurrent_streams)],
         interceptors=[UndecodableRequestInterceptor(), *access],
     )
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -106,12 +110,13 @@ class GatewayProcess:
         tls.configure(settings, f"gateway {settings.gateway_id}")
         client, kafka_pixy, rocketmq = self._build_cores()
         self._bind_front_doors(client, kafka_pixy, rocketmq)
+        worker = supervisor_pid() is not None  # a worker's page is read by its supervisor only, on loopback
         httpd = start_metrics_server(
             settings.metrics_port,
-            settings.host,
+            "127.0.0.1" if worker else settings.host,
             lambda: self._serving,
             loop=asyncio.get_running_loop(),
-            access=settings.metrics_access(),
+            access=None if worker else settings.metrics_access(),
         )
         self._metrics_httpd = httpd
         self.metrics_port = httpd.server_port

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -11,6 +12,17 @@ from weir_server.service_settings import LogFormat, LogLevel, RouterList
 from weir_server.tls import AccessSettings
 
 from weir_gateway.rocketmq_v1.mapping import RETRY_DELAYS_MS
+
+MAX_WORKERS = 256
+
+
+def default_workers() -> int:
+    """The CPUs this process may run on (at least 1): the default of WEIR_GATEWAY_WORKERS."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
 
 MAX_RETRY_DELAYS = 64
 MAX_RETRY_DELAY_MS = 7 * 24 * 3600 * 1000
@@ -44,6 +56,14 @@ class GatewaySettings(AccessSettings):
         "default",
         description="The name clients give in kafka-pixy's `cluster` field for this cluster ('' means it too); "
         "any other name is INVALID_ARGUMENT.",
+    )
+    workers: int = Field(
+        default_factory=default_workers,
+        ge=1,
+        le=MAX_WORKERS,
+        description="Gateway processes sharing each front door's port (SO_REUSEPORT) under one supervisor, "
+        "which restarts a worker that dies and serves the one metrics port for all. Default: the CPUs this "
+        "process may use. 1: one process, no supervisor.",
     )
     metrics_port: int = Field(7703, ge=0, le=65535, description="Prometheus /metrics HTTP port (0 = pick one).")
     kafka_pixy_port: int = Field(

@@ -1,0 +1,333 @@
+"""`weir-gateway --workers 2` (issue 58): one supervisor, two worker processes sharing each front door's
+port. Against a real cluster, each door's client flow runs over connections that land on both workers
+(a gRPC channel stays on the worker the kernel gave its connection; the supervisor's one /metrics page
+labels each worker's samples, which tells where each call went), settling on one worker what the
+other delivered, and losing nothing. Also: a killed worker is restarted while the other serves, and
+the pure parts (restart backoff, the merged metrics page, the shared port reservation)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from weir import Client, stream_config
+from weir_cli.launcher import GatewayHandle, LocalCluster
+from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as kp
+from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as kp_grpc
+from weir_gateway.workers import RestartPolicy, merged, reserve_port
+
+from tests.conftest import http_get, needs_own_processes
+from tests.test_rocketmq_v1 import RocketMQClient, reference_pool  # noqa: F401  (the fixture)
+from tests.test_waymaker_streams import SeedClient, seed_pool  # noqa: F401  (the fixture)
+
+GATEWAY_ENV = {
+    "WEIR_GATEWAY_WORKERS": "2",
+    "WEIR_GATEWAY_KAFKA_PIXY_LONG_POLLING_TIMEOUT_MS": "300",
+    "WEIR_GATEWAY_KAFKA_PIXY_ACK_TIMEOUT_MS": "3000",
+    "WEIR_GATEWAY_KAFKA_PIXY_GROUP_IDLE_TIMEOUT_MS": "5000",
+}
+# A channel of its own (not the process-wide subchannel pool), so each is its own TCP connection.
+OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
+MAX_PROBED_CHANNELS = 24  # all on one worker: a 2**-23 chance
+MESSAGES = 40
+
+
+# -- the pure parts ----------------------------------------------------------------------------------
+
+
+def test_restarts_back_off_and_give_up_past_the_window() -> None:
+    policy = RestartPolicy(max_restarts=3, window_s=10.0)
+    assert [policy.delay_after_death(t) for t in (0.0, 1.0, 2.0)] == [0.5, 1.0, 2.0]
+    assert policy.delay_after_death(3.0) is None  # a 4th death within 10 s
+    later = RestartPolicy(max_restarts=3, window_s=10.0)
+    assert [later.delay_after_death(t) for t in (0.0, 20.0, 40.0, 60.0)] == [0.5, 0.5, 0.5, 0.5]
+    assert len(later.deaths) <= later.deaths.maxlen  # type: ignore[operator]
+
+
+def test_the_merged_page_labels_each_workers_samples() -> None:
+    page = '# HELP c_total c\n# TYPE c_total counter\nc_total{door="a"} 2.0\n'
+    families = merged([("0", page), ("1", page.replace("2.0", "5.0"))])
+    (family,) = families
+    assert sorted((s.labels["worker"], s.value) for s in family.samples if s.name == "c_total") == [
+        ("0", 2.0),
+        ("1", 5.0),
+    ]
+
+
+def test_a_reserved_port_is_shared_by_reuseport_listeners_only() -> None:
+    import socket
+
+    reserved = reserve_port("127.0.0.1", 0)
+    port = reserved.getsockname()[1]
+    try:
+        sharing = socket.socket()
+        sharing.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sharing.bind(("127.0.0.1", port))
+        sharing.listen()
+        sharing.close()
+        plain = socket.socket()
+        with pytest.raises(OSError):
+            plain.bind(("127.0.0.1", port))
+        plain.close()
+    finally:
+        reserved.close()
+
+
+# -- against a cluster -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway(cluster: LocalCluster) -> Iterator[GatewayHandle]:
+    needs_own_processes()
+    handle = cluster.start_gateway("workers-gateway", GATEWAY_ENV)
+    supervisor = handle.process.pid if handle.process is not None else 0
+    try:
+        yield handle
+    finally:
+        workers = children_of(supervisor)
+        handle.stop()
+        assert all(not Path(f"/proc/{pid}").exists() for pid in workers), "a worker outlived the supervisor"
+
+
+def children_of(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def calls_by_worker(gateway: GatewayHandle, protocol: str) -> dict[str, float]:
+    """RPCs answered per worker for `protocol`, from the supervisor's one /metrics page."""
+    page = http_get(f"http://127.0.0.1:{gateway.metrics_port}/metrics")
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(page):
+        for sample in family.samples:
+            if sample.name == "weir_gateway_rpc_seconds_count" and sample.labels.get("protocol") == protocol:
+                worker = sample.labels["worker"]
+                counts[worker] = counts.get(worker, 0.0) + sample.value
+    return counts
+
+
+def worker_of(gateway: GatewayHandle, protocol: str, before: dict[str, float]) -> str:
+    """The worker whose count of `protocol` calls rose since `before` (one call made since)."""
+    after = calls_by_worker(gateway, protocol)
+    (worker,) = [w for w, count in after.items() if count > before.get(w, 0.0)]
+    return worker
+
+
+def one_per_worker(gateway: GatewayHandle, protocol: str, probe: Callable[[int], Any]) -> dict[str, Any]:
+    """{worker: what `probe(n)` returned} for a probe whose call landed there, one per worker: probes
+    (each opening its own connection and making one call) until both workers answered one."""
+    found: dict[str, Any] = {}
+    for attempt in range(MAX_PROBED_CHANNELS):
+        before = calls_by_worker(gateway, protocol)
+        opened = probe(attempt)
+        worker = worker_of(gateway, protocol, before)
+        if worker not in found:
+            found[worker] = opened
+        if len(found) == 2:
+            return found
+    raise AssertionError(f"every connection landed on worker(s) {sorted(found)}")
+
+
+def test_kafka_pixy_produce_and_consume_across_two_workers(gateway: GatewayHandle, cluster: LocalCluster) -> None:
+    """Produce alternates between a connection on each worker; two ConsumeNAck loops (one a worker) get
+    every message, each acking through the other worker what it got; the group's lag ends at 0."""
+    topic = f"workers-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_stream(cluster, topic, partitions=2))
+
+    def probe(n: int) -> Any:
+        channel = grpc.insecure_channel(gateway.kafka_pixy_address, options=OWN_CONNECTION)
+        kp_grpc.KafkaPixyStub(channel).Produce(kp.ProdRq(topic=topic, message=b"probe-%d" % n), timeout=10)
+        return channel
+
+    channels = one_per_worker(gateway, "kafka_pixy", probe)
+    stubs = [kp_grpc.KafkaPixyStub(channels[worker]) for worker in sorted(channels)]
+    before = calls_by_worker(gateway, "kafka_pixy")
+    for n in range(MESSAGES):
+        stubs[n % 2].Produce(kp.ProdRq(topic=topic, message=b"m-%d" % n), timeout=10)
+    produced = calls_by_worker(gateway, "kafka_pixy")
+    assert all(produced[w] - before.get(w, 0.0) == MESSAGES / 2 for w in sorted(channels)), produced
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 60
+    expected = {b"m-%d" % n for n in range(MESSAGES)}  # the probes' messages come too, unchecked
+    turn = 0
+    while not expected <= seen and time.monotonic() < deadline:
+        stub, other = stubs[turn % 2], stubs[(turn + 1) % 2]
+        turn += 1
+        try:
+            message = stub.ConsumeNAck(kp.ConsNAckRq(topic=topic, group="g", no_ack=True), timeout=10)
+        except grpc.RpcError as error:
+            assert error.code() == grpc.StatusCode.NOT_FOUND, error  # the long poll's "no message yet"
+            continue
+        seen.add(message.message)
+        other.Ack(kp.AckRq(topic=topic, group="g", partition=message.partition, offset=message.offset), timeout=10)
+    assert expected <= seen
+
+    def lag() -> int:
+        offsets = stubs[0].GetOffsets(kp.GetOffsetsRq(topic=topic, group="g"), timeout=10).offsets
+        return sum(entry.end - entry.offset for entry in offsets)
+
+    until(lambda: lag() == 0, 15, "the group's lag to reach 0")
+    for channel in channels.values():
+        channel.close()
+
+
+async def create_stream(cluster: LocalCluster, name: str, partitions: int = 1) -> None:
+    async with Client(cluster.router_addresses) as client:
+        await client.create_stream(stream_config(name, partitions=partitions, replicas=1))
+
+
+def until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        time.sleep(0.2)
+
+
+async def one_client_per_worker(gateway: GatewayHandle, protocol: str, new: Callable[[], Any], probe: Any) -> list[Any]:
+    """Clients (each its own connection, made by `new`) whose first call (`await probe(client)`)
+    landed on worker 0 and on worker 1, in that order; the others are closed."""
+    found: dict[str, Any] = {}
+    for _ in range(MAX_PROBED_CHANNELS):
+        before = await asyncio.to_thread(calls_by_worker, gateway, protocol)
+        client = new()
+        await probe(client)
+        worker = await asyncio.to_thread(worker_of, gateway, protocol, before)
+        if worker in found:
+            await client.channel.close()
+        else:
+            found[worker] = client
+        if len(found) == 2:
+            return [found["0"], found["1"]]
+    raise AssertionError(f"every connection landed on worker(s) {sorted(found)}")
+
+
+async def test_rocketmq_v1_receipt_handles_settle_on_the_other_worker(
+    gateway: GatewayHandle,
+    cluster: LocalCluster,
+    reference_pool: Any,  # noqa: F811  (the imported fixture)
+) -> None:
+    """One RocketMQ v1 client over two connections, one a worker: sends alternate; it receives on
+    worker 0 and acks every message on worker 1 (a receipt handle one worker issued settles on the
+    other: one receipt secret for all); nothing comes back after the invisible duration."""
+    topic = f"rmq-workers-{uuid.uuid4().hex[:8]}"
+    await create_stream(cluster, topic, partitions=1)
+    client_id = f"10.0.0.7@{uuid.uuid4().hex[:6]}#1"
+
+    def new() -> RocketMQClient:
+        client = RocketMQClient(reference_pool, gateway.rocketmq_address, client_id)
+        client.channel = grpc.aio.insecure_channel(gateway.rocketmq_address, options=OWN_CONNECTION)
+        return client
+
+    async def probe(client: RocketMQClient) -> None:
+        await client.call("QueryRoute", client.new("QueryRouteRequest", topic=client.resource(topic)))
+
+    receiver, acker = await one_client_per_worker(gateway, "rocketmq_v1", new, probe)
+    try:
+        for n in range(MESSAGES):
+            sender = (receiver, acker)[n % 2]
+            response = await sender.send(sender.message(sender.resource(topic), b"m-%d" % n))
+            assert response.common.status.code == 0, response.common.status
+        received: dict[bytes, Any] = {}
+        deadline = time.monotonic() + 30
+        while len(received) < MESSAGES and time.monotonic() < deadline:
+            answer = await receiver.receive(topic, "g", 0, batch_size=16, invisible_ms=3000, await_ms=200)
+            assert answer.common.status.code == 0, answer.common.status
+            for message in answer.messages:
+                received[message.body] = message
+        assert set(received) == {b"m-%d" % n for n in range(MESSAGES)}
+        before = await asyncio.to_thread(calls_by_worker, gateway, "rocketmq_v1")
+        for message in received.values():
+            settled = await acker.settle("AckMessage", topic, "g", message)
+            assert settled.common.status.code == 0, settled.common.status
+        after = await asyncio.to_thread(calls_by_worker, gateway, "rocketmq_v1")
+        assert after["1"] - before.get("1", 0.0) == MESSAGES and after["0"] == before["0"]  # acks on worker 1 only
+        await asyncio.sleep(3.5)  # past the invisible duration: an unsettled message would be back
+        again = await receiver.receive(topic, "g", 0, batch_size=16, await_ms=500)
+        assert list(again.messages) == []
+    finally:
+        await receiver.channel.close()
+        await acker.channel.close()
+
+
+async def test_waymaker_streams_fetch_on_one_worker_ack_on_the_other(
+    gateway: GatewayHandle,
+    seed_pool: Any,  # noqa: F811  (the imported fixture)
+    stream_name: str,
+) -> None:
+    """The streams seed's client over two connections, one a worker: publishes alternate, fetches go
+    to worker 0 and acks to worker 1; the consumer's ack floor reaches the last message."""
+
+    def new() -> SeedClient:
+        client = SeedClient(seed_pool, gateway.waymaker_streams_address)
+        client.channel = grpc.aio.insecure_channel(gateway.waymaker_streams_address, options=OWN_CONNECTION)
+        return client
+
+    async def probe(client: SeedClient) -> None:
+        await client.call("ListStreams")
+
+    fetcher, acker = await one_client_per_worker(gateway, "waymaker_streams", new, probe)
+    try:
+        config = fetcher.new("StreamConfigPb", name=stream_name, subjects_filter=["w.>"])
+        await fetcher.ok("CreateStream", config=config)
+        for n in range(MESSAGES):
+            await (fetcher, acker)[n % 2].ok("Publish", stream=stream_name, subject=f"w.{n}", payload=b"m-%d" % n)
+        await acker.ok("CreateConsumer", stream=stream_name, config=acker.new("ConsumerConfigPb", name="c"))
+        fetched = (await fetcher.ok("Fetch", stream=stream_name, consumer="c", batch_size=MESSAGES)).messages
+        assert sorted(m.payload for m in fetched) == sorted(b"m-%d" % n for n in range(MESSAGES))
+        for message in fetched:
+            await acker.ok("Ack", stream=stream_name, consumer="c", seq=message.seq)
+        state = (await fetcher.ok("GetConsumerInfo", stream=stream_name, consumer="c")).consumer
+        assert state.ack_floor == MESSAGES
+    finally:
+        await fetcher.channel.close()
+        await acker.channel.close()
+
+
+def test_a_killed_worker_is_restarted_while_the_other_serves(gateway: GatewayHandle) -> None:
+    """SIGKILL one worker: the supervisor starts it again (its log says so), the other serves
+    throughout (a new connection's call succeeds at once), /readyz stays ready, and both workers are
+    back on the one metrics page."""
+    supervisor = gateway.process.pid if gateway.process is not None else 0
+    victim, *_ = children_of(supervisor)
+    os.kill(victim, signal.SIGKILL)
+    # Its listening sockets close as it exits (a connection already in its accept queue is reset:
+    # clients connect again, as to any gateway that dies).
+    until(lambda: exited(victim), 10, "the killed worker to exit")
+    channel = grpc.insecure_channel(gateway.kafka_pixy_address, options=OWN_CONNECTION)
+    try:
+        # wait_for_ready: a connection that met the dying worker's listener is reset, and is made again
+        kp_grpc.KafkaPixyStub(channel).ListTopics(kp.ListTopicRq(), timeout=5, wait_for_ready=True)
+    finally:
+        channel.close()
+    assert http_get(f"http://127.0.0.1:{gateway.metrics_port}/readyz").strip() == "ready"
+    until(lambda: victim not in children_of(supervisor) and len(children_of(supervisor)) == 2, 30, "a new worker")
+    until(lambda: sorted(calls_or_none(gateway)) == ["0", "1"], 30, "both workers on the metrics page")
+
+
+def exited(pid: int) -> bool:
+    """True once `pid` is gone or a zombie (its sockets closed)."""
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "\tZ" in next(line for line in status.read_text().splitlines() if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return True
+
+
+def calls_or_none(gateway: GatewayHandle) -> dict[str, float]:
+    page = http_get(f"http://127.0.0.1:{gateway.metrics_port}/metrics")
+    workers = {
+        sample.labels["worker"]: 0.0
+        for family in text_string_to_metric_families(page)
+        for sample in family.samples
+        if sample.name == "weir_gateway_groups_served"
+    }
+    return workers
