@@ -90,6 +90,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         routers=args.routers,
         replicators=args.replicators,
         gateways=args.gateways,
+        gateway_env={"WEIR_GATEWAY_WORKERS": str(args.gateway_workers)},
         # one invoker unless the parser gives `--invokers N` (it has no such flag yet)
         invokers=args.invokers,
         analytics=args.analytics,

@@ -346,6 +346,12 @@ def _cluster_up_command(tree: Tree, cluster: Commands) -> None:
     up.add_argument("--replicators", type=non_negative_int, default=1, help="replicators to start")
     up.add_argument("--gateways", type=non_negative_int, default=1, help="protocol gateways (kafka-pixy) to start")
     up.add_argument(
+        "--gateway-workers",
+        type=positive_int,
+        default=1,
+        help="processes per gateway sharing its ports (WEIR_GATEWAY_WORKERS; 1 starts fastest)",
+    )
+    up.add_argument(
         "--invokers",
         type=non_negative_int,
         default=1,
