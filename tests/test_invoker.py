@@ -104,6 +104,7 @@ async def test_discovery_registers_what_the_deployment_serves(stub: invoker_pb2_
         "effects": "SERVICE",
         "order_flow": "WORKFLOW",
         "once_flow": "WORKFLOW",
+        "saga": "SERVICE",
     }
     handlers = {(s.name, h.name): h.kind for s in deployment.services for h in s.handlers}
     assert handlers[("counter", "add")] == "EXCLUSIVE" and handlers[("counter", "current")] == "SHARED"
@@ -304,6 +305,35 @@ async def test_a_running_invocation_is_cancelled_at_once(stub: invoker_pb2_grpc.
     await stub.CancelInvocation(invoker_pb2.CancelInvocationRequest(id=started.invocation.id))
     done = await wait_for_status(stub, started.invocation.id, FINISHED, 10)
     assert done.status == Status.INVOCATION_STATUS_CANCELLED and time.monotonic() - began < 5
+
+
+async def test_a_cancel_lets_the_handler_compensate_and_cancels_its_child(
+    stub: invoker_pb2_grpc.InvokerStub, deployment: Deployment
+) -> None:
+    """Cancel is not a kill (Restate's cancellation): the parent, awaiting its child's call, and the
+    child, asleep, each get a TerminalError (409 cancelled) where they await; the child releases,
+    the parent compensates (a ctx.run and a call, which run as usual) and lets the error through."""
+    started = await stub.Invoke(invoker_pb2.InvokeRequest(service="saga", handler="book", input=b'"t1"'))
+    children: list[invoker_pb2.Invocation] = []
+
+    async def child_asleep() -> bool:
+        listed = await stub.ListInvocations(invoker_pb2.ListInvocationsRequest(service="saga"))
+        children[:] = [i for i in listed.invocations if i.parent_id == started.invocation.id]
+        return bool(children) and children[0].status == Status.INVOCATION_STATUS_SUSPENDED
+
+    await eventually(child_asleep, 30, "the child's sleep")
+    await stub.CancelInvocation(invoker_pb2.CancelInvocationRequest(id=started.invocation.id))
+    done = await wait_for_status(stub, started.invocation.id, FINISHED)
+    assert done.status == Status.INVOCATION_STATUS_CANCELLED
+    assert (done.failure.code, done.failure.message) == (409, "cancelled")
+    child = await wait_for_status(stub, children[0].id, FINISHED)
+    assert child.status == Status.INVOCATION_STATUS_CANCELLED
+    assert deployment.lines("saga") == [
+        "reserve t1",
+        "hold t1 released after 409 cancelled",
+        "refund t1 after 409 cancelled",
+        "compensated t1",
+    ]
 
 
 async def test_bad_requests_get_clear_errors(

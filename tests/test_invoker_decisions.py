@@ -9,7 +9,7 @@ import pytest
 from google.protobuf import message_factory
 from weir.errors import DiscoveryFailedError, InvalidArgumentError, InvalidNameError
 from weir.v1 import invoker_pb2, types_pb2
-from weir_invoker import ids, workflow
+from weir_invoker import cancellation, ids, workflow
 from weir_invoker import permissions as invoker_permissions
 from weir_invoker.active import admission_chains, completed_indexes, earliest_wake_up_ms, final_result
 from weir_invoker.attempt import StartPlan, start_message
@@ -340,3 +340,41 @@ def test_a_caller_attaches_to_a_run_it_did_not_start() -> None:
     assert workflow.attach(mine, False, "inv_p", 4) == workflow.Attach.WAIT
     assert workflow.attach(running, False, "inv_p", 3) == workflow.Attach.WAIT
     assert workflow.attach(done, False, "inv_p", 3) == workflow.Attach.RESULT_NOW
+
+
+def test_a_cancel_fails_what_the_handler_awaits_and_cancels_its_awaited_children() -> None:
+    def entry(kind: int, completed: bool = False) -> Frame:
+        return Frame(kind, COMPLETED_FLAG if completed else 0, b"")
+
+    journal = Journal(
+        entries=[
+            entry(MessageType.INPUT),
+            entry(MessageType.RUN),
+            entry(MessageType.SLEEP),  # awaited: fails
+            entry(MessageType.CALL),  # awaited: its child is cancelled
+            entry(MessageType.AWAKEABLE, completed=True),  # has its result
+            entry(MessageType.ONE_WAY_CALL),  # detached: left alone
+            entry(MessageType.GET_PROMISE),  # completed since (in `completions`)
+            entry(MessageType.AWAKEABLE),  # awaited: fails
+        ],
+        completions={6: b""},
+    )
+    plan = cancellation.plan(journal, completed_indexes(journal))
+    assert (plan.fail, plan.children, plan.armed) == ((2, 7), (3,), False)
+    nothing = cancellation.plan(Journal(entries=[entry(MessageType.INPUT), entry(MessageType.RUN)]), {0, 1})
+    assert nothing.armed  # busy between awaits: the next awaited entry fails
+    assert cancellation.awaits_result(entry(MessageType.CALL))
+    assert not cancellation.awaits_result(entry(MessageType.RUN))
+    assert not cancellation.awaits_result(entry(MessageType.GET_STATE, completed=True))
+
+
+def test_a_cancel_ends_an_unstarted_invocation_and_names_the_end_of_a_started_one() -> None:
+    Status = invoker_pb2.InvocationStatus
+    assert not cancellation.started(invoker_pb2.Invocation(attempts=0))
+    assert cancellation.started(invoker_pb2.Invocation(attempts=1))
+    let_through = cancellation.cancelled_failure()
+    assert cancellation.final_status(Status.INVOCATION_STATUS_FAILED, let_through) == Status.INVOCATION_STATUS_CANCELLED
+    other = pb.Failure(code=422, message="refused")
+    assert cancellation.final_status(Status.INVOCATION_STATUS_FAILED, other) == Status.INVOCATION_STATUS_FAILED
+    compensated = cancellation.final_status(Status.INVOCATION_STATUS_COMPLETED, b'"refunded"')
+    assert compensated == Status.INVOCATION_STATUS_COMPLETED  # the handler caught it and returned

@@ -151,7 +151,49 @@ async def attach_to_flow(ctx: Context, key: str) -> str:
     return await ctx.workflow_call(once_run, key=key, arg="from-a-call")
 
 
-app = restate_app(services=[counter, effects, orders, once])
+saga = Service("saga")
+
+
+async def _noted(ctx: Context, name: str, line: str) -> None:
+    """Record `line` through ctx.run: once, however often the handler is replayed."""
+
+    async def write() -> str:
+        record("saga", line)
+        return line
+
+    _: str = await ctx.run(name, write)
+
+
+@saga.handler()
+async def book(ctx: Context, trip: str) -> str:
+    """Reserves, then holds through a child call; cancelled, it compensates (Restate's saga pattern):
+    a refund through ctx.run and a call, then the TerminalError goes on."""
+    await _noted(ctx, "reserve", f"reserve {trip}")
+    try:
+        held: str = await ctx.service_call(hold, arg=trip)
+        return held
+    except TerminalError as error:
+        await _noted(ctx, "refund", f"refund {trip} after {error.status_code} {error.message}")
+        await ctx.service_call(note, arg=f"compensated {trip}")
+        raise
+
+
+@saga.handler()
+async def hold(ctx: Context, trip: str) -> str:
+    try:
+        await ctx.sleep(timedelta(minutes=10))
+    except TerminalError as error:
+        await _noted(ctx, "release", f"hold {trip} released after {error.status_code} {error.message}")
+        raise
+    return f"held {trip}"
+
+
+@saga.handler()
+async def note(ctx: Context, line: str) -> None:
+    await _noted(ctx, "note", line)
+
+
+app = restate_app(services=[counter, effects, orders, once, saga])
 # The same services in REQUEST_RESPONSE mode (as a Lambda deployment runs): the SDK suspends
 # whenever it waits for a completion, and the invoker resumes it with the longer journal.
-app_request_response = restate_app(services=[counter, effects, orders, once], protocol="request_response")
+app_request_response = restate_app(services=[counter, effects, orders, once, saga], protocol="request_response")

@@ -531,8 +531,11 @@ async def invocation_cancel(args: argparse.Namespace) -> int:
 
     invocation = await _ask(args, lambda invoker: invoker.cancel_invocation(args.id))
     human = f"cancelled {invocation.id}"
-    if invocation.status != invoker_pb2.INVOCATION_STATUS_CANCELLED:  # its attempt is being stopped
-        human = f"cancelling {invocation.id} ({status_name(invocation.status)}; it ends with 409 cancelled)"
+    if invocation.status != invoker_pb2.INVOCATION_STATUS_CANCELLED:  # its handler gets a TerminalError
+        human = (
+            f"cancelling {invocation.id} ({status_name(invocation.status)}; its handler gets 409 cancelled"
+            " where it awaits and may compensate before it ends)"
+        )
     emit(invocation_dict(invocation), args.json, human)
     return 0
 

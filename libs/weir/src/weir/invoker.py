@@ -232,10 +232,12 @@ class InvokerClient(GrpcClient):
         return response.invocation, list(response.journal)
 
     async def cancel_invocation(self, id: str) -> invoker_pb2.Invocation:
-        """Cancel invocation `id`: its attempt stops and it ends with the failure 409 "cancelled"
-        (a caller waiting on it gets that failure); returns its record. Errors:
-        NoSuchInvocationError, FailedPreconditionError (it has finished). Source: invoker.proto
-        CancelInvocation."""
+        """Cancel invocation `id` as Restate does (not a kill); returns its record as of now. One not
+        started yet ends at once with the failure 409 "cancelled"; a started one has the entries it
+        awaits completed with that failure and its awaited child calls cancelled, so its handler gets
+        a TerminalError and may compensate first (a caller waiting on it gets how it ended). Errors:
+        NoSuchInvocationError, FailedPreconditionError (it has finished, or is being cancelled).
+        Source: invoker.proto CancelInvocation."""
         response = await self._call(self.stub.CancelInvocation, invoker_pb2.CancelInvocationRequest(id=id))
         return response.invocation  # type: ignore[no-any-return]
 

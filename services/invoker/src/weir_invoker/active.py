@@ -28,7 +28,9 @@ class Active:
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     attempt: Attempt | None = None
     fresh: bool = False  # admitted by this process just now: no journal stored yet
-    cancelled: bool = False
+    cancelled: bool = False  # cancelled before it started: it ends without running (cancellation.py)
+    cancelling: bool = False  # cancelled once started: its awaited entries failed, it compensates
+    cancel_armed: bool = False  # cancelled while awaiting nothing: the next awaited entry fails
     failures_in_row: int = 0
     state_synced: bool = False
     last_stored_ms: int = 0

@@ -16,6 +16,8 @@
   caller that did not start it attaches to it (gets its result when it ends, or at once if it has).
 - CompleteAwakeable: completes the named awakeable of another (or the same) invocation.
 - GetPromise / PeekPromise / CompletePromise: a workflow's durable promises, per workflow key.
+- Any entry awaiting a result, sent while a cancel is armed (cancellation.py): completed with the
+  failure 409 `cancelled` instead of being acted on.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from collections.abc import Awaitable, Callable
 from weir.errors import InvalidArgumentError, NoSuchHandlerError, WeirError
 from weir.v1 import invoker_pb2, types_pb2
 
-from weir_invoker import ids, workflow
+from weir_invoker import cancellation, ids, workflow
 from weir_invoker.active import Active
+from weir_invoker.cancellation import CANCELLED_CODE, CANCELLED_MESSAGE
 from weir_invoker.completions import Completions, completion_of, empty, failure, value
 from weir_invoker.protocol import COMPLETABLE, Frame, MessageType, encode
 from weir_invoker.registry import Registry
@@ -77,7 +80,11 @@ class EntryActions:
         active.last_stored_ms = int(time.time() * 1000)
         if frame.completed or frame.type not in COMPLETABLE:
             active.completed.add(index)  # stored is acknowledged (an SDK may suspend on a Run's ack)
-        await self._act(active, index, frame.type, entry, frame.completed)
+        if active.cancel_armed and cancellation.awaits_result(frame):  # a cancel that found nothing awaited
+            active.cancel_armed = False
+            await self.completions.complete(active.record.id, index, failure(CANCELLED_CODE, CANCELLED_MESSAGE))
+        else:
+            await self._act(active, index, frame.type, entry, frame.completed)
         if frame.requires_ack and active.attempt is not None:
             active.attempt.send(encode(MessageType.ENTRY_ACK, pb.EntryAckMessage(entry_index=index)))
 

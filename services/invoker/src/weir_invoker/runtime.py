@@ -34,7 +34,7 @@ from weir.errors import (
 )
 from weir.v1 import invoker_pb2
 
-from weir_invoker import ids, metrics
+from weir_invoker import cancellation, ids, metrics
 from weir_invoker.active import (
     Active,
     admission_chains,
@@ -44,6 +44,7 @@ from weir_invoker.active import (
     input_frame,
 )
 from weir_invoker.attempt import Attempt, Outcome, StartPlan, now_ms, start_message
+from weir_invoker.cancelling import Cancelling
 from weir_invoker.completions import Completions, completion_of
 from weir_invoker.connections import ConnectionPool
 from weir_invoker.entries import EntryActions
@@ -112,6 +113,14 @@ class Invoker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._order = 0
         self._stores_ready = False
+        self.cancels = Cancelling(
+            active=self.active,
+            keys=self._keys,
+            invocations=self.invocations,
+            journals=self.journals,
+            completions=self.completions,
+            finish=self.finish,
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -278,7 +287,7 @@ class Invoker:
                 await self._suspend(active, outcome.waiting_on)
             elif outcome.kind == "failed" and not active.cancelled and await self._failed(active, outcome):
                 return
-        await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
+        await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, cancellation.cancelled_failure())
 
     async def _sleep_until(self, active: Active, deadline_ms: int) -> None:
         while not active.cancelled and (wait := deadline_ms - now_ms()) > 0:
@@ -300,6 +309,8 @@ class Invoker:
                     attempt, plan = await self._prepare(active, target)
                     if plan is None:
                         return Outcome("ended")
+                    if active.cancelled:  # cancelled before its first attempt began: it never runs
+                        return Outcome("aborted")
                     active.attempt = attempt
                     record.deployment_id = target.deployment.id
                     record.attempts += 1
@@ -416,7 +427,8 @@ class Invoker:
 
     async def _ended(self, active: Active) -> None:
         assert active.journal is not None
-        await self.finish(active, *final_result(active.journal))
+        status, result = final_result(active.journal)
+        await self.finish(active, cancellation.final_status(status, result), result)
 
     async def finish(self, active: Active, status: int, result: bytes | pb.Failure) -> None:
         """End an invocation: record its result (kept completed_retention_ms), notify its caller and
@@ -458,24 +470,9 @@ class Invoker:
     # -- operator calls ------------------------------------------------------------------------------
 
     async def cancel(self, invocation_id: str) -> invoker_pb2.Invocation:
-        """Errors: NoSuchInvocationError, FailedPreconditionError (finished)."""
-        active = self.active.get(invocation_id)
-        if active is None:
-            stored = await self.invocations.get(invocation_id)
-            if stored is None:
-                raise NoSuchInvocationError(f"invocation {invocation_id} does not exist", invocation=invocation_id)
-            raise FailedPreconditionError(f"invocation {invocation_id} has finished ({Status.Name(stored.status)})")
-        if active.cancelled or active.record.status in TERMINAL:
-            raise FailedPreconditionError(f"invocation {invocation_id} is ending ({Status.Name(active.record.status)})")
-        active.cancelled = True
-        active.wakeup.set()
-        if active.attempt is not None:
-            active.attempt.abort("cancelled")
-        queue = self._keys.get((active.record.service, active.record.key))
-        if queue is not None and active in queue and queue[0] is not active:  # waiting for its key: ends now
-            queue.remove(active)
-            await self.finish(active, Status.INVOCATION_STATUS_CANCELLED, pb.Failure(code=409, message="cancelled"))
-        return active.record
+        """Cancel an unfinished invocation as Restate does (cancelling.py). Errors:
+        NoSuchInvocationError, FailedPreconditionError (finished, or being cancelled already)."""
+        return await self.cancels.cancel(invocation_id)
 
     async def record_of(self, invocation_id: str) -> invoker_pb2.Invocation:
         active = self.active.get(invocation_id)

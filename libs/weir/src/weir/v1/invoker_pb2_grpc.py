@@ -169,9 +169,11 @@ class InvokerServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def CancelInvocation(self, request, context):
-        """Cancel an invocation that has not finished: its attempt is stopped, it ends with the failure
-        409 "cancelled", and a caller waiting on it gets that failure. Errors: no_such_invocation,
-        failed_precondition (it has finished).
+        """Cancel an invocation that has not finished, as Restate does (not a kill): one not started yet
+        ends at once; a started one has the entries it awaits completed with the failure 409
+        "cancelled" and its awaited child calls cancelled, so its handler gets a TerminalError and may
+        compensate before it ends (status CANCELLED when it lets that failure through). Errors:
+        no_such_invocation, failed_precondition (it has finished, or is being cancelled).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
