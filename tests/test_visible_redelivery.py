@@ -50,6 +50,7 @@ def test_what_a_new_primary_flags_and_what_a_fetch_must_announce() -> None:
     assert delivery_horizon.maybe_delivered_until(held, last_delivered=10) == 0
     assert delivery_horizon.to_announce(held, [8, 9, 10]) == 0  # under the horizon: no push
     assert delivery_horizon.to_announce(held, [9, 12, 11]) == 12
+    assert delivery_horizon.to_announce(held, [9, 12, 11], ahead=1000) == 1012  # the next fetches stay under
     assert delivery_horizon.to_announce(held, []) == 0
     assert delivery_horizon.as_snapshot_fields(held, last_delivered=12) == {
         "delivery_horizon": 12,

@@ -53,6 +53,7 @@ class HorizonPusher:
                 horizon_since_ms=horizon.since_ms,
             ),
         )
+        metrics.HORIZON_PUSHES.inc()
         answers = await asyncio.gather(*(self._push(node_id, request) for node_id in node_ids))
         return all(answers)
 

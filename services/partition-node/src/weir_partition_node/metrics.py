@@ -97,6 +97,10 @@ CONSUMER_REDELIVERED = Counter(
     "Redeliveries: ack_wait passed, a nak, or a message an earlier primary may have delivered (after a failover)",
     ["stream", "consumer"],
 )
+HORIZON_PUSHES = Counter(
+    "weir_consumer_horizon_pushes_total",
+    "Delivery horizon pushes to in-sync replicas (a fetch past the horizon moves it 1000 seqs ahead)",
+)
 HORIZON_PUSH_FAILURES = Counter(
     "weir_consumer_horizon_push_failures_total",
     "Delivery horizon pushes an in-sync replica did not confirm in time (the fetch was answered anyway)",

@@ -133,7 +133,9 @@ class PartitionConsumerOps:
         cursor = partition.consumers.get(name)
         if self._push_horizon is None or tracker is None or cursor is None or not partition.leading:
             return
-        seq = delivery_horizon.to_announce(cursor.horizon, (delivery.seq for delivery in deliveries))
+        seq = delivery_horizon.to_announce(
+            cursor.horizon, (delivery.seq for delivery in deliveries), delivery_horizon.HORIZON_AHEAD
+        )
         if not seq:
             return
         held = cursor.horizon
