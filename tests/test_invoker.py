@@ -18,6 +18,7 @@ import pytest
 from weir import Client, stream_config
 from weir.v1 import invoker_pb2, invoker_pb2_grpc
 from weir_cli.launcher import InvokerHandle, LocalCluster
+from weir_invoker import ids
 
 from tests.conftest import eventually, start_cluster
 from tests.invoker.harness import APP, APP_REQUEST_RESPONSE, Deployment, invoker_stub, no_journals, wait_for_status
@@ -282,6 +283,39 @@ async def test_a_workflow_runs_once_per_key(stub: invoker_pb2_grpc.InvokerStub, 
     again = await invoke(stub, "once_flow/go", "west", key="wf1")  # a shared handler still runs
     assert again.status == Status.INVOCATION_STATUS_FAILED and again.failure.code == 409  # promise already set
     assert deployment.lines("workflow-runs") == ["wf1 a"]  # the body's side effect ran once
+
+
+async def test_a_workflows_messages_of_one_key_run_it_once(
+    stub: invoker_pb2_grpc.InvokerStub, sdk: Client, deployment: Deployment
+) -> None:
+    """A subscription to a workflow's run: a second message for a key is acknowledged without a
+    second run, and the run's output is replied once."""
+    await sdk.create_stream(stream_config("flows", subjects=["flows.>"]))
+    await sdk.create_stream(stream_config("flow-replies", subjects=["flows.>"]))
+    subscription = invoker_pb2.Subscription(
+        stream="flows", service="once_flow", handler="run", reply_stream="flow-replies"
+    )
+    created = await stub.CreateSubscription(invoker_pb2.CreateSubscriptionRequest(subscription=subscription))
+    for order in ("m1", "m2"):
+        await sdk.publish("flows", "flows.start", json.dumps(order).encode(), key=b"wf-m", ack_level="all")
+
+    async def both_admitted() -> bool:
+        info = await sdk.consumer_info("flows", created.subscription.consumer)
+        return info.acked_total == 2
+
+    await eventually(both_admitted, 30, "both messages acknowledged")
+    run_id = ids.for_workflow_run("once_flow", "wf-m")
+    await wait_for_status(stub, run_id, {Status.INVOCATION_STATUS_SUSPENDED}, 20)
+    await invoke(stub, "once_flow/go", "north", key="wf-m")
+    done = await wait_for_status(stub, run_id, FINISHED)
+    assert json.loads(done.output) == "m1 went north"
+    assert [line for line in deployment.lines("workflow-runs") if line.startswith("wf-m")] == ["wf-m m1"]
+
+    async def replied() -> bool:
+        return (await sdk.stream_info("flow-replies")).msg_count >= 1
+
+    await eventually(replied, 30, "the run's reply")
+    assert (await sdk.stream_info("flow-replies")).msg_count == 1
 
 
 async def test_a_cancelled_invocation_ends_with_409(stub: invoker_pb2_grpc.InvokerStub) -> None:
