@@ -331,3 +331,53 @@ def calls_or_none(gateway: GatewayHandle) -> dict[str, float]:
         if sample.name == "weir_gateway_groups_served"
     }
     return workers
+
+
+async def test_rocketmq_assignment_moving_to_another_worker_releases_nothing_early(
+    gateway: GatewayHandle,
+    cluster: LocalCluster,
+    reference_pool: Any,  # noqa: F811  (the imported fixture)
+) -> None:
+    """A RocketMQ client's QueryAssignment reports, as owned, what the router gave it at its previous
+    call, which a worker remembers. When the client's next call lands on the other worker (it
+    connected again), that worker has no memory of it and lists every partition, so a partition the
+    router moves to a second client is released one call later, as on one worker, never early."""
+    topic = f"rmq-assign-{uuid.uuid4().hex[:8]}"
+    await create_stream(cluster, topic, partitions=2)
+    holder_id = f"10.0.0.7@{uuid.uuid4().hex[:6]}#1"
+
+    def new(client_id: str) -> Callable[[], RocketMQClient]:
+        def make() -> RocketMQClient:
+            client = RocketMQClient(reference_pool, gateway.rocketmq_address, client_id)
+            client.channel = grpc.aio.insecure_channel(gateway.rocketmq_address, options=OWN_CONNECTION)
+            return client
+
+        return make
+
+    async def assigned(client: RocketMQClient) -> list[int]:
+        request = client.new(
+            "QueryAssignmentRequest",
+            topic=client.resource(topic),
+            group=client.resource("g"),
+            endpoints=client.endpoints(),
+        )
+        response = await client.call("QueryAssignment", request)
+        assert response.common.status.code == 0, response.common.status
+        return sorted(entry.Partition.id for entry in response.assignments)
+
+    async def route(client: RocketMQClient) -> None:  # finds the worker without a QueryAssignment
+        await client.call("QueryRoute", client.new("QueryRouteRequest", topic=client.resource(topic)))
+
+    on_0, on_1 = await one_client_per_worker(gateway, "rocketmq_v1", new(holder_id), route)
+    other = new(f"10.0.0.8@{uuid.uuid4().hex[:6]}#1")()
+    try:
+        assert await assigned(on_0) == [0, 1]  # the holder, alone, on worker 0
+        assert await assigned(other) == []  # a second member: one partition is to move to it
+        assert await assigned(on_0) in ([0], [1])  # told to give one up: it still lists both (one call later)
+        assert await assigned(on_1) in ([0], [1])  # now through worker 1, which never answered it: lists both
+        assert await assigned(other) == []  # so nothing was released early
+        await assigned(on_1)  # worker 1's second answer: it lists only what worker 1 gave it, the move's one
+        assert len(await assigned(other)) == 1
+    finally:
+        for client in (on_0, on_1, other):
+            await client.channel.close()

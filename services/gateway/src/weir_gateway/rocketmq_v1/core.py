@@ -154,7 +154,10 @@ class RocketMQCore:
         while another member still holds them). The call is also the member's heartbeat. The router
         moves a partition only after its holder released it: a RocketMQ client cannot say what it
         still works on, so the gateway reports what the router assigned at the client's previous
-        call (a revoked partition is released one call later). Errors: InvalidArgumentError,
+        call (a revoked partition is released one call later). A member this instance has not
+        answered before (its earlier calls went to another worker or gateway, or it is new) lists
+        every partition, so nothing it may still work on is released before a call of its own here
+        says so. Errors: InvalidArgumentError,
         NoSuchStreamError (NOT_FOUND, as service.proto says for QueryAssignment), NoSuchConsumerError
         (NOT_FOUND) for a group that does not exist when groups are not created on first use."""
         stream = mapping.weir_name_of(namespace, topic)
@@ -162,12 +165,15 @@ class RocketMQCore:
         await self.receiver.groups.require(stream, weir_group)
         member = self.member_id(client_id)
         key = (stream, weir_group, member)
+        owned = self._assigned.get(key)
+        if owned is None:  # not answered here before (another worker or instance did, or none): release nothing
+            owned = [entry.partition for entry in (await self.client.route(stream)).partitions]
         request = router_pb2.QueryAssignmentRequest(
             stream=stream,
             group=weir_group,
             client_id=member,
             endpoints=router_pb2.Endpoints(scheme="ipv4"),
-            owned_partitions=self._assigned.get(key, []),
+            owned_partitions=owned,
             consumer=self.receiver.groups.assignment_config(stream, weir_group).to_proto(),
         )
         host, _, port = self.client.router.address.rpartition(":")
