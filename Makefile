@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint docs layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
+.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint docs layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-gateway-workers bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -131,6 +131,9 @@ bench: setup  ## Weir vs NATS JetStream vs Redis Streams, same machine, same run
 
 bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary call, same run: JSON on stdout
 	$(UV) run python -m bench.gateway_bench
+
+bench-gateway-workers: setup  ## the gateway with 1 and with 2 workers (kafka-pixy Produce, RocketMQ SendMessage), same run: JSON on stdout
+	$(UV) run python -m bench.gateway_workers_bench
 
 bench-rocketmq: setup  ## the RocketMQ v1 front door next to the native SDK, same run: JSON on stdout
 	$(UV) run python -m bench.rocketmq_bench

@@ -26,6 +26,7 @@ from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as kp_grpc
 from weir_gateway.workers import RestartPolicy, merged, reserve_port
 
 from tests.conftest import http_get, needs_own_processes
+from tests.test_bench_smoke import run_json
 from tests.test_rocketmq_v1 import RocketMQClient, reference_pool  # noqa: F401  (the fixture)
 from tests.test_waymaker_streams import SeedClient, seed_pool  # noqa: F401  (the fixture)
 
@@ -381,3 +382,18 @@ async def test_rocketmq_assignment_moving_to_another_worker_releases_nothing_ear
     finally:
         for client in (on_0, on_1, other):
             await client.channel.close()
+
+
+@pytest.mark.slow
+def test_gateway_workers_bench_smoke() -> None:
+    """`python -m bench.gateway_workers_bench --smoke`: Produce and SendMessage through a gateway of 1
+    and of 2 workers, each with a rate, the gateway's CPU per call and the calls each worker answered."""
+    needs_own_processes()
+    report = run_json(["bench.gateway_workers_bench", "--smoke"], timeout_s=300)
+    for workers in ("workers_1", "workers_2"):
+        for phase in ("produce_sync", "send_message"):
+            figures = report[workers][phase]
+            assert figures["calls"] > 0 and figures["msgs_per_s"] > 0, (workers, phase)
+            assert sum(figures["calls_by_worker"].values()) == figures["calls"], (workers, phase)
+    assert set(report["workers_2"]["produce_sync"]["calls_by_worker"]) <= {"0", "1"}
+    assert report["produce_sync_two_to_one_throughput"] > 0 and report["send_message_two_to_one_throughput"] > 0
