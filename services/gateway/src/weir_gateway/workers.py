@@ -217,8 +217,13 @@ class Supervisor:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not all(worker.ready() for worker in self.workers):
             dead = [w.index for w in self.workers if w.process is not None and w.process.poll() is not None]
-            if dead or time.monotonic() > deadline or self._stopping:
-                raise RuntimeError(f"gateway workers {dead or 'all'} did not start serving (see their log lines)")
+            if self._stopping:  # SIGTERM/SIGINT while starting: `watch` returns at once, `stop` stops them
+                return
+            if dead or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"gateway workers {dead or 'all'} did not start serving within {READY_TIMEOUT_S:.0f} s "
+                    "(see their log lines)"
+                )
             time.sleep(POLL_INTERVAL_S)
         registry = CollectorRegistry(auto_describe=False)
         registry.register(WorkersCollector(self))
