@@ -19,7 +19,7 @@ INVOKER_PROTO_OUT := services/invoker/src
 INVOKER_PROTOS := $(wildcard proto/invoker/weir_invoker/*/pb/*.proto)
 GENERATED := $(PROTO_OUT)/weir/v1 $(GATEWAY_PROTO_OUT)/weir_gateway/*/pb $(INVOKER_PROTO_OUT)/weir_invoker/*/pb
 
-.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint docs layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-gateway-workers bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-startup reliability clean up down
+.PHONY: preflight setup install-cli proto proto-check numaflow-lock lint docs layers compose-check install-check test test-fast run node router replicator invoker analytics bench bench-gateway bench-gateway-workers bench-rocketmq bench-waymaker bench-kv bench-objects bench-numaflow bench-invoker bench-analytics bench-security bench-scheduled bench-node bench-cluster bench-profile bench-commit bench-storage bench-node-commit bench-scale bench-startup reliability clean up down
 
 setup:  ## install the workspace (all services + dev tools) from uv.lock
 	@command -v $(UV) >/dev/null || python3 -m pip install --quiet "uv>=0.9"
@@ -186,6 +186,9 @@ bench-storage: setup  ## a 100-record commit's cost: row per message (before iss
 
 bench-node-commit: setup  ## one node's commit tick for K partitions: per-partition SQLite (today) vs group commit, segment files, one commit log per node (issue 53); prints JSON
 	$(UV) run python -m bench.node_commit
+
+bench-scale: setup  ## what partitions cost as they grow: a 3-node cluster's idle CPU and node memory per partition-replica with 1,024 partitions x 3 replicas, the time to create a 256-partition stream, publish at p16-r3 next to an empty cluster's; prints JSON
+	$(UV) run python -m bench.scale_bench
 
 clean:
 	rm -rf .pytest_cache .mypy_cache .ruff_cache site

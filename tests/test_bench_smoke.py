@@ -88,6 +88,18 @@ def test_cluster_bench_smoke() -> None:
 
 
 @pytest.mark.slow
+def test_scale_bench_smoke() -> None:
+    needs_own_processes()
+    report = run_json(["bench.scale_bench", "--smoke"], timeout_s=240)
+    assert report["partition_replicas"] == 3 * report["partitions"] == 96
+    for window in ("empty", "loaded"):
+        assert report[window]["cpu_percent"] >= 0 and report[window]["nodes_rss_mib"] > 0, window
+    assert "stopped" not in report, report.get("stopped")
+    assert report["create_s"]["largest"] > 0
+    assert report["publish_empty_msgs_per_s"] > 0 and report["publish_loaded_msgs_per_s"] > 0
+    assert {"cpu_percent_per_partition_replica", "rss_mib_per_partition_replica"} <= set(report)
+
+
 def test_compare_bench_smoke(tmp_path: Path) -> None:
     """`python -m bench.compare --smoke`: Weir (without and with msg_ids), NATS JetStream (default
     and always-sync) and Redis Streams each run the two smoke workloads (every message acknowledged
