@@ -23,7 +23,7 @@ from weir import Client, stream_config
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as kp
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as kp_grpc
-from weir_gateway.workers import RestartPolicy, merged, reserve_port
+from weir_gateway.workers import RestartPolicy, merged, read_worker_metrics, reserve_port, serve_worker_metrics
 
 from tests.conftest import http_get, needs_own_processes
 from tests.test_bench_smoke import run_json
@@ -62,6 +62,19 @@ def test_the_merged_page_labels_each_workers_samples() -> None:
         ("0", 2.0),
         ("1", 5.0),
     ]
+
+
+def test_a_workers_metrics_page_is_served_on_its_unix_socket(tmp_path: Path) -> None:
+    """A worker serves its page on a Unix socket (no port of its own), which the supervisor reads."""
+    path = tmp_path / "worker-0.metrics.sock"
+    server = serve_worker_metrics(path)
+    try:
+        page = read_worker_metrics(path)
+        assert "weir_gateway_groups_served" in page or "python_info" in page
+    finally:
+        server.shutdown()
+    with pytest.raises(OSError):
+        read_worker_metrics(tmp_path / "nobody.sock")
 
 
 def test_a_reserved_port_is_shared_by_reuseport_listeners_only() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socketserver
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -39,7 +40,7 @@ from weir_gateway.rocketmq_v2.servicer import RocketMQV2Servicer
 from weir_gateway.settings import GatewaySettings, retry_delays_of
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2, waymaker_streams_pb2_grpc
 from weir_gateway.waymaker_streams.servicer import WaymakerStreamsServicer
-from weir_gateway.workers import supervisor_pid
+from weir_gateway.workers import serve_worker_metrics, supervisor_pid, worker_metrics_socket
 
 logger = logging.getLogger(__name__)
 KAFKA_PIXY_SERVICE = kafkapixy_pb2.DESCRIPTOR.services_by_name["KafkaPixy"].full_name
@@ -97,7 +98,7 @@ class GatewayProcess:
         self._waymaker_streams_server = _protocol_server(
             (WAYMAKER_STREAMS_SERVICE,), self._health, settings, waymaker_streams_access
         )
-        self._metrics_httpd: MetricsServer | None = None
+        self._metrics_httpd: MetricsServer | socketserver.BaseServer | None = None
         self._serving = False  # /readyz: from the ready file until the stop begins
         self.client: Client | None = None
         self.kafka_pixy: KafkaPixyCore | None = None
@@ -110,16 +111,18 @@ class GatewayProcess:
         tls.configure(settings, f"gateway {settings.gateway_id}")
         client, kafka_pixy, rocketmq = self._build_cores()
         self._bind_front_doors(client, kafka_pixy, rocketmq)
-        worker = supervisor_pid() is not None  # a worker's page is read by its supervisor only, on loopback
-        httpd = start_metrics_server(
-            settings.metrics_port,
-            "127.0.0.1" if worker else settings.host,
-            lambda: self._serving,
-            loop=asyncio.get_running_loop(),
-            access=None if worker else settings.metrics_access(),
-        )
-        self._metrics_httpd = httpd
-        self.metrics_port = httpd.server_port
+        if supervisor_pid() is not None and settings.ready_file is not None:  # its supervisor's page reads it
+            self._metrics_httpd = serve_worker_metrics(worker_metrics_socket(settings.ready_file))
+        else:
+            httpd = start_metrics_server(
+                settings.metrics_port,
+                settings.host,
+                lambda: self._serving,
+                loop=asyncio.get_running_loop(),
+                access=settings.metrics_access(),
+            )
+            self._metrics_httpd = httpd
+            self.metrics_port = httpd.server_port
         await self._kafka_pixy_server.start()
         await self._rocketmq_server.start()
         await self._waymaker_streams_server.start()

@@ -17,31 +17,33 @@ grace; SIGKILL past `STOP_DEADLINE_S`). A worker asks the kernel for SIGKILL whe
 dies (PR_SET_PDEATHSIG), so none outlives it.
 
 The supervisor serves the one metrics port: /metrics is every live worker's page with a
-`worker="<index>"` label added to each sample (each worker serves its page on a loopback port only
-the supervisor reads), /readyz is ready while at least one worker serves and no stop has begun.
+`worker="<index>"` label added to each sample (each worker serves its page on a Unix socket in the
+supervisor's run directory, mode 0700: no port of its own, nothing another user can read), /readyz
+is ready while at least one worker serves and no stop has begun.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
+import http.client
 import logging
 import os
 import secrets
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import urllib.request
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry, MetricsHandler
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
@@ -132,11 +134,13 @@ class WorkersCollector:
 
     def collect(self) -> Iterator[Metric]:
         pages = []
-        for index, port in self.supervisor.metrics_ports():
+        for index, path in self.supervisor.metrics_sockets():
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=SCRAPE_TIMEOUT_S) as page:
-                    pages.append((str(index), page.read().decode()))
-            except OSError as error:  # a worker that just died or restarts: left out of this scrape
+                pages.append((str(index), read_worker_metrics(path)))
+            except (
+                OSError,
+                http.client.HTTPException,
+            ) as error:  # a worker that just died or restarts: left out of this scrape
                 logger.debug("worker %d's metrics: %s", index, error)
         yield from merged(pages)
 
@@ -155,6 +159,48 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return reserved
 
 
+def worker_metrics_socket(ready_file: Path) -> Path:
+    """The Unix socket a worker serves its metrics page on: beside its ready file."""
+    return ready_file.with_suffix(".metrics.sock")
+
+
+class _UnixMetricsServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+def serve_worker_metrics(path: Path) -> socketserver.BaseServer:
+    """Serve this process's /metrics (prometheus_client's default registry) over HTTP on the Unix
+    socket `path`, from a daemon thread; `shutdown()` stops it. Errors: OSError."""
+    path.unlink(missing_ok=True)
+    server = _UnixMetricsServer(str(path), MetricsHandler.factory(REGISTRY))
+    threading.Thread(target=server.serve_forever, name="worker-metrics", daemon=True).start()
+    return server
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: Path) -> None:
+        super().__init__("localhost", timeout=SCRAPE_TIMEOUT_S)
+        self.socket_path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(SCRAPE_TIMEOUT_S)
+        self.sock.connect(str(self.socket_path))
+
+
+def read_worker_metrics(path: Path) -> str:
+    """A worker's metrics page, read from its Unix socket. Errors: OSError, http.client.HTTPException."""
+    connection = _UnixHTTPConnection(path)
+    try:
+        connection.request("GET", "/metrics")
+        response = connection.getresponse()
+        if response.status != 200:
+            raise http.client.HTTPException(f"worker metrics: HTTP {response.status}")
+        return response.read().decode()
+    finally:
+        connection.close()
+
+
 @dataclass(slots=True)
 class Worker:
     """One worker process slot: its index, process, ready file and restart policy."""
@@ -162,17 +208,20 @@ class Worker:
     index: int
     ready_file: Path
     process: subprocess.Popen[bytes] | None = None
-    metrics_port: int = 0
+    serving: bool = False
     restart_at: float | None = None
     policy: RestartPolicy = field(default_factory=RestartPolicy)
 
+    @property
+    def metrics_socket(self) -> Path:
+        return worker_metrics_socket(self.ready_file)
+
     def ready(self) -> bool:
-        """True once the running process wrote its ready file (its metrics port is taken from it)."""
+        """True once the running process wrote its ready file."""
         if self.process is None or self.process.poll() is not None:
             return False
-        if self.metrics_port == 0 and self.ready_file.exists():
-            self.metrics_port = int(json.loads(self.ready_file.read_text())["metrics_port"])
-        return self.metrics_port != 0
+        self.serving = self.serving or self.ready_file.exists()
+        return self.serving
 
 
 class Supervisor:
@@ -192,9 +241,9 @@ class Supervisor:
         self._stopping = False
         self._metrics: MetricsServer | None = None
 
-    def metrics_ports(self) -> list[tuple[int, int]]:
-        """(index, metrics port) of every worker serving now."""
-        return [(worker.index, worker.metrics_port) for worker in self.workers if worker.ready()]
+    def metrics_sockets(self) -> list[tuple[int, Path]]:
+        """(index, metrics socket) of every worker serving now."""
+        return [(worker.index, worker.metrics_socket) for worker in self.workers if worker.ready()]
 
     def serving(self) -> bool:
         """/readyz: no stop has begun and at least one worker serves."""
@@ -247,7 +296,8 @@ class Supervisor:
 
     def _spawn(self, worker: Worker) -> None:
         worker.ready_file.unlink(missing_ok=True)
-        worker.metrics_port = 0
+        worker.metrics_socket.unlink(missing_ok=True)
+        worker.serving = False
         worker.restart_at = None
         overrides = [f"--{name.replace('_', '-')}={port}" for name, port in self.ports.items()]
         command = [
@@ -306,6 +356,7 @@ class Supervisor:
             reserved.close()
         for worker in self.workers:
             worker.ready_file.unlink(missing_ok=True)
+            worker.metrics_socket.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.run_dir.rmdir()
         logger.info("gateway %s: workers stopped%s", self.settings.gateway_id, "" if clean else " (some killed)")
