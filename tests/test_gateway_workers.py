@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ from weir_gateway.workers import RestartPolicy, merged, read_worker_metrics, res
 
 from tests.conftest import http_get, needs_own_processes
 from tests.test_bench_smoke import run_json
-from tests.test_rocketmq_v1 import RocketMQClient, reference_pool  # noqa: F401  (the fixture)
+from tests.test_rocketmq_v1 import RocketMQClient, read_all, reference_pool  # noqa: F401  (the fixture)
 from tests.test_waymaker_streams import SeedClient, seed_pool  # noqa: F401  (the fixture)
 
 GATEWAY_ENV = {
@@ -40,6 +41,8 @@ GATEWAY_ENV = {
 OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 MAX_PROBED_CHANNELS = 24  # all on one worker: a 2**-23 chance
 MESSAGES = 40
+PRODUCERS = 8
+PRODUCED_PER_THREAD = 60
 
 
 # -- the pure parts ----------------------------------------------------------------------------------
@@ -304,6 +307,65 @@ async def test_waymaker_streams_fetch_on_one_worker_ack_on_the_other(
     finally:
         await fetcher.channel.close()
         await acker.channel.close()
+
+
+def test_a_worker_killed_under_produce_load_loses_no_acknowledged_message(
+    gateway: GatewayHandle, cluster: LocalCluster
+) -> None:
+    """Producers over 8 connections (both workers) produce numbered messages; one worker is SIGKILLed
+    midway. Calls it was answering fail (UNAVAILABLE) and are retried on a new connection, which the
+    other worker takes; every message a Produce acknowledged is in the stream, and the producers
+    finish while the killed worker is restarted."""
+    topic = f"workers-kill-{uuid.uuid4().hex[:8]}"
+    asyncio.run(create_stream(cluster, topic, partitions=2))
+    supervisor = gateway.process.pid if gateway.process is not None else 0
+    acknowledged: set[bytes] = set()
+    retried = [0]
+    lock = threading.Lock()
+    killed = threading.Event()
+
+    def producer(index: int) -> None:
+        channel = grpc.insecure_channel(gateway.kafka_pixy_address, options=OWN_CONNECTION)
+        try:
+            for n in range(PRODUCED_PER_THREAD):
+                body = b"p%d-%d" % (index, n)
+                for _ in range(20):
+                    try:
+                        stub = kp_grpc.KafkaPixyStub(channel)
+                        stub.Produce(kp.ProdRq(topic=topic, message=body), timeout=10, wait_for_ready=True)
+                        break
+                    except grpc.RpcError as error:
+                        assert error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED), error
+                        with lock:
+                            retried[0] += 1
+                        channel.close()
+                        channel = grpc.insecure_channel(gateway.kafka_pixy_address, options=OWN_CONNECTION)
+                else:
+                    raise AssertionError(f"{body!r} was never acknowledged")
+                with lock:
+                    acknowledged.add(body)
+                if index == 0 and n == PRODUCED_PER_THREAD // 3:
+                    killed.set()
+        finally:
+            channel.close()
+
+    threads = [threading.Thread(target=producer, args=(index,)) for index in range(PRODUCERS)]
+    for thread in threads:
+        thread.start()
+    assert killed.wait(60)
+    victim, *_ = children_of(supervisor)
+    os.kill(victim, signal.SIGKILL)
+    for thread in threads:
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(acknowledged) == PRODUCERS * PRODUCED_PER_THREAD
+
+    async def stored() -> set[bytes]:
+        async with Client(cluster.router_addresses) as client:
+            return {message.payload for message in await read_all(client, topic, len(acknowledged))}
+
+    assert acknowledged <= asyncio.run(stored())  # a retried call may have stored one twice, never none
+    until(lambda: victim not in children_of(supervisor) and len(children_of(supervisor)) == 2, 30, "a new worker")
 
 
 def test_a_killed_worker_is_restarted_while_the_other_serves(gateway: GatewayHandle) -> None:
