@@ -472,3 +472,27 @@ def test_gateway_workers_bench_smoke() -> None:
             assert sum(figures["calls_by_worker"].values()) == figures["calls"], (workers, phase)
     assert set(report["workers_2"]["produce_sync"]["calls_by_worker"]) <= {"0", "1"}
     assert report["produce_sync_two_to_one_throughput"] > 0 and report["send_message_two_to_one_throughput"] > 0
+
+
+def test_cluster_up_passes_its_gateway_workers_to_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`weir cluster up --gateway-workers 2` starts its gateways with WEIR_GATEWAY_WORKERS=2; without
+    the flag, 1 (the launcher's own default is 1 too: a quick start on 2 cores)."""
+    from weir_cli import local
+    from weir_cli.parser import build_parser
+
+    started: list[dict[str, Any]] = []
+
+    class Started(Exception):
+        pass
+
+    def fake_start(data_dir: Path, **options: Any) -> None:
+        started.append(options)
+        raise Started
+
+    monkeypatch.setattr(local, "_start_cluster", fake_start)
+    parser = build_parser("test")
+    for flags, expected in ((["--gateway-workers", "2"], "2"), ([], "1")):
+        args = parser.parse_args(["cluster", "up", "--data-dir", str(tmp_path / expected), *flags])
+        with pytest.raises(Started):
+            asyncio.run(local.cluster_up(args))
+        assert started[-1]["gateway_env"] == {"WEIR_GATEWAY_WORKERS": expected}
