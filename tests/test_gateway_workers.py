@@ -24,7 +24,14 @@ from weir import Client, stream_config
 from weir_cli.launcher import GatewayHandle, LocalCluster
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2 as kp
 from weir_gateway.kafka_pixy.pb import kafkapixy_pb2_grpc as kp_grpc
-from weir_gateway.workers import RestartPolicy, merged, read_worker_metrics, reserve_port, serve_worker_metrics
+from weir_gateway.workers import (
+    RestartPolicy,
+    merged,
+    read_worker_metrics,
+    remove_stale_run_dirs,
+    reserve_port,
+    serve_worker_metrics,
+)
 
 from tests.conftest import http_get, needs_own_processes
 from tests.test_bench_smoke import run_json
@@ -65,6 +72,17 @@ def test_the_merged_page_labels_each_workers_samples() -> None:
         ("0", 2.0),
         ("1", 5.0),
     ]
+
+
+def test_only_the_run_directories_of_dead_supervisors_are_removed(tmp_path: Path) -> None:
+    alive = tmp_path / f"weir-gateway-workers-{os.getpid()}-abc"
+    dead = tmp_path / "weir-gateway-workers-999999999-def"
+    other = tmp_path / "weir-gateway-workers-notapid"
+    for directory in (alive, dead, other):
+        directory.mkdir()
+        (directory / "worker-0.json").write_text("{}")
+    assert remove_stale_run_dirs(tmp_path) == [dead]
+    assert alive.exists() and other.exists() and not dead.exists()
 
 
 def test_a_workers_metrics_page_is_served_on_its_unix_socket(tmp_path: Path) -> None:

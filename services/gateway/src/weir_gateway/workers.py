@@ -30,6 +30,7 @@ import http.client
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import socketserver
@@ -54,6 +55,7 @@ from weir_gateway.settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
 
+RUN_DIR_PREFIX = "weir-gateway-workers-"  # + the supervisor's pid: its workers' ready files and sockets
 SUPERVISOR_ENV = "WEIR_GATEWAY_SUPERVISOR_PID"  # set in a worker's environment: its supervisor's pid
 PROTOCOL_PORTS = ("kafka_pixy_port", "rocketmq_port", "waymaker_streams_port")
 READY_TIMEOUT_S = 60.0  # how long the workers get to serve at start
@@ -159,6 +161,19 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return reserved
 
 
+def remove_stale_run_dirs(parent: Path) -> list[Path]:
+    """Remove the run directories (`weir-gateway-workers-<pid>-*`) in `parent` of supervisors that no
+    longer run (a SIGKILLed supervisor cannot remove its own); returns those removed."""
+    removed = []
+    for run_dir in parent.glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = run_dir.name.removeprefix(RUN_DIR_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not run_dir.is_dir():
+            continue
+        shutil.rmtree(run_dir, ignore_errors=True)
+        removed.append(run_dir)
+    return removed
+
+
 def worker_metrics_socket(ready_file: Path) -> Path:
     """The Unix socket a worker serves its metrics page on: beside its ready file."""
     return ready_file.with_suffix(".metrics.sock")
@@ -231,7 +246,8 @@ class Supervisor:
     def __init__(self, settings: GatewaySettings, argv: Sequence[str]) -> None:
         self.settings = settings
         self.argv = list(argv)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="weir-gateway-workers-"))
+        remove_stale_run_dirs(Path(tempfile.gettempdir()))
+        self.run_dir = Path(tempfile.mkdtemp(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-"))
         self.workers = [Worker(index, self.run_dir / f"worker-{index}.json") for index in range(settings.workers)]
         self.ports: dict[str, int] = {}
         self._reserved: list[socket.socket] = []
@@ -357,8 +373,7 @@ class Supervisor:
         for worker in self.workers:
             worker.ready_file.unlink(missing_ok=True)
             worker.metrics_socket.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self.run_dir.rmdir()
+        shutil.rmtree(self.run_dir, ignore_errors=True)
         logger.info("gateway %s: workers stopped%s", self.settings.gateway_id, "" if clean else " (some killed)")
         return clean
 
