@@ -188,7 +188,7 @@ class Node:
             config = with_defaults(types_pb2.StreamConfig.FromString(config_bytes))
             placement = types_pb2.StreamPlacement.FromString(placement_bytes) if placement_bytes else None
             epochs = await self._catalog.replica_epochs(name) if placement is not None else None
-            self._streams[name] = self._files.open_stream(config, created_at_ms, placement, epochs, check=True)
+            self._streams[name] = await self._files.open_stream(config, created_at_ms, placement, epochs, check=True)
 
     def use_horizon_pusher(self, push: PushHorizon) -> None:
         """Clustered: how every partition raises a consumer's delivery horizon on its in-sync

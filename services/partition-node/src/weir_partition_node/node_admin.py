@@ -79,6 +79,7 @@ class NodeStreamAdmin:
         self._led_partition = led_partition
         self._check_open = check_open
         self._attach_consumers = attach_consumers
+        self._creating: set[asyncio.Task[tuple[types_pb2.StreamConfig, int]]] = set()
 
     async def lifecycle_change(self, name: str, **kind: Any) -> tuple[int, int, bytes]:
         return await lifecycle_change(self._feed, self._clock, name, **kind)
@@ -89,11 +90,22 @@ class NodeStreamAdmin:
         """Create a stream (idempotent for an identical config and placement). Returns (effective
         config, created_at_ms). `placement` (from the router) says which partitions this node hosts
         and leads; None = standalone, every partition here. Errors: InvalidNameError,
-        InvalidConfigError, InvalidSubjectError, AlreadyExistsError."""
+        InvalidConfigError, InvalidSubjectError, AlreadyExistsError. A caller that goes away (its
+        deadline passed: a large stream takes seconds) does not stop it half-way: it finishes, so a
+        retry finds the stream made (a creation cancelled between its catalog row and its in-memory
+        stream failed every retry with the catalog's UNIQUE constraint)."""
         self._check_open()
         effective = normalize_config(config, self._settings.max_message_bytes, clustered=placement is not None)
         if placement is not None:
             check_placement(effective, placement, self._settings.node_id)
+        task = asyncio.get_running_loop().create_task(self._create_once(effective, placement))
+        self._creating.add(task)  # held until done (one a create call in flight: max_concurrent_rpcs bounds them)
+        task.add_done_callback(self._creating.discard)
+        return await asyncio.shield(task)
+
+    async def _create_once(
+        self, effective: types_pb2.StreamConfig, placement: types_pb2.StreamPlacement | None
+    ) -> tuple[types_pb2.StreamConfig, int]:
         async with self._lifecycle_lock:
             existing = self._streams.get(effective.name)
             if existing is not None:
@@ -104,7 +116,7 @@ class NodeStreamAdmin:
                     f"stream {effective.name!r} already exists with a different {what}", stream=effective.name
                 )
             created_at_ms = self._clock.now_ms()
-            stream = self._files.open_stream(effective, created_at_ms, placement)
+            stream = await self._files.open_stream(effective, created_at_ms, placement)
             change = await self.lifecycle_change(
                 effective.name, stream_created=types_pb2.StreamCreatedChange(config=effective)
             )
@@ -187,7 +199,7 @@ class NodeStreamAdmin:
                 await self._catalog.delete_stream(name, archived, change)
             except BaseException:
                 self._feed.settle([change[0]])
-                reopened = self._files.open_stream(stream.config, stream.created_at_ms, stream.placement)
+                reopened = await self._files.open_stream(stream.config, stream.created_at_ms, stream.placement)
                 reopened.consumers = stream.consumers
                 await self._attach_consumers(reopened)
                 self._streams[name] = reopened

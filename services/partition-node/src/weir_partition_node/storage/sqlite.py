@@ -183,7 +183,9 @@ class SqlitePartitionLog(SqliteConsumerReads):
         self._synced_at = time.monotonic()  # the last commit that waited for the disk (commit thread)
         self._writer.execute("PRAGMA cache_size=-16000")
         layout_upgrade.upgrade(self._writer, f"{stream}/{partition}")  # a log of the row-per-message layout
-        self._writer.executescript(_SCHEMA)
+        # one transaction: one WAL commit (and fsync) for the whole schema instead of one a
+        # statement, which halves the ~15 ms a new partition's file cost
+        self._writer.executescript(f"BEGIN;\n{_SCHEMA}\nCOMMIT;")
         _add_missing_columns(self._writer)
         self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._reader.execute("PRAGMA query_only=1")
