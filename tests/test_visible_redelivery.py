@@ -110,3 +110,28 @@ async def test_deliveries_the_new_primary_cannot_rule_out_come_with_deliver_coun
             assert (await client.consumer_info(STREAM, "c")).num_ack_pending == 0
     finally:
         cluster.stop()
+
+
+async def test_a_planned_handover_flags_nothing(tmp_path: Path) -> None:
+    """A partition moved while it serves (a fenced, drained handover) hands its successor the
+    consumers' exact state: what was never delivered comes as a first delivery, though the horizon
+    the replicas held covered it ahead."""
+    cluster = _cluster_with_rare_snapshots(tmp_path / "cluster")
+    try:
+        async with Client(cluster.router_addresses) as client:
+            await client.create_stream(stream_config(STREAM, subjects=["f.>"], partitions=1, replicas=2))
+            await client.create_consumer(STREAM, consumer_config("c", ack_wait_ms=600_000))
+            for n in range(10):
+                await client.publish(STREAM, "f.x", b"%d" % n, partition=0, ack_level="all")
+            first = await client.fetch(STREAM, "c", 0, batch_size=4)
+            assert [(m.seq, m.deliver_count) for m in first] == [(seq, 1) for seq in range(1, 5)]
+            entry = (await client.route(STREAM)).partitions[0]
+            copies = {entry.primary.node_id, *(broker.node_id for broker in entry.secondaries)}
+            spare = next(node.name for node in cluster.nodes if node.name not in copies)
+            steps = [progress.step async for progress in client.move_partition(STREAM, 0, entry.primary.node_id, spare)]
+            assert "hand_over" in steps and steps[-1] == "done"
+            rest = await client.fetch(STREAM, "c", 0, batch_size=100)
+            assert [(m.seq, m.deliver_count) for m in rest] == [(seq, 1) for seq in range(5, 11)]
+            assert (await client.consumer_info(STREAM, "c")).redelivered_total == 0
+    finally:
+        cluster.stop()

@@ -19,9 +19,11 @@ last deliveries: it would deliver them again with deliver_count 1, and nobody co
   that is not flagged is what this closes). Messages stored after the takeover are first
   deliveries.
 - A seek restarts the horizon at the new position (deliveries after a seek are first deliveries),
-  and so does a new primary. Each horizon carries the (leader epoch, wall-clock ms) it started at;
-  a replica keeps the newer one, and of one start, the higher seq. Snapshots carry the horizon too,
-  so a replica that restarted (its horizon is kept in memory) has it again at the next snapshot.
+  and so does a new primary. A planned handover hands the successor the exact horizon, the last
+  delivery, with the consumers' state (`handed_over`): nothing is flagged after it. Each horizon
+  carries the (leader epoch, wall-clock ms) it started at; a replica keeps the newer one, and of
+  one start, the higher seq. Snapshots carry the horizon too, so a replica that restarted (its
+  horizon is kept in memory) has it again at the next snapshot.
 
 What it does not cover: a push that failed or timed out (an in-sync replica that does not answer
 within `HORIZON_PUSH_TIMEOUT_S`; the fetch is answered anyway, and that replica would deliver those
@@ -71,6 +73,14 @@ def restarted(held: DeliveryHorizon, seq: int, leader_epoch: int, now_ms: int) -
     at `now_ms`; its start is newer than `held`'s even when the clock did not move."""
     since_ms = now_ms if leader_epoch != held.leader_epoch else max(now_ms, held.since_ms + 1)
     return DeliveryHorizon(seq, leader_epoch, since_ms)
+
+
+def handed_over(held: DeliveryHorizon, last_delivered: int, now_ms: int) -> DeliveryHorizon:
+    """What a fenced and drained primary hands its successor with a consumer's state (a planned
+    handover): nothing past `last_delivered` was delivered, so the horizon is exactly there, started
+    anew, so that it replaces what pushes gave the successor (which covered up to HORIZON_AHEAD
+    more) and the successor flags nothing it need not."""
+    return DeliveryHorizon(last_delivered, held.leader_epoch, max(now_ms, held.since_ms + 1))
 
 
 def maybe_delivered_until(held: DeliveryHorizon, last_delivered: int) -> int:

@@ -33,7 +33,9 @@ from weir.v1 import internal_pb2
 from weir_server.internal_clients import ReplicationClient
 from weir_server.replication import ReplicationResult
 
+from weir_partition_node import delivery_horizon
 from weir_partition_node.clock import monotonic_ms
+from weir_partition_node.delivery_horizon import DeliveryHorizon
 from weir_partition_node.hosted import Stream
 from weir_partition_node.membership import Membership
 from weir_partition_node.partition import Partition
@@ -194,6 +196,11 @@ class LeadershipHandover:
             return snapshots.message
         if not snapshots.snapshots:
             return None
+        now_ms = self.node.clock.now_ms()
+        for snapshot in snapshots.snapshots:  # drained and fenced: what it delivered is exact
+            held = DeliveryHorizon(snapshot.delivery_horizon, epoch, snapshot.horizon_since_ms)
+            exact = delivery_horizon.handed_over(held, snapshot.last_delivered, now_ms)
+            snapshot.delivery_horizon, snapshot.horizon_since_ms = exact.seq, exact.since_ms
         try:
             async with asyncio.timeout(max(0.1, (deadline_ms - monotonic_ms()) / 1000)):
                 await self.ship_consumers(request.stream, epoch, request.to_node_id, list(snapshots.snapshots))
