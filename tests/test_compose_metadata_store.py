@@ -147,16 +147,14 @@ async def test_the_compose_metadata_store_serves_tls_and_fails_over(
 
 def _known_replicas(port: int, certs: Path) -> int:
     """How many replicas of the primary the sentinel on `port` knows (-1: no answer)."""
-    sentinel = redis.Redis(
-        "127.0.0.1",
-        port,
-        password=(certs / "redis.password").read_text().strip(),
-        ssl=True,
-        ssl_ca_certs=str(certs / "ca.pem"),
-        ssl_certfile=str(certs / "service.pem"),
-        ssl_keyfile=str(certs / "service-key.pem"),
-        socket_timeout=1,
+    access = RedisAccess(
+        f"rediss://127.0.0.1:{port}/0",
+        password_file=certs / "redis.password",
+        ca_file=certs / "ca.pem",
+        cert_file=certs / "service.pem",
+        key_file=certs / "service-key.pem",
     )
+    sentinel = redis.Redis.from_url(access.url, **access.options(), socket_timeout=1)
     try:
         return len(sentinel.execute_command("SENTINEL", "REPLICAS", "weir"))  # type: ignore[no-untyped-call]
     except (redis.RedisError, OSError):

@@ -116,14 +116,7 @@ class RedisHandle:
     def access(self) -> RedisAccess:
         """How the cluster's services (and tests) reach it: `address`, the password file and, with
         TLS, the development CA and the services' certificate."""
-        tls = self.tls_dir
-        return RedisAccess(
-            self.address,
-            password_file=self.password_file,
-            ca_file=tls / "ca.pem" if tls and self.tls else None,
-            cert_file=tls / "service.pem" if tls and self.tls else None,
-            key_file=tls / "service-key.pem" if tls and self.tls else None,
-        )
+        return redis_access(self.address, self.password_file, self.tls_dir if self.tls else None)
 
     def _config(self) -> list[str]:
         """The config file argument: the password (made once), the port and, with TLS, the TLS files,
@@ -186,6 +179,18 @@ class RedisHandle:
 
     def stop(self, timeout_s: float = 10.0) -> None:
         stop_process(self.process, timeout_s)
+
+
+def redis_access(url: str, password_file: Path, tls_dir: Path | None) -> RedisAccess:
+    """A redis-server or sentinel of ours at `url` (rediss:// with `tls_dir`, the development
+    certificates: their CA and the services' certificate), with the cluster's password file."""
+    return RedisAccess(
+        url,
+        password_file=password_file,
+        ca_file=tls_dir / "ca.pem" if tls_dir else None,
+        cert_file=tls_dir / "service.pem" if tls_dir else None,
+        key_file=tls_dir / "service-key.pem" if tls_dir else None,
+    )
 
 
 def redis_supports_tls(binary: str) -> bool:

@@ -29,7 +29,7 @@ from pathlib import Path
 import redis
 from weir_server import devcerts
 
-from weir_cli.metadata_store import RedisHandle, redis_server_binary
+from weir_cli.metadata_store import RedisHandle, redis_access, redis_server_binary
 from weir_cli.process_basics import (
     LOCAL,
     LOOPBACK,
@@ -228,16 +228,9 @@ class SentinelHandle:
         return -1 if found is None else int(found)
 
     def _client(self) -> redis.Redis:
-        password = owner_only_secret(self.password_file)
-        tls: dict[str, object] = {}
-        if self.tls_dir is not None:
-            tls = {
-                "ssl": True,
-                "ssl_ca_certs": str(self.tls_dir / "ca.pem"),
-                "ssl_certfile": str(self.tls_dir / "service.pem"),
-                "ssl_keyfile": str(self.tls_dir / "service-key.pem"),
-            }
-        return redis.Redis(self.placement.host, self.port, password=password, socket_timeout=0.5, **tls)  # type: ignore[arg-type]
+        scheme = "rediss" if self.tls_dir is not None else "redis"
+        access = redis_access(f"{scheme}://{self.placement.host}:{self.port}/0", self.password_file, self.tls_dir)
+        return redis.Redis.from_url(access.url, **access.options(), socket_timeout=0.5)
 
     def kill(self) -> None:
         kill_process(self.process)
