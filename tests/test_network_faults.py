@@ -247,17 +247,6 @@ class NetworkFaults:
         await eventually(healed, 10, f"{node_id}'s forged seq {seq} replaced by the primary's record")
         self.healed_s[self.rows[-1].scenario] = time.monotonic() - forged_at
 
-    async def isolate_after_redis_failovers(self, node_id: str) -> None:
-        """Isolate `node_id`, a primary of partition 0, once the Redis rows are over: the controller,
-        writing to whichever Redis the sentinels promoted last, still fails it over (asserted)."""
-        started = time.monotonic()
-        self.network.isolate(node_id)
-        try:
-            await eventually_promoted(self.cluster, 0, away_from=node_id, within_s=HOLD_S * 2)
-            await asyncio.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
-        finally:
-            self.network.heal(node_id)
-
     async def isolate_controller(self) -> None:
         controller = (await self.admin.cluster_info()).controller_id
         await self.hold(controller, lambda: self.network.isolate(controller))
@@ -306,11 +295,6 @@ class NetworkFaults:
                 f"the Redis primary cut from its replicas and their sentinels, {held}: a failover that discards "
                 "the writes it took meanwhile",
                 self.cut_redis_primary_from_replicas,
-            ),
-            (
-                f"a primary isolated after those Redis failovers, {held}: the controller still fails it over "
-                f"({leaders[0]})",
-                lambda: self.isolate_after_redis_failovers(leaders[0]),
             ),
         ]
 
