@@ -135,7 +135,7 @@ bench-gateway: setup  ## the kafka-pixy front door next to a bare grpc.aio unary
 bench-gateway-workers: setup  ## the gateway with 1 and with 2 workers (kafka-pixy Produce, RocketMQ SendMessage), same run: JSON on stdout
 	$(UV) run python -m bench.gateway_workers_bench
 
-bench-rocketmq: setup  ## the RocketMQ v1 front door next to the native SDK, same run: JSON on stdout
+bench-rocketmq: setup  ## the RocketMQ v1 and v2 (RocketMQ 5) front doors next to the native SDK, same run: JSON on stdout
 	$(UV) run python -m bench.rocketmq_bench
 
 bench-waymaker: setup  ## the streams seed's front door (waymaker.streams) next to the native SDK, same run: JSON on stdout

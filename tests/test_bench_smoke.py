@@ -208,13 +208,19 @@ def test_gateway_bench_smoke() -> None:
 @pytest.mark.slow
 def test_rocketmq_bench_smoke() -> None:
     """`python -m bench.rocketmq_bench --smoke`: publish and consume natively and through a real
-    gateway's RocketMQ v1 API, each with a rate and CPU per message, and the ratios."""
+    gateway's RocketMQ v1 and v2 (RocketMQ 5) APIs, on its one RocketMQ port, each with a rate and
+    CPU per message, and the ratios to native."""
     needs_own_processes()
     report = run_json(["bench.rocketmq_bench", "--smoke"], timeout_s=300)
-    for phase in ("native_publish", "send_message", "native_consume", "receive_ack"):
+    phases = ("native_publish", "send_message", "send_message_v2", "native_consume", "receive_ack", "receive_ack_v2")
+    for phase in phases:
         assert report[phase]["messages"] > 0 and report[phase]["msgs_per_s"] > 0, phase
-    assert report["native_consume"]["messages"] == report["receive_ack"]["messages"]
-    assert report["send_to_native_throughput"] > 0 and report["receive_to_native_throughput"] > 0
+        assert report[phase]["gateway_cpu_us_per_message"] >= 0 and report[phase]["node_cpu_us_per_message"] >= 0
+    sent = sum(report[phase]["messages"] for phase in ("native_publish", "send_message", "send_message_v2"))
+    assert report["native_consume"]["messages"] == report["receive_ack"]["messages"] == sent
+    assert report["receive_ack_v2"]["messages"] == sent
+    for ratio in ("send", "receive", "send_v2", "receive_v2"):
+        assert report[f"{ratio}_to_native_throughput"] > 0, ratio
 
 
 @pytest.mark.slow
