@@ -146,7 +146,9 @@ def consume_normal(config: Any, topic: str) -> dict[str, Any]:
         first = sorted(seen["first"], key=lambda received: received.body)
         consumer.ack(first[0])
         consumer.change_invisible_duration(first[1], 60)
-        deadline = time.monotonic() + COLLECT_DEADLINE_S
+        # The third comes back once its FIRST_INVISIBLE_S have passed since it was received, which is
+        # at most that long from now: wait that, then as long as any other receive may take.
+        deadline = time.monotonic() + FIRST_INVISIBLE_S + COLLECT_DEADLINE_S
         while not seen["redelivered"] and time.monotonic() < deadline:
             seen["redelivered"].extend(consumer.receive(16, 30))
         consumer.ack(first[1])  # with the handle ChangeInvisibleDuration answered, after the first duration
