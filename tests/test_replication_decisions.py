@@ -312,6 +312,20 @@ def test_follower_that_stops_reporting_leaves_after_lag_max() -> None:
     assert tracker.compute_high_watermark(leader_last) == leader_last
 
 
+def test_a_primary_back_from_a_lapsed_lease_gives_its_in_sync_followers_a_full_lag_max() -> None:
+    """While its heartbeat lease was lapsed (a Redis failover) the primary refused its followers'
+    fetches; when it comes back their lag restarts from then, so the set does not shrink to the
+    primary alone for a lag that was the primary's (the network matrix's Redis rows did)."""
+    tracker = tracker_of(("f1", "f2"), in_sync=["lead", "f1"])
+    tracker.report("f1", 10, 10, now_ms=0)
+    tracker.report("f2", 10, 10, now_ms=0)
+    assert tracker.lagging(5 * LAG_MAX_MS) == ["f1"]  # the lease lapsed at 0: nobody could fetch
+    tracker.restart_lag_clocks(5 * LAG_MAX_MS)
+    assert tracker.lagging(6 * LAG_MAX_MS) == []  # a full lag_max_ms from the lease's return
+    assert tracker.lagging(6 * LAG_MAX_MS + 1) == ["f1"]  # then a follower that did not catch up leaves
+    assert tracker.joining(6 * LAG_MAX_MS) == []  # an out-of-sync follower does not join on it
+
+
 def test_follower_that_stops_reporting_leaves_even_when_the_primary_is_idle() -> None:
     tracker = tracker_of(("f1",))
     tracker.report("f1", 10, 10, now_ms=0)
@@ -1526,3 +1540,23 @@ def test_newest_placement_takes_the_highest_epoch_above_the_stored_one() -> None
     assert newest_placement(stored, [stored]) is None  # nothing newer: nothing to restore
     assert newest_placement(lost, [stored]) is None  # an older copy never replaces the store's
     assert newest_placement(stored, [placement("b", ["a"], epoch=5, partition=4)]) is None  # another partition
+
+
+def test_a_new_controller_judges_a_missing_heartbeat_only_after_the_nodes_ttl() -> None:
+    """After the metadata store was out of reach, every heartbeat key expired at once; a router that
+    just took the controller role gives each node its own heartbeat TTL to beat again before it
+    counts the node dead (what the network matrix's Redis rows showed: all three nodes marked dead)."""
+    from weir_router.failover import DEFAULT_HEARTBEAT_TTL_MS, awaiting_heartbeat
+    from weir_server.metadata import NodeRecord
+
+    def node(node_id: str, *, ttl_ms: int = 5000, state: str = "alive") -> NodeRecord:
+        return NodeRecord(node_id, "c:1", "i:1", state=state, heartbeat_ttl_ms=ttl_ms)
+
+    nodes = [(node("beating"), True), (node("silent"), False), (node("marked", state="dead"), False)]
+    assert awaiting_heartbeat(nodes, controller_for_ms=0) == {"silent"}  # neither dead nor failed over yet
+    assert awaiting_heartbeat(nodes, controller_for_ms=4999) == {"silent"}
+    assert awaiting_heartbeat(nodes, controller_for_ms=5000) == set()  # a whole TTL without a beat: judged
+    unknown = [(node("old", ttl_ms=0), False)]  # registered by an earlier version: the node's default TTL
+    assert awaiting_heartbeat(unknown, controller_for_ms=DEFAULT_HEARTBEAT_TTL_MS - 1) == {"old"}
+    assert awaiting_heartbeat(unknown, controller_for_ms=DEFAULT_HEARTBEAT_TTL_MS) == set()
+    assert NodeSettings.model_fields["heartbeat_ttl_ms"].default == DEFAULT_HEARTBEAT_TTL_MS

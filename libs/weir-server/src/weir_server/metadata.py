@@ -206,6 +206,9 @@ class NodeRecord:
     # The number the cluster gave the node at its first registration (1, 2, ...; never reused): the
     # streams seed's uint64 node ids (`assign_node_number`). 0 = not known.
     number: int = 0
+    # The TTL of the node's heartbeat key (its WEIR_NODE_HEARTBEAT_TTL_MS); 0 = not known (a node of
+    # an earlier version). A new controller waits this long before judging a missing heartbeat.
+    heartbeat_ttl_ms: int = 0
 
     def to_hash(self) -> dict[str, str]:
         return {
@@ -234,6 +237,7 @@ class NodeRecord:
             ),
             "diverged_tails_cut": str(self.diverged_tails_cut),
             "number": str(self.number),
+            "heartbeat_ttl_ms": str(self.heartbeat_ttl_ms),
         }
 
     @staticmethod
@@ -258,6 +262,7 @@ class NodeRecord:
             ahead_partitions=_epochs_of(values.get("ahead_partitions", "")),
             diverged_tails_cut=int(values.get("diverged_tails_cut") or 0),
             number=int(values.get("number") or 0),
+            heartbeat_ttl_ms=int(values.get("heartbeat_ttl_ms") or 0),
         )
 
 

@@ -158,6 +158,16 @@ class InSyncTracker:
         progress.parked -= 1
         progress.caught_up_ms = max(progress.caught_up_ms, now_ms)
 
+    def restart_lag_clocks(self, now_ms: int) -> None:
+        """The primary could not serve its followers until `now_ms` (its heartbeat lease had lapsed,
+        so it refused their fetches): each in-sync follower gets a full `lag_max_ms` from now to
+        catch up, as at `start`, instead of leaving for a lag that was the primary's. Keeping a
+        follower in the set never risks an acknowledged record; only a shrink needs care."""
+        for node in self.in_sync:
+            if node in self.followers:
+                progress = self.followers[node]
+                progress.caught_up_ms = max(progress.caught_up_ms, now_ms)
+
     def compute_high_watermark(self, leader_last_seq: int) -> int:
         """Advance (never lower) the high watermark to the lowest end among in-sync replicas."""
         candidate = leader_last_seq

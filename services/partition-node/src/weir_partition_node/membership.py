@@ -61,6 +61,7 @@ class Membership:
             zone=settings.zone,
             capacity=settings.capacity,
             registered_at_ms=int(time.time() * 1000),
+            heartbeat_ttl_ms=settings.heartbeat_ttl_ms,
         )
         self._task: asyncio.Task[None] | None = None
 

@@ -38,6 +38,7 @@ class InSyncMaintenance:
         self._refresh_now = refresh_now
         self._in_sync_writes: set[tuple[str, int]] = set()  # (stream, partition) with a write in flight
         self._background: set[asyncio.Task[None]] = set()
+        self._lease_lapsed = False  # at the last `maintain`: the lag clocks restart when it returns
         self._cas = membership.raw.register_script(IN_SYNC_CAS)
 
     async def run_forever(self) -> None:
@@ -53,8 +54,11 @@ class InSyncMaintenance:
 
     async def maintain(self) -> None:
         """Per led partition: fail waiting ack-all publishes when the lease lapsed; persist and apply
-        in-sync changes (laggards out, caught-up followers in)."""
+        in-sync changes (laggards out, caught-up followers in). When the lease comes back, the
+        followers' lag clocks restart first: a Redis failover (every node's lease lapses, the
+        replicator pauses) must not leave each partition with its primary alone in sync."""
         lease_ok = self._membership.lease_valid()
+        regained, self._lease_lapsed = lease_ok and self._lease_lapsed, not lease_ok
         now_ms = monotonic_ms()
         for stream in self._node.hosted_streams():
             for index in list(stream.led):
@@ -65,6 +69,8 @@ class InSyncMaintenance:
                 tracker = partition.tracker
                 if tracker is None:
                     continue
+                if regained:  # the followers' lag while this primary refused their fetches is not theirs
+                    tracker.restart_lag_clocks(now_ms)
                 proposed = tracker.proposed(now_ms)
                 if proposed is not None:
                     await self._write_in_sync(stream.name, partition, proposed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from redis.exceptions import RedisError
 from weir.errors import WeirError
@@ -43,6 +44,7 @@ class Controller:
         self._admin_lock = admin_lock
         self._rebalancer = rebalancer
         self.held = False
+        self._held_since = 0.0  # time.monotonic() when this router last took the role
         self._task: asyncio.Task[None] | None = None
         self._unavailable_logged: set[tuple[str, int, int]] = set()
 
@@ -90,6 +92,7 @@ class Controller:
         if value and not self.held:
             logger.info("router %s is now the controller", router_id)
             metrics.CONTROLLER_CHANGES.inc()
+            self._held_since = time.monotonic()
         elif not value and self.held:
             logger.warning("router %s lost the controller lease", router_id)
         self.held = value
@@ -110,34 +113,45 @@ class Controller:
         metrics.NODES.labels("dead").set(len(views) - alive)
         if not self.held:
             return
+        waiting = self._awaiting_heartbeat(views)
         for view in views:
-            if not view.alive and view.record.state == "alive":
+            if not view.alive and view.record.state == "alive" and view.record.node_id not in waiting:
                 await self._routing.store.mark_dead(view.record.node_id)
                 metrics.NODES_MARKED_DEAD.inc()
                 logger.warning("node %s missed its heartbeats: marked dead", view.record.node_id)
         nodes = {view.record.node_id: view for view in views}
         if any(view.alive and view.record.ahead_partitions for view in views):
             await self.restore_lost_epochs(nodes)
-        if alive < len(views) or any(view.alive and view.record.rebuilding_partitions for view in views):
-            await self.fail_over(nodes)
+        if alive + len(waiting) < len(views) or any(view.alive and view.record.rebuilding_partitions for view in views):
+            await self.fail_over(nodes, waiting)
         if self._rebalancer.due():
             async with self._admin_lock:
                 await self._rebalancer.run(nodes)
 
-    async def fail_over(self, nodes: dict[str, NodeView]) -> None:
+    def _awaiting_heartbeat(self, views: list[NodeView]) -> frozenset[str]:
+        """The nodes whose missing heartbeat is not judged yet (`failover.awaiting_heartbeat`: this
+        router became the controller less than their heartbeat TTL ago)."""
+        controller_for_ms = (time.monotonic() - self._held_since) * 1000
+        return failover.awaiting_heartbeat(
+            ((view.record, view.alive) for view in views), controller_for_ms=controller_for_ms
+        )
+
+    async def fail_over(self, nodes: dict[str, NodeView], waiting: frozenset[str] = frozenset()) -> None:
         """Replace the dead primary of every partition that has one by its best alive in-sync
         replica (failover.py), bump the leader epoch, store the record and the new in-sync set in
         one transaction, then tell the stream's alive nodes (they also poll Redis). A primary that
         rebuilds the partition from another copy (its file was unreadable: its log is not the
-        partition's history) counts as dead for that partition, and never as a candidate."""
+        partition's history) counts as dead for that partition, and never as a candidate. A primary
+        in `waiting` (its missing heartbeat not judged yet) is left where it is, and is no candidate."""
         alive = {node_id for node_id, view in nodes.items() if view.alive}
+        not_judged_dead = alive | waiting
         rebuilding = {node_id: set(view.record.rebuilding_partitions) for node_id, view in nodes.items()}
         for record in await self._routing.store.streams():
             name = record.config.name
             orphaned = [
                 entry
                 for entry in record.placement.partitions
-                if entry.primary_node_id not in alive
+                if entry.primary_node_id not in not_judged_dead
                 or (name, entry.partition) in rebuilding.get(entry.primary_node_id, ())
             ]
             if orphaned:

@@ -11,6 +11,12 @@ When the metadata store lost writes (a Redis restarted without its last second),
 newer leader epoch than the stored record. Deciding from the older record would issue an epoch a
 second time, with an epoch history that does not know the lost epoch's start. The controller first
 puts back the newest placement entry a node holds (`newest_placement`), then decides as usual.
+
+A missing heartbeat is judged only by a controller that could have seen it renewed
+(`awaiting_heartbeat`): when the metadata store was out of reach (a Redis failover, a partition
+between the services and Redis), every node's heartbeat key expires at once, though no node died.
+A router that takes the controller role gives each node one heartbeat TTL to beat again, as a new
+ZooKeeper leader renews every session's timeout and a new Kafka controller every broker's session.
 """
 
 from __future__ import annotations
@@ -19,7 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from weir.v1 import types_pb2
+from weir_server.metadata import NodeRecord
 from weir_server.replication import valid_log_end
+
+# The heartbeat TTL assumed for a node that did not register its own (a node of an earlier version):
+# the node's WEIR_NODE_HEARTBEAT_TTL_MS default.
+DEFAULT_HEARTBEAT_TTL_MS = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +111,18 @@ def newest_placement(
         if best is None or copy.leader_epoch > best.leader_epoch:
             best = copy
     return best
+
+
+def awaiting_heartbeat(nodes: Iterable[tuple[NodeRecord, bool]], *, controller_for_ms: float) -> frozenset[str]:
+    """The ids of the nodes whose missing heartbeat the controller may not judge yet: registered
+    alive (`state`), heartbeat key absent (the bool is False), while this router has held the
+    controller role for less than the node's `heartbeat_ttl_ms` (DEFAULT_HEARTBEAT_TTL_MS when
+    unknown). Until then such a node is neither marked dead nor are its partitions failed over, and
+    it is no candidate for others'. A node that is really gone is judged one TTL later than usual."""
+    return frozenset(
+        record.node_id
+        for record, alive in nodes
+        if not alive
+        and record.state == "alive"
+        and controller_for_ms < (record.heartbeat_ttl_ms or DEFAULT_HEARTBEAT_TTL_MS)
+    )
