@@ -153,6 +153,18 @@ def test_cluster_up_prints_the_cluster_and_leaves_it_running(cli_cluster: CliClu
     assert state is not None
     assert state_pids(state) == cli_cluster.pids
     assert [router["address"] for router in state["routers"]] == [router["address"] for router in up["routers"]]
+    # Each gateway's front doors: where it says they serve (its RocketMQ port serves both v1 and
+    # RocketMQ 5's v2) is what cluster.json records for a client.
+    assert state["gateways"] == up["gateways"]
+    for gateway in state["gateways"]:
+        doors = {door: gateway[f"{door}_address"] for door in ("kafka_pixy", "rocketmq", "waymaker_streams")}
+        assert all(address.startswith("127.0.0.1:") for address in doors.values()), doors
+        assert gateway["metrics_port"] > 0
+        serving = (
+            f"{gateway['gateway_id']} serving kafka-pixy at {doors['kafka_pixy']}, RocketMQ (v1 and 5.x/v2) at "
+            f"{doors['rocketmq']}, waymaker.streams at {doors['waymaker_streams']}"
+        )
+        assert serving in cli_cluster.up_stderr, cli_cluster.up_stderr
 
 
 def test_the_default_clusters_redis_refuses_a_client_without_its_password(cli_cluster: CliCluster) -> None:

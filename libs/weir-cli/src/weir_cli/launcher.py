@@ -319,9 +319,9 @@ class ReplicatorHandle(ProcessHandle):
 
 
 class GatewayHandle(ProcessHandle):
-    """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`, RocketMQ v1's
-    MessagingService on `rocketmq_address`, the streams seed's WaymakerStreamsService on
-    `waymaker_streams_address`)."""
+    """One protocol gateway process (kafka-pixy's API on `kafka_pixy_address`; RocketMQ's
+    MessagingService on `rocketmq_address`, both v1's and v2's, which RocketMQ 5's clients call; the
+    streams seed's WaymakerStreamsService on `waymaker_streams_address`)."""
 
     kafka_pixy_port: int = 0
     rocketmq_port: int = 0
@@ -348,6 +348,15 @@ class GatewayHandle(ProcessHandle):
     @property
     def waymaker_streams_address(self) -> str:
         return f"{self.placement.host}:{self.waymaker_streams_port}"
+
+    @property
+    def doors(self) -> str:
+        """Where each front door serves, as `weir cluster up` prints it: "kafka-pixy at HOST:PORT,
+        RocketMQ (v1 and 5.x/v2) at HOST:PORT, waymaker.streams at HOST:PORT"."""
+        return (
+            f"kafka-pixy at {self.kafka_pixy_address}, RocketMQ (v1 and 5.x/v2) at {self.rocketmq_address}, "
+            f"waymaker.streams at {self.waymaker_streams_address}"
+        )
 
     def _settings(self, reuse_ports: bool) -> dict[str, str]:
         return {
@@ -742,8 +751,8 @@ class LocalCluster:
         return list(self.replicators)
 
     def _add_front_doors(self, count: int, env: Mapping[str, str] | None, die_with_parent: bool) -> list[GatewayHandle]:
-        """`count` protocol gateways (not started; kafka-pixy, RocketMQ v1, waymaker.streams, each on
-        its own port), added to the cluster."""
+        """`count` protocol gateways (not started; kafka-pixy, RocketMQ v1 and v2, waymaker.streams, each
+        protocol family on its own port), added to the cluster."""
         for index in range(1, count + 1):
             self.gateways.append(self._gateway_handle(f"gateway-{index}", env, die_with_parent))
         return list(self.gateways)
@@ -941,10 +950,7 @@ def serving_line(handle: ProcessHandle) -> str:
     if isinstance(handle, RouterHandle):
         return f"{handle.name} serving at {handle.address}"
     if isinstance(handle, GatewayHandle):
-        return (
-            f"{handle.name} serving kafka-pixy at {handle.kafka_pixy_address}, RocketMQ v1 at "
-            f"{handle.rocketmq_address}, waymaker.streams at {handle.waymaker_streams_address}"
-        )
+        return f"{handle.name} serving {handle.doors}"
     if isinstance(handle, InvokerHandle):
         return f"{handle.name} serving weir.v1.Invoker at {handle.address}"
     return f"{handle.name} running (metrics port {handle.ports().get('metrics_port', 0)})"

@@ -109,11 +109,7 @@ async def cluster_up(args: argparse.Namespace) -> int:
         [
             f"cluster up under {data_dir}: routers {routers}",
             *(f"  {node.name}: {node.client_address}" for node in cluster.nodes),
-            *(
-                f"  {gateway.name}: kafka-pixy at {gateway.kafka_pixy_address}, "
-                f"RocketMQ v1 at {gateway.rocketmq_address}, waymaker.streams at {gateway.waymaker_streams_address}"
-                for gateway in cluster.gateways
-            ),
+            *(f"  {gateway.name}: {gateway.doors}" for gateway in cluster.gateways),
             *(f"  {invoker.name}: weir.v1.Invoker at {invoker.address}" for invoker in cluster.invokers),
             "commands find it from this directory, or anywhere as the last cluster started; elsewhere:",
             f"  weir stream list --router {routers}{_elsewhere_security(summary)}",

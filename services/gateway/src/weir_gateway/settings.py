@@ -119,7 +119,8 @@ class GatewaySettings(AccessSettings):
         8081,
         ge=0,
         le=65535,
-        description="RocketMQ v1 MessagingService gRPC port (RocketMQ 5's proxy serves gRPC on 8081; 0 = pick one).",
+        description="RocketMQ gRPC port: v1's and v2's MessagingService (v2 is what RocketMQ 5's clients call) on "
+        "one server (RocketMQ 5's proxy serves gRPC on 8081; 0 = pick one).",
     )
     rocketmq_receipt_secret: str = Field(
         "",
