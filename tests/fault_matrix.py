@@ -14,12 +14,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from redis.exceptions import RedisError
 from weir.client import NodeClient, stream_config
 from weir.cluster import WeirClient
 from weir.errors import WeirError
 from weir.v1 import types_pb2
 from weir_cli.launcher import LocalCluster, NodeHandle
-from weir_server.metadata import Keys
+from weir_server.metadata import InSyncRecord, Keys
 
 STREAM = "matrix"
 PARTITIONS = 2
@@ -103,6 +104,16 @@ class Faults:
         self._thread.shutdown(wait=True)
 
 
+async def stored_in_sync(cluster: LocalCluster, partition: int) -> tuple[str, ...]:
+    """The partition's in-sync set as the metadata store holds it (what the controller promotes from)."""
+    client = cluster.metadata_access().client()
+    try:
+        raw = await client.get(Keys().in_sync(STREAM, partition))
+    finally:
+        await client.aclose()
+    return InSyncRecord.from_json(raw).in_sync if raw else ()
+
+
 async def stream_record(cluster: LocalCluster) -> types_pb2.StreamRecord:
     client = cluster.metadata_access().client()  # through the sentinels with `ha`
     try:
@@ -127,8 +138,9 @@ async def copies(cluster: LocalCluster, partition: int) -> dict[str, list[tuple[
 
 
 async def settled(cluster: LocalCluster, *, equal_copies: bool = False) -> bool:
-    """Every partition led by its preferred leader with 3 in-sync replicas (and, with
-    `equal_copies`, which only holds once the load stopped, every copy equal)."""
+    """Every partition led by its preferred leader with 3 in-sync replicas, in the primary's view
+    and in the metadata store's (and, with `equal_copies`, which only holds once the load stopped,
+    every copy equal)."""
     try:
         record = await stream_record(cluster)
         for entry in record.placement.partitions:
@@ -137,11 +149,11 @@ async def settled(cluster: LocalCluster, *, equal_copies: bool = False) -> bool:
             async with NodeClient(by_name(cluster, entry.primary_node_id).internal_address, timeout_s=5) as client:
                 info = await client.stream_info(STREAM)
             stats = next(stats for stats in info.stats.partitions if stats.partition == entry.partition)
-            if len(stats.in_sync_node_ids) != 3:
+            if len(stats.in_sync_node_ids) != 3 or len(await stored_in_sync(cluster, entry.partition)) != 3:
                 return False
             if equal_copies and len({tuple(copy) for copy in (await copies(cluster, entry.partition)).values()}) != 1:
                 return False
-    except WeirError:
+    except (WeirError, RedisError):  # a node or the metadata store out of reach for now: not settled yet
         return False
     return True
 

@@ -21,7 +21,11 @@ per-attempt and retry timeouts) runs while, one after the other, nftables rules:
 - isolate the Redis primary, SIGKILL it (and restart it), and cut it from its replicas and their
   sentinels while the services still reach it: each time the sentinels promote a replica, and in
   the last the old primary may take writes the failover discards (it refuses them once it has had
-  no replica for 2 s).
+  no replica for 2 s);
+- isolate a primary once more after those Redis failovers: the controller, on whichever Redis the
+  sentinels promoted last, still fails it over (a new controller must not have marked every node
+  dead for the heartbeats that expired while Redis was out of reach, nor a primary have dropped its
+  followers from the in-sync set for the fetches it refused meanwhile).
 
 After each fault heals, the test waits until every replica is back in the in-sync set and every
 partition is led by its preferred leader ("time to heal", from the end of the fault). Then every
@@ -247,6 +251,17 @@ class NetworkFaults:
         await eventually(healed, 10, f"{node_id}'s forged seq {seq} replaced by the primary's record")
         self.healed_s[self.rows[-1].scenario] = time.monotonic() - forged_at
 
+    async def isolate_after_redis_failovers(self, node_id: str) -> None:
+        """Isolate `node_id`, a primary of partition 0, once the Redis rows are over: the controller,
+        writing to whichever Redis the sentinels promoted last, still fails it over (asserted)."""
+        started = time.monotonic()
+        self.network.isolate(node_id)
+        try:
+            await eventually_promoted(self.cluster, 0, away_from=node_id, within_s=HOLD_S * 2)
+            await asyncio.sleep(max(0.0, HOLD_S - (time.monotonic() - started)))
+        finally:
+            self.network.heal(node_id)
+
     async def isolate_controller(self) -> None:
         controller = (await self.admin.cluster_info()).controller_id
         await self.hold(controller, lambda: self.network.isolate(controller))
@@ -295,6 +310,11 @@ class NetworkFaults:
                 f"the Redis primary cut from its replicas and their sentinels, {held}: a failover that discards "
                 "the writes it took meanwhile",
                 self.cut_redis_primary_from_replicas,
+            ),
+            (
+                f"a primary isolated after those Redis failovers, {held}: the controller still fails it over "
+                f"({leaders[0]})",
+                lambda: self.isolate_after_redis_failovers(leaders[0]),
             ),
         ]
 
