@@ -104,14 +104,18 @@ class Faults:
         self._thread.shutdown(wait=True)
 
 
-async def stored_in_sync(cluster: LocalCluster, partition: int) -> tuple[str, ...]:
-    """The partition's in-sync set as the metadata store holds it (what the controller promotes from)."""
+async def stored_in_sync(cluster: LocalCluster, entry: types_pb2.PartitionPlacement) -> tuple[str, ...]:
+    """The partition's in-sync set as the controller reads it to promote a copy: the stored in-sync
+    record of the placement's leader epoch, else the placement's own set (no change stored yet)."""
     client = cluster.metadata_access().client()
     try:
-        raw = await client.get(Keys().in_sync(STREAM, partition))
+        raw = await client.get(Keys().in_sync(STREAM, entry.partition))
     finally:
         await client.aclose()
-    return InSyncRecord.from_json(raw).in_sync if raw else ()
+    stored = InSyncRecord.from_json(raw) if raw else None
+    if stored is not None and stored.leader_epoch == entry.leader_epoch:
+        return stored.in_sync
+    return tuple(entry.in_sync_node_ids)
 
 
 async def stream_record(cluster: LocalCluster) -> types_pb2.StreamRecord:
@@ -149,7 +153,7 @@ async def settled(cluster: LocalCluster, *, equal_copies: bool = False) -> bool:
             async with NodeClient(by_name(cluster, entry.primary_node_id).internal_address, timeout_s=5) as client:
                 info = await client.stream_info(STREAM)
             stats = next(stats for stats in info.stats.partitions if stats.partition == entry.partition)
-            if len(stats.in_sync_node_ids) != 3 or len(await stored_in_sync(cluster, entry.partition)) != 3:
+            if len(stats.in_sync_node_ids) != 3 or len(await stored_in_sync(cluster, entry)) != 3:
                 return False
             if equal_copies and len({tuple(copy) for copy in (await copies(cluster, entry.partition)).values()}) != 1:
                 return False
