@@ -6,21 +6,31 @@ beyond what it must to go on; the test judges the observations.
 
 The plan: {"endpoints": "host:port", "topics": {"normal": ..., "fifo": ..., "delay": ..., "transaction":
 ...}, "delay_s": N}. Each topic is a stream the test created (with allow_scheduled_messages).
+
+With "mode": "push" the plan is {"mode": "push", "endpoints": ..., "topic": ..., "count": N, "fail":
+"<body>"}: the Producer sends N NORMAL messages "push-0".."push-<N-1>" to the topic and a
+PushConsumer's MessageListener consumes them, failing the message whose body is "fail" the first time
+it sees it (SUCCESS for everything else); the report lists every (body, delivery_attempt) the
+listener saw, in order, with when (time.monotonic(), s).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from typing import Any
 
 from rocketmq import (  # type: ignore[import-not-found]  # installed only in the client's virtualenv
     ClientConfiguration,
+    ConsumeResult,
     Credentials,
     FilterExpression,
     Message,
+    MessageListener,
     Producer,
+    PushConsumer,
     SimpleConsumer,
     TransactionChecker,
     TransactionResolution,
@@ -160,9 +170,71 @@ def consume_normal(config: Any, topic: str) -> dict[str, Any]:
         consumer.shutdown()
 
 
+class FailOnce(MessageListener):  # type: ignore[misc]
+    """The PushConsumer's listener: records each message it is given; FAILURE for the first sight of
+    the message whose body is `fail`, SUCCESS otherwise."""
+
+    def __init__(self, fail: str) -> None:
+        self.fail = fail
+        self.seen: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def consume(self, message: Any) -> Any:
+        body = message.body.decode()
+        with self.lock:
+            first_sight = all(entry["body"] != body for entry in self.seen)
+            self.seen.append(
+                {
+                    "body": body,
+                    "delivery_attempt": message.delivery_attempt,
+                    "id": message.message_id,
+                    "at_s": time.monotonic(),
+                }
+            )
+        return ConsumeResult.FAILURE if body == self.fail and first_sight else ConsumeResult.SUCCESS
+
+    def done(self, count: int) -> bool:
+        with self.lock:
+            return len({entry["body"] for entry in self.seen}) >= count and any(
+                entry["body"] == self.fail and entry["delivery_attempt"] > 1 for entry in self.seen
+            )
+
+
+PUSH_QUIET_S = 3.0  # how long the listener is watched after all it waited for came: a duplicate shows
+
+
+def push(config: Any, plan: dict[str, Any]) -> dict[str, Any]:
+    """Send the plan's NORMAL messages, then consume them with a PushConsumer (see the docstring)."""
+    topic, count = plan["topic"], plan["count"]
+    producer = Producer(config, [topic])
+    producer.startup()
+    try:
+        sent = [producer.send(message(topic, f"push-{index}")).message_id for index in range(count)]
+    finally:
+        producer.shutdown()
+    listener = FailOnce(plan["fail"])
+    started = time.monotonic()
+    consumer = PushConsumer(config, "push-readers", listener, {topic: FilterExpression()})
+    consumer.startup()
+    try:
+        deadline = time.monotonic() + COLLECT_DEADLINE_S
+        while not listener.done(count) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        consumed_s = time.monotonic() - started
+        time.sleep(PUSH_QUIET_S)
+    finally:
+        consumer.shutdown()
+    with listener.lock:
+        return {"sent": sent, "seen": list(listener.seen), "consumed_s": round(consumed_s, 2)}
+
+
 def main() -> int:
     plan = json.loads(sys.argv[1])
     config = ClientConfiguration(plan["endpoints"], Credentials("weir-test", "weir-test-secret"), request_timeout=10)
+    if plan.get("mode") == "push":
+        print(json.dumps(push(config, plan)))
+        sys.stdout.flush()
+        return 0
     topics = plan["topics"]
     report: dict[str, Any] = {"sent": produce(config, topics, plan["delay_s"])}
     report["normal"] = consume_normal(config, topics["normal"])

@@ -34,8 +34,11 @@ KEPT_PREFIX = "weir_gateway/rocketmq_v2/pb/"
 CLIENT_PROGRAM = ROOT / "tests" / "rocketmq_v2_client.py"
 CLIENT_TIMEOUT_S = 300
 DELAY_S = 4
-# Orphaned transactions checked after 2 s (scans every 200 ms), so the checker is asked in test time.
+# Orphaned transactions checked after 2 s (scans every 200 ms), so the checker is asked in test time;
+# a consumer's retry backoff (the wait before a message a PushConsumer failed comes back, which the
+# gateway answers in its Telemetry settings) of PUSH_BACKOFF_S, so the redelivery comes in test time.
 GATEWAY_ENV = {
+    "WEIR_GATEWAY_ROCKETMQ_RETRY_DELAYS_MS": "1000",  # PUSH_BACKOFF_S
     "WEIR_GATEWAY_ROCKETMQ_ORPHAN_SCAN_INTERVAL_MS": "200",
     "WEIR_GATEWAY_ROCKETMQ_ORPHANED_TRANSACTION_RECOVERY_PERIOD_MS": "2000",
     "WEIR_GATEWAY_ROCKETMQ_MULTIPLEXING_POLL_TIMEOUT_MS": "1500",
@@ -196,3 +199,30 @@ async def test_the_official_client_produces_and_consumes_every_message_type(
     received = {entry["body"]: entry["message_id"] for entry in report["transaction"]}
     assert received == {"committed": sent["committed"], "checked": sent["checked"]}
     assert report["transaction_after"] == []
+
+
+PUSH_COUNT = 8
+PUSH_FAILED = "push-3"
+PUSH_BACKOFF_S = 1.0  # GATEWAY_ENV's retry delay
+
+
+async def test_the_official_push_consumer_consumes_every_message_and_gets_a_failed_one_again(
+    rocketmq_python: Path, gateway: GatewayHandle, cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """rocketmq-python-client 5.1.2's Producer sends PUSH_COUNT NORMAL messages; a PushConsumer (its
+    assignments from QueryAssignment, long-polling receives, a MessageListener on its own threads)
+    consumes them. The listener fails PUSH_FAILED once: the client changes its invisible duration to
+    the backoff the gateway answered in Telemetry (1 s here), and it comes back as delivery attempt 2.
+    Every other message is seen once, as attempt 1, and acked (nothing comes again while watched)."""
+    topic = f"rmq2-push-{uuid.uuid4().hex[:8]}"
+    async with Client(cluster.router_addresses) as sdk:
+        await sdk.create_stream(stream_config(topic, partitions=2, replicas=1))
+    plan = {"mode": "push", "endpoints": gateway.rocketmq_address, "topic": topic, "count": PUSH_COUNT}
+    report = run_client(rocketmq_python, {**plan, "fail": PUSH_FAILED}, tmp_path)
+
+    seen = [(entry["body"], entry["delivery_attempt"]) for entry in report["seen"]]
+    expected = [(f"push-{index}", 1) for index in range(PUSH_COUNT)] + [(PUSH_FAILED, 2)]
+    assert sorted(seen) == sorted(expected), seen
+    first, again = (report["seen"][seen.index((PUSH_FAILED, attempt))] for attempt in (1, 2))
+    assert again["at_s"] - first["at_s"] >= PUSH_BACKOFF_S - 0.1  # it waited the backoff the gateway answered
+    assert {entry["id"] for entry in report["seen"]} == set(report["sent"])
