@@ -218,7 +218,9 @@ REPORT_READING = """## Reading the stalls
   here, plus its start); with two or more, until its partition leases lapse
   (`WEIR_REPLICATOR_LEASE_MS`, 3 s by default).
 - **The controller router dies**: clients publish to the nodes directly; only a failover that
-  falls in the lease's handover (`WEIR_ROUTER_LEASE_MS`) would wait for the next controller.
+  falls in the lease's handover (`WEIR_ROUTER_LEASE_MS`) would wait for the next controller, which
+  judges a missing heartbeat only once it has held the role for that node's heartbeat TTL (so a
+  Redis outage, which expires every heartbeat at once, marks no node dead).
 - **Rebalance**: a returning node first catches up and rejoins the in-sync set; then, within one
   `WEIR_ROUTER_LEADER_REBALANCE_INTERVAL_MS`, each partition it prefers is handed back to it with a
   fenced handover (the old primary stops taking writes, its last records reach the new one, the next
