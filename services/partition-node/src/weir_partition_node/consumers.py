@@ -124,6 +124,20 @@ class ConsumerSpec:
         )
 
 
+@dataclass(slots=True)
+class Consumer:
+    """A consumer's node-wide record (node_consumers.NodeConsumers keeps them, hosted.Stream holds
+    them by name); its per-partition state lives in each `Partition`."""
+
+    config: types_pb2.ConsumerConfig
+    created_at_ms: int
+    spec: ConsumerSpec
+    start_seqs: list[int]
+    last_per_subject_until: list[int] = field(default_factory=list)  # DELIVER_POLICY_LAST_PER_SUBJECT only
+    subscribers: int = 0
+    deleted: bool = False
+
+
 def _hiding_scheduled(accepts: Callable[[str], bool] | None) -> Callable[[str], bool]:
     if accepts is None:
         return visible_to_consumers

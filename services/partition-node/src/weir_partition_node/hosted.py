@@ -29,8 +29,8 @@ from weir_partition_node import metrics
 from weir_partition_node.changefeed import ChangeFeedClock
 from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import CommitLimits
+from weir_partition_node.consumers import Consumer
 from weir_partition_node.delivery_horizon import DeliveryHorizon, PushHorizon
-from weir_partition_node.node_consumers import Consumer
 from weir_partition_node.partition import Partition, StreamView
 from weir_partition_node.settings import NodeSettings
 from weir_partition_node.storage import rebuild

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from weir.errors import (
@@ -33,6 +32,7 @@ from weir_partition_node.commit_items import ConsumerOpKind, Delivery
 from weir_partition_node.consumers import (
     MAX_ACK_WAIT_MS,
     NEVER,
+    Consumer,
     ConsumerCursor,
     ConsumerSpec,
     normalize_consumer_config,
@@ -51,19 +51,6 @@ MAX_ACK_BATCH = 10_000
 
 # (change seq, ts_ms, encoded change) of a lifecycle change the node has allocated (settle it).
 LifecycleChange = Callable[..., Awaitable[tuple[int, int, bytes]]]
-
-
-@dataclass(slots=True)
-class Consumer:
-    """A consumer's node-wide record; its per-partition state lives in each `Partition`."""
-
-    config: types_pb2.ConsumerConfig
-    created_at_ms: int
-    spec: ConsumerSpec
-    start_seqs: list[int]
-    last_per_subject_until: list[int] = field(default_factory=list)  # DELIVER_POLICY_LAST_PER_SUBJECT only
-    subscribers: int = 0
-    deleted: bool = False
 
 
 class NodeConsumers:

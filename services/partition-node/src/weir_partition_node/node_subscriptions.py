@@ -22,8 +22,9 @@ from weir.v1 import types_pb2
 
 from weir_partition_node.clock import Clock
 from weir_partition_node.commit_items import Delivery
+from weir_partition_node.consumers import Consumer
 from weir_partition_node.feed_reads import TAIL_IDLE_WAKE_S
-from weir_partition_node.node_consumers import MAX_FETCH_BATCH, Consumer, wait_s
+from weir_partition_node.node_consumers import MAX_FETCH_BATCH, wait_s
 from weir_partition_node.node_reads import DEFAULT_READ_BYTES
 from weir_partition_node.partition import Partition
 
