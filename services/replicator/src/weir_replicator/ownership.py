@@ -16,13 +16,25 @@ from collections.abc import Iterable
 import redis.asyncio as redis_asyncio
 from weir_server.metadata import Keys
 
-# KEYS[1] = lease key; ARGV[1] = holder, ARGV[2] = lease ms. Renew only our own lease.
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) and 1 or 0
+# KEYS = lease keys; ARGV[1] = holder, ARGV[2] = lease ms, ARGV[2 + i] = "1" to renew KEYS[i] (only
+# our own lease), "0" to acquire it (only a free one). Returns one 1 or 0 per key: held now or not.
+_HOLD_ALL = """
+local result = {}
+for i, key in ipairs(KEYS) do
+  local held = 0
+  if ARGV[i + 2] == '1' then
+    if redis.call('GET', key) == ARGV[1] then
+      held = redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) and 1 or 0
+    end
+  else
+    held = redis.call('SET', key, ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0
+  end
+  result[i] = held
 end
-return 0
+return result
 """
+# Leases one _HOLD_ALL call takes at most: a bounded script run inside Redis (~1 µs a key).
+HOLD_CHUNK = 512
 # KEYS[1] = lease key; ARGV[1] = holder.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -50,8 +62,8 @@ class Ownership:
         self.keys = keys
         self.instance_id = instance_id
         self.lease_ms = lease_ms
-        self._renew = redis.register_script(_RENEW)
         self._release = redis.register_script(_RELEASE)
+        self._hold_all = redis.register_script(_HOLD_ALL)
 
     async def now_ms(self) -> int:
         seconds, microseconds = await self.redis.time()
@@ -67,12 +79,21 @@ class Ownership:
             results = await pipe.execute()
         return sorted(member.decode() if isinstance(member, bytes) else str(member) for member in results[2])
 
-    async def hold(self, stream: str, partition: int, held: bool) -> bool:
-        """Acquire (held=False) or renew (held=True) the partition's lease; True while we hold it."""
-        key = self.keys.replicator_lease(stream, partition)
-        if held:
-            return bool(await self._renew(keys=[key], args=[self.instance_id, self.lease_ms]))
-        return bool(await self.redis.set(key, self.instance_id, nx=True, px=self.lease_ms))
+    async def hold_all(self, wanted: list[tuple[str, int, bool]]) -> list[bool]:
+        """Acquire (held=False: only a free lease) or renew (held=True: only our own) the lease of
+        each (stream, partition, held) of `wanted`, lease_ms from now, in one Redis call per HOLD_CHUNK
+        leases instead of one per partition (a replicator renews every lease it holds each tick:
+        at 1,024 partitions, 2,048 round trips a second). Returns, in `wanted`'s order, whether this
+        instance holds each lease now. Raises RedisError/OSError when Redis is out of reach; a chunk
+        that fails leaves the leases it did not reach as they were."""
+        answers: list[bool] = []
+        for start in range(0, len(wanted), HOLD_CHUNK):
+            chunk = wanted[start : start + HOLD_CHUNK]
+            keys = [self.keys.replicator_lease(stream, partition) for stream, partition, _ in chunk]
+            flags = ["1" if held else "0" for _, _, held in chunk]
+            replies = await self._hold_all(keys=keys, args=[self.instance_id, self.lease_ms, *flags])
+            answers.extend(bool(int(reply)) for reply in replies)
+        return answers
 
     async def release(self, stream: str, partition: int) -> None:
         await self._release(keys=[self.keys.replicator_lease(stream, partition)], args=[self.instance_id])

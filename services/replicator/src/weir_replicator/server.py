@@ -97,9 +97,11 @@ class Replicator:
         for key in list(self.shippers):
             if key not in wanted:
                 await self._drop(key, release=True)
-        for key, record in wanted.items():
-            held = key in self._leases and self._leases[key].is_set()
-            if not await self.ownership.hold(*key, held=held):
+        holds = await self.ownership.hold_all(
+            [(*key, key in self._leases and self._leases[key].is_set()) for key in wanted]
+        )
+        for (key, record), holding in zip(wanted.items(), holds, strict=True):
+            if not holding:
                 if key in self.shippers:
                     logger.warning("%s/%d: lost the partition lease", *key)
                     await self._drop(key, release=False)
