@@ -326,6 +326,23 @@ def test_a_primary_back_from_a_lapsed_lease_gives_its_in_sync_followers_a_full_l
     assert tracker.joining(6 * LAG_MAX_MS) == []  # an out-of-sync follower does not join on it
 
 
+def test_a_partition_is_at_rest_only_when_every_follower_is_in_sync_and_parked() -> None:
+    """`at_rest` lets the in-sync maintenance skip a partition (an idle cluster's many): it is true
+    only where `proposed` has nothing to propose whatever the time."""
+    tracker = tracker_of(("f1", "f2"))
+    assert not tracker.at_rest()  # nobody waits at the log end yet
+    tracker.park("f1")
+    assert not tracker.at_rest()  # f2 could lag
+    tracker.park("f2")
+    assert tracker.at_rest() and tracker.proposed(10 * LAG_MAX_MS) is None  # parked followers never lag
+    tracker.unpark("f2", now_ms=0)
+    assert not tracker.at_rest() and tracker.proposed(10 * LAG_MAX_MS) == {"lead", "f1"}
+    out = tracker_of(("f1",), in_sync=["lead"])
+    out.park("f1")
+    assert not out.at_rest()  # an out-of-sync follower may join
+    assert tracker_of(()).at_rest()  # one copy: nothing to decide
+
+
 def test_follower_that_stops_reporting_leaves_even_when_the_primary_is_idle() -> None:
     tracker = tracker_of(("f1",))
     tracker.report("f1", 10, 10, now_ms=0)

@@ -201,6 +201,14 @@ class InSyncTracker:
             and now_ms - progress.caught_up_ms <= self.lag_max_ms
         )
 
+    def at_rest(self) -> bool:
+        """Whether no in-sync change can be due now: every follower is in the set and parked
+        (its fetch waits at the log end, so it holds everything and cannot lag). An idle cluster's
+        partitions are at rest; `proposed` would return None for them, at a cost per follower."""
+        return len(self.in_sync) == len(self.followers) + 1 and all(
+            progress.parked for progress in self.followers.values()
+        )
+
     def proposed(self, now_ms: int) -> set[str] | None:
         """The in-sync set after dropping laggards and adding joiners; None when unchanged."""
         target = (self.in_sync - set(self.lagging(now_ms))) | set(self.joining(now_ms))
