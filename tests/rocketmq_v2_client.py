@@ -12,6 +12,13 @@ With "mode": "push" the plan is {"mode": "push", "endpoints": ..., "topic": ...,
 PushConsumer's MessageListener consumes them, failing the message whose body is "fail" the first time
 it sees it (SUCCESS for everything else); the report lists every (body, delivery_attempt) the
 listener saw, in order, with when (time.monotonic(), s).
+
+With "mode": "recall" the plan is {"mode": "recall", "endpoints": ..., "topic": ..., "delay_s": N}: the
+Producer sends a NORMAL message "normal" and two DELAY messages "kept" and "recalled" due N s from now,
+recalls "recalled" with `recall_message` and then recalls it again; a SimpleConsumer receives until
+"kept" came (or the deadline passed) and once more after. The report has each send's recall handle
+(None when the receipt had none), what each recall answered (the message id, or the exception's type
+and text) and every message received.
 """
 
 from __future__ import annotations
@@ -228,11 +235,56 @@ def push(config: Any, plan: dict[str, Any]) -> dict[str, Any]:
         return {"sent": sent, "seen": list(listener.seen), "consumed_s": round(consumed_s, 2)}
 
 
+def recall_outcome(producer: Any, topic: str, handle: str) -> dict[str, Any]:
+    """What the producer's recall_message answered: {"message_id": ...} or {"error": type, "text": ...}."""
+    try:
+        return {"message_id": producer.recall_message(topic, handle)}
+    except Exception as error:  # the client's ClientException subclasses (NotFoundException, ...)
+        return {"error": type(error).__name__, "text": str(error)}
+
+
+def recall(config: Any, plan: dict[str, Any]) -> dict[str, Any]:
+    """Send a NORMAL and two DELAY messages, recall one twice, receive (see the docstring)."""
+    topic = plan["topic"]
+    producer = Producer(config, [topic])
+    producer.startup()
+    try:
+        normal = producer.send(message(topic, "normal"))
+        deliver_at_s = int(time.time()) + plan["delay_s"]
+        kept, recalled = (
+            producer.send(message(topic, body, delivery_timestamp=deliver_at_s)) for body in ("kept", "recalled")
+        )
+        report: dict[str, Any] = {
+            "deliver_at_ms": deliver_at_s * 1000,
+            "ids": {"normal": normal.message_id, "kept": kept.message_id, "recalled": recalled.message_id},
+            "handles": {"normal": normal.recall_handle, "kept": kept.recall_handle, "recalled": recalled.recall_handle},
+            "first_recall": recall_outcome(producer, topic, recalled.recall_handle),
+            "second_recall": recall_outcome(producer, topic, recalled.recall_handle),
+            "recalled_at_ms": int(time.time() * 1000),
+        }
+    finally:
+        producer.shutdown()
+    consumer = consumer_of(config, "recall-readers", topic)
+    try:
+        got: list[Any] = []
+        deadline = time.monotonic() + plan["delay_s"] + COLLECT_DEADLINE_S
+        while all(received.body != b"kept" for received in got) and time.monotonic() < deadline:
+            for received in consumer.receive(16, 30):
+                got.append(received)
+                consumer.ack(received)
+        got.extend(consumer.receive(16, 30))  # anything else due by now (the recalled one was, with "kept")
+        report["received"] = [described(received) for received in got]
+    finally:
+        consumer.shutdown()
+    return report
+
+
 def main() -> int:
     plan = json.loads(sys.argv[1])
     config = ClientConfiguration(plan["endpoints"], Credentials("weir-test", "weir-test-secret"), request_timeout=10)
-    if plan.get("mode") == "push":
-        print(json.dumps(push(config, plan)))
+    modes = {"push": push, "recall": recall}
+    if plan.get("mode") in modes:
+        print(json.dumps(modes[plan["mode"]](config, plan)))
         sys.stdout.flush()
         return 0
     topics = plan["topics"]

@@ -6,26 +6,30 @@ gateway over the real transport. Also: the kept protos are the protocol the clie
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from google.protobuf import descriptor_pb2
 from weir import Client, stream_config
-from weir_cli.launcher import GatewayHandle, LocalCluster
-from weir_gateway.rocketmq_v1.handles import Signer, Transaction
+from weir.errors import InvalidArgumentError
+from weir_cli.launcher import GatewayHandle, LocalCluster, gateway_secret
+from weir_gateway.rocketmq_v1.handles import Recall, Signer, Transaction
 from weir_gateway.rocketmq_v1.permissions import KNOWN_CALLER
-from weir_gateway.rocketmq_v2.pb import definition_pb2, service_pb2
+from weir_gateway.rocketmq_v2.pb import definition_pb2, service_pb2, service_pb2_grpc
 from weir_gateway.rocketmq_v2.permissions import SERVICE, RocketMQV2Permissions
 from weir_server.permissions import Requirement
 
-from tests.conftest import needs_own_processes
+from tests.conftest import eventually, needs_own_processes
 from tests.rocketmq_client_env import client_python
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,9 +130,44 @@ def test_each_v2_call_needs_the_grant_on_the_topic_it_acts_on() -> None:
     transaction_id = signer.transaction_id(Transaction("ns::orders", 0, 7, "m-1"))
     end = service_pb2.EndTransactionRequest(transaction_id=transaction_id)
     assert table.requirement(f"/{SERVICE}/EndTransaction", end) == Requirement("publish", "ns::orders", ("ns::orders",))
+    recall = service_pb2.RecallMessageRequest(topic=topic, recall_handle="not-even-a-handle")
+    publish = Requirement("publish", "ns::orders", ("ns::orders",))
+    assert table.requirement(f"/{SERVICE}/RecallMessage", recall) == publish
     assert table.requirement(f"/{SERVICE}/QueryRoute", service_pb2.QueryRouteRequest()) == KNOWN_CALLER
     assert table.requirement(f"/{SERVICE}/SendMessage", service_pb2.SendMessageRequest()) == KNOWN_CALLER
     assert table.requirement("/apache.rocketmq.v1.MessagingService/SendMessage", send) is None
+
+
+def token_fields(token: str) -> tuple[list[Any], str]:
+    """A signed token's payload fields, read without verifying (as anyone holding it can), and its MAC."""
+    payload, mac = token.split(".")
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))), mac
+
+
+def unpadded(fields: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(fields, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
+
+def test_a_recall_handle_verifies_only_as_itself() -> None:
+    """A recall handle names its DELAY message's schedule record; one of another secret, a tampered
+    one, a transaction id of the same record or a receipt handle is refused (InvalidArgumentError,
+    which the door answers BAD_REQUEST)."""
+    signer, other = Signer(b"0123456789abcdef"), Signer(b"fedcba9876543210")
+    recall = Recall("ns::orders", 1, 42, "MSG-1")
+    handle = signer.recall_handle(recall)
+    assert signer.recall(handle) == recall
+    fields, mac = token_fields(handle)
+    for bad in (
+        other.recall_handle(recall),
+        f"{unpadded([*fields[:3], 43, fields[4]])}.{mac}",
+        handle[:-2],
+        signer.transaction_id(Transaction("ns::orders", 1, 42, "MSG-1")),
+        "",
+    ):
+        with pytest.raises(InvalidArgumentError):
+            signer.recall(bad)
+    with pytest.raises(InvalidArgumentError):
+        signer.transaction(handle)
 
 
 # -- the official client against a real cluster and gateway ------------------------------------------
@@ -226,3 +265,105 @@ async def test_the_official_push_consumer_consumes_every_message_and_gets_a_fail
     first, again = (report["seen"][seen.index((PUSH_FAILED, attempt))] for attempt in (1, 2))
     assert again["at_s"] - first["at_s"] >= PUSH_BACKOFF_S - 0.1  # it waited the backoff the gateway answered
     assert {entry["id"] for entry in report["seen"]} == set(report["sent"])
+
+
+RECALL_DELAY_S = 5
+
+
+async def test_the_official_producer_recalls_a_delay_message_before_its_time(
+    rocketmq_python: Path, gateway: GatewayHandle, cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """rocketmq-python-client 5.1.2's Producer sends a NORMAL and two DELAY messages due
+    RECALL_DELAY_S from now and recalls one with `recall_message`: only the DELAY messages' receipts
+    carry a recall handle, the recall answers the recalled message's id, a second recall of the same
+    handle is NOT_FOUND (the client's NotFoundException), and a SimpleConsumer gets the other DELAY
+    message at its time and never the recalled one, whose schedule record is gone."""
+    topic = f"rmq2-recall-{uuid.uuid4().hex[:8]}"
+    async with Client(cluster.router_addresses) as sdk:
+        await sdk.create_stream(stream_config(topic, partitions=2, replicas=1, allow_scheduled_messages=True))
+        plan = {"mode": "recall", "endpoints": gateway.rocketmq_address, "topic": topic, "delay_s": RECALL_DELAY_S}
+        report = run_client(rocketmq_python, plan, tmp_path)
+        left = [(await sdk.list_scheduled(topic, partition)).messages for partition in range(2)]
+
+    ids, handles = report["ids"], report["handles"]
+    assert handles["normal"] is None and handles["kept"] and handles["recalled"]
+    assert report["recalled_at_ms"] < report["deliver_at_ms"]  # the recalls came before the time
+    assert report["first_recall"] == {"message_id": ids["recalled"]}
+    second = report["second_recall"]
+    assert second.get("error") == "NotFoundException", second
+    assert second["text"].startswith(f"{definition_pb2.NOT_FOUND},"), second
+    assert sorted(entry["body"] for entry in report["received"]) == ["kept", "normal"]
+    kept = next(entry for entry in report["received"] if entry["body"] == "kept")
+    assert kept["message_id"] == ids["kept"]
+    assert kept["received_at_ms"] >= report["deliver_at_ms"] - 50  # clocks may differ a little
+    assert left == [(), ()]  # "kept" delivered, "recalled" discarded: no schedule record remains
+
+
+def v2_message(topic: str, body: bytes, message_id: str, deliver_at_ms: int | None = None) -> definition_pb2.Message:
+    """A v2 Message as a client sends it: DELAY with a delivery timestamp, else NORMAL."""
+    system = definition_pb2.SystemProperties(message_id=message_id, message_type=definition_pb2.NORMAL)
+    if deliver_at_ms is not None:
+        system.message_type = definition_pb2.DELAY
+        system.delivery_timestamp.FromMilliseconds(deliver_at_ms)
+    return definition_pb2.Message(topic=definition_pb2.Resource(name=topic), system_properties=system, body=body)
+
+
+async def send_one(stub: service_pb2_grpc.MessagingServiceStub, message: definition_pb2.Message) -> str:
+    """SendMessage of one message; its entry's recall handle ("" when none)."""
+    response = await stub.SendMessage(service_pb2.SendMessageRequest(messages=[message]))
+    assert response.status.code == definition_pb2.OK, response
+    return str(response.entries[0].recall_handle)
+
+
+async def recall_code(stub: service_pb2_grpc.MessagingServiceStub, topic: str, handle: str) -> tuple[int, str]:
+    request = service_pb2.RecallMessageRequest(topic=definition_pb2.Resource(name=topic), recall_handle=handle)
+    response = await stub.RecallMessage(request)
+    return response.status.code, response.message_id
+
+
+async def test_a_forged_or_foreign_recall_handle_changes_nothing(gateway: GatewayHandle, cluster: LocalCluster) -> None:
+    """Over the v2 door itself: a DELAY message's recall handle tampered with, signed with another
+    secret, turned into a transaction id of the same record, or another topic's handle is BAD_REQUEST,
+    and the message stays scheduled and is delivered at its time; a recall after that is NOT_FOUND.
+    The other topic's own handle recalls its message (OK, its message id); a NORMAL message has none."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, other = f"rmq2-forged-{suffix}", f"rmq2-foreign-{suffix}"
+    async with Client(cluster.router_addresses) as sdk, grpc.aio.insecure_channel(gateway.rocketmq_address) as channel:
+        for name in (topic, other):
+            await sdk.create_stream(stream_config(name, partitions=1, replicas=1, allow_scheduled_messages=True))
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        deliver_at_ms = int(time.time() * 1000) + DELAY_S * 1000
+        handle = await send_one(stub, v2_message(topic, b"delayed", f"forged-{suffix}", deliver_at_ms))
+        foreign = await send_one(stub, v2_message(other, b"foreign", f"foreign-{suffix}", deliver_at_ms))
+        assert await send_one(stub, v2_message(topic, b"normal", f"normal-{suffix}")) == ""
+        assert handle and foreign
+
+        (kind, stream, partition, seq, message_id), mac = token_fields(handle)
+        secret = gateway_secret(cluster.data_dir).encode()
+        forgeries = (
+            f"{unpadded([kind, stream, partition, seq, f'{message_id}-x'])}.{mac}",
+            Signer(b"not-the-cluster-secret").recall_handle(Recall(stream, partition, seq, message_id)),
+            Signer(secret).transaction_id(Transaction(stream, partition, seq, message_id)),
+            foreign,
+            "",
+        )
+        for forged in forgeries:
+            assert await recall_code(stub, topic, forged) == (definition_pb2.BAD_REQUEST, ""), forged
+        (record,) = (await sdk.list_scheduled(topic, 0)).messages
+        assert (record.seq, record.msg_id) == (seq, message_id)  # still scheduled, as it was
+
+        assert await recall_code(stub, other, foreign) == (definition_pb2.OK, f"foreign-{suffix}")
+        assert await recall_code(stub, other, foreign) == (definition_pb2.NOT_FOUND, "")
+        assert (await sdk.list_scheduled(other, 0)).messages == ()
+
+        async def delivered() -> list[str]:
+            page = await sdk.on_leader(topic, 0, lambda node: node.read_messages(topic, 0, 1, max_messages=100))
+            return [message.msg_id for message in page.messages if message.subject == topic]
+
+        async def came() -> bool:
+            return message_id in await delivered()
+
+        await eventually(came, DELAY_S + 30, "the DELAY message delivered at its time")
+        assert sorted(await delivered()) == sorted([message_id, f"normal-{suffix}"])
+        assert int(time.time() * 1000) >= deliver_at_ms - 50
+        assert await recall_code(stub, topic, handle) == (definition_pb2.NOT_FOUND, "")  # delivered already

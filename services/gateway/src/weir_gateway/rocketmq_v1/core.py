@@ -1,5 +1,6 @@
 """RocketMQ v1's MessagingService operations over the public Weir SDK, transport-neutral (the servicer
-turns them into /apache.rocketmq.v1.MessagingService/* RPCs). Source: the comments of
+turns them into /apache.rocketmq.v1.MessagingService/* RPCs; the v2 door's servicer calls the same
+ones, and `recall`, which only v2 has). Source: the comments of
 apache/rocketmq-apis' v1 service.proto and definition.proto (../shared/reference), and what RocketMQ's
 v1 Java client sent and expected.
 
@@ -23,11 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from weir import Client
-from weir.errors import InvalidArgumentError, UnavailableError, WeirError
+from weir.errors import InvalidArgumentError, NoSuchMessageError, UnavailableError, WeirError
 from weir.v1 import router_pb2
 
 from weir_gateway.rocketmq_v1 import mapping
-from weir_gateway.rocketmq_v1.handles import Signer, Transaction
+from weir_gateway.rocketmq_v1.handles import Recall, Signer, Transaction
 from weir_gateway.rocketmq_v1.offsets import Offsets
 from weir_gateway.rocketmq_v1.receiving import Receiver
 from weir_gateway.rocketmq_v1.transactions import Transactions, TransactionSettings
@@ -82,13 +83,15 @@ class OutgoingMessage:
 class Stored:
     """Where SendMessage stored a message: partition and seq (the schedule record's seq for a DELAY
     message, the held record's for a TRANSACTION message), whether it was a retry of a stored
-    message_id, when a DELAY message is due, and a TRANSACTION message's signed transaction id."""
+    message_id, when a DELAY message is due, a TRANSACTION message's signed transaction id and a
+    DELAY message's signed recall handle (what RocketMQ 5's RecallMessage takes back; "" otherwise)."""
 
     partition: int
     seq: int
     duplicate: bool
     deliver_at_ms: int | None
     transaction_id: str = ""
+    recall_handle: str = ""
 
 
 class RocketMQCore:
@@ -223,11 +226,12 @@ class RocketMQCore:
         after their delay_level's wait from now; FIFO messages go to the partition their
         message_group hashes to as a Weir key (the request's partition is not used, so every
         producer of a group, RocketMQ's or Weir's, picks the same one); TRANSACTION messages are
-        held (invisible) until EndTransaction, and the answer carries their signed transaction id.
-        DELAY and TRANSACTION need a stream with allow_scheduled_messages. Errors:
-        InvalidArgumentError (no message_id, bad digest, reserved attribute, bad encoding, bad delay,
-        FIFO without a message_group), NoSuchStreamError (NOT_FOUND), SchedulingDisabledError
-        (FAILED_PRECONDITION), and the cluster's errors after the SDK's retries."""
+        held (invisible) until EndTransaction, and the answer carries their signed transaction id;
+        a DELAY message's answer carries its signed recall handle (`recall`). DELAY and
+        TRANSACTION need a stream with allow_scheduled_messages. Errors: InvalidArgumentError (no
+        message_id, bad digest, reserved attribute, bad encoding, bad delay, FIFO without a
+        message_group), NoSuchStreamError (NOT_FOUND), SchedulingDisabledError (FAILED_PRECONDITION),
+        and the cluster's errors after the SDK's retries."""
         stream = mapping.weir_name_of(message.namespace, message.topic)
         body = check_and_decode(message)
         deliver_at_ms = self._deliver_at_ms(message)
@@ -246,10 +250,42 @@ class RocketMQCore:
             deliver_at_ms=deliver_at_ms or 0,
             hold=held,
         )
-        transaction_id = ""
+        transaction_id = recall_handle = ""
         if held:
             transaction_id = self.signer.transaction_id(Transaction(stream, ack.partition, ack.seq, message.message_id))
-        return Stored(ack.partition, ack.seq, ack.duplicate, deliver_at_ms, transaction_id)
+        if deliver_at_ms is not None:
+            recall_handle = self.signer.recall_handle(Recall(stream, ack.partition, ack.seq, message.message_id))
+        return Stored(ack.partition, ack.seq, ack.duplicate, deliver_at_ms, transaction_id, recall_handle)
+
+    async def recall(self, namespace: str, topic: str, recall_handle: str) -> str:
+        """RocketMQ 5's RecallMessage: discard the DELAY message `recall_handle` names before it is
+        delivered; returns its message_id. The handle must verify and name a message of `topic`
+        (namespace, name); the schedule record at its seq must still be there and be that message
+        (a seq of a deleted and recreated stream names another one), then it is discarded
+        (ReleaseScheduled with discard). Errors: InvalidArgumentError (a malformed, forged or other
+        kind of handle, or one of another topic: nothing changes), NoSuchMessageError (NOT_FOUND:
+        the message is no longer scheduled, delivered already or recalled already, which Weir does
+        not tell apart: nothing changes), NoSuchStreamError, and the cluster's errors after the
+        SDK's retries."""
+        recall = self.signer.recall(recall_handle)
+        stream = mapping.weir_name_of(namespace, topic)
+        if stream != recall.stream:
+            raise InvalidArgumentError(f"recall_handle: of another topic than {topic!r} (namespace {namespace!r})")
+        page = await self.client.list_scheduled(stream, recall.partition, from_seq=recall.seq, max_messages=1)
+        gone = NoSuchMessageError(
+            f"message {recall.message_id!r} of topic {topic!r} is no longer scheduled: delivered already, or "
+            "recalled already",
+            stream=stream,
+            partition=recall.partition,
+            seq=recall.seq,
+        )
+        if not page.messages or page.messages[0].seq != recall.seq or page.messages[0].msg_id != recall.message_id:
+            raise gone
+        try:
+            await self.client.release_scheduled(stream, recall.partition, recall.seq, discard=True)
+        except NoSuchMessageError:  # delivered (or recalled) since the look: the same answer
+            raise gone from None
+        return recall.message_id
 
     def _deliver_at_ms(self, message: OutgoingMessage) -> int | None:
         """When a DELAY message becomes visible (ms since the epoch; a past time means at once);

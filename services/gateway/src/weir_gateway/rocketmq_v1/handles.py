@@ -1,15 +1,17 @@
-"""Receipt handles and transaction ids: opaque strings the gateway hands out and takes back, signed
-with HMAC-SHA256 under the gateway's secret (`WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET`, the same on every
-instance, so a handle from one instance settles on another).
+"""Receipt handles, transaction ids and recall handles: opaque strings the gateway hands out and takes
+back, signed with HMAC-SHA256 under the gateway's secret (`WEIR_GATEWAY_ROCKETMQ_RECEIPT_SECRET`, the
+same on every instance, so a handle from one instance settles on another).
 
 Format: `<payload>.<mac>`, both base64url without padding. The payload is a compact JSON array whose
-first element names the kind, so one kind can never be passed off as the other:
+first element names the kind, so one kind can never be passed off as another:
 
     receipt handle  ["r", stream, partition, seq, deliver_count, group]   (one delivery of one message)
     transaction id  ["t", stream, partition, seq, message_id]             (one held half message)
+    recall handle   ["d", stream, partition, seq, message_id]             (one DELAY message's schedule
+                                                                           record; RocketMQ 5's v2 only)
 
 `mac` = the first MAC_BYTES of HMAC-SHA256(secret, payload bytes). A string that does not parse,
-whose MAC does not verify, or that is of the other kind is INVALID_ARGUMENT, as service.proto says of
+whose MAC does not verify, or that is of another kind is INVALID_ARGUMENT, as service.proto says of
 AckMessage ("If the given receipt_handle is illegal or out of date, returns INVALID_ARGUMENT"). A
 handle is as long-lived as the delivery it names: once the message is delivered again (its
 deliver_count rose) or settled, the node answers not_pending and the gateway reports it stale.
@@ -34,6 +36,7 @@ MAC_BYTES = 16  # 128 bits of HMAC-SHA256: forging one takes ~2**128 tries
 MAX_HANDLE_CHARS = 2048  # streams and groups are <= 128 characters, message ids <= 256 bytes
 RECEIPT_KIND = "r"
 TRANSACTION_KIND = "t"
+RECALL_KIND = "d"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,17 @@ class Transaction:
     message_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """One DELAY message: its schedule record at `seq` of `partition` of `stream`, sent with
+    `message_id` (what RecallMessage discards, and the id it answers)."""
+
+    stream: str
+    partition: int
+    seq: int
+    message_id: str
+
+
 def _encode(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -67,7 +81,8 @@ def _decode(text: str) -> bytes:
 
 
 class Signer:
-    """Makes and checks receipt handles and transaction ids under one secret (bytes, >= 16)."""
+    """Makes and checks receipt handles, transaction ids and recall handles under one secret
+    (bytes, >= 16)."""
 
     def __init__(self, secret: bytes) -> None:
         if len(secret) < 16:
@@ -129,3 +144,12 @@ class Signer:
         """The half message a transaction id names. Errors: InvalidArgumentError."""
         _, stream, partition, seq, message_id = self._open(transaction_id, TRANSACTION_KIND, "transaction_id", 5)
         return Transaction(str(stream), int(str(partition)), int(str(seq)), str(message_id))
+
+    def recall_handle(self, recall: Recall) -> str:
+        return self._sign([RECALL_KIND, recall.stream, recall.partition, recall.seq, recall.message_id])
+
+    def recall(self, recall_handle: str) -> Recall:
+        """The DELAY message a recall handle names. Errors: InvalidArgumentError (malformed, forged,
+        or another kind of token)."""
+        _, stream, partition, seq, message_id = self._open(recall_handle, RECALL_KIND, "recall_handle", 5)
+        return Recall(str(stream), int(str(partition)), int(str(seq)), str(message_id))

@@ -4,6 +4,8 @@ rules these follow; the gateway's auth interceptor checks them against the calle
     SendMessage                         publish on its messages' topic (one topic per request: the
                                         servicer refuses a request that names several)
     EndTransaction                      publish on the topic its (signed) transaction id names
+    RecallMessage                       publish on the request's topic (the servicer refuses a
+                                        recall handle issued for another topic)
     ReceiveMessage                      consume on the queue's topic
     AckMessage, ChangeInvisibleDuration,
     ForwardMessageToDeadLetterQueue     consume on the request's topic (required; the receiver
@@ -40,7 +42,6 @@ _ANY_KNOWN = (
     "UpdateOffset",
     "GetOffset",
     "QueryOffset",
-    "RecallMessage",
     "SyncLiteSubscription",
 )
 
@@ -55,6 +56,7 @@ class RocketMQV2Permissions:
         self._rules: dict[str, Callable[[Any], Requirement]] = {
             "SendMessage": self._send,
             "EndTransaction": self._transaction,
+            "RecallMessage": topic_rule("publish", lambda request: request.topic),
             "ReceiveMessage": topic_rule("consume", lambda request: request.message_queue.topic),
             "AckMessage": consume_on_topic,
             "ChangeInvisibleDuration": consume_on_topic,

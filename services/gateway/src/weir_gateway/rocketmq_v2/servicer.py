@@ -5,9 +5,20 @@ acknowledged or resolved through the other. This module decodes, calls the core,
 
 Served: QueryRoute, Heartbeat, SendMessage, QueryAssignment, ReceiveMessage (server-streaming: the
 delivery timestamp, each message, then the status), AckMessage, ChangeInvisibleDuration,
-ForwardMessageToDeadLetterQueue, EndTransaction, NotifyClientTermination and Telemetry
-(`telemetry.py`). PullMessage, UpdateOffset, GetOffset, QueryOffset, RecallMessage and
-SyncLiteSubscription answer NOT_IMPLEMENTED in their status.
+ForwardMessageToDeadLetterQueue, EndTransaction, RecallMessage, NotifyClientTermination and Telemetry
+(`telemetry.py`). PullMessage, UpdateOffset, GetOffset, QueryOffset and SyncLiteSubscription answer
+NOT_IMPLEMENTED in their status.
+
+Recall: SendMessage answers each DELAY message's entry a `recall_handle` (none for other types, as
+RocketMQ), a token signed as transaction ids are (`handles.Signer`) naming the message's schedule
+record (stream, partition, seq) and its message_id. RecallMessage(topic, recall_handle) discards that
+record before its delivery time (`core.recall`, ReleaseScheduled with discard) and answers OK with
+the message_id. A handle that does not verify (malformed, forged, another kind of token) or is of
+another topic is BAD_REQUEST; a message no longer scheduled is NOT_FOUND, whether it was delivered
+already or recalled already (the core keeps no record of a DELAY message's discard, so the two are
+not told apart; RocketMQ's broker answers a repeated recall before the delivery time OK and a recall
+after it an error). Neither failure changes anything; the official clients raise BadRequestException
+and NotFoundException for them.
 
 Errors: every response carries a v2 `Status` (definition.proto's Code: OK = 20000, BAD_REQUEST,
 TOPIC_NOT_FOUND, INVALID_RECEIPT_HANDLE, ...; `encoding.status_of_error`), as RocketMQ 5's clients
@@ -217,6 +228,7 @@ class RocketMQV2Servicer(service_pb2_grpc.MessagingServiceServicer):
                 continue
             entry.status.CopyFrom(ok_status())
             entry.transaction_id = stored.transaction_id
+            entry.recall_handle = stored.recall_handle
             entry.offset = mapping.offset_of(stored.seq)
         response.status.CopyFrom(entries_status([entry.status for entry in response.entries]))
         return response
@@ -318,6 +330,17 @@ class RocketMQV2Servicer(service_pb2_grpc.MessagingServiceServicer):
             await self.core.leave(namespace, request.group.name, metadata.get(CLIENT_ID_KEY, ""))
         return service_pb2.NotifyClientTerminationResponse(status=ok_status())
 
+    @v2_rpc(service_pb2.RecallMessageResponse)
+    async def RecallMessage(self, request: service_pb2.RecallMessageRequest, context: Any) -> Any:
+        """Discard the DELAY message `recall_handle` names before its delivery time; OK answers its
+        message_id. BAD_REQUEST for a malformed, forged or other topic's handle, NOT_FOUND when it is
+        no longer scheduled (delivered or recalled already); neither changes anything (`core.recall`)."""
+        if not request.topic.name:
+            raise InvalidArgumentError("topic: required (the topic the scheduled message was sent to)")
+        namespace = resource_namespace(request.topic)
+        message_id = await self.core.recall(namespace, request.topic.name, request.recall_handle)
+        return service_pb2.RecallMessageResponse(status=ok_status(), message_id=message_id)
+
     async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[service_pb2.TelemetryCommand]:
         """The client's settings answered with the server's, and orphaned transaction checks for a
         producer (`telemetry.TelemetrySession`)."""
@@ -341,9 +364,6 @@ class RocketMQV2Servicer(service_pb2_grpc.MessagingServiceServicer):
 
     async def QueryOffset(self, request: Any, context: Any) -> Any:
         return await self._not_implemented(service_pb2.QueryOffsetResponse, "QueryOffset")
-
-    async def RecallMessage(self, request: Any, context: Any) -> Any:
-        return await self._not_implemented(service_pb2.RecallMessageResponse, "RecallMessage")
 
     async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:
         return await self._not_implemented(service_pb2.SyncLiteSubscriptionResponse, "SyncLiteSubscription")
