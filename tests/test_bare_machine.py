@@ -102,6 +102,10 @@ def test_make_run_works_without_redis_server_on_the_path(tmp_path: Path) -> None
         16,
         True,
     )  # one object put and got through the door, one chunk per 64 KiB frame
+    # RocketMQ through the gateway's one port: v1 (normal, delayed, transactional) and v2 (RocketMQ 5).
+    rocketmq = summary["rocketmq"]
+    assert (rocketmq["sent"], rocketmq["received"], rocketmq["verified"]) == (22, 22, True)
+    assert rocketmq["v2"] == {"sent": 10, "received": 10, "acked": 10, "verified": True}
     # Stream sources over the demo's TLS and tokens: the tails call the nodes' client ports.
     assert summary["sources"]["verified"] is True and sum(summary["sources"]["sourced"].values()) == 150
     assert summary["key_value"] == {"updates": 10, "watched": 12, "verified": True}

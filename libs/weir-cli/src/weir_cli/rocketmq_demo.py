@@ -1,7 +1,10 @@
-"""`weir demo`'s RocketMQ v1 round trip: through the gateway, as a RocketMQ v1 client would, send
+"""`weir demo`'s RocketMQ round trips through the gateway. v1, as a RocketMQ v1 client would: send
 NORMAL messages, a DELAY message and a TRANSACTION message (committed with EndTransaction), then
 receive every one with a simple consumer (ReceiveMessage per partition, AckMessage per receipt
-handle) and check each came back once."""
+handle) and check each came back once. v2 (RocketMQ 5's `apache.rocketmq.v2.MessagingService`, on
+the same port), as RocketMQ 5's simple consumer would: send NORMAL messages of a tag of their own,
+receive them with the server-streaming ReceiveMessage (a group of its own filtering on that tag, so
+the v1 messages before them are skipped) and acknowledge each with AckMessage."""
 
 from __future__ import annotations
 
@@ -17,11 +20,13 @@ from weir_cli.output import progress
 
 TOPIC = "demo-rocketmq"
 PARTITIONS = 2
+V2_TAG = "demo-v2"  # the v2 leg's messages: its group filters on it, skipping the v1 leg's
 
 
-async def rocketmq_round_trip(address: str, normal_messages: int = 20) -> dict[str, Any]:
-    """Returns the counts and `verified` (every sent message received once, the delayed one no
-    earlier than its time). The stream `demo-rocketmq` must exist with allow_scheduled_messages."""
+async def rocketmq_round_trip(address: str, normal_messages: int = 20, v2_messages: int = 10) -> dict[str, Any]:
+    """Returns the v1 counts, the v2 leg's under `v2`, and `verified` (every sent message received
+    once, the delayed one no earlier than its time, and every v2 message received and acked once).
+    The stream `demo-rocketmq` must exist with allow_scheduled_messages."""
     from weir_gateway.rocketmq_v1.pb import definition_pb2 as definition
     from weir_gateway.rocketmq_v1.pb import service_pb2 as service
     from weir_gateway.rocketmq_v1.pb import service_pb2_grpc as service_grpc
@@ -64,11 +69,92 @@ async def rocketmq_round_trip(address: str, normal_messages: int = 20) -> dict[s
             raise RuntimeError(f"EndTransaction: {ended.common.status.message}")
         progress(f"RocketMQ v1: sent {normal_messages} normal, 1 delayed (500 ms), 1 transactional (committed)")
         received = await _receive_all(stub, service, definition, metadata, len(expected))
+        progress(f"RocketMQ v1: received and acknowledged {len(received)} messages through the gateway")
+        v2 = await _v2_round_trip(channel, v2_messages)
     bodies = [body for body, _ in received]
     delayed_on_time = all(arrived_ms >= due_ms for body, arrived_ms in received if body == b"delayed")
-    progress(f"RocketMQ v1: received and acknowledged {len(bodies)} messages through the gateway")
-    verified = sorted(bodies) == sorted(expected) and delayed_on_time
-    return {"sent": len(expected), "received": len(bodies), "verified": verified}
+    verified = sorted(bodies) == sorted(expected) and delayed_on_time and v2["verified"]
+    return {"sent": len(expected), "received": len(bodies), "v2": v2, "verified": verified}
+
+
+async def _v2_round_trip(channel: Any, count: int) -> dict[str, Any]:
+    """The v2 leg over `channel` (the v1 leg's: one port for both): `count` NORMAL messages sent one
+    a SendMessage, then received and acked from every queue until all came or 30 s passed. Returns
+    the counts and `verified` (each sent message received and acked once)."""
+    from weir_gateway.rocketmq_v2.pb import definition_pb2 as definition
+    from weir_gateway.rocketmq_v2.pb import service_pb2 as service
+    from weir_gateway.rocketmq_v2.pb import service_pb2_grpc as service_grpc
+
+    stub = service_grpc.MessagingServiceStub(channel)
+    metadata = [("x-mq-client-id", "weir-demo-v2"), ("x-mq-language", "JAVA"), ("x-mq-protocol", "v2")]
+    topic = definition.Resource(name=TOPIC)
+    expected = [b"v2 normal %d" % index for index in range(count)]
+    for body in expected:
+        system = definition.SystemProperties(
+            tag=V2_TAG,
+            message_id=uuid.uuid4().hex.upper(),
+            body_digest=definition.Digest(type=definition.CRC32, checksum=format(zlib.crc32(body), "08X")),
+            body_encoding=definition.IDENTITY,
+            message_type=definition.NORMAL,
+        )
+        system.born_timestamp.GetCurrentTime()
+        sent = definition.Message(topic=topic, system_properties=system, body=body)
+        response = await stub.SendMessage(service.SendMessageRequest(messages=[sent]), metadata=metadata, timeout=10)
+        if response.status.code != definition.OK:
+            raise RuntimeError(f"v2 SendMessage: {response.status.message}")
+    progress(f"RocketMQ v2 (RocketMQ 5): sent {count} normal messages through the same gateway port")
+    received, acked = await _v2_receive_all(stub, service, definition, metadata, count)
+    progress(f"RocketMQ v2 (RocketMQ 5): received {len(received)} with ReceiveMessage, acknowledged {acked}")
+    verified = sorted(received) == sorted(expected) and acked == count
+    return {"sent": count, "received": len(received), "acked": acked, "verified": verified}
+
+
+async def _v2_receive_all(
+    stub: Any, service: Any, definition: Any, metadata: Any, count: int
+) -> tuple[list[bytes], int]:
+    """The bodies of the v2 messages received from every queue, each acked (one AckMessage entry
+    a message), until `count` came or 30 s passed, and how many acks were OK."""
+    group, topic = definition.Resource(name="demo-consumers-v2"), definition.Resource(name=TOPIC)
+    received: list[bytes] = []
+    acked = 0
+    deadline = time.monotonic() + 30
+    while len(received) < count and time.monotonic() < deadline:
+        for partition in range(PARTITIONS):
+            request = service.ReceiveMessageRequest(
+                group=group,
+                message_queue=definition.MessageQueue(topic=topic, id=partition),
+                filter_expression=definition.FilterExpression(type=definition.TAG, expression=V2_TAG),
+                batch_size=32,
+                auto_renew=False,
+            )
+            request.invisible_duration.FromMilliseconds(30_000)
+            request.long_polling_timeout.FromMilliseconds(200)
+            messages = []
+            async for answer in stub.ReceiveMessage(request, metadata=metadata, timeout=10):
+                if answer.HasField("message"):
+                    messages.append(answer.message)
+                elif answer.HasField("status") and answer.status.code not in (
+                    definition.OK,
+                    definition.MESSAGE_NOT_FOUND,
+                ):
+                    raise RuntimeError(f"v2 ReceiveMessage: {answer.status.message}")
+            acks = [
+                service.AckMessageRequest(
+                    group=group,
+                    topic=topic,
+                    entries=[
+                        service.AckMessageEntry(
+                            message_id=message.system_properties.message_id,
+                            receipt_handle=message.system_properties.receipt_handle,
+                        )
+                    ],
+                )
+                for message in messages
+            ]
+            answers = await asyncio.gather(*(stub.AckMessage(ack, metadata=metadata, timeout=10) for ack in acks))
+            received += [message.body for message in messages]
+            acked += sum(answer.status.code == definition.OK for answer in answers)
+    return received, acked
 
 
 async def _receive_all(stub: Any, service: Any, definition: Any, metadata: Any, count: int) -> list[tuple[bytes, int]]:
