@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 import redis
 import yaml
-from weir_cli.metadata_store import redis_server_binary, redis_supports_tls
+from weir_cli.metadata_store import redis_access, redis_server_binary, redis_supports_tls
 from weir_cli.process_basics import free_port
 from weir_server import devcerts
-from weir_server.metadata_redis import RedisAccess
 
 from tests.conftest import eventually
 
@@ -113,13 +112,8 @@ async def test_the_compose_metadata_store_serves_tls_and_fails_over(
 
     await eventually(sentinel_healthy, 30, "the compose sentinel health check passes (it knows a replica)")
     hosts = ",".join(f"127.0.0.1:{ports[name]}" for name in SENTINELS)
-    access = RedisAccess(
-        f"{compose_services['router-1']['environment']['WEIR_ROUTER_REDIS_URL'].split('://')[0]}://{hosts}/weir/0",
-        password_file=certs / "redis.password",
-        ca_file=certs / "ca.pem",
-        cert_file=certs / "service.pem",
-        key_file=certs / "service-key.pem",
-    )
+    scheme = compose_services["router-1"]["environment"]["WEIR_ROUTER_REDIS_URL"].split("://")[0]
+    access = redis_access(f"{scheme}://{hosts}/weir/0", certs / "redis.password", certs)
     assert access.tls
     client = access.client()
     try:
@@ -147,13 +141,7 @@ async def test_the_compose_metadata_store_serves_tls_and_fails_over(
 
 def _known_replicas(port: int, certs: Path) -> int:
     """How many replicas of the primary the sentinel on `port` knows (-1: no answer)."""
-    access = RedisAccess(
-        f"rediss://127.0.0.1:{port}/0",
-        password_file=certs / "redis.password",
-        ca_file=certs / "ca.pem",
-        cert_file=certs / "service.pem",
-        key_file=certs / "service-key.pem",
-    )
+    access = redis_access(f"rediss://127.0.0.1:{port}/0", certs / "redis.password", certs)
     sentinel = redis.Redis.from_url(access.url, **access.options(), socket_timeout=1)
     try:
         return len(sentinel.execute_command("SENTINEL", "REPLICAS", "weir"))  # type: ignore[no-untyped-call]

@@ -321,10 +321,9 @@ def test_the_compose_redis_serves_tls_with_the_password_the_certs_service_made(t
     import time
 
     import redis
-    from weir_cli.metadata_store import redis_server_binary, redis_supports_tls
+    from weir_cli.metadata_store import redis_access, redis_server_binary, redis_supports_tls
     from weir_cli.process_basics import free_port
     from weir_server import devcerts
-    from weir_server.metadata_redis import RedisAccess
 
     binary, _ = redis_server_binary()
     cli_path = f"{Path(binary).parent}:{os.defpath}"  # the redis-cli beside that server (the venv's may lack TLS)
@@ -338,13 +337,7 @@ def test_the_compose_redis_serves_tls_with_the_password_the_certs_service_made(t
     command += ["--tls-port", str(port), "--dir", str(tmp_path), "--bind", "127.0.0.1"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        access = RedisAccess(
-            f"rediss://127.0.0.1:{port}/0",
-            password_file=certs / "redis.password",
-            ca_file=certs / "ca.pem",
-            cert_file=certs / "service.pem",
-            key_file=certs / "service-key.pem",
-        )
+        access = redis_access(f"rediss://127.0.0.1:{port}/0", certs / "redis.password", certs)
         for _ in range(100):
             client = redis.Redis.from_url(access.url, **access.options(), socket_timeout=1)
             try:

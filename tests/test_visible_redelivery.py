@@ -82,14 +82,20 @@ async def _fail_over(client: Client, cluster: LocalCluster) -> None:
     await eventually(failed_over, 30, "a new primary for partition 0")
 
 
+async def _ten_messages_and_a_consumer(client: Client, *, replicas: int) -> None:
+    """A one-partition stream of `replicas` copies with 10 messages (ack all) and consumer "c", whose
+    ack wait (10 min) never runs out in a test: only the delivery horizon can make a message come again."""
+    await client.create_stream(stream_config(STREAM, subjects=["f.>"], partitions=1, replicas=replicas))
+    await client.create_consumer(STREAM, consumer_config("c", ack_wait_ms=600_000))
+    for n in range(10):
+        await client.publish(STREAM, "f.x", b"%d" % n, partition=0, ack_level="all")
+
+
 async def test_deliveries_the_new_primary_cannot_rule_out_come_with_deliver_count_two(tmp_path: Path) -> None:
     cluster = _cluster_with_rare_snapshots(tmp_path / "cluster")
     try:
         async with Client(cluster.router_addresses) as client:
-            await client.create_stream(stream_config(STREAM, subjects=["f.>"], partitions=1, replicas=3))
-            await client.create_consumer(STREAM, consumer_config("c", ack_wait_ms=600_000))
-            for n in range(10):
-                await client.publish(STREAM, "f.x", b"%d" % n, partition=0, ack_level="all")
+            await _ten_messages_and_a_consumer(client, replicas=3)
             first = await client.fetch(STREAM, "c", 0, batch_size=100)
             assert [(m.seq, m.deliver_count) for m in first] == [(seq, 1) for seq in range(1, 11)]
 
@@ -119,10 +125,7 @@ async def test_a_planned_handover_flags_nothing(tmp_path: Path) -> None:
     cluster = _cluster_with_rare_snapshots(tmp_path / "cluster")
     try:
         async with Client(cluster.router_addresses) as client:
-            await client.create_stream(stream_config(STREAM, subjects=["f.>"], partitions=1, replicas=2))
-            await client.create_consumer(STREAM, consumer_config("c", ack_wait_ms=600_000))
-            for n in range(10):
-                await client.publish(STREAM, "f.x", b"%d" % n, partition=0, ack_level="all")
+            await _ten_messages_and_a_consumer(client, replicas=2)
             first = await client.fetch(STREAM, "c", 0, batch_size=4)
             assert [(m.seq, m.deliver_count) for m in first] == [(seq, 1) for seq in range(1, 5)]
             entry = (await client.route(STREAM)).partitions[0]
