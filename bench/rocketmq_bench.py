@@ -150,6 +150,21 @@ async def measure(pids: dict[str, int], clients: int, messages: int, call: Any) 
     return figures
 
 
+def native_fetch_and_ack(client: Client, stream: str, consumer: str) -> Any:
+    """The native consume a door is measured against: `consume(partition, count)` fetches `count`
+    messages of the partition with the SDK, BATCH at a time, and acks each batch in one call."""
+
+    async def fetch_and_ack(partition: int, count: int) -> None:
+        received = 0
+        while received < count:
+            messages = await client.fetch(stream, consumer, partition, batch_size=BATCH, max_wait_ms=200)
+            if messages:
+                await client.ack_batch(stream, consumer, partition, [m.seq for m in messages])
+            received += len(messages)
+
+    return fetch_and_ack
+
+
 async def consume_phase(pids: dict[str, int], per_partition: dict[int, int], consume: Any) -> dict[str, Any]:
     """Run `consume(partition, count)` for every partition at once; the CPU per message consumed."""
     before = {kind: cpu_seconds(pid) for kind, pid in pids.items()}
@@ -300,17 +315,8 @@ async def consume_phases(client: Client, channel: grpc.aio.Channel, pids: dict[s
     info = await client.stream_info(TOPIC)
     per_partition = {entry.partition: entry.msg_count for entry in info.partitions}
     await client.create_consumer(TOPIC, consumer_config("native", ack_wait_ms=60_000))
-
-    async def fetch_and_ack(partition: int, count: int) -> None:
-        received = 0
-        while received < count:
-            messages = await client.fetch(TOPIC, "native", partition, batch_size=BATCH, max_wait_ms=200)
-            if messages:
-                await client.ack_batch(TOPIC, "native", partition, [m.seq for m in messages])
-            received += len(messages)
-
     return {
-        "native_consume": await consume_phase(pids, per_partition, fetch_and_ack),
+        "native_consume": await consume_phase(pids, per_partition, native_fetch_and_ack(client, TOPIC, "native")),
         "receive_ack": await consume_phase(pids, per_partition, lambda p, n: receive_and_ack(stub, p, n)),
         "receive_ack_v2": await consume_phase(pids, per_partition, lambda p, n: receive_and_ack_v2(stub_v2, p, n)),
     }

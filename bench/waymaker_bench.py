@@ -36,7 +36,7 @@ from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2 as seed
 from weir_gateway.waymaker_streams.pb import waymaker_streams_pb2_grpc as seed_grpc
 
 from bench.report import clients_and_messages_main
-from bench.rocketmq_bench import consume_phase, measure
+from bench.rocketmq_bench import consume_phase, measure, native_fetch_and_ack
 
 STREAM = "bench-waymaker"
 BATCH = 32
@@ -90,15 +90,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 total = (await client.stream_info(STREAM)).msg_count
                 await client.create_consumer(STREAM, consumer_config("native", ack_wait_ms=60_000))
                 await client.create_consumer(STREAM, consumer_config("seed", ack_wait_ms=60_000))
-
-                async def fetch_and_ack(partition: int, count: int) -> None:
-                    received = 0
-                    while received < count:
-                        messages = await client.fetch(STREAM, "native", partition, batch_size=BATCH, max_wait_ms=200)
-                        if messages:
-                            await client.ack_batch(STREAM, "native", partition, [m.seq for m in messages])
-                        received += len(messages)
-
+                fetch_and_ack = native_fetch_and_ack(client, STREAM, "native")
                 native_consume = await consume_phase(pids, {0: total}, fetch_and_ack)
                 seed_consume = await consume_phase(pids, {0: total}, lambda _, count: seed_fetch_and_ack(stub, count))
     finally:
