@@ -184,7 +184,7 @@ class FailOnce(MessageListener):  # type: ignore[misc]
     def __init__(self, fail: str) -> None:
         self.fail = fail
         self.seen: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()  # notified at each message the listener is given
 
     def consume(self, message: Any) -> Any:
         body = message.body.decode()
@@ -198,12 +198,19 @@ class FailOnce(MessageListener):  # type: ignore[misc]
                     "at_s": time.monotonic(),
                 }
             )
+            self.lock.notify_all()
         return ConsumeResult.FAILURE if body == self.fail and first_sight else ConsumeResult.SUCCESS
 
-    def done(self, count: int) -> bool:
+    def wait_done(self, count: int, timeout_s: float) -> bool:
+        """Wait (at most `timeout_s`) until `count` distinct messages came and the failed one came
+        again; whether they did."""
         with self.lock:
-            return len({entry["body"] for entry in self.seen}) >= count and any(
-                entry["body"] == self.fail and entry["delivery_attempt"] > 1 for entry in self.seen
+            return self.lock.wait_for(
+                lambda: (
+                    len({entry["body"] for entry in self.seen}) >= count
+                    and any(entry["body"] == self.fail and entry["delivery_attempt"] > 1 for entry in self.seen)
+                ),
+                timeout_s,
             )
 
 
@@ -224,9 +231,7 @@ def push(config: Any, plan: dict[str, Any]) -> dict[str, Any]:
     consumer = PushConsumer(config, "push-readers", listener, {topic: FilterExpression()})
     consumer.startup()
     try:
-        deadline = time.monotonic() + COLLECT_DEADLINE_S
-        while not listener.done(count) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        listener.wait_done(count, COLLECT_DEADLINE_S)
         consumed_s = time.monotonic() - started
         time.sleep(PUSH_QUIET_S)
     finally:
